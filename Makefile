@@ -1,0 +1,71 @@
+# sphsim: `make` builds build/sphsim; `make test` runs every test; `make bench` the benchmarks.
+CC ?= cc
+PREFIX ?= /usr/local
+PKGS := hdf5 libcjson OpenCL
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS := $(shell pkg-config --libs $(PKGS))
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) \
+              -DSPHSIM_VERSION='"$(VERSION)"' $(PKG_CFLAGS) -Isrc
+LIBS := $(PKG_LIBS) -lm -lpthread
+
+B := build
+KERNEL_FILES := $(sort $(wildcard kernels/*.h kernels/*.cl))
+LIB_SRC := $(filter-out src/main.c,$(sort $(wildcard src/*.c)))
+LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/%.o) $(B)/kernels_embedded.o
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/%)
+TEST_HELPERS := $(sort $(wildcard tests/ref_*.c tests/testutil.c))
+
+.PHONY: all run test unit-tests bench clean install format
+all: $(B)/sphsim
+
+# The quick start's main job: the default scene on whatever OpenCL device is there.
+run: $(B)/sphsim
+	$(B)/sphsim scenes/default.json -o out.h5 --overwrite
+
+$(B):
+	mkdir -p $(B)
+
+$(B)/%.o: src/%.c $(wildcard src/*.h) $(wildcard kernels/*.h) | $(B)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(B)/kernels_embedded.c: $(KERNEL_FILES) scripts/embed-kernels.sh | $(B)
+	sh scripts/embed-kernels.sh $@ $(KERNEL_FILES)
+
+$(B)/kernels_embedded.o: $(B)/kernels_embedded.c
+	$(CC) -std=c11 $(CFLAGS) -c $< -o $@
+
+$(B)/libsphsim.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/sphsim: $(B)/main.o $(B)/libsphsim.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/test_%: tests/test_%.c $(TEST_HELPERS) $(wildcard tests/*.h) $(B)/libsphsim.a
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(TEST_HELPERS) $(B)/libsphsim.a $(LIBS) -lcmocka $(LDFLAGS)
+
+# Every test: cmocka unit and device tests, then command-line and Python end-to-end tests.
+test: all $(TEST_BIN)
+	sh tests/run-all.sh $(TEST_BIN)
+
+unit-tests: $(TEST_BIN)
+	sh tests/run-all.sh --unit-only $(TEST_BIN)
+
+bench: all
+	sh scripts/bench.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(B)/sphsim $(DESTDIR)$(PREFIX)/bin/sphsim
+	install -m 644 docs/sphsim.1 $(DESTDIR)$(PREFIX)/share/man/man1/sphsim.1
+
+format:
+	clang-format -i src/*.c src/*.h tests/*.c
+
+clean:
+	rm -rf $(B)

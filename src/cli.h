@@ -1,0 +1,31 @@
+/* cli: the command line, parsed strictly into `cli_args` (no printing, no exit). */
+#ifndef SPHSIM_CLI_H
+#define SPHSIM_CLI_H
+
+#include "scene.h"
+#include "sim.h"
+
+typedef enum { CLI_RUN = 0, CLI_CHECK, CLI_LIST_DEVICES, CLI_HELP, CLI_VERSION } cli_action;
+
+typedef struct cli_args {
+    cli_action action;
+    const char *scene_path;
+    const char *out_path;
+    const char *resume_path;
+    const char *device;
+    const char *sets[SCENE_MAX_SETS];
+    int n_sets;
+    int overwrite;
+    int quiet;
+    int stats;
+    int profile;
+    sim_progress progress;
+} cli_args;
+
+/* Parse argv. SPH_E_USAGE with a message on bad usage. */
+sph_status cli_parse(int argc, char **argv, cli_args *a, sph_error *e);
+
+/* The --help text. */
+extern const char cli_usage[];
+
+#endif

@@ -1,0 +1,367 @@
+/* device: OpenCL platform/device choice, context, queue, and program builds from the
+ * embedded kernel sources (or $SPHSIM_KERNEL_DIR). */
+#include "device.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct embedded_kernel {
+    const char *name;
+    const char *text;
+};
+extern const struct embedded_kernel sph_embedded_kernels[];
+
+#define MAX_PLATFORMS 16
+#define MAX_DEVICES 64
+
+typedef struct dev_entry {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_device_type type;
+    char name[256];
+    char platform_name[256];
+} dev_entry;
+
+static sph_status enumerate(dev_entry *list, int *count, sph_error *e)
+{
+    cl_platform_id plats[MAX_PLATFORMS];
+    cl_uint np = 0;
+    cl_int err = clGetPlatformIDs(MAX_PLATFORMS, plats, &np);
+    *count = 0;
+    if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && np == 0))
+        return SPH_FAIL(e, SPH_E_DEVICE,
+                        "no OpenCL platform found. Install a driver: on Debian/Ubuntu without a GPU "
+                        "`apt-get install pocl-opencl-icd` (CPU), or your GPU vendor's OpenCL ICD "
+                        "(NVIDIA: the driver's libnvidia-opencl; AMD: ROCm OpenCL); check with `clinfo -l`");
+    if (err != CL_SUCCESS)
+        return SPH_FAIL(e, SPH_E_DEVICE, "clGetPlatformIDs failed: %s", sph_cl_error_name(err));
+    if (np > MAX_PLATFORMS) np = MAX_PLATFORMS;
+    for (cl_uint p = 0; p < np; ++p) {
+        cl_device_id devs[MAX_DEVICES];
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, MAX_DEVICES, devs, &nd) != CL_SUCCESS) continue;
+        if (nd > MAX_DEVICES) nd = MAX_DEVICES;
+        char pname[256] = "";
+        clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
+        for (cl_uint d = 0; d < nd && *count < MAX_DEVICES; ++d) {
+            dev_entry *x = &list[(*count)++];
+            x->platform = plats[p];
+            x->device = devs[d];
+            clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof x->type, &x->type, NULL);
+            x->name[0] = 0;
+            clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof x->name, x->name, NULL);
+            snprintf(x->platform_name, sizeof x->platform_name, "%s", pname);
+        }
+    }
+    if (*count == 0)
+        return SPH_FAIL(e, SPH_E_DEVICE,
+                        "OpenCL platforms found but no devices; install pocl-opencl-icd for the CPU "
+                        "or check the GPU driver (`clinfo -l`)");
+    return SPH_OK;
+}
+
+static const char *type_name(cl_device_type t)
+{
+    if (t & CL_DEVICE_TYPE_GPU) return "gpu";
+    if (t & CL_DEVICE_TYPE_CPU) return "cpu";
+    if (t & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
+    return "other";
+}
+
+sph_status device_list(FILE *out, sph_error *e)
+{
+    dev_entry list[MAX_DEVICES];
+    int n = 0;
+    SPH_TRY(enumerate(list, &n, e));
+    for (int i = 0; i < n; ++i) {
+        cl_ulong mem = 0;
+        clGetDeviceInfo(list[i].device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+        fprintf(out, "%d\t%s\t%s\t%s\t%.1f GiB\n", i, type_name(list[i].type), list[i].name, list[i].platform_name,
+                (double)mem / (1024.0 * 1024.0 * 1024.0));
+    }
+    return SPH_OK;
+}
+
+static int contains_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; ++hay) {
+        size_t k = 0;
+        while (k < n && hay[k] && tolower((unsigned char)hay[k]) == tolower((unsigned char)needle[k])) ++k;
+        if (k == n) return 1;
+    }
+    return n == 0;
+}
+
+sph_status device_open(sph_device *d, const char *selector, int profiling, sph_error *e)
+{
+    memset(d, 0, sizeof *d);
+    if (!selector) selector = getenv("SPHSIM_DEVICE");
+    if (selector && !*selector) selector = NULL;
+    dev_entry list[MAX_DEVICES];
+    int n = 0;
+    SPH_TRY(enumerate(list, &n, e));
+    int pick = -1;
+    if (!selector) {
+        for (int i = 0; i < n && pick < 0; ++i)
+            if (list[i].type & CL_DEVICE_TYPE_GPU) pick = i;
+        for (int i = 0; i < n && pick < 0; ++i)
+            if (list[i].type & CL_DEVICE_TYPE_CPU) pick = i;
+        if (pick < 0) pick = 0;
+    } else if (!strcmp(selector, "gpu") || !strcmp(selector, "cpu")) {
+        cl_device_type want = !strcmp(selector, "gpu") ? CL_DEVICE_TYPE_GPU : CL_DEVICE_TYPE_CPU;
+        for (int i = 0; i < n && pick < 0; ++i)
+            if (list[i].type & want) pick = i;
+        if (pick < 0)
+            return SPH_FAIL(e, SPH_E_DEVICE, "--device %s: no %s OpenCL device found (see --list-devices)%s", selector,
+                            selector, want == CL_DEVICE_TYPE_CPU ? "; install pocl-opencl-icd for a CPU device" : "");
+    } else {
+        char *end = NULL;
+        long idx = strtol(selector, &end, 10);
+        if (end != selector && *end == 0) {
+            if (idx < 0 || idx >= n)
+                return SPH_FAIL(e, SPH_E_DEVICE, "--device %s: no device with that index; there are %d (see --list-devices)",
+                                selector, n);
+            pick = (int)idx;
+        } else {
+            for (int i = 0; i < n && pick < 0; ++i)
+                if (contains_ci(list[i].name, selector) || contains_ci(list[i].platform_name, selector)) pick = i;
+            if (pick < 0)
+                return SPH_FAIL(e, SPH_E_DEVICE, "--device %s: no device name matches (see --list-devices)", selector);
+        }
+    }
+    dev_entry *x = &list[pick];
+    d->platform = x->platform;
+    d->device = x->device;
+    d->is_gpu = (x->type & CL_DEVICE_TYPE_GPU) != 0;
+    snprintf(d->name, sizeof d->name, "%s", x->name);
+    snprintf(d->platform_name, sizeof d->platform_name, "%s", x->platform_name);
+    clGetDeviceInfo(d->device, CL_DEVICE_VERSION, sizeof d->version, d->version, NULL);
+    clGetDeviceInfo(d->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof d->global_mem, &d->global_mem, NULL);
+    clGetDeviceInfo(d->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc, &d->max_alloc, NULL);
+    clGetDeviceInfo(d->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);
+    clGetDeviceInfo(d->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof d->local_mem, &d->local_mem, NULL);
+    clGetDeviceInfo(d->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof d->compute_units, &d->compute_units, NULL);
+    cl_int err;
+    d->ctx = clCreateContext(NULL, 1, &d->device, NULL, NULL, &err);
+    CL_CHECK_ERR(e, err, "clCreateContext");
+    d->profiling = profiling;
+    d->queue = clCreateCommandQueue(d->ctx, d->device, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+    if (err != CL_SUCCESS) {
+        clReleaseContext(d->ctx);
+        d->ctx = NULL;
+    }
+    CL_CHECK_ERR(e, err, "clCreateCommandQueue");
+    return SPH_OK;
+}
+
+void device_close(sph_device *d)
+{
+    if (d->queue) {
+        clFinish(d->queue);
+        clReleaseCommandQueue(d->queue);
+    }
+    if (d->ctx) clReleaseContext(d->ctx);
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- kernel sources ---- */
+
+static char *read_text_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 14, len = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        if (cap - len - 1 == 0) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) buf[len] = 0;
+    return buf;
+}
+
+/* Raw text of one kernel file (malloc'd), from $SPHSIM_KERNEL_DIR or the embedded set. */
+static char *kernel_file_text(const char *file)
+{
+    const char *dir = getenv("SPHSIM_KERNEL_DIR");
+    if (dir && *dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        return read_text_file(path);
+    }
+    for (const struct embedded_kernel *k = sph_embedded_kernels; k->name; ++k)
+        if (!strcmp(k->name, file)) return strdup(k->text);
+    return NULL;
+}
+
+typedef struct strbuf {
+    char *s;
+    size_t len, cap;
+} strbuf;
+
+static int sb_append(strbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (b->len + n + 1 > cap) cap *= 2;
+        char *ns = realloc(b->s, cap);
+        if (!ns) return -1;
+        b->s = ns;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+    return 0;
+}
+
+#define MAX_INCLUDED 64
+
+/* Append `file` with its `#include "x"` lines expanded (each file at most once). */
+static sph_status expand(strbuf *b, const char *file, char included[][64], int *n_included, int depth, sph_error *e)
+{
+    for (int i = 0; i < *n_included; ++i)
+        if (!strcmp(included[i], file)) return SPH_OK;
+    if (*n_included >= MAX_INCLUDED || depth > 16)
+        return SPH_FAIL(e, SPH_E_DEVICE, "kernel source %s: too many nested includes", file);
+    snprintf(included[(*n_included)++], 64, "%s", file);
+    char *text = kernel_file_text(file);
+    if (!text)
+        return SPH_FAIL(e, SPH_E_DEVICE, "kernel source %s not found (%s)", file,
+                        getenv("SPHSIM_KERNEL_DIR") ? "in $SPHSIM_KERNEL_DIR" : "not embedded in this build");
+    const char *line = text;
+    sph_status st = SPH_OK;
+    while (*line && st == SPH_OK) {
+        const char *eol = strchr(line, '\n');
+        size_t len = eol ? (size_t)(eol - line + 1) : strlen(line);
+        const char *p = line;
+        while (*p == ' ' || *p == '\t') ++p;
+        if (!strncmp(p, "#include", 8)) {
+            const char *q = strchr(p, '"');
+            const char *r = q ? strchr(q + 1, '"') : NULL;
+            if (!q || !r || r - q - 1 >= 64) {
+                st = SPH_FAIL(e, SPH_E_DEVICE, "kernel source %s: only #include \"file\" is supported", file);
+                break;
+            }
+            char inc[64];
+            memcpy(inc, q + 1, (size_t)(r - q - 1));
+            inc[r - q - 1] = 0;
+            st = expand(b, inc, included, n_included, depth + 1, e);
+            if (st == SPH_OK && sb_append(b, "\n", 1)) st = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+        } else if (sb_append(b, line, len)) {
+            st = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+        }
+        line += len;
+    }
+    free(text);
+    return st;
+}
+
+char *device_kernel_source(const char *file, sph_error *e)
+{
+    strbuf b = {0};
+    char included[MAX_INCLUDED][64];
+    int n_included = 0;
+    if (expand(&b, file, included, &n_included, 0, e) != SPH_OK) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+sph_status device_build(sph_device *d, const char *file, const char *options, cl_program *out, sph_error *e)
+{
+    *out = NULL;
+    char *src = device_kernel_source(file, e);
+    if (!src) return e ? e->code : SPH_E_DEVICE;
+    char opts[2048];
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s", options ? options : "");
+    cl_int err;
+    const char *srcs[1] = {src};
+    cl_program prog = clCreateProgramWithSource(d->ctx, 1, srcs, NULL, &err);
+    free(src);
+    CL_CHECK_ERR(e, err, "clCreateProgramWithSource");
+    err = clBuildProgram(prog, 1, &d->device, opts, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        size_t log_size = 0;
+        clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
+        char *log = malloc(log_size + 1);
+        if (log) {
+            log[0] = 0;
+            clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL);
+            log[log_size] = 0;
+        }
+        SPH_FAIL(e, SPH_E_DEVICE, "building kernels/%s for %s failed (%s)\nbuild options: %s\nbuild log:\n%.1500s", file,
+                 d->name, sph_cl_error_name(err), opts, log ? log : "(none)");
+        free(log);
+        clReleaseProgram(prog);
+        return SPH_E_DEVICE;
+    }
+    *out = prog;
+    return SPH_OK;
+}
+
+sph_status device_kernel(cl_program prog, const char *name, cl_kernel *out, sph_error *e)
+{
+    cl_int err;
+    *out = clCreateKernel(prog, name, &err);
+    if (err != CL_SUCCESS)
+        return SPH_FAIL(e, SPH_E_DEVICE, "clCreateKernel(%s) failed: %s", name, sph_cl_error_name(err));
+    return SPH_OK;
+}
+
+sph_status device_alloc(sph_device *d, size_t bytes, const char *what, cl_mem *out, sph_error *e)
+{
+    cl_int err;
+    if (bytes == 0) bytes = 16;
+    if (bytes > d->max_alloc)
+        return SPH_FAIL(e, SPH_E_DEVICE, "%s needs %.3g GB in one buffer; %s allows at most %.3g GB", what, bytes / 1e9,
+                        d->name, d->max_alloc / 1e9);
+    *out = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (err != CL_SUCCESS)
+        return SPH_FAIL(e, SPH_E_DEVICE, "allocating %s (%.3g MB) on %s failed: %s", what, bytes / 1e6, d->name,
+                        sph_cl_error_name(err));
+    return SPH_OK;
+}
+
+sph_status device_run1d(sph_device *d, cl_kernel k, size_t n, size_t local, sph_error *e)
+{
+    if (n == 0) return SPH_OK;
+    size_t global = n;
+    if (local) global = (n + local - 1) / local * local;
+    cl_int err = clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char name[128] = "?";
+        clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+        return SPH_FAIL(e, SPH_E_DEVICE, "launching kernel %s (%zu work-items) failed: %s", name, n,
+                        sph_cl_error_name(err));
+    }
+    return SPH_OK;
+}
+
+sph_status device_write(sph_device *d, cl_mem buf, size_t offset, size_t bytes, const void *src, sph_error *e)
+{
+    if (bytes == 0) return SPH_OK;
+    CL_CHECK(e, clEnqueueWriteBuffer(d->queue, buf, CL_TRUE, offset, bytes, src, 0, NULL, NULL));
+    return SPH_OK;
+}
+
+sph_status device_read(sph_device *d, cl_mem buf, size_t offset, size_t bytes, void *dst, sph_error *e)
+{
+    if (bytes == 0) return SPH_OK;
+    CL_CHECK(e, clEnqueueReadBuffer(d->queue, buf, CL_TRUE, offset, bytes, dst, 0, NULL, NULL));
+    return SPH_OK;
+}

@@ -1,0 +1,71 @@
+/* device: OpenCL platform and device choice, context, queue, and program builds from the
+ * kernel sources embedded in the binary (or from $SPHSIM_KERNEL_DIR when set). */
+#ifndef SPHSIM_DEVICE_H
+#define SPHSIM_DEVICE_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+
+#include "status.h"
+
+typedef struct sph_device {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context ctx;
+    cl_command_queue queue;
+    char name[256];          /* device name */
+    char platform_name[256];
+    char version[256];       /* device OpenCL version string */
+    int is_gpu;
+    cl_ulong global_mem;     /* bytes */
+    cl_ulong max_alloc;      /* bytes, largest single buffer */
+    size_t max_wg;           /* largest work-group */
+    cl_ulong local_mem;      /* bytes */
+    cl_uint compute_units;
+    int profiling;           /* queue created with profiling enabled */
+} sph_device;
+
+/* Choose and open a device. `selector` (NULL or "" = automatic: the first GPU, else the first
+ * CPU, else any) is an index from --list-devices, "gpu", "cpu", or a case-insensitive
+ * substring of the device or platform name. $SPHSIM_DEVICE is used when selector is NULL. */
+sph_status device_open(sph_device *d, const char *selector, int profiling, sph_error *e);
+void device_close(sph_device *d);
+
+/* Print every platform and device, one per line, with its index, to `out`. */
+sph_status device_list(FILE *out, sph_error *e);
+
+/* Source of a kernel file ("grid.cl", "shared.h") with `#include "x"` lines expanded
+ * recursively from the same embedded set (each file once). malloc'd; NULL if unknown. */
+char *device_kernel_source(const char *file, sph_error *e);
+
+/* Build one kernel file into a program. `options` are extra build options (-D...);
+ * "-cl-std=CL1.2" is always added. On failure the message holds the options and the
+ * device's build log. */
+sph_status device_build(sph_device *d, const char *file, const char *options, cl_program *out,
+                        sph_error *e);
+
+/* clCreateKernel with a status. */
+sph_status device_kernel(cl_program prog, const char *name, cl_kernel *out, sph_error *e);
+
+/* clCreateBuffer of `bytes` (at least 1) with a message naming `what` on failure. */
+sph_status device_alloc(sph_device *d, size_t bytes, const char *what, cl_mem *out, sph_error *e);
+
+/* Enqueue a 1D range of `n` work-items, rounded up to a multiple of `local` (0 = let the
+ * driver choose and launch exactly n). Kernels must ignore ids >= n. */
+sph_status device_run1d(sph_device *d, cl_kernel k, size_t n, size_t local, sph_error *e);
+
+/* Blocking copies. */
+sph_status device_write(sph_device *d, cl_mem buf, size_t offset, size_t bytes, const void *src, sph_error *e);
+sph_status device_read(sph_device *d, cl_mem buf, size_t offset, size_t bytes, void *dst, sph_error *e);
+
+/* Set kernel argument i (a thin wrapper that names the kernel and argument on failure). */
+#define DEVICE_ARG(e, k, i, value)                                                                 \
+    do {                                                                                           \
+        cl_int arg_err_ = clSetKernelArg((k), (i), sizeof(value), &(value));                      \
+        if (arg_err_ != CL_SUCCESS)                                                                \
+            return SPH_FAIL((e), SPH_E_DEVICE, "clSetKernelArg(%s, %d) failed: %s", #k, (int)(i), \
+                            sph_cl_error_name(arg_err_));                                          \
+    } while (0)
+
+#endif

@@ -1,0 +1,193 @@
+/* main: the only place that prints usage, maps a status to an exit code, and exits. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "device.h"
+#include "output.h"
+#include "scene.h"
+#include "sim.h"
+
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+    signal(sig, SIG_DFL); /* a second signal stops at once */
+}
+
+static int exit_code(sph_status st, int sig)
+{
+    switch (st) {
+    case SPH_OK: return 0;
+    case SPH_E_USAGE: return 2;
+    case SPH_E_SCENE: return 3;
+    case SPH_E_IO:
+    case SPH_E_NOMEM: return 4;
+    case SPH_E_DEVICE: return 5;
+    case SPH_E_NUMERIC: return 6;
+    case SPH_E_INTERRUPTED: return sig == SIGTERM ? 143 : 130;
+    }
+    return 1;
+}
+
+/* JSON string body with escapes. */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; ++s) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch == '\n') fputs("\\n", f);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static long snapshots_of(const scene *s)
+{
+    long n = s->n_steps / s->steps_per_output + 1;
+    if (s->n_steps % s->steps_per_output) ++n;
+    return n;
+}
+
+static void print_check(const scene *s)
+{
+    size_t dev = sim_device_bytes(s);
+    /* per particle and snapshot: position, velocity (3 x 4 B each), density, pressure, mass,
+     * radius (4 B), id (4 B), type (1 B), at most */
+    double out = (double)snapshots_of(s) * (double)s->n_total * 37.0;
+    printf("%s\n", s->resolved_json ? s->resolved_json : "{}");
+    printf("{\"check\":{\"particles\":%ld,\"fluid_particles\":%ld,\"boundary_particles\":%ld,\"spheres\":%ld,"
+           "\"smoothing_length_m\":%.9g,\"support_radius_m\":%.9g,\"dt_s\":%.9g,\"steps\":%ld,\"snapshots\":%ld,"
+           "\"estimated_device_bytes\":%zu,\"estimated_output_bytes\":%.0f}}\n",
+           s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, s->h, s->support, s->dt, s->n_steps, snapshots_of(s),
+           dev, out);
+    fprintf(stderr,
+            "scene %s is valid: %ld particles (%ld fluid, %ld boundary, %ld spheres), h = %.4g m, dt = %.4g s, %ld steps, "
+            "%ld snapshots, about %.3g MB of device memory and %.3g MB of output\n",
+            s->path[0] ? s->path : s->name, s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, s->h, s->dt, s->n_steps,
+            snapshots_of(s), dev / 1e6, out / 1e6);
+}
+
+static void print_summary(const char *out, const sim_result *r, sph_status st, const sph_error *e)
+{
+    double pps = r->wall_time > 0 ? (double)r->n_particles * (double)r->steps / r->wall_time : 0.0;
+    printf("{\"status\":");
+    json_str(stdout, sph_status_name(st));
+    printf(",\"output\":");
+    json_str(stdout, out);
+    printf(",\"device\":");
+    json_str(stdout, r->device_name);
+    printf(",\"particles\":%ld,\"steps\":%ld,\"last_step\":%ld,\"simulated_time_s\":%.9g,\"wall_time_s\":%.4f,"
+           "\"particle_steps_per_s\":%.6g,\"snapshots\":%ld,\"particles_outside\":%ld",
+           r->n_particles, r->steps, r->last_step, r->sim_time, r->wall_time, pps, r->snapshots, r->n_outside);
+    if (r->mean_candidates > 0)
+        printf(",\"mean_neighbours\":%.4g,\"mean_candidates\":%.4g", r->mean_neighbours, r->mean_candidates);
+    if (st != SPH_OK) {
+        printf(",\"error\":");
+        json_str(stdout, e->msg);
+    }
+    printf("}\n");
+    fflush(stdout);
+}
+
+static void default_output(const scene *s, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s.h5", s->name[0] ? s->name : "out");
+}
+
+int main(int argc, char **argv)
+{
+    cli_args a;
+    sph_error e = {0};
+    sph_status st = cli_parse(argc, argv, &a, &e);
+    if (st != SPH_OK) {
+        fprintf(stderr, "sphsim: %s\n\n%s", e.msg, cli_usage);
+        return exit_code(st, 0);
+    }
+    if (a.action == CLI_HELP) {
+        fputs(cli_usage, stdout);
+        return 0;
+    }
+    if (a.action == CLI_VERSION) {
+        printf("sphsim %s\n", SPHSIM_VERSION);
+        return 0;
+    }
+    if (a.action == CLI_LIST_DEVICES) {
+        st = device_list(stdout, &e);
+        if (st != SPH_OK) fprintf(stderr, "sphsim: %s\n", e.msg);
+        return exit_code(st, 0);
+    }
+
+    scene s;
+    char *stored = NULL;
+    if (a.resume_path) {
+        particles last;
+        output_snapshot_info si = {0};
+        st = output_read_last(a.resume_path, &last, &si, &stored, &e);
+        if (st == SPH_OK) {
+            particles_free(&last);
+            free(si.device_order);
+            st = scene_load_string(&s, stored, a.resume_path, NULL, 0, &e);
+            free(stored);
+        }
+    } else {
+        st = scene_load(&s, a.scene_path, a.sets, a.n_sets, &e);
+    }
+    if (st != SPH_OK) {
+        fprintf(stderr, "sphsim: %s\n", e.msg);
+        return exit_code(st, 0);
+    }
+    if (a.action == CLI_CHECK) {
+        print_check(&s);
+        scene_free(&s);
+        return 0;
+    }
+
+    char out[1100];
+    if (a.resume_path) snprintf(out, sizeof out, "%s", a.resume_path);
+    else if (a.out_path) snprintf(out, sizeof out, "%s", a.out_path);
+    else default_output(&s, out, sizeof out);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    sim_options o = {0};
+    o.out_path = out;
+    o.overwrite = a.overwrite;
+    o.resume_path = a.resume_path;
+    o.device = a.device;
+    o.progress = a.quiet ? PROGRESS_NONE : a.progress;
+    o.stats = a.stats;
+    o.profile = a.profile;
+    o.log = a.quiet ? NULL : stderr;
+    o.stop = &stop_signal;
+    if (!a.quiet)
+        fprintf(stderr, "sphsim %s: %s, %ld particles, %ld steps of %.4g s to t = %.4g s -> %s\n", SPHSIM_VERSION,
+                s.name, s.n_total, s.n_steps, s.dt, s.t_end, out);
+
+    sim_result r;
+    st = sim_run(&s, &o, &r, &e);
+    if (st != SPH_OK) {
+        fprintf(stderr, "sphsim: %s\n", e.msg);
+    } else if (!a.quiet) {
+        fprintf(stderr, "sphsim: wrote %ld snapshot(s) to %s in %.1f s on %s.\n", r.snapshots, out, r.wall_time,
+                r.device_name);
+        char xmf[1200];
+        output_xmf_path(out, xmf, sizeof xmf);
+        fprintf(stderr, "Open it in ParaView 5.12+ as %s (VTKHDF), in ParaView 5.11 as %s (XDMF Reader), or in "
+                        "Python: python3 scripts/sphsim_reader.py %s\n", out, xmf, out);
+    }
+    print_summary(out, &r, st, &e);
+    scene_free(&s);
+    return exit_code(st, (int)r.stop_signal);
+}

@@ -1,0 +1,55 @@
+/* output: the HDF5 snapshot writer (time-stepped VTKHDF PolyData) and its XDMF sidecar.
+ * Crash safety: a snapshot's data is written first, then its step entry, then the step
+ * count (the commit point), then the file is flushed. */
+#ifndef SPHSIM_OUTPUT_H
+#define SPHSIM_OUTPUT_H
+
+#include "particles.h"
+#include "scene.h"
+
+typedef struct output output;
+
+typedef struct output_run_info {
+    const char *version;     /* sphsim version */
+    const char *device_name; /* OpenCL device */
+    const char *start_time;  /* ISO 8601 UTC */
+} output_run_info;
+
+typedef struct output_snapshot_info {
+    double time;     /* s */
+    long step;
+    long n_contacts; /* particle mode; -1 when not applicable */
+    long n_outside;  /* particles found outside the tank so far */
+    /* Optional (may be NULL): particle ids in the device's sorted order at this snapshot, n of
+     * them. Stored for the last snapshot only (/sphsim/restart/device_order, rewritten before
+     * the commit point) so that --resume restores the exact order and stays bit-identical.
+     * output_read_last returns it (malloc'd) when present, else NULL. */
+    uint32_t *device_order;
+} output_snapshot_info;
+
+/* Create `path` (and `path` with .h5 replaced by .xmf, or .xmf appended). Refuses to replace an
+ * existing file unless `overwrite` (SPH_E_IO, naming the file and --overwrite). */
+sph_status output_open(output **o, const char *path, int overwrite, const scene *s, const output_run_info *ri,
+                       sph_error *e);
+
+/* Append one snapshot; `p` is in id order. The scene's output fields are written, and always
+ * position, velocity, id and type (a restart needs them). */
+sph_status output_write(output *o, const particles *p, const output_snapshot_info *si, sph_error *e);
+
+/* Close the file (also frees `o`); safe with NULL. */
+sph_status output_close(output *o, sph_error *e);
+
+/* For --resume: read the last committed snapshot of an existing output file into `p` (id
+ * order; position, velocity, id and type are always in the file), its info, and the scene
+ * JSON stored in the file (malloc'd). */
+sph_status output_read_last(const char *path, particles *p, output_snapshot_info *si, char **scene_json,
+                            sph_error *e);
+
+/* For --resume: reopen an existing output for appending after its last committed snapshot. */
+sph_status output_open_append(output **o, const char *path, const scene *s, const output_run_info *ri,
+                              sph_error *e);
+
+/* The sidecar path for an output path. */
+void output_xmf_path(const char *h5_path, char *out, size_t out_size);
+
+#endif

@@ -1,0 +1,134 @@
+/* scene: the JSON scene file turned into a validated, fully resolved `struct scene`.
+ * Every key is validated, unknown keys are rejected, defaults are named here and in
+ * docs/scene-format.md, and derived values are computed once. */
+#ifndef SPHSIM_SCENE_H
+#define SPHSIM_SCENE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#define SCENE_FORMAT_VERSION 1
+#define SCENE_MAX_BLOCKS 64
+#define SCENE_MAX_GROUPS 64
+#define SCENE_MAX_SETS 256
+
+typedef enum { MODE_SPH = 0, MODE_PARTICLES = 1 } scene_mode;                    /* "sph" | "particles" */
+typedef enum { KERNEL_POLY6 = 0, KERNEL_CUBIC = 1, KERNEL_WENDLAND = 2 } scene_kernel; /* "poly6" | "cubic_spline" | "wendland" */
+typedef enum { EOS_LINEAR = 0, EOS_TAIT = 1 } scene_eos;                           /* "linear" | "tait" */
+typedef enum { VISC_LAPLACIAN = 0, VISC_ARTIFICIAL = 1 } scene_visc;               /* "laplacian" | "artificial" */
+typedef enum { PLACE_LATTICE = 0, PLACE_RANDOM = 1 } scene_placement;              /* "lattice" | "random" */
+
+/* Output fields, a bit each. */
+enum {
+    FIELD_POSITION = 1u << 0,
+    FIELD_VELOCITY = 1u << 1,
+    FIELD_DENSITY = 1u << 2,
+    FIELD_PRESSURE = 1u << 3,
+    FIELD_ID = 1u << 4,
+    FIELD_TYPE = 1u << 5,
+    FIELD_RADIUS = 1u << 6,
+    FIELD_MASS = 1u << 7,
+};
+
+typedef struct scene_box {
+    double min[3]; /* m; z is 0 in 2D */
+    double max[3]; /* m */
+} scene_box;
+
+/* A group of hard spheres (discs in 2D) for the particle mode. */
+typedef struct scene_sphere_group {
+    long count;             /* number of spheres; required */
+    double radius;          /* m; required */
+    double density;         /* kg/m^3 (mass = density * volume of sphere/disc); default 1000 */
+    scene_box region;       /* where they are placed; default: the tank */
+    scene_placement placement; /* default lattice */
+    uint64_t seed;          /* random placement and velocity jitter; default 1 */
+    double velocity[3];     /* m/s; default 0 */
+    double velocity_jitter; /* m/s, uniform in [-j, j] per component; default 0 */
+} scene_sphere_group;
+
+typedef struct scene {
+    /* ---- as given (after --set overrides) ---- */
+    int format;       /* "format": must be SCENE_FORMAT_VERSION */
+    char name[128];   /* "name": default: file name without extension */
+    int dims;         /* "dimensions": 2 or 3; required */
+    scene_mode mode;  /* "mode": default "sph" */
+    scene_box tank;   /* "tank": {"min": [..], "max": [..]}; required */
+    double gravity[3];/* "gravity": m/s^2; default [0,-9.81] (2D) / [0,0,-9.81] (3D) */
+
+    /* "fluid": SPH mode */
+    int n_blocks;
+    scene_box blocks[SCENE_MAX_BLOCKS]; /* "fluid.blocks" */
+    double spacing;          /* "fluid.spacing" m; or derived from "fluid.particle_count" */
+    long particle_count;     /* "fluid.particle_count": target; 0 when spacing was given */
+    double rest_density;     /* "fluid.rest_density" kg/m^3; default 1000 */
+    scene_kernel kernel;     /* "fluid.kernel"; default "wendland" */
+    double h;                /* smoothing length m: "fluid.smoothing_length", or factor * spacing */
+    double h_factor;         /* "fluid.smoothing_length_factor"; default 1.3 */
+    scene_eos eos;           /* "fluid.eos.type"; default "tait" */
+    double sound_speed;      /* "fluid.eos.sound_speed" m/s; default 10 * sqrt(2 |g| H_fluid) */
+    double gamma;            /* "fluid.eos.gamma"; default 7 (tait) */
+    double stiffness;        /* "fluid.eos.stiffness" m^2/s^2 (linear p = k (rho - rho0)); default c0^2 */
+    scene_visc visc;         /* "fluid.viscosity.type"; default "artificial" */
+    double alpha;            /* "fluid.viscosity.alpha" (artificial); default 0.02 */
+    double mu;               /* "fluid.viscosity.dynamic_viscosity" Pa s (laplacian); default 1e-3 */
+    int boundary_layers;     /* "fluid.boundary_layers"; default 3 */
+
+    /* "spheres": particle mode */
+    int n_groups;
+    scene_sphere_group groups[SCENE_MAX_GROUPS]; /* "spheres.groups" */
+    double restitution;      /* "spheres.restitution" in [0,1]; default 0.5 */
+    int contact_iterations;  /* "spheres.iterations" >= 1; default 4 */
+
+    /* "time" */
+    double t_end;            /* "time.end" s; required, >= 0 */
+    double dt_fixed;         /* "time.dt" s; 0 = automatic from CFL */
+    double cfl;              /* "time.cfl"; default 0.25 */
+    double max_speed;        /* "time.max_speed" m/s: a faster particle is a numerical failure; default 100 * max(c0, sqrt(|g| L)) */
+
+    /* "output" */
+    double out_interval;     /* "output.interval" s; default t_end / 50 (0 when t_end == 0) */
+    unsigned fields;         /* "output.fields": FIELD_* bits; default all that apply */
+
+    /* "grid" */
+    double cell_ratio;       /* "grid.cell_ratio": cell size / search radius; default 1, range (0, 4] */
+
+    /* ---- derived ---- */
+    long n_fluid, n_boundary, n_spheres, n_total;
+    double support;          /* kernel support radius m = 2 h (SPH); 2 * max sphere radius (particles) */
+    double particle_mass;    /* kg, SPH fluid particles */
+    double dt_cfl;           /* largest stable step from the criteria in docs/scene-format.md, s */
+    double dt;               /* time step used, s: time.dt, or dt_cfl shortened so that an output
+                                interval is a whole number of steps */
+    long steps_per_output;   /* output.interval / dt (>= 1) */
+    long n_steps;            /* ceil(t_end / dt) (0 when t_end == 0) */
+    double fluid_height;     /* m, highest fluid top minus lowest fluid bottom along the gravity axis */
+
+    /* ---- provenance ---- */
+    char *source_json;       /* the file exactly as read (malloc'd) */
+    char *resolved_json;     /* resolved parameters with defaults filled in, as JSON (malloc'd) */
+    char path[1024];         /* the scene file path */
+} scene;
+
+/* Read, override, validate and resolve a scene.
+ * `sets` are "path=value" strings from --set (value is JSON; if it does not parse as JSON
+ * it is taken as a string). Errors are SPH_E_SCENE (or SPH_E_IO when the file cannot be
+ * read) with a message naming the JSON path, e.g.
+ *   "fluid.spacing: expected a number > 0, got -0.01". */
+sph_status scene_load(scene *s, const char *path, const char *const *sets, int n_sets, sph_error *e);
+
+/* The same from an in-memory JSON text (`name_hint` names the source in messages). */
+sph_status scene_load_string(scene *s, const char *json, const char *name_hint, const char *const *sets,
+                             int n_sets, sph_error *e);
+
+void scene_free(scene *s);
+
+/* Names of enum values as they appear in JSON. */
+const char *scene_kernel_name(scene_kernel k);
+const char *scene_eos_name(scene_eos k);
+const char *scene_visc_name(scene_visc k);
+const char *scene_mode_name(scene_mode m);
+
+#endif

@@ -1,0 +1,472 @@
+/* sim: the time loop (see sim.h). */
+#include "sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "contact.h"
+#include "grid.h"
+#include "init.h"
+#include "output.h"
+#include "particles.h"
+#include "sph.h"
+#include "state.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The grid box covers the tank plus the boundary layers (SPH) or one radius (spheres). */
+static sph_status sim_grid_geometry(const scene *s, grid_params *gp, sph_error *e)
+{
+    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    double margin = s->mode == MODE_SPH ? (s->boundary_layers + 1) * s->spacing : s->support;
+    for (int a = 0; a < s->dims; ++a) {
+        lo[a] = s->tank.min[a] - margin;
+        hi[a] = s->tank.max[a] + margin;
+    }
+    return grid_geometry(s->dims, lo, hi, s->support, s->cell_ratio, gp, e);
+}
+
+/* Bytes per particle of dev_state (see state.h). */
+static size_t state_bytes_per_particle(const scene *s)
+{
+    size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 4 + 4 /* rho, pressure */ + 2 * 4 /* mass */ +
+               2 * 4 /* id */ + 2 * 1 /* type */;
+    if (s->mode == MODE_PARTICLES) b += 2 * 4; /* radius */
+    return b;
+}
+
+size_t sim_device_bytes(const scene *s)
+{
+    grid_params gp;
+    sph_error e;
+    size_t n = (size_t)s->n_total;
+    size_t grid_b = sim_grid_geometry(s, &gp, &e) == SPH_OK ? grid_bytes(&gp, n) : 0;
+    return n * state_bytes_per_particle(s) + grid_b;
+}
+
+typedef struct sim_ctx {
+    const scene *s;
+    const sim_options *o;
+    sph_device dev;
+    grid *g;
+    sph_solver *sph;
+    contact_solver *contact;
+    dev_state st;
+    particles hp;        /* host, id order */
+    particles sorted;    /* host staging, device order */
+    output *out;
+    int dev_open;
+} sim_ctx;
+
+static void release_mem(cl_mem *m)
+{
+    if (*m) clReleaseMemObject(*m);
+    *m = NULL;
+}
+
+static void state_release(dev_state *st)
+{
+    cl_mem *all[] = {&st->pos, &st->vel, &st->pos_next, &st->vel_next, &st->rho, &st->pressure, &st->mass,
+                     &st->mass_tmp, &st->radius, &st->radius_tmp, &st->id, &st->id_tmp, &st->type, &st->type_tmp,
+                     &st->flags};
+    for (size_t i = 0; i < sizeof all / sizeof *all; ++i) release_mem(all[i]);
+}
+
+static sph_status state_alloc(sim_ctx *c, size_t n, sph_error *e)
+{
+    sph_device *d = &c->dev;
+    dev_state *st = &c->st;
+    st->n = n;
+    SPH_TRY(device_alloc(d, n * 16, "positions", &st->pos, e));
+    SPH_TRY(device_alloc(d, n * 16, "velocities", &st->vel, e));
+    SPH_TRY(device_alloc(d, n * 16, "next positions", &st->pos_next, e));
+    SPH_TRY(device_alloc(d, n * 16, "next velocities", &st->vel_next, e));
+    SPH_TRY(device_alloc(d, n * 4, "densities", &st->rho, e));
+    SPH_TRY(device_alloc(d, n * 4, "pressures", &st->pressure, e));
+    SPH_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
+    SPH_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
+    SPH_TRY(device_alloc(d, n * 4, "ids", &st->id, e));
+    SPH_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
+    SPH_TRY(device_alloc(d, n, "types", &st->type, e));
+    SPH_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
+    if (c->s->mode == MODE_PARTICLES) {
+        SPH_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
+        SPH_TRY(device_alloc(d, n * 4, "radii (scratch)", &st->radius_tmp, e));
+    }
+    SPH_TRY(device_alloc(d, 4, "flags", &st->flags, e));
+    cl_uint zero = 0;
+    SPH_TRY(device_write(d, st->flags, 0, 4, &zero, e));
+    return SPH_OK;
+}
+
+/* Upload host particles (id order) into the device arrays in `order` (ids in device order;
+ * NULL = id order). Positions and velocities go to pos_next/vel_next, as left by a step. */
+static sph_status state_upload(sim_ctx *c, const uint32_t *order, sph_error *e)
+{
+    const particles *p = &c->hp;
+    particles *q = &c->sorted;
+    size_t n = p->n;
+    for (size_t i = 0; i < n; ++i) {
+        size_t k = order ? order[i] : i;
+        memcpy(&q->pos[4 * i], &p->pos[4 * k], 16);
+        memcpy(&q->vel[4 * i], &p->vel[4 * k], 16);
+        q->mass[i] = p->mass[k];
+        q->radius[i] = p->radius[k];
+        q->id[i] = p->id[k];
+        q->type[i] = p->type[k];
+    }
+    sph_device *d = &c->dev;
+    dev_state *st = &c->st;
+    SPH_TRY(device_write(d, st->pos_next, 0, n * 16, q->pos, e));
+    SPH_TRY(device_write(d, st->vel_next, 0, n * 16, q->vel, e));
+    SPH_TRY(device_write(d, st->mass, 0, n * 4, q->mass, e));
+    SPH_TRY(device_write(d, st->id, 0, n * 4, q->id, e));
+    SPH_TRY(device_write(d, st->type, 0, n, q->type, e));
+    if (st->radius) SPH_TRY(device_write(d, st->radius, 0, n * 4, q->radius, e));
+    return SPH_OK;
+}
+
+static void swap_mem(cl_mem *a, cl_mem *b)
+{
+    cl_mem t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Grid rebuild on pos_next, then every per-particle array gathered into the new order. */
+static sph_status rebuild(sim_ctx *c, sph_error *e)
+{
+    dev_state *st = &c->st;
+    size_t n = st->n;
+    SPH_TRY(grid_build(c->g, st->pos_next, n, st->flags, e));
+    SPH_TRY(grid_gather(c->g, st->pos_next, st->pos, 16, n, e));
+    SPH_TRY(grid_gather(c->g, st->vel_next, st->vel, 16, n, e));
+    SPH_TRY(grid_gather(c->g, st->id, st->id_tmp, 4, n, e));
+    swap_mem(&st->id, &st->id_tmp);
+    SPH_TRY(grid_gather(c->g, st->type, st->type_tmp, 1, n, e));
+    swap_mem(&st->type, &st->type_tmp);
+    SPH_TRY(grid_gather(c->g, st->mass, st->mass_tmp, 4, n, e));
+    swap_mem(&st->mass, &st->mass_tmp);
+    if (st->radius) {
+        SPH_TRY(grid_gather(c->g, st->radius, st->radius_tmp, 4, n, e));
+        swap_mem(&st->radius, &st->radius_tmp);
+    }
+    return SPH_OK;
+}
+
+/* Read the sorted state back and scatter it into id order (c->hp). */
+static sph_status read_back(sim_ctx *c, sph_error *e)
+{
+    dev_state *st = &c->st;
+    sph_device *d = &c->dev;
+    size_t n = st->n;
+    particles *q = &c->sorted, *p = &c->hp;
+    if (c->sph) SPH_TRY(sph_pressure(c->sph, st, e));
+    SPH_TRY(device_read(d, st->pos, 0, n * 16, q->pos, e));
+    SPH_TRY(device_read(d, st->vel, 0, n * 16, q->vel, e));
+    SPH_TRY(device_read(d, st->id, 0, n * 4, q->id, e));
+    SPH_TRY(device_read(d, st->type, 0, n, q->type, e));
+    SPH_TRY(device_read(d, st->mass, 0, n * 4, q->mass, e));
+    if (c->sph) {
+        SPH_TRY(device_read(d, st->rho, 0, n * 4, q->rho, e));
+        SPH_TRY(device_read(d, st->pressure, 0, n * 4, q->pressure, e));
+    }
+    if (st->radius) SPH_TRY(device_read(d, st->radius, 0, n * 4, q->radius, e));
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t k = q->id[i];
+        if (k >= n) return SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u of %zu: state corrupted", k, n);
+        memcpy(&p->pos[4 * k], &q->pos[4 * i], 16);
+        memcpy(&p->vel[4 * k], &q->vel[4 * i], 16);
+        p->id[k] = k;
+        p->type[k] = q->type[i];
+        p->mass[k] = q->mass[i];
+        p->rho[k] = c->sph ? q->rho[i] : 0.0f;
+        p->pressure[k] = c->sph ? q->pressure[i] : 0.0f;
+        p->radius[k] = st->radius ? q->radius[i] : 0.0f;
+    }
+    return SPH_OK;
+}
+
+/* Fluid and sphere particles outside the tank box (host, id order). */
+static long count_outside(const scene *s, const particles *p)
+{
+    long n = 0;
+    for (size_t i = 0; i < p->n; ++i) {
+        if (p->type[i] == PTYPE_BOUNDARY) continue;
+        for (int a = 0; a < s->dims; ++a) {
+            float x = p->pos[4 * i + a];
+            if (!(x >= (float)s->tank.min[a] && x <= (float)s->tank.max[a])) {
+                ++n;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+/* First particle (by id) whose state is not finite or too fast. */
+static long first_bad(const scene *s, const particles *p, char *why, size_t why_size)
+{
+    for (size_t i = 0; i < p->n; ++i) {
+        const float *x = &p->pos[4 * i], *v = &p->vel[4 * i];
+        double v2 = 0;
+        int finite = 1;
+        for (int a = 0; a < 3; ++a) {
+            finite &= isfinite(x[a]) && isfinite(v[a]);
+            v2 += (double)v[a] * v[a];
+        }
+        if (!finite || sqrt(v2) > s->max_speed) {
+            snprintf(why, why_size, "particle %zu (%s) has position (%g, %g, %g) m and velocity (%g, %g, %g) m/s%s", i,
+                     p->type[i] == PTYPE_FLUID ? "fluid" : p->type[i] == PTYPE_SPHERE ? "sphere" : "boundary",
+                     (double)x[0], (double)x[1], (double)x[2], (double)v[0], (double)v[1], (double)v[2],
+                     finite ? " (faster than time.max_speed)" : "");
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+/* Read the device flag word (blocks), clearing nothing. */
+static sph_status read_flags(sim_ctx *c, cl_uint *flags, sph_error *e)
+{
+    return device_read(&c->dev, c->st.flags, 0, 4, flags, e);
+}
+
+/* On a set NaN/runaway flag: find the culprit in the state written by the last step. */
+static sph_status numerical_failure(sim_ctx *c, long step_lo, long step_hi, cl_uint flags, sph_error *e)
+{
+    dev_state *st = &c->st;
+    size_t n = st->n;
+    particles *q = &c->sorted;
+    char why[512] = "no particle found in the current state (the flag was raised inside a step)";
+    SPH_TRY(device_read(&c->dev, st->pos_next, 0, n * 16, q->pos, e));
+    SPH_TRY(device_read(&c->dev, st->vel_next, 0, n * 16, q->vel, e));
+    SPH_TRY(device_read(&c->dev, st->id, 0, n * 4, q->id, e));
+    SPH_TRY(device_read(&c->dev, st->type, 0, n, q->type, e));
+    /* q is in device order; report the id. */
+    long k = first_bad(c->s, q, why, sizeof why);
+    char idbuf[64] = "";
+    if (k >= 0) snprintf(idbuf, sizeof idbuf, " [particle id %u]", q->id[k]);
+    return SPH_FAIL(e, SPH_E_NUMERIC,
+                    "numerical failure (%s) between step %ld (t = %.6g s) and step %ld (t = %.6g s): %s%s. The last "
+                    "good snapshot is in the output file. Try a smaller time.cfl or time.dt",
+                    (flags & FLAG_NONFINITE) ? "NaN or Inf" : "runaway velocity", step_lo, step_lo * c->s->dt, step_hi,
+                    step_hi * c->s->dt, why, idbuf);
+}
+
+static void progress(sim_ctx *c, long step, long first_step, double t0, double *last_print, int force)
+{
+    const sim_options *o = c->o;
+    if (!o->log || o->progress == PROGRESS_NONE) return;
+    double now = now_s();
+    int tty = o->progress == PROGRESS_AUTO && isatty(fileno(o->log));
+    double every = o->progress == PROGRESS_JSON ? 2.0 : tty ? 0.25 : 10.0;
+    if (!force && now - *last_print < every) return;
+    *last_print = now;
+    long n_steps = c->s->n_steps;
+    double t = step * c->s->dt;
+    double frac = n_steps > 0 ? (double)step / (double)n_steps : 1.0;
+    double el = now - t0;
+    double sps = el > 0 ? (double)(step - first_step) / el : 0.0;
+    double eta = sps > 0 ? (double)(n_steps - step) / sps : 0.0;
+    if (o->progress == PROGRESS_JSON) {
+        fprintf(o->log,
+                "{\"progress\":%.4f,\"step\":%ld,\"steps\":%ld,\"time\":%.9g,\"end_time\":%.9g,\"steps_per_s\":%.4g,"
+                "\"eta_s\":%.4g}\n",
+                frac, step, n_steps, t, c->s->t_end, sps, eta);
+    } else {
+        int h = (int)(eta / 3600), m = (int)(fmod(eta, 3600) / 60), sec = (int)fmod(eta, 60);
+        fprintf(o->log, "%st = %.4g / %.4g s  %5.1f%%  step %ld/%ld  %.1f steps/s  ETA %02d:%02d:%02d%s", tty ? "\r" : "",
+                t, c->s->t_end, 100 * frac, step, n_steps, sps, h, m, sec, tty ? "  " : "\n");
+        if (tty && force) fputc('\n', o->log);
+    }
+    fflush(o->log);
+}
+
+static void iso_now(char *buf, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static sph_status write_snapshot(sim_ctx *c, long step, sim_result *r, sph_error *e)
+{
+    double t0 = now_s();
+    SPH_TRY(read_back(c, e));
+    output_snapshot_info si = {0};
+    si.time = step * c->s->dt;
+    si.step = step;
+    si.n_contacts = -1;
+    if (c->contact) SPH_TRY(contact_count(c->contact, c->g, &c->st, &si.n_contacts, e));
+    long outside = count_outside(c->s, &c->hp);
+    if (outside > r->n_outside && c->o->log)
+        fprintf(c->o->log, "%swarning: %ld particle(s) outside the tank at t = %.6g s (step %ld)\n",
+                c->o->progress == PROGRESS_AUTO && isatty(fileno(c->o->log)) ? "\n" : "", outside, si.time, step);
+    r->n_outside = outside;
+    si.n_outside = outside;
+    si.device_order = c->sorted.id;
+    if (c->o->stats) {
+        double mn = 0, mc = 0;
+        SPH_TRY(grid_neighbour_stats(c->g, c->st.pos, c->st.n, &mn, &mc, e));
+        r->mean_neighbours = mn;
+        r->mean_candidates = mc;
+    }
+    SPH_TRY(output_write(c->out, &c->hp, &si, e));
+    r->snapshots++;
+    r->t_output += now_s() - t0;
+    return SPH_OK;
+}
+
+static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
+{
+    const scene *s = c->s;
+    const sim_options *o = c->o;
+    long first_step = 0;
+    uint32_t *order = NULL;
+    char *stored_json = NULL;
+
+    SPH_TRY(init_generate(s, &c->hp, e));
+    if (s->mode == MODE_SPH) SPH_TRY(sph_prepare(s, &c->hp, e));
+    if (o->resume_path) {
+        particles last;
+        output_snapshot_info si = {0};
+        SPH_TRY(output_read_last(o->resume_path, &last, &si, &stored_json, e));
+        free(stored_json);
+        if (last.n != c->hp.n) {
+            particles_free(&last);
+            free(si.device_order);
+            return SPH_FAIL(e, SPH_E_IO, "%s: holds %zu particles but its scene makes %zu", o->resume_path, last.n,
+                            c->hp.n);
+        }
+        memcpy(c->hp.pos, last.pos, last.n * 16);
+        memcpy(c->hp.vel, last.vel, last.n * 16);
+        particles_free(&last);
+        first_step = si.step;
+        order = si.device_order;
+        r->n_outside = si.n_outside;
+    }
+    size_t n = c->hp.n;
+    r->n_particles = (long)n;
+    r->n_fluid = (long)c->hp.n_fluid;
+    r->n_boundary = (long)c->hp.n_boundary;
+    r->n_spheres = (long)c->hp.n_spheres;
+    sph_status st = particles_alloc(&c->sorted, n, e);
+    if (st != SPH_OK) {
+        free(order);
+        return st;
+    }
+
+    if ((st = device_open(&c->dev, o->device, o->profile, e)) != SPH_OK) {
+        free(order);
+        return st;
+    }
+    c->dev_open = 1;
+    snprintf(r->device_name, sizeof r->device_name, "%s", c->dev.name);
+    size_t need = sim_device_bytes(s);
+    if (need > c->dev.global_mem) {
+        free(order);
+        return SPH_FAIL(e, SPH_E_DEVICE,
+                        "the run needs about %.3g GB of device memory (%zu particles) but %s has %.3g GB; use fewer "
+                        "particles (a larger fluid.spacing)",
+                        need / 1e9, n, c->dev.name, c->dev.global_mem / 1e9);
+    }
+    grid_params gp;
+    if ((st = sim_grid_geometry(s, &gp, e)) == SPH_OK) st = grid_create(&c->g, &c->dev, &gp, n, e);
+    if (st == SPH_OK) st = state_alloc(c, n, e);
+    if (st == SPH_OK) st = state_upload(c, order, e);
+    free(order);
+    SPH_TRY(st);
+    if (s->mode == MODE_SPH)
+        SPH_TRY(sph_create(&c->sph, &c->dev, s, e));
+    else
+        SPH_TRY(contact_create(&c->contact, &c->dev, s, e));
+
+    char start[32];
+    iso_now(start, sizeof start);
+    output_run_info ri = {SPHSIM_VERSION, c->dev.name, start};
+    if (o->resume_path)
+        SPH_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
+    else
+        SPH_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));
+
+    double t0 = now_s(), last_print = 0;
+    long step = first_step, last_check = first_step;
+    const long check_every = 100;
+    for (;;) {
+        SPH_TRY(rebuild(c, e));
+        if (c->sph) SPH_TRY(sph_density(c->sph, c->g, &c->st, e));
+        int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
+        if (is_output && !(o->resume_path && step == first_step)) {
+            cl_uint flags = 0;
+            SPH_TRY(read_flags(c, &flags, e));
+            if (flags & (FLAG_NONFINITE | FLAG_RUNAWAY)) return numerical_failure(c, last_check, step, flags, e);
+            last_check = step;
+            SPH_TRY(write_snapshot(c, step, r, e));
+        }
+        if (step >= s->n_steps) break;
+        if (o->stop && *o->stop) break;
+        if (c->sph)
+            SPH_TRY(sph_forces(c->sph, c->g, &c->st, e));
+        else
+            SPH_TRY(contact_step(c->contact, c->g, &c->st, e));
+        ++step;
+        r->steps++;
+        if (step - last_check >= check_every) {
+            cl_uint flags = 0;
+            SPH_TRY(read_flags(c, &flags, e));
+            if (flags & (FLAG_NONFINITE | FLAG_RUNAWAY)) return numerical_failure(c, last_check, step, flags, e);
+            last_check = step;
+        }
+        progress(c, step, first_step, t0, &last_print, 0);
+    }
+    clFinish(c->dev.queue);
+    progress(c, step, first_step, t0, &last_print, 1);
+    r->last_step = step;
+    r->sim_time = step * s->dt;
+    r->wall_time = now_s() - t0;
+    if (o->stop && *o->stop) {
+        r->stop_signal = (int)*o->stop;
+        return SPH_FAIL(e, SPH_E_INTERRUPTED, "stopped by signal %d at step %ld (t = %.6g s); every snapshot up to "
+                                              "then is in %s; continue with --resume",
+                        r->stop_signal, step, step * s->dt, o->resume_path ? o->resume_path : o->out_path);
+    }
+    return SPH_OK;
+}
+
+sph_status sim_run(const scene *s, const sim_options *o, sim_result *r, sph_error *e)
+{
+    sim_ctx c;
+    memset(&c, 0, sizeof c);
+    memset(r, 0, sizeof *r);
+    c.s = s;
+    c.o = o;
+    double t0 = now_s();
+    sph_status st = run(&c, r, e);
+    if (r->wall_time == 0) r->wall_time = now_s() - t0;
+    sph_error close_err;
+    if (c.out) {
+        sph_status cst = output_close(c.out, &close_err);
+        if (st == SPH_OK && cst != SPH_OK) {
+            *e = close_err;
+            st = cst;
+        }
+    }
+    if (c.sph) sph_destroy(c.sph);
+    if (c.contact) contact_destroy(c.contact);
+    state_release(&c.st);
+    if (c.g) grid_destroy(c.g);
+    if (c.dev_open) device_close(&c.dev);
+    particles_free(&c.hp);
+    particles_free(&c.sorted);
+    return st;
+}

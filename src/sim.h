@@ -1,0 +1,48 @@
+/* sim: the time loop. Builds the initial state, moves it to the device, and per step
+ * rebuilds the grid, gathers the state into sorted order and runs the solver; at output
+ * times reads the state back (in particle-id order) and hands it to the writer; checks for
+ * NaN, runaway and lost particles; reports progress; stops cleanly on SIGINT/SIGTERM. */
+#ifndef SPHSIM_SIM_H
+#define SPHSIM_SIM_H
+
+#include <signal.h>
+#include <stdio.h>
+
+#include "device.h"
+#include "scene.h"
+
+typedef enum { PROGRESS_AUTO = 0, PROGRESS_PLAIN, PROGRESS_JSON, PROGRESS_NONE } sim_progress;
+
+typedef struct sim_options {
+    const char *out_path;   /* output .h5 */
+    int overwrite;          /* replace an existing output */
+    const char *resume_path;/* continue this output (out_path == resume_path) */
+    const char *device;     /* device selector (NULL: $SPHSIM_DEVICE or automatic) */
+    sim_progress progress;  /* progress reporting on `log` */
+    int stats;              /* measure neighbour statistics at each snapshot */
+    int profile;            /* per-stage timing through OpenCL profiling events */
+    FILE *log;              /* human messages (stderr); NULL = silent */
+    volatile sig_atomic_t *stop; /* set to the signal number to stop after the current step */
+} sim_options;
+
+typedef struct sim_result {
+    char device_name[256];
+    long n_particles, n_fluid, n_boundary, n_spheres;
+    long steps;             /* steps taken in this run */
+    long last_step;         /* step index reached */
+    double sim_time;        /* s */
+    double wall_time;       /* s */
+    long snapshots;         /* snapshots written in this run */
+    long n_outside;         /* particles found outside the tank */
+    double mean_neighbours, mean_candidates; /* when stats */
+    double t_grid, t_solver, t_output;       /* s, when profile */
+    int stop_signal;        /* signal that stopped the run, or 0 */
+} sim_result;
+
+/* Device bytes needed for n particles of scene s (estimate used by --check and before runs). */
+size_t sim_device_bytes(const scene *s);
+
+/* Run the scene. Returns SPH_E_INTERRUPTED when stopped by a signal (r->stop_signal). */
+sph_status sim_run(const scene *s, const sim_options *o, sim_result *r, sph_error *e);
+
+#endif

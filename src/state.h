@@ -1,0 +1,31 @@
+/* state: the particle arrays on the device (structure of arrays, in grid-sorted order).
+ *
+ * Convention for one step (see sim.c):
+ *   1. grid_build() computes keys from `pos_next` (the positions written by the last step,
+ *      or the initial upload), sorts, and builds the cell table; its permutation `idx` maps
+ *      sorted slot -> slot in the previous order.
+ *   2. sim gathers every per-particle array through idx: pos_next -> pos, vel_next -> vel,
+ *      id -> id_next then swaps, and the same for type, mass, radius.
+ *   3. the solver reads pos/vel (sorted) and writes pos_next/vel_next for every particle
+ *      (fixed boundary particles copy theirs unchanged); rho is written in sorted order.
+ * So between steps the current state is in *_next order for pos/vel and in primary order for
+ * the rest; at output, sim reads pos_next/vel_next with id/type/mass/radius. */
+#ifndef SPHSIM_STATE_H
+#define SPHSIM_STATE_H
+
+#include "device.h"
+
+typedef struct dev_state {
+    size_t n;        /* particles */
+    cl_mem pos, vel; /* float4, sorted order (read by solvers) */
+    cl_mem pos_next, vel_next; /* float4, written by solvers */
+    cl_mem rho;      /* float, kg/m^3 */
+    cl_mem pressure; /* float, Pa */
+    cl_mem mass, mass_tmp;     /* float, kg */
+    cl_mem radius, radius_tmp; /* float, m (particle mode only, else NULL) */
+    cl_mem id, id_tmp;         /* uint */
+    cl_mem type, type_tmp;     /* uchar */
+    cl_mem flags;              /* one uint: FLAG_* bits, OR-ed by kernels, cleared by the host */
+} dev_state;
+
+#endif
