@@ -249,8 +249,11 @@ static sph_status expand(strbuf *b, const char *file, char included[][64], int *
         size_t len = eol ? (size_t)(eol - line + 1) : strlen(line);
         const char *p = line;
         while (*p == ' ' || *p == '\t') ++p;
-        if (!strncmp(p, "#include", 8)) {
-            const char *q = strchr(p, '"');
+        const char *after = p + 8;
+        while (*after == ' ' || *after == '\t') ++after;
+        /* `#include "x"` is expanded; `#include <x>` only appears in host-only branches */
+        if (!strncmp(p, "#include", 8) && *after == '"') {
+            const char *q = after;
             const char *r = q ? strchr(q + 1, '"') : NULL;
             if (!q || !r || r - q - 1 >= 64) {
                 st = SPH_FAIL(e, SPH_E_DEVICE, "kernel source %s: only #include \"file\" is supported", file);
