@@ -1,0 +1,116 @@
+#!/bin/sh
+# End-to-end tests of the sphsim command line: exit codes, messages, --set, --check,
+# refusal to overwrite, the bad-scene corpus, signals. Run from the repository root.
+set -u
+BIN=${SPHSIM:-build/sphsim}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect CODE DESCRIPTION -- command...   (stdout -> $T/out, stderr -> $T/err)
+expect() {
+    want=$1; what=$2; shift 3
+    "$@" >"$T/out" 2>"$T/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, expected $want; stderr: $(head -c 400 "$T/err")"; fi
+}
+has() { # has FILE TEXT DESCRIPTION
+    if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(head -c 400 "$1")"; fi
+}
+
+cat >"$T/tiny.json" <<'JSON'
+{"format": 1, "dimensions": 2, "mode": "sph",
+ "tank": {"min": [0, 0], "max": [0.4, 0.3]},
+ "fluid": {"blocks": [{"min": [0, 0], "max": [0.1, 0.2]}], "spacing": 0.01},
+ "time": {"end": 0.002}, "output": {"interval": 0.001}}
+JSON
+
+expect 0 "--help" -- "$BIN" --help
+has "$T/out" "usage: sphsim" "--help on stdout"
+has "$T/out" "130 stopped by SIGINT" "--help lists exit codes"
+expect 0 "--version" -- "$BIN" --version
+has "$T/out" "sphsim " "--version"
+expect 2 "no arguments" -- "$BIN"
+has "$T/err" "no scene file given" "no arguments message"
+expect 2 "unknown option" -- "$BIN" "$T/tiny.json" --frobnicate
+has "$T/err" "--frobnicate" "unknown option named"
+expect 2 "bad --progress" -- "$BIN" "$T/tiny.json" --progress=sometimes
+expect 2 "--set without =" -- "$BIN" "$T/tiny.json" --set fluid.spacing
+expect 4 "missing scene file" -- "$BIN" "$T/nonexistent.json" -o "$T/x.h5"
+has "$T/err" "nonexistent.json" "missing file named"
+
+# --check: validates, prints the resolved scene and derived values, runs nothing
+expect 0 "--check" -- "$BIN" "$T/tiny.json" --check
+has "$T/out" '"particles":' "--check prints particle count"
+has "$T/out" '"estimated_device_bytes":' "--check prints memory estimate"
+n1=$(sed -n 's/.*"fluid_particles":\([0-9]*\).*/\1/p' "$T/out")
+[ "$n1" = "200" ] && ok || bad "--check fluid particles: got '$n1', expected 10 x 20 = 200"
+expect 0 "--check with --set" -- "$BIN" "$T/tiny.json" --check --set fluid.spacing=0.005
+n2=$(sed -n 's/.*"fluid_particles":\([0-9]*\).*/\1/p' "$T/out")
+[ "$n2" = "800" ] && ok || bad "--set fluid.spacing=0.005: got '$n2' fluid particles, expected 800"
+expect 0 "--set string without quotes" -- "$BIN" "$T/tiny.json" --check --set fluid.kernel=cubic_spline
+has "$T/out" "cubic_spline" "--set string value"
+expect 3 "--set bad value" -- "$BIN" "$T/tiny.json" --check --set fluid.spacing=-1
+has "$T/err" "fluid.spacing" "--set bad value names path"
+expect 3 "--set misspelled key" -- "$BIN" "$T/tiny.json" --check --set fluid.spacng=0.01
+has "$T/err" "fluid.spacng" "misspelled key named"
+has "$T/err" "spacing" "misspelled key suggestion"
+[ ! -e "$T/x.h5" ] && ok || bad "--check must not write output"
+
+# a run: output, sidecar, JSON summary on stdout
+expect 0 "tiny run" -- "$BIN" "$T/tiny.json" -o "$T/run.h5" --device cpu
+[ -s "$T/run.h5" ] && ok || bad "run wrote no $T/run.h5"
+[ -s "$T/run.xmf" ] && ok || bad "run wrote no sidecar $T/run.xmf"
+has "$T/out" '"status":"ok"' "summary status"
+has "$T/out" '"particle_steps_per_s":' "summary throughput"
+lines=$(wc -l <"$T/out")
+[ "$lines" -eq 1 ] && ok || bad "stdout should be exactly one JSON line, got $lines"
+sum1=$(cksum <"$T/run.h5")
+expect 4 "refuse to overwrite" -- "$BIN" "$T/tiny.json" -o "$T/run.h5"
+has "$T/err" "--overwrite" "refusal mentions --overwrite"
+[ "$(cksum <"$T/run.h5")" = "$sum1" ] && ok || bad "refused run changed the existing file"
+expect 0 "--overwrite" -- "$BIN" "$T/tiny.json" -o "$T/run.h5" --overwrite --quiet
+[ ! -s "$T/err" ] && ok || bad "--quiet printed on stderr: $(head -c 300 "$T/err")"
+expect 0 "end time 0" -- "$BIN" "$T/tiny.json" -o "$T/zero.h5" --set time.end=0
+
+# devices
+expect 0 "--list-devices" -- "$BIN" --list-devices
+has "$T/out" "cpu" "--list-devices shows the CPU device"
+expect 5 "unknown device" -- "$BIN" "$T/tiny.json" -o "$T/d.h5" --device no-such-device
+has "$T/err" "no-such-device" "unknown device named"
+mkdir -p "$T/novendors"
+expect 5 "no OpenCL platform" -- env OCL_ICD_VENDORS="$T/novendors" "$BIN" "$T/tiny.json" -o "$T/np.h5"
+has "$T/err" "pocl-opencl-icd" "no platform: says what to install"
+expect 5 "no OpenCL platform (env selector)" -- env OCL_ICD_VENDORS="$T/novendors" SPHSIM_DEVICE=gpu "$BIN" --list-devices
+
+# the bad-scene corpus: exit code and message for each
+if [ -f tests/bad_scenes/expected.tsv ]; then
+    while IFS="$(printf '\t')" read -r file code msg; do
+        case "$file" in ''|'#'*) continue ;; esac
+        expect "$code" "bad scene $file" -- "$BIN" "tests/bad_scenes/$file" --check
+        has "$T/err" "$msg" "bad scene $file message"
+    done <tests/bad_scenes/expected.tsv
+else
+    bad "tests/bad_scenes/expected.tsv missing"
+fi
+
+# signals: SIGTERM -> 143, SIGINT -> 130, file keeps finished snapshots
+for sig in TERM INT; do
+    "$BIN" "$T/tiny.json" -o "$T/sig$sig.h5" --set time.end=1000 --set output.interval=0.001 --quiet >"$T/out" 2>"$T/err" &
+    pid=$!
+    i=0
+    while [ ! -s "$T/sig$sig.h5" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+    sleep 1
+    kill -s $sig $pid
+    wait $pid
+    got=$?
+    want=143; [ $sig = INT ] && want=130
+    [ $got -eq $want ] && ok || bad "SIG$sig: exit $got, expected $want ($(head -c 300 "$T/err"))"
+    has "$T/out" '"status":"interrupted"' "SIG$sig summary"
+done
+
+echo "test_cli: $pass passed, $fail failed"
+[ $fail -eq 0 ]
