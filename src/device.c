@@ -13,6 +13,51 @@ struct embedded_kernel {
 extern const struct embedded_kernel sph_embedded_kernels[];
 
 #define MAX_PLATFORMS 16
+#define PROF_PENDING 1024
+#define PROF_KERNELS 64
+
+struct device_prof {
+    cl_event pending[PROF_PENDING];
+    cl_kernel pending_kernel[PROF_PENDING];
+    int n_pending;
+    device_prof_entry total[PROF_KERNELS];
+    int n_total;
+};
+
+/* Wait for the pending profiled launches and add their times to the per-kernel totals. */
+static void prof_collect(struct device_prof *p)
+{
+    if (!p || p->n_pending == 0) return;
+    clWaitForEvents((cl_uint)p->n_pending, p->pending);
+    for (int i = 0; i < p->n_pending; ++i) {
+        cl_ulong t0 = 0, t1 = 0;
+        clGetEventProfilingInfo(p->pending[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        clGetEventProfilingInfo(p->pending[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        char name[64] = "?";
+        clGetKernelInfo(p->pending_kernel[i], CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+        clReleaseEvent(p->pending[i]);
+        clReleaseKernel(p->pending_kernel[i]);
+        int k = 0;
+        while (k < p->n_total && strcmp(p->total[k].name, name)) ++k;
+        if (k == p->n_total) {
+            if (p->n_total == PROF_KERNELS) continue;
+            snprintf(p->total[k].name, sizeof p->total[k].name, "%s", name);
+            p->n_total++;
+        }
+        p->total[k].seconds += t1 > t0 ? (double)(t1 - t0) * 1e-9 : 0.0;
+        p->total[k].launches++;
+    }
+    p->n_pending = 0;
+}
+
+int device_profile(sph_device *d, device_prof_entry *out, int max)
+{
+    if (!d->prof) return 0;
+    prof_collect(d->prof);
+    int n = d->prof->n_total < max ? d->prof->n_total : max;
+    memcpy(out, d->prof->total, (size_t)n * sizeof *out);
+    return n;
+}
 #define MAX_DEVICES 64
 
 typedef struct dev_entry {
@@ -147,6 +192,11 @@ sph_status device_open(sph_device *d, const char *selector, int profiling, sph_e
     d->ctx = clCreateContext(NULL, 1, &d->device, NULL, NULL, &err);
     CL_CHECK_ERR(e, err, "clCreateContext");
     d->profiling = profiling;
+    if (profiling && !(d->prof = calloc(1, sizeof *d->prof))) {
+        clReleaseContext(d->ctx);
+        d->ctx = NULL;
+        return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+    }
     d->queue = clCreateCommandQueue(d->ctx, d->device, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     if (err != CL_SUCCESS) {
         clReleaseContext(d->ctx);
@@ -161,6 +211,10 @@ void device_close(sph_device *d)
     if (d->queue) {
         clFinish(d->queue);
         clReleaseCommandQueue(d->queue);
+    }
+    if (d->prof) {
+        prof_collect(d->prof);
+        free(d->prof);
     }
     if (d->ctx) clReleaseContext(d->ctx);
     memset(d, 0, sizeof *d);
@@ -345,7 +399,15 @@ sph_status device_run1d(sph_device *d, cl_kernel k, size_t n, size_t local, sph_
     if (n == 0) return SPH_OK;
     size_t global = n;
     if (local) global = (n + local - 1) / local * local;
-    cl_int err = clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL, NULL);
+    cl_event ev = NULL;
+    cl_int err = clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL,
+                                        d->prof ? &ev : NULL);
+    if (err == CL_SUCCESS && d->prof) {
+        if (d->prof->n_pending == PROF_PENDING) prof_collect(d->prof);
+        clRetainKernel(k);
+        d->prof->pending[d->prof->n_pending] = ev;
+        d->prof->pending_kernel[d->prof->n_pending++] = k;
+    }
     if (err != CL_SUCCESS) {
         char name[128] = "?";
         clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);

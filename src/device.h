@@ -24,7 +24,18 @@ typedef struct sph_device {
     cl_ulong local_mem;      /* bytes */
     cl_uint compute_units;
     int profiling;           /* queue created with profiling enabled */
+    struct device_prof *prof;/* per-kernel timing when profiling (see device_profile) */
 } sph_device;
+
+/* With profiling on, every launch through device_run1d is timed by OpenCL events and the
+ * times are summed per kernel name. device_profile waits for the pending launches and gives
+ * the table: up to `max` entries of name / seconds / launches; returns the count. */
+typedef struct device_prof_entry {
+    char name[64];
+    double seconds;
+    long launches;
+} device_prof_entry;
+int device_profile(sph_device *d, device_prof_entry *out, int max);
 
 /* Choose and open a device. `selector` (NULL or "" = automatic: the first GPU, else the first
  * CPU, else any) is an index from --list-devices, "gpu", "cpu", or a case-insensitive

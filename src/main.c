@@ -88,6 +88,15 @@ static void print_summary(const char *out, const sim_result *r, sph_status st, c
            r->n_particles, r->steps, r->last_step, r->sim_time, r->wall_time, pps, r->snapshots, r->n_outside);
     if (r->mean_candidates > 0)
         printf(",\"mean_neighbours\":%.4g,\"mean_candidates\":%.4g", r->mean_neighbours, r->mean_candidates);
+    if (r->n_prof > 0) {
+        printf(",\"output_s\":%.6g,\"profile_s\":{", r->t_output);
+        for (int i = 0; i < r->n_prof; ++i) {
+            printf("%s", i ? "," : "");
+            json_str(stdout, r->prof[i].name);
+            printf(":%.6g", r->prof[i].seconds);
+        }
+        printf("}");
+    }
     if (st != SPH_OK) {
         printf(",\"error\":");
         json_str(stdout, e->msg);

@@ -430,6 +430,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         progress(c, step, first_step, t0, &last_print, 0);
     }
     clFinish(c->dev.queue);
+    if (o->profile) r->n_prof = device_profile(&c->dev, r->prof, 32);
     progress(c, step, first_step, t0, &last_print, 1);
     r->last_step = step;
     r->sim_time = step * s->dt;

@@ -35,7 +35,9 @@ typedef struct sim_result {
     long snapshots;         /* snapshots written in this run */
     long n_outside;         /* particles found outside the tank */
     double mean_neighbours, mean_candidates; /* when stats */
-    double t_grid, t_solver, t_output;       /* s, when profile */
+    double t_output;        /* s spent reading back and writing snapshots */
+    device_prof_entry prof[32]; /* per-kernel device time, when profile */
+    int n_prof;
     int stop_signal;        /* signal that stopped the run, or 0 */
 } sim_result;
 
