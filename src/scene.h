@@ -65,11 +65,13 @@ typedef struct scene {
     long particle_count;     /* "fluid.particle_count": target; 0 when spacing was given */
     double rest_density;     /* "fluid.rest_density" kg/m^3; default 1000 */
     scene_kernel kernel;     /* "fluid.kernel"; default "wendland" */
-    double h;                /* smoothing length m: "fluid.smoothing_length", or factor * spacing */
+    double h;                /* smoothing length m: "fluid.smoothing_length", or factor * spacing;
+                                particle mode: the largest sphere radius (support = 2 h) */
     double h_factor;         /* "fluid.smoothing_length_factor"; default 1.3 */
     scene_eos eos;           /* "fluid.eos.type"; default "tait" */
-    double sound_speed;      /* "fluid.eos.sound_speed" m/s; default 10 * sqrt(2 |g| H_fluid) */
-    double gamma;            /* "fluid.eos.gamma"; default 7 (tait) */
+    double sound_speed;      /* "fluid.eos.sound_speed" m/s; default 10 * sqrt(2 max(|g|, 9.81) H_fluid);
+                                for eos "linear": sqrt(stiffness) */
+    double gamma;            /* "fluid.eos.gamma"; default 7 (tait); 1 for eos "linear" */
     double stiffness;        /* "fluid.eos.stiffness" m^2/s^2 (linear p = k (rho - rho0)); default c0^2 */
     scene_visc visc;         /* "fluid.viscosity.type"; default "artificial" */
     double alpha;            /* "fluid.viscosity.alpha" (artificial); default 0.02 */
@@ -86,7 +88,8 @@ typedef struct scene {
     double t_end;            /* "time.end" s; required, >= 0 */
     double dt_fixed;         /* "time.dt" s; 0 = automatic from CFL */
     double cfl;              /* "time.cfl"; default 0.25 */
-    double max_speed;        /* "time.max_speed" m/s: a faster particle is a numerical failure; default 100 * max(c0, sqrt(|g| L)) */
+    double max_speed;        /* "time.max_speed" m/s: a faster particle is a numerical failure;
+                                default 10 * sound_speed (SPH), 100 * v_ref (particles) */
 
     /* "output" */
     double out_interval;     /* "output.interval" s; default t_end / 50 (0 when t_end == 0) */
@@ -105,6 +108,8 @@ typedef struct scene {
     long steps_per_output;   /* output.interval / dt (>= 1) */
     long n_steps;            /* ceil(t_end / dt) (0 when t_end == 0) */
     double fluid_height;     /* m, highest fluid top minus lowest fluid bottom along the gravity axis */
+    double v_ref;            /* m/s, reference speed of the time-step limit: particles: max(sqrt(2 |g| L),
+                                max |group velocity| + sqrt(dims) jitter, 1e-3); SPH: sound_speed */
 
     /* ---- provenance ---- */
     char *source_json;       /* the file exactly as read (malloc'd) */

@@ -1,0 +1,1557 @@
+/* scene: reads a JSON scene (file or text), applies --set overrides, validates every key
+ * and computes the derived values (spacing, h, mass, particle counts, time step) into a
+ * `struct scene`, plus the resolved parameter set as JSON for provenance.
+ * The rules here and docs/scene-format.md describe the same format; change both together. */
+#include "scene.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "init.h"
+
+#define SCENE_MAX_PARTICLES 2e9          /* fluid + boundary + spheres */
+#define SCENE_MAX_STEPS 1e9              /* time steps in one run */
+#define SCENE_MAX_SNAPSHOTS 1e6          /* output intervals in one run */
+#define SCENE_MAX_FILE_BYTES (16L << 20) /* a scene file is small text */
+#define SCENE_H_RATIO_MIN 0.5            /* h / spacing */
+#define SCENE_H_RATIO_MAX 4.0
+#define SCENE_ALPHA_MAX 10.0
+#define SCENE_MAX_DIAMETERS 1e6         /* tank extent / smallest sphere diameter, per axis */
+#define SCENE_SEED_MAX 9007199254740991.0 /* 2^53 - 1: exact in a JSON number */
+#define SCENE_PATH_SEGMENTS 32
+
+/* ------------------------------------------------------------------------------------------ */
+/* Names                                                                                      */
+
+static const char *const KERNEL_NAMES[] = {"poly6", "cubic_spline", "wendland"};
+static const int KERNEL_VALUES[] = {KERNEL_POLY6, KERNEL_CUBIC, KERNEL_WENDLAND};
+static const char *const EOS_NAMES[] = {"tait", "linear"};
+static const int EOS_VALUES[] = {EOS_TAIT, EOS_LINEAR};
+static const char *const VISC_NAMES[] = {"artificial", "laplacian"};
+static const int VISC_VALUES[] = {VISC_ARTIFICIAL, VISC_LAPLACIAN};
+static const char *const MODE_NAMES[] = {"sph", "particles"};
+static const int MODE_VALUES[] = {MODE_SPH, MODE_PARTICLES};
+static const char *const PLACE_NAMES[] = {"lattice", "random"};
+static const int PLACE_VALUES[] = {PLACE_LATTICE, PLACE_RANDOM};
+static const char *const FIELD_NAMES[] = {"position", "velocity", "density", "pressure",
+                                          "id",       "type",     "radius",  "mass"};
+static const int FIELD_VALUES[] = {FIELD_POSITION, FIELD_VELOCITY, FIELD_DENSITY, FIELD_PRESSURE,
+                                   FIELD_ID,       FIELD_TYPE,     FIELD_RADIUS,  FIELD_MASS};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const char *enum_name(const char *const *names, const int *values, int n, int v)
+{
+    for (int i = 0; i < n; i++)
+        if (values[i] == v) return names[i];
+    return "?";
+}
+
+const char *scene_kernel_name(scene_kernel k) { return enum_name(KERNEL_NAMES, KERNEL_VALUES, 3, (int)k); }
+const char *scene_eos_name(scene_eos k) { return enum_name(EOS_NAMES, EOS_VALUES, 2, (int)k); }
+const char *scene_visc_name(scene_visc k) { return enum_name(VISC_NAMES, VISC_VALUES, 2, (int)k); }
+const char *scene_mode_name(scene_mode m) { return enum_name(MODE_NAMES, MODE_VALUES, 2, (int)m); }
+
+/* Allowed keys per object, in schema order (the order in which they are validated). */
+static const char *const TOP_KEYS[] = {"format", "name",  "dimensions", "mode", "tank",  "gravity",
+                                       "fluid",  "spheres", "time",     "output", "grid"};
+static const char *const BOX_KEYS[] = {"min", "max"};
+static const char *const FLUID_KEYS[] = {"blocks",          "spacing",
+                                         "particle_count",  "rest_density",
+                                         "kernel",          "smoothing_length",
+                                         "smoothing_length_factor", "eos",
+                                         "viscosity",       "boundary_layers"};
+static const char *const EOS_KEYS[] = {"type", "sound_speed", "gamma", "stiffness"};
+static const char *const VISC_KEYS[] = {"type", "alpha", "dynamic_viscosity"};
+static const char *const SPHERES_KEYS[] = {"groups", "restitution", "iterations"};
+static const char *const GROUP_KEYS[] = {"count", "radius", "density", "region", "placement",
+                                         "seed",  "velocity", "velocity_jitter"};
+static const char *const TIME_KEYS[] = {"end", "dt", "cfl", "max_speed"};
+static const char *const OUTPUT_KEYS[] = {"interval", "fields"};
+static const char *const GRID_KEYS[] = {"cell_ratio"};
+
+/* Named sections, for "this key belongs elsewhere" suggestions. */
+typedef struct section {
+    const char *path;
+    const char *const *keys;
+    int n;
+} section;
+static const section SECTIONS[] = {
+    {"", TOP_KEYS, COUNT(TOP_KEYS)},
+    {"tank", BOX_KEYS, COUNT(BOX_KEYS)},
+    {"fluid", FLUID_KEYS, COUNT(FLUID_KEYS)},
+    {"fluid.eos", EOS_KEYS, COUNT(EOS_KEYS)},
+    {"fluid.viscosity", VISC_KEYS, COUNT(VISC_KEYS)},
+    {"spheres", SPHERES_KEYS, COUNT(SPHERES_KEYS)},
+    {"time", TIME_KEYS, COUNT(TIME_KEYS)},
+    {"output", OUTPUT_KEYS, COUNT(OUTPUT_KEYS)},
+    {"grid", GRID_KEYS, COUNT(GRID_KEYS)},
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* Small text helpers                                                                         */
+
+/* Shortest "%g" form of x that reads back as x. */
+static const char *fmt_num(char buf[40], double x)
+{
+    if (isnan(x)) return "nan";
+    if (isinf(x)) return x > 0 ? "inf" : "-inf";
+    snprintf(buf, 40, "%.15g", x);
+    if (strtod(buf, NULL) != x) snprintf(buf, 40, "%.17g", x);
+    return buf;
+}
+
+/* A computed value, 6 significant digits. */
+static const char *fmt_g(char buf[40], double x)
+{
+    snprintf(buf, 40, "%.6g", x);
+    return buf;
+}
+
+/* Numbers in the resolved JSON are written as the shortest text that reads back exactly
+ * (cJSON's own printing may lose the last bit). */
+static cJSON *num_item(double x)
+{
+    char buf[40];
+    return cJSON_CreateRaw(fmt_num(buf, x));
+}
+
+static void add_num(cJSON *obj, const char *key, double x) { cJSON_AddItemToObject(obj, key, num_item(x)); }
+
+static cJSON *vec_item(const double *x, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int k = 0; k < n; k++) cJSON_AddItemToArray(a, num_item(x[k]));
+    return a;
+}
+
+/* What a JSON value is, for "got ..." in messages. */
+static void describe(const cJSON *it, char *buf, size_t n)
+{
+    char nb[40];
+    if (!it)
+        snprintf(buf, n, "nothing");
+    else if (cJSON_IsNumber(it)) {
+        if (isinf(it->valuedouble))
+            snprintf(buf, n, "a number too large in magnitude (it overflows to infinity)");
+        else
+            snprintf(buf, n, "%s", fmt_num(nb, it->valuedouble));
+    } else if (cJSON_IsString(it)) {
+        const char *str = it->valuestring;
+        if (strlen(str) > 48)
+            snprintf(buf, n, "the string \"%.48s...\"", str);
+        else
+            snprintf(buf, n, "the string \"%s\"", str);
+    } else if (cJSON_IsTrue(it))
+        snprintf(buf, n, "true");
+    else if (cJSON_IsFalse(it))
+        snprintf(buf, n, "false");
+    else if (cJSON_IsNull(it))
+        snprintf(buf, n, "null");
+    else if (cJSON_IsArray(it))
+        snprintf(buf, n, "an array of %d entries", cJSON_GetArraySize(it));
+    else if (cJSON_IsObject(it))
+        snprintf(buf, n, "an object");
+    else
+        snprintf(buf, n, "an unknown value");
+}
+
+static int lower(int c) { return tolower((unsigned char)c); }
+
+/* Optimal-string-alignment edit distance (insert, delete, substitute, swap neighbours),
+ * case-insensitive; capped at 99 for long words. */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    if (na > 63 || nb > 63) return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= na; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= nb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= na; i++) {
+        for (size_t j = 1; j <= nb; j++) {
+            int cost = lower(a[i - 1]) != lower(b[j - 1]);
+            int best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < best) best = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1]) &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[na][nb];
+}
+
+static int starts_with_ci(const char *s, const char *prefix)
+{
+    for (; *prefix; s++, prefix++)
+        if (lower(*s) != lower(*prefix)) return 0;
+    return 1;
+}
+
+/* The candidate closest to `word`: edit distance <= 2 (and less than the candidate's
+ * length), else a prefix match of at least 3 characters; NULL if none. */
+static const char *suggest(const char *word, const char *const *cands, int n)
+{
+    const char *best = NULL;
+    int best_score = INT_MAX;
+    for (int i = 0; i < n; i++) {
+        int d = edit_distance(word, cands[i]);
+        int score = INT_MAX;
+        if (d <= 2 && d < (int)strlen(cands[i]))
+            score = d;
+        else if (strlen(word) >= 3 && (starts_with_ci(cands[i], word) || starts_with_ci(word, cands[i])))
+            score = 3;
+        if (score < best_score) {
+            best_score = score;
+            best = cands[i];
+        }
+    }
+    return best;
+}
+
+/* `"a", "b", "c"` into buf. */
+static void quoted_list(char *buf, size_t n, const char *const *names, int count)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < count && len < n; i++) {
+        int w = snprintf(buf + len, n - len, "%s\"%s\"", i ? ", " : "", names[i]);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Validation context: the JSON path of the value being checked and the --set overrides     */
+
+typedef struct set_rec {
+    char path[256];   /* canonical path: a.b[1].c */
+    const char *text; /* the --set argument as given */
+} set_rec;
+
+typedef struct vctx {
+    sph_error *e;
+    const set_rec *sets;
+    int n_sets;
+    int dims;
+    size_t len;
+    char path[512];
+} vctx;
+
+/* Append `part` to the path (truncated at the buffer end); returns the old length. */
+static size_t vappend(vctx *v, const char *part)
+{
+    size_t old = v->len, n = strlen(part);
+    if (n > sizeof v->path - 1 - old) n = sizeof v->path - 1 - old;
+    memcpy(v->path + old, part, n);
+    v->len = old + n;
+    v->path[v->len] = '\0';
+    return old;
+}
+
+static size_t vkey(vctx *v, const char *key)
+{
+    size_t old = v->len;
+    if (old) vappend(v, ".");
+    vappend(v, key);
+    return old;
+}
+
+static size_t vidx(vctx *v, int i)
+{
+    char part[24];
+    snprintf(part, sizeof part, "[%d]", i);
+    return vappend(v, part);
+}
+
+static void vpop(vctx *v, size_t old)
+{
+    v->len = old;
+    v->path[old] = '\0';
+}
+
+/* Is `a` equal to `b` or a path inside `b` ("b.x", "b[2]")? */
+static int path_within(const char *a, const char *b)
+{
+    size_t nb = strlen(b);
+    return strncmp(a, b, nb) == 0 && (a[nb] == '\0' || a[nb] == '.' || a[nb] == '[');
+}
+
+/* Fail with "<path>: <message>", noting the --set override that wrote the value if any. */
+static sph_status vfail(vctx *v, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static sph_status vfail(vctx *v, const char *fmt, ...)
+{
+    char msg[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const set_rec *from = NULL;
+    for (int i = 0; i < v->n_sets; i++)
+        if (path_within(v->path, v->sets[i].path)) from = &v->sets[i];
+    const char *where = v->len ? v->path : "(top level)";
+    if (from) return SPH_FAIL(v->e, SPH_E_SCENE, "%s: %s (value from --set %.300s)", where, msg, from->text);
+    return SPH_FAIL(v->e, SPH_E_SCENE, "%s: %s", where, msg);
+}
+
+static const cJSON *get(const cJSON *obj, const char *key)
+{
+    return obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+}
+
+/* Reject unknown and duplicate keys of `obj`, in the order they appear. */
+static sph_status check_keys(vctx *v, const cJSON *obj, const char *const *allowed, int n)
+{
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        const char *key = c->string ? c->string : "";
+        int known = 0;
+        for (int i = 0; i < n; i++)
+            if (strcmp(key, allowed[i]) == 0) known = 1;
+        size_t old = vkey(v, key);
+        if (!known) {
+            const char *near = suggest(key, allowed, n);
+            if (near) return vfail(v, "unknown key; did you mean \"%s\"?", near);
+            /* A key of another section, e.g. "spacing" at the top level? */
+            for (int s = 0; s < COUNT(SECTIONS); s++)
+                for (int k = 0; k < SECTIONS[s].n; k++)
+                    if (strcmp(key, SECTIONS[s].keys[k]) == 0 && SECTIONS[s].keys != allowed) {
+                        if (SECTIONS[s].path[0])
+                            return vfail(v, "unknown key here; did you mean \"%s.%s\"?", SECTIONS[s].path, key);
+                        return vfail(v, "unknown key here; \"%s\" belongs at the top level of the scene", key);
+                    }
+            char list[600];
+            quoted_list(list, sizeof list, allowed, n);
+            return vfail(v, "unknown key; allowed keys here: %s", list);
+        }
+        for (const cJSON *p = obj->child; p != c; p = p->next)
+            if (p->string && strcmp(p->string, key) == 0) return vfail(v, "duplicate key (given twice)");
+        vpop(v, old);
+    }
+    return SPH_OK;
+}
+
+/* A numeric range: kinds 0 = unbounded, 1 = inclusive, 2 = exclusive. */
+typedef struct nrange {
+    double lo, hi;
+    int lo_k, hi_k;
+} nrange;
+
+static nrange rng(double lo, int lo_k, double hi, int hi_k)
+{
+    nrange r = {lo, hi, lo_k, hi_k};
+    return r;
+}
+#define R_ANY rng(0, 0, 0, 0)
+#define R_POS rng(0, 2, 0, 0)
+#define R_NONNEG rng(0, 1, 0, 0)
+
+static int in_range(double x, nrange r)
+{
+    if (r.lo_k == 1 && !(x >= r.lo)) return 0;
+    if (r.lo_k == 2 && !(x > r.lo)) return 0;
+    if (r.hi_k == 1 && !(x <= r.hi)) return 0;
+    if (r.hi_k == 2 && !(x < r.hi)) return 0;
+    return 1;
+}
+
+/* "a number > 0", "a number in (0, 1]", "an integer in 1..100". */
+static void range_text(char *buf, size_t n, nrange r, int integer)
+{
+    char a[40], b[40];
+    const char *what = integer ? "an integer" : "a number";
+    if (integer && r.lo_k && r.hi_k)
+        snprintf(buf, n, "%s in %s..%s", what, fmt_num(a, r.lo), fmt_num(b, r.hi));
+    else if (r.lo_k && r.hi_k)
+        snprintf(buf, n, "%s in %c%s, %s%c", what, r.lo_k == 1 ? '[' : '(', fmt_num(a, r.lo), fmt_num(b, r.hi),
+                 r.hi_k == 1 ? ']' : ')');
+    else if (r.lo_k)
+        snprintf(buf, n, "%s %s %s", what, r.lo_k == 1 ? ">=" : ">", fmt_num(a, r.lo));
+    else if (r.hi_k)
+        snprintf(buf, n, "%s %s %s", what, r.hi_k == 1 ? "<=" : "<", fmt_num(a, r.hi));
+    else
+        snprintf(buf, n, "%s", what);
+}
+
+/* Check a value that is present (`it`, path already pushed). */
+static sph_status check_num(vctx *v, const cJSON *it, nrange r, int integer, double *out)
+{
+    char want[160], got[160];
+    range_text(want, sizeof want, r, integer);
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) ||
+        (integer && it->valuedouble != floor(it->valuedouble)) || !in_range(it->valuedouble, r)) {
+        describe(it, got, sizeof got);
+        return vfail(v, "expected %s, got %s", want, got);
+    }
+    *out = it->valuedouble;
+    return SPH_OK;
+}
+
+/* Number `key` of `obj`; `def` if absent and not required. `given` may be NULL. */
+static sph_status vnum(vctx *v, const cJSON *obj, const char *key, int required, double def, nrange r,
+                       double *out, int *given)
+{
+    const cJSON *it = get(obj, key);
+    if (given) *given = it != NULL;
+    size_t old = vkey(v, key);
+    if (!it) {
+        if (required) {
+            char want[160];
+            range_text(want, sizeof want, r, 0);
+            return vfail(v, "required key missing (expected %s)", want);
+        }
+        *out = def;
+    } else
+        SPH_TRY(check_num(v, it, r, 0, out));
+    vpop(v, old);
+    return SPH_OK;
+}
+
+static sph_status vint(vctx *v, const cJSON *obj, const char *key, int required, double def, double lo,
+                       double hi, double *out, int *given)
+{
+    const cJSON *it = get(obj, key);
+    if (given) *given = it != NULL;
+    size_t old = vkey(v, key);
+    nrange r = rng(lo, 1, hi, 1);
+    if (!it) {
+        if (required) {
+            char want[160];
+            range_text(want, sizeof want, r, 1);
+            return vfail(v, "required key missing (expected %s)", want);
+        }
+        *out = def;
+    } else
+        SPH_TRY(check_num(v, it, r, 1, out));
+    vpop(v, old);
+    return SPH_OK;
+}
+
+/* Enumerated string `key`: one of names[]; stores the matching values[] entry. */
+static sph_status venum(vctx *v, const cJSON *obj, const char *key, const char *const *names, const int *values,
+                        int n, int def, int *out)
+{
+    const cJSON *it = get(obj, key);
+    size_t old = vkey(v, key);
+    char list[300], got[160];
+    quoted_list(list, sizeof list, names, n);
+    if (!it) {
+        *out = def;
+    } else if (!cJSON_IsString(it)) {
+        describe(it, got, sizeof got);
+        return vfail(v, "expected one of %s, got %s", list, got);
+    } else {
+        for (int i = 0; i < n; i++)
+            if (strcmp(it->valuestring, names[i]) == 0) {
+                *out = values[i];
+                vpop(v, old);
+                return SPH_OK;
+            }
+        const char *near = suggest(it->valuestring, names, n);
+        if (near)
+            return vfail(v, "unknown value \"%.80s\"; expected one of %s; did you mean \"%s\"?", it->valuestring, list,
+                         near);
+        return vfail(v, "unknown value \"%.80s\"; expected one of %s", it->valuestring, list);
+    }
+    vpop(v, old);
+    return SPH_OK;
+}
+
+/* Vector `key`: exactly `dims` finite numbers; z = 0 in 2D. `def` used when absent. */
+static sph_status vvec(vctx *v, const cJSON *obj, const char *key, int required, const double def[3],
+                       double out[3], int *given)
+{
+    const cJSON *it = get(obj, key);
+    if (given) *given = it != NULL;
+    size_t old = vkey(v, key);
+    char got[160];
+    if (!it) {
+        if (required) return vfail(v, "required key missing (expected an array of %d numbers)", v->dims);
+        for (int k = 0; k < 3; k++) out[k] = def[k];
+    } else {
+        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != v->dims) {
+            describe(it, got, sizeof got);
+            return vfail(v, "expected an array of %d numbers (\"dimensions\" is %d), got %s", v->dims, v->dims, got);
+        }
+        for (int k = 0; k < v->dims; k++) {
+            size_t o2 = vidx(v, k);
+            SPH_TRY(check_num(v, cJSON_GetArrayItem(it, k), R_ANY, 0, &out[k]));
+            vpop(v, o2);
+        }
+        if (v->dims == 2) out[2] = 0.0;
+    }
+    vpop(v, old);
+    return SPH_OK;
+}
+
+/* Object `key` (NULL in *out when absent and optional). */
+static sph_status vobj(vctx *v, const cJSON *obj, const char *key, int required, const char *why, const cJSON **out)
+{
+    const cJSON *it = get(obj, key);
+    *out = NULL;
+    size_t old = vkey(v, key);
+    if (!it) {
+        if (required) return vfail(v, "required key missing%s", why ? why : "");
+    } else if (!cJSON_IsObject(it)) {
+        char got[160];
+        describe(it, got, sizeof got);
+        return vfail(v, "expected an object, got %s", got);
+    } else
+        *out = it;
+    vpop(v, old);
+    return SPH_OK;
+}
+
+/* Array `key` with lo..hi entries. */
+static sph_status varr(vctx *v, const cJSON *obj, const char *key, int required, int lo, int hi, const char *what,
+                       const cJSON **out)
+{
+    const cJSON *it = get(obj, key);
+    *out = NULL;
+    size_t old = vkey(v, key);
+    char got[160];
+    if (!it) {
+        if (required) return vfail(v, "required key missing (expected an array of %s)", what);
+    } else if (!cJSON_IsArray(it)) {
+        describe(it, got, sizeof got);
+        return vfail(v, "expected an array of %s, got %s", what, got);
+    } else {
+        int n = cJSON_GetArraySize(it);
+        if (n < lo || n > hi) return vfail(v, "expected %d to %d %s, got %d", lo, hi, what, n);
+        *out = it;
+    }
+    vpop(v, old);
+    return SPH_OK;
+}
+
+static const char AXIS[] = "xyz";
+
+/* A box {"min": [..], "max": [..]} with max > min on every axis and inside `tank` (if given).
+ * `what` names the box in messages ("block", "region"). */
+static sph_status vbox(vctx *v, const cJSON *it, const scene_box *tank, const char *what, scene_box *out)
+{
+    char got[160], a[40], b[40];
+    if (!cJSON_IsObject(it)) {
+        describe(it, got, sizeof got);
+        return vfail(v, "expected an object {\"min\": [..], \"max\": [..]}, got %s", got);
+    }
+    SPH_TRY(check_keys(v, it, BOX_KEYS, COUNT(BOX_KEYS)));
+    SPH_TRY(vvec(v, it, "min", 1, NULL, out->min, NULL));
+    SPH_TRY(vvec(v, it, "max", 1, NULL, out->max, NULL));
+    size_t old = vkey(v, "max");
+    for (int k = 0; k < v->dims; k++) {
+        size_t o2 = vidx(v, k);
+        if (!(out->max[k] > out->min[k]))
+            return vfail(v, "must be greater than min[%d] (%s m), got %s m; the %s is empty along %c", k,
+                         fmt_num(a, out->min[k]), fmt_num(b, out->max[k]), what, AXIS[k]);
+        vpop(v, o2);
+    }
+    vpop(v, old);
+    if (tank) {
+        for (int side = 0; side < 2; side++) {
+            old = vkey(v, side ? "max" : "min");
+            for (int k = 0; k < v->dims; k++) {
+                size_t o2 = vidx(v, k);
+                double x = side ? out->max[k] : out->min[k];
+                if (side == 0 && x < tank->min[k])
+                    return vfail(v, "%s m is outside the tank (tank.min[%d] = %s m); the %s must lie inside the tank",
+                                 fmt_num(a, x), k, fmt_num(b, tank->min[k]), what);
+                if (side == 1 && x > tank->max[k])
+                    return vfail(v, "%s m is outside the tank (tank.max[%d] = %s m); the %s must lie inside the tank",
+                                 fmt_num(a, x), k, fmt_num(b, tank->max[k]), what);
+                vpop(v, o2);
+            }
+            vpop(v, old);
+        }
+    }
+    return SPH_OK;
+}
+
+static double box_volume(const scene_box *b, int dims)
+{
+    double vol = 1.0;
+    for (int k = 0; k < dims; k++) vol *= b->max[k] - b->min[k];
+    return vol;
+}
+
+/* Lattice particles per axis of a width (cell-centred, as src/init.h documents). */
+static double lattice_n(double width, double dx) { return floor(width / dx + 0.5); }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Sections                                                                                   */
+
+/* Boundary particles: `layers` layers around the tank lattice at spacing dx, i.e.
+ * prod(n_k + 2L) - prod(n_k), expanded so that no large terms cancel. */
+static double boundary_estimate(const scene *s)
+{
+    double n[3] = {1, 1, 1}, L2 = 2.0 * s->boundary_layers;
+    for (int k = 0; k < s->dims; k++) n[k] = lattice_n(s->tank.max[k] - s->tank.min[k], s->spacing);
+    if (s->dims == 2) return L2 * (n[0] + n[1]) + L2 * L2;
+    return L2 * (n[0] * n[1] + n[1] * n[2] + n[0] * n[2]) + L2 * L2 * (n[0] + n[1] + n[2]) + L2 * L2 * L2;
+}
+
+static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *resolved)
+{
+    char a[40], b[40], c[40];
+    const cJSON *blocks, *it;
+    double x;
+    size_t old;
+    int given;
+    SPH_TRY(check_keys(v, fluid, FLUID_KEYS, COUNT(FLUID_KEYS)));
+
+    /* blocks */
+    SPH_TRY(varr(v, fluid, "blocks", 1, 1, SCENE_MAX_BLOCKS, "fluid blocks", &blocks));
+    old = vkey(v, "blocks");
+    s->n_blocks = 0;
+    for (it = blocks->child; it; it = it->next) {
+        int i = s->n_blocks;
+        size_t o2 = vidx(v, i);
+        SPH_TRY(vbox(v, it, &s->tank, "block", &s->blocks[i]));
+        for (int j = 0; j < i; j++) {
+            int overlap = 1;
+            for (int k = 0; k < s->dims; k++)
+                if (!(fmin(s->blocks[i].max[k], s->blocks[j].max[k]) > fmax(s->blocks[i].min[k], s->blocks[j].min[k])))
+                    overlap = 0;
+            if (overlap) return vfail(v, "overlaps fluid.blocks[%d]; fluid blocks must not overlap", j);
+        }
+        vpop(v, o2);
+        s->n_blocks++;
+    }
+    vpop(v, old);
+
+    /* spacing | particle_count */
+    const cJSON *sp = get(fluid, "spacing"), *pc = get(fluid, "particle_count");
+    if (sp && pc) {
+        old = vkey(v, "particle_count");
+        return vfail(v, "not allowed together with fluid.spacing; give exactly one of the two");
+    }
+    if (!sp && !pc) {
+        old = vkey(v, "spacing");
+        return vfail(v, "required key missing; give either \"spacing\" (m) or \"particle_count\"");
+    }
+    double volume = 0.0;
+    for (int i = 0; i < s->n_blocks; i++) volume += box_volume(&s->blocks[i], s->dims);
+    const char *count_key = sp ? "spacing" : "particle_count";
+    if (sp) {
+        SPH_TRY(vnum(v, fluid, "spacing", 1, 0, R_POS, &s->spacing, NULL));
+        s->particle_count = 0;
+    } else {
+        SPH_TRY(vint(v, fluid, "particle_count", 1, 0, 1, SCENE_MAX_PARTICLES, &x, NULL));
+        s->particle_count = (long)x;
+        double cell = volume / x;
+        s->spacing = s->dims == 2 ? sqrt(cell) : cbrt(cell);
+    }
+    /* At least one particle along every axis of every block; a sane total. */
+    old = vkey(v, count_key);
+    double n_fluid_est = 0.0;
+    for (int i = 0; i < s->n_blocks; i++) {
+        double n_block = 1.0;
+        for (int k = 0; k < s->dims; k++) {
+            double w = s->blocks[i].max[k] - s->blocks[i].min[k];
+            double n = lattice_n(w, s->spacing);
+            if (n < 1.0)
+                return vfail(v, "spacing %s m gives no particle along %c in fluid.blocks[%d] (%s m wide); the spacing "
+                                "must be at most twice the block width (%s m)",
+                             fmt_g(a, s->spacing), AXIS[k], i, fmt_g(b, w), fmt_g(c, 2.0 * w));
+            n_block *= n;
+        }
+        n_fluid_est += n_block;
+    }
+    if (n_fluid_est > SCENE_MAX_PARTICLES)
+        return vfail(v, "spacing %s m gives %.3g fluid particles, more than the limit of 2e9", fmt_g(a, s->spacing),
+                     n_fluid_est);
+    vpop(v, old);
+
+    SPH_TRY(vnum(v, fluid, "rest_density", 0, 1000.0, R_POS, &s->rest_density, NULL));
+    int ival;
+    SPH_TRY(venum(v, fluid, "kernel", KERNEL_NAMES, KERNEL_VALUES, 3, KERNEL_WENDLAND, &ival));
+    s->kernel = (scene_kernel)ival;
+
+    /* smoothing length */
+    const cJSON *hl = get(fluid, "smoothing_length"), *hf = get(fluid, "smoothing_length_factor");
+    if (hl && hf) {
+        old = vkey(v, "smoothing_length_factor");
+        return vfail(v, "not allowed together with fluid.smoothing_length; give at most one of the two");
+    }
+    if (hl) {
+        SPH_TRY(vnum(v, fluid, "smoothing_length", 1, 0, R_POS, &s->h, NULL));
+        s->h_factor = s->h / s->spacing;
+        if (!(s->h_factor >= SCENE_H_RATIO_MIN && s->h_factor <= SCENE_H_RATIO_MAX)) {
+            old = vkey(v, "smoothing_length");
+            return vfail(v, "%s m is %.3g times the particle spacing (%s m); expected between 0.5 and 4 times the "
+                            "spacing",
+                         fmt_num(a, s->h), s->h_factor, fmt_g(b, s->spacing));
+        }
+    } else {
+        SPH_TRY(vnum(v, fluid, "smoothing_length_factor", 0, 1.3, rng(SCENE_H_RATIO_MIN, 1, SCENE_H_RATIO_MAX, 1),
+                     &s->h_factor, NULL));
+        s->h = s->h_factor * s->spacing;
+    }
+    s->support = 2.0 * s->h;
+    s->particle_mass = s->rest_density * pow(s->spacing, s->dims);
+
+    /* fluid height along the gravity axis: the axis of the largest |g| component, y (2D) or
+     * z (3D) when gravity is zero or has no single largest component. */
+    int ax = s->dims - 1;
+    for (int k = 0; k < s->dims; k++)
+        if (fabs(s->gravity[k]) > fabs(s->gravity[ax])) ax = k;
+    double top = -INFINITY, bottom = INFINITY;
+    for (int i = 0; i < s->n_blocks; i++) {
+        top = fmax(top, s->blocks[i].max[ax]);
+        bottom = fmin(bottom, s->blocks[i].min[ax]);
+    }
+    s->fluid_height = top - bottom;
+    double g = hypot(hypot(s->gravity[0], s->gravity[1]), s->gravity[2]);
+    double c0_default = 10.0 * sqrt(2.0 * fmax(g, 9.81) * s->fluid_height);
+
+    /* eos */
+    const cJSON *eos, *visc;
+    SPH_TRY(vobj(v, fluid, "eos", 0, NULL, &eos));
+    old = vkey(v, "eos");
+    if (eos) SPH_TRY(check_keys(v, eos, EOS_KEYS, COUNT(EOS_KEYS)));
+    SPH_TRY(venum(v, eos, "type", EOS_NAMES, EOS_VALUES, 2, EOS_TAIT, &ival));
+    s->eos = (scene_eos)ival;
+    if (s->eos == EOS_TAIT) {
+        if (get(eos, "stiffness")) {
+            vkey(v, "stiffness");
+            return vfail(v, "only valid with \"type\": \"linear\" (this eos is \"tait\"; use \"sound_speed\")");
+        }
+        SPH_TRY(vnum(v, eos, "sound_speed", 0, c0_default, R_POS, &s->sound_speed, NULL));
+        SPH_TRY(vnum(v, eos, "gamma", 0, 7.0, rng(1, 1, 0, 0), &s->gamma, NULL));
+        s->stiffness = s->sound_speed * s->sound_speed;
+    } else {
+        const char *bad = get(eos, "sound_speed") ? "sound_speed" : get(eos, "gamma") ? "gamma" : NULL;
+        if (bad) {
+            vkey(v, bad);
+            return vfail(v, "only valid with \"type\": \"tait\" (this eos is \"linear\"; use \"stiffness\")");
+        }
+        SPH_TRY(vnum(v, eos, "stiffness", 0, c0_default * c0_default, R_POS, &s->stiffness, NULL));
+        s->sound_speed = sqrt(s->stiffness);
+        s->gamma = 1.0;
+    }
+    vpop(v, old);
+
+    /* viscosity */
+    SPH_TRY(vobj(v, fluid, "viscosity", 0, NULL, &visc));
+    old = vkey(v, "viscosity");
+    if (visc) SPH_TRY(check_keys(v, visc, VISC_KEYS, COUNT(VISC_KEYS)));
+    SPH_TRY(venum(v, visc, "type", VISC_NAMES, VISC_VALUES, 2, VISC_ARTIFICIAL, &ival));
+    s->visc = (scene_visc)ival;
+    if (s->visc == VISC_ARTIFICIAL) {
+        if (get(visc, "dynamic_viscosity")) {
+            vkey(v, "dynamic_viscosity");
+            return vfail(v, "only valid with \"type\": \"laplacian\" (this viscosity is \"artificial\"; use "
+                            "\"alpha\")");
+        }
+        SPH_TRY(vnum(v, visc, "alpha", 0, 0.02, rng(0, 1, SCENE_ALPHA_MAX, 1), &s->alpha, NULL));
+        s->mu = 0.0;
+    } else {
+        if (get(visc, "alpha")) {
+            vkey(v, "alpha");
+            return vfail(v, "only valid with \"type\": \"artificial\" (this viscosity is \"laplacian\"; use "
+                            "\"dynamic_viscosity\")");
+        }
+        SPH_TRY(vnum(v, visc, "dynamic_viscosity", 0, 1e-3, R_NONNEG, &s->mu, NULL));
+        s->alpha = 0.0;
+    }
+    vpop(v, old);
+
+    SPH_TRY(vint(v, fluid, "boundary_layers", 0, 3, 1, 8, &x, &given));
+    s->boundary_layers = (int)x;
+
+    double n_boundary_est = boundary_estimate(s);
+    if (n_fluid_est + n_boundary_est > SCENE_MAX_PARTICLES) {
+        old = vkey(v, count_key);
+        return vfail(v, "spacing %s m gives about %.3g particles (%.3g fluid + %.3g boundary), more than the limit "
+                        "of 2e9",
+                     fmt_g(a, s->spacing), n_fluid_est + n_boundary_est, n_fluid_est, n_boundary_est);
+    }
+
+    /* resolved "fluid" */
+    cJSON *f = cJSON_AddObjectToObject(resolved, "fluid");
+    cJSON *rb = cJSON_AddArrayToObject(f, "blocks");
+    for (int i = 0; i < s->n_blocks; i++) {
+        cJSON *bo = cJSON_CreateObject();
+        cJSON_AddItemToObject(bo, "min", vec_item(s->blocks[i].min, s->dims));
+        cJSON_AddItemToObject(bo, "max", vec_item(s->blocks[i].max, s->dims));
+        cJSON_AddItemToArray(rb, bo);
+    }
+    if (s->particle_count)
+        add_num(f, "particle_count", (double)s->particle_count);
+    else
+        add_num(f, "spacing", s->spacing);
+    add_num(f, "rest_density", s->rest_density);
+    cJSON_AddStringToObject(f, "kernel", scene_kernel_name(s->kernel));
+    if (hl)
+        add_num(f, "smoothing_length", s->h);
+    else
+        add_num(f, "smoothing_length_factor", s->h_factor);
+    cJSON *re = cJSON_AddObjectToObject(f, "eos");
+    cJSON_AddStringToObject(re, "type", scene_eos_name(s->eos));
+    if (s->eos == EOS_TAIT) {
+        add_num(re, "sound_speed", s->sound_speed);
+        add_num(re, "gamma", s->gamma);
+    } else
+        add_num(re, "stiffness", s->stiffness);
+    cJSON *rv = cJSON_AddObjectToObject(f, "viscosity");
+    cJSON_AddStringToObject(rv, "type", scene_visc_name(s->visc));
+    if (s->visc == VISC_ARTIFICIAL)
+        add_num(rv, "alpha", s->alpha);
+    else
+        add_num(rv, "dynamic_viscosity", s->mu);
+    add_num(f, "boundary_layers", s->boundary_layers);
+    return SPH_OK;
+}
+
+static sph_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSON *resolved)
+{
+    char a[40], b[40];
+    const cJSON *groups, *it;
+    double x, total = 0.0;
+    size_t old;
+    SPH_TRY(check_keys(v, spheres, SPHERES_KEYS, COUNT(SPHERES_KEYS)));
+    SPH_TRY(varr(v, spheres, "groups", 1, 1, SCENE_MAX_GROUPS, "sphere groups", &groups));
+    old = vkey(v, "groups");
+    s->n_groups = 0;
+    double max_r = 0.0;
+    for (it = groups->child; it; it = it->next) {
+        int i = s->n_groups, ival;
+        scene_sphere_group *gr = &s->groups[i];
+        size_t o2 = vidx(v, i);
+        char got[160];
+        if (!cJSON_IsObject(it)) {
+            describe(it, got, sizeof got);
+            return vfail(v, "expected an object (a sphere group), got %s", got);
+        }
+        SPH_TRY(check_keys(v, it, GROUP_KEYS, COUNT(GROUP_KEYS)));
+        SPH_TRY(vint(v, it, "count", 1, 0, 1, SCENE_MAX_PARTICLES, &x, NULL));
+        gr->count = (long)x;
+        SPH_TRY(vnum(v, it, "radius", 1, 0, R_POS, &gr->radius, NULL));
+        SPH_TRY(vnum(v, it, "density", 0, 1000.0, R_POS, &gr->density, NULL));
+        const cJSON *region = get(it, "region");
+        if (region) {
+            size_t o3 = vkey(v, "region");
+            SPH_TRY(vbox(v, region, &s->tank, "region", &gr->region));
+            vpop(v, o3);
+        } else
+            gr->region = s->tank;
+        /* Every sphere must fit, and the count must fit at the densest packing. */
+        for (int k = 0; k < s->dims; k++) {
+            double w = gr->region.max[k] - gr->region.min[k];
+            if (w < 2.0 * gr->radius) {
+                vkey(v, region ? "region" : "radius");
+                return vfail(v, "spheres of radius %s m do not fit in a region %s m wide along %c",
+                             fmt_num(a, gr->radius), fmt_g(b, w), AXIS[k]);
+            }
+        }
+        double vol_sphere = s->dims == 2 ? M_PI * gr->radius * gr->radius
+                                         : 4.0 / 3.0 * M_PI * gr->radius * gr->radius * gr->radius;
+        double packing = s->dims == 2 ? 0.9069 : 0.7405; /* densest packing of discs / spheres */
+        double n_max = floor(packing * box_volume(&gr->region, s->dims) / vol_sphere);
+        if ((double)gr->count > n_max) {
+            vkey(v, "count");
+            return vfail(v, "%ld spheres of radius %s m cannot fit in the %s: at most %.0f at the densest packing",
+                         gr->count, fmt_num(a, gr->radius), region ? "region" : "tank", n_max);
+        }
+        SPH_TRY(venum(v, it, "placement", PLACE_NAMES, PLACE_VALUES, 2, PLACE_LATTICE, &ival));
+        gr->placement = (scene_placement)ival;
+        SPH_TRY(vint(v, it, "seed", 0, 1, 0, SCENE_SEED_MAX, &x, NULL));
+        gr->seed = (uint64_t)x;
+        static const double zero[3] = {0, 0, 0};
+        SPH_TRY(vvec(v, it, "velocity", 0, zero, gr->velocity, NULL));
+        SPH_TRY(vnum(v, it, "velocity_jitter", 0, 0.0, R_NONNEG, &gr->velocity_jitter, NULL));
+        total += (double)gr->count;
+        if (total > SCENE_MAX_PARTICLES)
+            return vfail(v, "the sphere groups hold %.3g spheres in all, more than the limit of 2e9", total);
+        max_r = fmax(max_r, gr->radius);
+        vpop(v, o2);
+        s->n_groups++;
+    }
+    vpop(v, old);
+    /* The smallest spheres set the lattice and placement grids: at most 1e6 diameters along
+     * any tank axis. */
+    int i_min = 0;
+    for (int i = 1; i < s->n_groups; i++)
+        if (s->groups[i].radius < s->groups[i_min].radius) i_min = i;
+    for (int k = 0; k < s->dims; k++) {
+        double diameters = (s->tank.max[k] - s->tank.min[k]) / (2.0 * s->groups[i_min].radius);
+        if (diameters > SCENE_MAX_DIAMETERS) {
+            old = vkey(v, "groups");
+            vidx(v, i_min);
+            vkey(v, "radius");
+            return vfail(v, "%s m is too small for the tank: the tank is %.3g sphere diameters along %c; at most 1e6 "
+                            "are supported",
+                         fmt_num(a, s->groups[i_min].radius), diameters, AXIS[k]);
+        }
+    }
+    SPH_TRY(vnum(v, spheres, "restitution", 0, 0.5, rng(0, 1, 1, 1), &s->restitution, NULL));
+    SPH_TRY(vint(v, spheres, "iterations", 0, 4, 1, 100, &x, NULL));
+    s->contact_iterations = (int)x;
+    s->support = 2.0 * max_r;
+    s->h = max_r;
+
+    cJSON *sp = cJSON_AddObjectToObject(resolved, "spheres");
+    cJSON *rg = cJSON_AddArrayToObject(sp, "groups");
+    for (int i = 0; i < s->n_groups; i++) {
+        const scene_sphere_group *gr = &s->groups[i];
+        cJSON *go = cJSON_CreateObject();
+        add_num(go, "count", (double)gr->count);
+        add_num(go, "radius", gr->radius);
+        add_num(go, "density", gr->density);
+        cJSON *reg = cJSON_AddObjectToObject(go, "region");
+        cJSON_AddItemToObject(reg, "min", vec_item(gr->region.min, s->dims));
+        cJSON_AddItemToObject(reg, "max", vec_item(gr->region.max, s->dims));
+        cJSON_AddStringToObject(go, "placement", PLACE_NAMES[gr->placement == PLACE_RANDOM]);
+        add_num(go, "seed", (double)gr->seed);
+        cJSON_AddItemToObject(go, "velocity", vec_item(gr->velocity, s->dims));
+        add_num(go, "velocity_jitter", gr->velocity_jitter);
+        cJSON_AddItemToArray(rg, go);
+    }
+    add_num(sp, "restitution", s->restitution);
+    add_num(sp, "iterations", s->contact_iterations);
+    return SPH_OK;
+}
+
+/* Base name of `path` without a ".json" extension, into name[128]. */
+static void default_name(char name[128], const char *path)
+{
+    if (!path || !*path) {
+        snprintf(name, 128, "scene");
+        return;
+    }
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n > 5 && strcmp(base + n - 5, ".json") == 0) n -= 5;
+    if (n == 0) {
+        snprintf(name, 128, "scene");
+        return;
+    }
+    if (n > 127) n = 127;
+    memcpy(name, base, n);
+    name[n] = '\0';
+}
+
+/* The whole validation and resolution of a parsed scene. */
+static sph_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
+{
+    char got[160], a[40], b[40];
+    int ival, given = 0;
+    size_t old;
+    if (!cJSON_IsObject(root)) {
+        describe(root, got, sizeof got);
+        return vfail(v, "expected a JSON object at the top level of the scene, got %s", got);
+    }
+
+    /* format first: a scene of another format may use other keys */
+    const cJSON *fmt = get(root, "format");
+    old = vkey(v, "format");
+    if (!fmt)
+        return vfail(v, "required key missing (expected %d, the scene format this sphsim reads)", SCENE_FORMAT_VERSION);
+    describe(fmt, got, sizeof got);
+    if (!cJSON_IsNumber(fmt)) return vfail(v, "expected the number %d, got %s", SCENE_FORMAT_VERSION, got);
+    if (fmt->valuedouble != SCENE_FORMAT_VERSION)
+        return vfail(v, "unsupported scene format %s; this sphsim reads format %d", got, SCENE_FORMAT_VERSION);
+    vpop(v, old);
+    s->format = SCENE_FORMAT_VERSION;
+    SPH_TRY(check_keys(v, root, TOP_KEYS, COUNT(TOP_KEYS)));
+
+    /* name */
+    const cJSON *name = get(root, "name");
+    if (name) {
+        old = vkey(v, "name");
+        if (!cJSON_IsString(name)) {
+            describe(name, got, sizeof got);
+            return vfail(v, "expected a string, got %s", got);
+        }
+        size_t n = strlen(name->valuestring);
+        if (n == 0 || n > 127) return vfail(v, "expected a string of 1 to 127 characters, got %zu characters", n);
+        for (size_t i = 0; i < n; i++)
+            if (iscntrl((unsigned char)name->valuestring[i]))
+                return vfail(v, "control characters (tab, newline, ...) are not allowed in the name");
+        snprintf(s->name, sizeof s->name, "%s", name->valuestring);
+        vpop(v, old);
+    }
+
+    /* dimensions */
+    const cJSON *dim = get(root, "dimensions");
+    old = vkey(v, "dimensions");
+    if (!dim) return vfail(v, "required key missing (expected 2 or 3)");
+    if (!cJSON_IsNumber(dim) || (dim->valuedouble != 2.0 && dim->valuedouble != 3.0)) {
+        describe(dim, got, sizeof got);
+        return vfail(v, "expected 2 or 3, got %s", got);
+    }
+    vpop(v, old);
+    s->dims = v->dims = (int)dim->valuedouble;
+
+    SPH_TRY(venum(v, root, "mode", MODE_NAMES, MODE_VALUES, 2, MODE_SPH, &ival));
+    s->mode = (scene_mode)ival;
+
+    /* tank */
+    const cJSON *tank;
+    SPH_TRY(vobj(v, root, "tank", 1, " (expected {\"min\": [..], \"max\": [..]})", &tank));
+    old = vkey(v, "tank");
+    SPH_TRY(vbox(v, tank, NULL, "tank", &s->tank));
+    vpop(v, old);
+
+    /* gravity */
+    const double g2[3] = {0, -9.81, 0}, g3[3] = {0, 0, -9.81};
+    SPH_TRY(vvec(v, root, "gravity", 0, s->dims == 2 ? g2 : g3, s->gravity, NULL));
+
+    add_num(res, "format", s->format);
+    cJSON_AddStringToObject(res, "name", s->name);
+    add_num(res, "dimensions", s->dims);
+    cJSON_AddStringToObject(res, "mode", scene_mode_name(s->mode));
+    cJSON *rt = cJSON_AddObjectToObject(res, "tank");
+    cJSON_AddItemToObject(rt, "min", vec_item(s->tank.min, s->dims));
+    cJSON_AddItemToObject(rt, "max", vec_item(s->tank.max, s->dims));
+    cJSON_AddItemToObject(res, "gravity", vec_item(s->gravity, s->dims));
+
+    /* fluid | spheres */
+    const cJSON *sec;
+    s->kernel = KERNEL_WENDLAND;
+    s->eos = EOS_TAIT;
+    s->visc = VISC_ARTIFICIAL;
+    if (s->mode == MODE_SPH) {
+        if (get(root, "spheres")) {
+            vkey(v, "spheres");
+            return vfail(v, "not allowed in mode \"sph\"%s; use \"fluid\", or set \"mode\": \"particles\"",
+                         get(root, "mode") ? "" : " (the default mode)");
+        }
+        SPH_TRY(vobj(v, root, "fluid", 1, " (required in mode \"sph\")", &sec));
+        old = vkey(v, "fluid");
+        SPH_TRY(parse_fluid(v, sec, s, res));
+        vpop(v, old);
+    } else {
+        if (get(root, "fluid")) {
+            vkey(v, "fluid");
+            return vfail(v, "not allowed in mode \"particles\"; use \"spheres\", or set \"mode\": \"sph\"");
+        }
+        SPH_TRY(vobj(v, root, "spheres", 1, " (required in mode \"particles\")", &sec));
+        old = vkey(v, "spheres");
+        SPH_TRY(parse_spheres(v, sec, s, res));
+        vpop(v, old);
+    }
+
+    /* time */
+    const cJSON *tm;
+    int dt_given, max_speed_given;
+    SPH_TRY(vobj(v, root, "time", 1, " (expected {\"end\": s})", &tm));
+    old = vkey(v, "time");
+    SPH_TRY(check_keys(v, tm, TIME_KEYS, COUNT(TIME_KEYS)));
+    SPH_TRY(vnum(v, tm, "end", 1, 0, R_NONNEG, &s->t_end, NULL));
+    SPH_TRY(vnum(v, tm, "dt", 0, 0.0, R_POS, &s->dt_fixed, &dt_given));
+    SPH_TRY(vnum(v, tm, "cfl", 0, 0.25, rng(0, 2, 1, 1), &s->cfl, NULL));
+    SPH_TRY(vnum(v, tm, "max_speed", 0, 0.0, R_POS, &s->max_speed, &max_speed_given));
+    vpop(v, old);
+
+    /* output */
+    const cJSON *out, *fields;
+    int interval_given;
+    SPH_TRY(vobj(v, root, "output", 0, NULL, &out));
+    old = vkey(v, "output");
+    if (out) SPH_TRY(check_keys(v, out, OUTPUT_KEYS, COUNT(OUTPUT_KEYS)));
+    SPH_TRY(vnum(v, out, "interval", 0, s->t_end / 50.0, R_POS, &s->out_interval, &interval_given));
+    if (interval_given && s->t_end > 0 && s->out_interval > s->t_end) {
+        vkey(v, "interval");
+        return vfail(v, "%s s is longer than time.end (%s s)", fmt_num(a, s->out_interval), fmt_num(b, s->t_end));
+    }
+    SPH_TRY(varr(v, out, "fields", 0, 1, 64, "field names", &fields));
+    if (fields) {
+        size_t o2 = vkey(v, "fields");
+        s->fields = 0;
+        int i = 0;
+        for (const cJSON *f = fields->child; f; f = f->next, i++) {
+            size_t o3 = vidx(v, i);
+            char list[300];
+            quoted_list(list, sizeof list, FIELD_NAMES, COUNT(FIELD_NAMES));
+            if (!cJSON_IsString(f)) {
+                describe(f, got, sizeof got);
+                return vfail(v, "expected a field name (one of %s), got %s", list, got);
+            }
+            int bit = 0;
+            for (int k = 0; k < COUNT(FIELD_NAMES); k++)
+                if (strcmp(f->valuestring, FIELD_NAMES[k]) == 0) bit = FIELD_VALUES[k];
+            if (!bit) {
+                const char *near = suggest(f->valuestring, FIELD_NAMES, COUNT(FIELD_NAMES));
+                if (near)
+                    return vfail(v, "unknown value \"%.80s\"; expected one of %s; did you mean \"%s\"?", f->valuestring,
+                                 list, near);
+                return vfail(v, "unknown value \"%.80s\"; expected one of %s", f->valuestring, list);
+            }
+            if (s->fields & (unsigned)bit) return vfail(v, "\"%s\" is listed twice", f->valuestring);
+            s->fields |= (unsigned)bit;
+            vpop(v, o3);
+        }
+        if (!(s->fields & FIELD_POSITION)) return vfail(v, "must include \"position\"");
+        vpop(v, o2);
+    } else {
+        s->fields =
+            FIELD_POSITION | FIELD_VELOCITY | FIELD_DENSITY | FIELD_PRESSURE | FIELD_ID | FIELD_TYPE | FIELD_MASS;
+        if (s->mode == MODE_PARTICLES) s->fields |= FIELD_RADIUS;
+    }
+    vpop(v, old);
+
+    /* grid */
+    const cJSON *grid;
+    SPH_TRY(vobj(v, root, "grid", 0, NULL, &grid));
+    old = vkey(v, "grid");
+    if (grid) SPH_TRY(check_keys(v, grid, GRID_KEYS, COUNT(GRID_KEYS)));
+    SPH_TRY(vnum(v, grid, "cell_ratio", 0, 1.0, rng(0, 2, 4, 1), &s->cell_ratio, NULL));
+    vpop(v, old);
+
+    /* ---- time step (docs/scene-format.md, "Time step") ---- */
+    double g = hypot(hypot(s->gravity[0], s->gravity[1]), s->gravity[2]);
+    if (s->mode == MODE_SPH) {
+        s->dt_cfl = s->cfl * s->h / s->sound_speed;
+        if (g > 0) s->dt_cfl = fmin(s->dt_cfl, 0.25 * sqrt(s->h / g));
+        if (s->visc == VISC_LAPLACIAN && s->mu > 0)
+            s->dt_cfl = fmin(s->dt_cfl, 0.125 * s->h * s->h * s->rest_density / s->mu);
+        s->v_ref = s->sound_speed;
+        if (!max_speed_given) s->max_speed = 10.0 * s->sound_speed;
+    } else {
+        double extent = 0.0, r_min = INFINITY, v_groups = 0.0;
+        for (int k = 0; k < s->dims; k++) extent = fmax(extent, s->tank.max[k] - s->tank.min[k]);
+        for (int i = 0; i < s->n_groups; i++) {
+            const scene_sphere_group *gr = &s->groups[i];
+            double speed = hypot(hypot(gr->velocity[0], gr->velocity[1]), gr->velocity[2]);
+            v_groups = fmax(v_groups, speed + sqrt((double)s->dims) * gr->velocity_jitter);
+            r_min = fmin(r_min, gr->radius);
+        }
+        s->v_ref = fmax(fmax(sqrt(2.0 * g * extent), v_groups), 1e-3);
+        s->dt_cfl = s->cfl * r_min / s->v_ref;
+        if (!max_speed_given) s->max_speed = 100.0 * s->v_ref;
+    }
+    /* the terms of dt_cfl, for messages */
+    char why_dt[300], t1[40], t2[40], t3[40];
+    if (s->mode == MODE_SPH) {
+        int w = snprintf(why_dt, sizeof why_dt, "min(cfl h / c0 = %s s", fmt_g(t1, s->cfl * s->h / s->sound_speed));
+        if (g > 0 && w > 0 && (size_t)w < sizeof why_dt)
+            w += snprintf(why_dt + w, sizeof why_dt - (size_t)w, ", 0.25 sqrt(h / |g|) = %s s",
+                          fmt_g(t2, 0.25 * sqrt(s->h / g)));
+        if (s->visc == VISC_LAPLACIAN && s->mu > 0 && w > 0 && (size_t)w < sizeof why_dt)
+            w += snprintf(why_dt + w, sizeof why_dt - (size_t)w, ", 0.125 h^2 rho0 / mu = %s s",
+                          fmt_g(t3, 0.125 * s->h * s->h * s->rest_density / s->mu));
+        if (w > 0 && (size_t)w < sizeof why_dt) snprintf(why_dt + w, sizeof why_dt - (size_t)w, ")");
+    } else
+        snprintf(why_dt, sizeof why_dt, "cfl r_min / v_ref with v_ref = %s m/s", fmt_g(t1, s->v_ref));
+    double dt_base = dt_given ? s->dt_fixed : s->dt_cfl;
+    if (s->out_interval > 0) {
+        double spo = ceil(s->out_interval / dt_base - 1e-9);
+        if (spo < 1) spo = 1;
+        if (s->t_end > 0 && s->t_end / s->out_interval > SCENE_MAX_SNAPSHOTS) {
+            old = vkey(v, "output");
+            vkey(v, "interval");
+            return vfail(v, "%s s gives %.3g snapshots over time.end = %s s; at most 1e6 are allowed",
+                         fmt_num(a, s->out_interval), s->t_end / s->out_interval, fmt_num(b, s->t_end));
+        }
+        s->dt = s->out_interval / spo;
+        double n_steps = s->t_end > 0 ? ceil(s->t_end / s->dt - 1e-9) : 0.0;
+        if (spo > SCENE_MAX_STEPS || n_steps > SCENE_MAX_STEPS) {
+            old = vkey(v, "time");
+            vkey(v, dt_given ? "dt" : "end");
+            if (dt_given)
+                return vfail(v, "the run needs %.3g steps of %s s; at most 1e9 steps are allowed", fmax(spo, n_steps),
+                             fmt_g(a, s->dt));
+            return vfail(v, "the run needs %.3g steps of %s s; at most 1e9 steps are allowed (the step is the "
+                            "stability limit %s)",
+                         fmax(spo, n_steps), fmt_g(a, s->dt), why_dt);
+        }
+        s->steps_per_output = (long)spo;
+        s->n_steps = (long)n_steps;
+    } else {
+        s->dt = dt_base;
+        s->steps_per_output = 1;
+        s->n_steps = 0;
+    }
+
+    /* ---- every derived value is a finite number (extreme inputs can overflow) ---- */
+    if (s->mode == MODE_SPH && !(isfinite(s->particle_mass) && s->particle_mass > 0)) {
+        old = vkey(v, "fluid");
+        vkey(v, "rest_density");
+        return vfail(v, "%s kg/m^3 gives a particle mass of %s kg (rest_density x spacing^%d), not a usable number",
+                     fmt_num(a, s->rest_density), fmt_g(b, s->particle_mass), s->dims);
+    }
+    if (s->mode == MODE_SPH && !(isfinite(s->stiffness) && isfinite(s->sound_speed))) {
+        old = vkey(v, "fluid");
+        vkey(v, "eos");
+        return vfail(v, "the sound speed %s m/s (stiffness %s m^2/s^2) is not a usable number",
+                     fmt_g(a, s->sound_speed), fmt_g(b, s->stiffness));
+    }
+    if (!isfinite(s->max_speed)) {
+        old = vkey(v, "time");
+        vkey(v, "max_speed");
+        return vfail(v, "the default (%s) overflows; give time.max_speed",
+                     s->mode == MODE_SPH ? "10 x sound speed" : "100 x v_ref");
+    }
+
+    /* ---- particle counts ---- */
+    SPH_TRY(init_count(s, &s->n_fluid, &s->n_boundary, &s->n_spheres, v->e));
+    s->n_total = s->n_fluid + s->n_boundary + s->n_spheres;
+    if ((double)s->n_total > SCENE_MAX_PARTICLES) {
+        old = vkey(v, s->mode == MODE_SPH ? "fluid" : "spheres");
+        if (s->mode == MODE_SPH) vkey(v, s->particle_count ? "particle_count" : "spacing");
+        return vfail(v, "the scene has %ld particles, more than the limit of 2e9", s->n_total);
+    }
+
+    /* ---- resolved JSON: the rest ---- */
+    cJSON *rtm = cJSON_AddObjectToObject(res, "time");
+    add_num(rtm, "end", s->t_end);
+    if (dt_given) add_num(rtm, "dt", s->dt_fixed);
+    add_num(rtm, "cfl", s->cfl);
+    add_num(rtm, "max_speed", s->max_speed);
+    cJSON *ro = cJSON_AddObjectToObject(res, "output");
+    add_num(ro, "interval", s->out_interval);
+    cJSON *rf = cJSON_AddArrayToObject(ro, "fields");
+    for (int k = 0; k < COUNT(FIELD_NAMES); k++)
+        if (s->fields & (unsigned)FIELD_VALUES[k]) cJSON_AddItemToArray(rf, cJSON_CreateString(FIELD_NAMES[k]));
+    cJSON *rgr = cJSON_AddObjectToObject(res, "grid");
+    add_num(rgr, "cell_ratio", s->cell_ratio);
+
+    cJSON *d = cJSON_AddObjectToObject(res, "derived");
+    add_num(d, "n_fluid", (double)s->n_fluid);
+    add_num(d, "n_boundary", (double)s->n_boundary);
+    add_num(d, "n_spheres", (double)s->n_spheres);
+    add_num(d, "n_total", (double)s->n_total);
+    if (s->mode == MODE_SPH) {
+        add_num(d, "spacing_m", s->spacing);
+        add_num(d, "smoothing_length_m", s->h);
+        add_num(d, "smoothing_length_factor", s->h_factor);
+        add_num(d, "support_radius_m", s->support);
+        add_num(d, "particle_mass_kg", s->particle_mass);
+        add_num(d, "fluid_height_m", s->fluid_height);
+        add_num(d, "sound_speed_m_per_s", s->sound_speed);
+        add_num(d, "stiffness_m2_per_s2", s->stiffness);
+    } else {
+        add_num(d, "support_radius_m", s->support);
+        add_num(d, "reference_speed_m_per_s", s->v_ref);
+    }
+    add_num(d, "dt_cfl_s", s->dt_cfl);
+    add_num(d, "dt_s", s->dt);
+    add_num(d, "steps_per_output", (double)s->steps_per_output);
+    add_num(d, "n_steps", (double)s->n_steps);
+    (void)given;
+    return SPH_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* --set overrides                                                                            */
+
+typedef struct seg {
+    char key[128];
+    int index; /* -1 for a key segment */
+} seg;
+
+/* Parse "a.b[2].c" into segments and its canonical form. */
+static sph_status set_parse_path(const char *spec, const char *p, size_t n, seg *segs, int *n_segs, char *canon,
+                                 size_t canon_n, sph_error *e)
+{
+    size_t i = 0, clen = 0;
+    int ns = 0;
+    canon[0] = '\0';
+    while (i < n) {
+        if (ns == SCENE_PATH_SEGMENTS)
+            return SPH_FAIL(e, SPH_E_USAGE, "--set %s: the path has more than %d parts", spec, SCENE_PATH_SEGMENTS);
+        seg *sg = &segs[ns];
+        if (p[i] == '[') {
+            if (ns == 0)
+                return SPH_FAIL(e, SPH_E_USAGE, "--set %s: a path starts with a key, e.g. fluid.spacing=0.01", spec);
+            size_t j = i + 1;
+            long idx = 0;
+            while (j < n && isdigit((unsigned char)p[j]) && idx < 100000000) idx = idx * 10 + (p[j++] - '0');
+            if (j == i + 1 || j >= n || p[j] != ']')
+                return SPH_FAIL(e, SPH_E_USAGE, "--set %s: expected an index like [0] at \"%.*s\"", spec, (int)(n - i),
+                                p + i);
+            sg->index = (int)idx;
+            sg->key[0] = '\0';
+            i = j + 1;
+            if (i < n && p[i] != '.' && p[i] != '[')
+                return SPH_FAIL(e, SPH_E_USAGE, "--set %s: expected '.' or '[' after \"]\"", spec);
+        } else {
+            if (p[i] == '.') {
+                if (ns == 0 || i + 1 >= n || p[i + 1] == '.' || p[i + 1] == '[')
+                    return SPH_FAIL(e, SPH_E_USAGE, "--set %s: empty key in the path \"%.*s\"", spec, (int)n, p);
+                i++;
+            }
+            size_t j = i;
+            while (j < n && p[j] != '.' && p[j] != '[') j++;
+            if (j == i) return SPH_FAIL(e, SPH_E_USAGE, "--set %s: empty key in the path \"%.*s\"", spec, (int)n, p);
+            if (j - i >= sizeof sg->key)
+                return SPH_FAIL(e, SPH_E_USAGE, "--set %s: key \"%.*s\" is too long", spec, (int)(j - i), p + i);
+            memcpy(sg->key, p + i, j - i);
+            sg->key[j - i] = '\0';
+            sg->index = -1;
+            i = j;
+        }
+        int w = sg->index >= 0 ? snprintf(canon + clen, canon_n - clen, "[%d]", sg->index)
+                               : snprintf(canon + clen, canon_n - clen, ns ? ".%s" : "%s", sg->key);
+        if (w < 0 || (size_t)w >= canon_n - clen)
+            return SPH_FAIL(e, SPH_E_USAGE, "--set %s: the path is too long", spec);
+        clen += (size_t)w;
+        ns++;
+    }
+    if (ns == 0) return SPH_FAIL(e, SPH_E_USAGE, "--set %s: expected path=value, e.g. fluid.spacing=0.01", spec);
+    *n_segs = ns;
+    return SPH_OK;
+}
+
+/* Apply one "path=value" override to `root` (an object). */
+static sph_status set_apply(cJSON *root, const char *spec, set_rec *rec, sph_error *e)
+{
+    const char *eq = strchr(spec, '=');
+    if (!eq) return SPH_FAIL(e, SPH_E_USAGE, "--set %s: expected path=value, e.g. fluid.spacing=0.01", spec);
+    const char *p = spec;
+    size_t n = (size_t)(eq - spec);
+    while (n && isspace((unsigned char)*p)) p++, n--;
+    while (n && isspace((unsigned char)p[n - 1])) n--;
+    seg segs[SCENE_PATH_SEGMENTS];
+    int ns = 0;
+    SPH_TRY(set_parse_path(spec, p, n, segs, &ns, rec->path, sizeof rec->path, e));
+    rec->text = spec;
+
+    /* The value: JSON if it parses as JSON, else the text as a string. */
+    const char *val = eq + 1;
+    cJSON *item = cJSON_ParseWithLengthOpts(val, strlen(val) + 1, NULL, 1);
+    if (!item) item = cJSON_CreateString(val);
+    if (!item) return SPH_FAIL(e, SPH_E_NOMEM, "--set %s: out of memory", spec);
+
+    char walked[256];
+    size_t wlen = 0;
+    walked[0] = '\0';
+    cJSON *cur = root;
+    for (int i = 0; i < ns; i++) {
+        const seg *sg = &segs[i];
+        int last = i == ns - 1;
+        char what[160];
+        describe(cur, what, sizeof what);
+        if (sg->index < 0) {
+            if (!cJSON_IsObject(cur)) {
+                cJSON_Delete(item);
+                return SPH_FAIL(e, SPH_E_SCENE, "--set %s: %s is %s, not an object, so it has no key \"%s\"", spec,
+                                walked, what, sg->key);
+            }
+            cJSON *child = cJSON_GetObjectItemCaseSensitive(cur, sg->key);
+            if (last) {
+                if (child)
+                    cJSON_ReplaceItemInObjectCaseSensitive(cur, sg->key, item);
+                else
+                    cJSON_AddItemToObject(cur, sg->key, item);
+                return SPH_OK;
+            }
+            if (!child) {
+                if (segs[i + 1].index >= 0) {
+                    cJSON_Delete(item);
+                    return SPH_FAIL(e, SPH_E_SCENE, "--set %s: %s%s%s does not exist, so it cannot be indexed", spec,
+                                    walked, wlen ? "." : "", sg->key);
+                }
+                child = cJSON_AddObjectToObject(cur, sg->key); /* create objects along the path */
+                if (!child) {
+                    cJSON_Delete(item);
+                    return SPH_FAIL(e, SPH_E_NOMEM, "--set %s: out of memory", spec);
+                }
+            }
+            int w = snprintf(walked + wlen, sizeof walked - wlen, wlen ? ".%s" : "%s", sg->key);
+            if (w > 0) wlen = wlen + (size_t)w < sizeof walked ? wlen + (size_t)w : sizeof walked - 1;
+            cur = child;
+        } else {
+            if (!cJSON_IsArray(cur)) {
+                cJSON_Delete(item);
+                return SPH_FAIL(e, SPH_E_SCENE, "--set %s: %s is %s, not an array, so it cannot be indexed with [%d]",
+                                spec, walked, what, sg->index);
+            }
+            int size = cJSON_GetArraySize(cur);
+            if (sg->index >= size) {
+                cJSON_Delete(item);
+                return SPH_FAIL(e, SPH_E_SCENE, "--set %s: index %d is beyond the end of %s (%d entries)", spec,
+                                sg->index, walked, size);
+            }
+            if (last) {
+                cJSON_ReplaceItemInArray(cur, sg->index, item);
+                return SPH_OK;
+            }
+            int w = snprintf(walked + wlen, sizeof walked - wlen, "[%d]", sg->index);
+            if (w > 0) wlen = wlen + (size_t)w < sizeof walked ? wlen + (size_t)w : sizeof walked - 1;
+            cur = cJSON_GetArrayItem(cur, sg->index);
+        }
+    }
+    cJSON_Delete(item);
+    return SPH_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Loading                                                                                    */
+
+/* "file:line:col: JSON syntax error ..." with an excerpt of the line around `pos`. */
+static sph_status syntax_error(const char *text, size_t len, size_t pos, const char *name, sph_error *e)
+{
+    if (len == 0) return SPH_FAIL(e, SPH_E_SCENE, "%s: the file is empty (expected a JSON object)", name);
+    if (pos > len) pos = len;
+    int line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i < pos; i++)
+        if (text[i] == '\n') {
+            line++;
+            line_start = i + 1;
+        }
+    size_t col = pos - line_start + 1;
+    size_t line_end = pos;
+    while (line_end < len && text[line_end] != '\n') line_end++;
+    size_t from = pos > line_start + 30 ? pos - 30 : line_start;
+    size_t to = line_end < pos + 20 ? line_end : pos + 20;
+    char before[64], after[64];
+    size_t nb = 0, na = 0;
+    for (size_t i = from; i < pos; i++) before[nb++] = isprint((unsigned char)text[i]) ? text[i] : ' ';
+    for (size_t i = pos; i < to; i++) after[na++] = isprint((unsigned char)text[i]) ? text[i] : ' ';
+    before[nb] = after[na] = '\0';
+    if (pos >= len)
+        return SPH_FAIL(e, SPH_E_SCENE,
+                        "%s:%d:%zu: JSON syntax error at line %d, column %zu: unexpected end of file after \"%s\" "
+                        "(is the file truncated?)",
+                        name, line, col, line, col, before);
+    return SPH_FAIL(e, SPH_E_SCENE, "%s:%d:%zu: JSON syntax error at line %d, column %zu, at the >>> mark: %s%s>>>%s",
+                    name, line, col, line, col, from > line_start ? "..." : "", before, after);
+}
+
+static sph_status load_text(scene *s, char *text, size_t len, const char *name, const char *const *sets, int n_sets,
+                            sph_error *e)
+{
+    sph_status st = SPH_OK;
+    cJSON *root = NULL, *res = NULL;
+    set_rec *recs = NULL;
+    s->source_json = text;
+    snprintf(s->path, sizeof s->path, "%s", name ? name : "");
+    default_name(s->name, name);
+    const char *where = name ? name : "scene";
+
+    if (strlen(text) != len) {
+        st = SPH_FAIL(e, SPH_E_SCENE, "%s: the file contains a NUL byte at offset %zu; a scene is JSON text", where,
+                      strlen(text));
+        goto done;
+    }
+    const char *end = NULL;
+    root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
+    if (!root) {
+        st = syntax_error(text, len, end ? (size_t)(end - text) : 0, where, e);
+        goto done;
+    }
+    if (n_sets < 0 || n_sets > SCENE_MAX_SETS) {
+        st = SPH_FAIL(e, SPH_E_USAGE, "too many --set options (%d; at most %d)", n_sets, SCENE_MAX_SETS);
+        goto done;
+    }
+    if (n_sets > 0) {
+        recs = calloc((size_t)n_sets, sizeof *recs);
+        if (!recs) {
+            st = SPH_FAIL(e, SPH_E_NOMEM, "out of memory");
+            goto done;
+        }
+        if (!cJSON_IsObject(root)) {
+            st = SPH_FAIL(e, SPH_E_SCENE, "(top level): expected a JSON object at the top level of the scene");
+            goto done;
+        }
+        for (int i = 0; i < n_sets; i++) {
+            st = set_apply(root, sets[i] ? sets[i] : "", &recs[i], e);
+            if (st != SPH_OK) goto done;
+        }
+    }
+    res = cJSON_CreateObject();
+    if (!res) {
+        st = SPH_FAIL(e, SPH_E_NOMEM, "out of memory");
+        goto done;
+    }
+    vctx v;
+    memset(&v, 0, sizeof v);
+    v.e = e;
+    v.sets = recs;
+    v.n_sets = n_sets;
+    v.dims = 3;
+    st = resolve(&v, root, s, res);
+    if (st != SPH_OK) goto done;
+
+    cJSON *prov = cJSON_AddObjectToObject(res, "provenance");
+    cJSON_AddStringToObject(prov, "file", s->path);
+    cJSON *rs = cJSON_AddArrayToObject(prov, "sets");
+    for (int i = 0; i < n_sets; i++) cJSON_AddItemToArray(rs, cJSON_CreateString(sets[i]));
+    s->resolved_json = cJSON_Print(res);
+    if (!s->resolved_json) st = SPH_FAIL(e, SPH_E_NOMEM, "out of memory writing the resolved scene");
+
+done:
+    cJSON_Delete(root);
+    cJSON_Delete(res);
+    free(recs);
+    if (st != SPH_OK) scene_free(s);
+    return st;
+}
+
+sph_status scene_load_string(scene *s, const char *json, const char *name_hint, const char *const *sets, int n_sets,
+                             sph_error *e)
+{
+    memset(s, 0, sizeof *s);
+    if (!json) return SPH_FAIL(e, SPH_E_SCENE, "%s: no scene text", name_hint ? name_hint : "scene");
+    size_t len = strlen(json);
+    char *text = malloc(len + 1);
+    if (!text) return SPH_FAIL(e, SPH_E_NOMEM, "out of memory");
+    memcpy(text, json, len + 1);
+    return load_text(s, text, len, name_hint, sets, n_sets, e);
+}
+
+sph_status scene_load(scene *s, const char *path, const char *const *sets, int n_sets, sph_error *e)
+{
+    memset(s, 0, sizeof *s);
+    FILE *f = fopen(path, "rb");
+    if (!f) return SPH_FAIL(e, SPH_E_IO, "cannot open scene file %s: %s", path, strerror(errno));
+    size_t cap = 4096, len = 0;
+    char *text = malloc(cap);
+    if (!text) {
+        fclose(f);
+        return SPH_FAIL(e, SPH_E_NOMEM, "out of memory");
+    }
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap >= (size_t)SCENE_MAX_FILE_BYTES) {
+                free(text);
+                fclose(f);
+                return SPH_FAIL(e, SPH_E_SCENE, "%s: the file is larger than %ld MiB; a scene is a small JSON file",
+                                path, SCENE_MAX_FILE_BYTES >> 20);
+            }
+            char *bigger = realloc(text, cap * 2);
+            if (!bigger) {
+                free(text);
+                fclose(f);
+                return SPH_FAIL(e, SPH_E_NOMEM, "out of memory");
+            }
+            text = bigger;
+            cap *= 2;
+        }
+        size_t got = fread(text + len, 1, cap - 1 - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        int err = errno;
+        free(text);
+        fclose(f);
+        return SPH_FAIL(e, SPH_E_IO, "cannot read scene file %s: %s", path, strerror(err));
+    }
+    fclose(f);
+    text[len] = '\0';
+    return load_text(s, text, len, path, sets, n_sets, e);
+}
+
+void scene_free(scene *s)
+{
+    if (!s) return;
+    free(s->source_json);
+    cJSON_free(s->resolved_json);
+    s->source_json = NULL;
+    s->resolved_json = NULL;
+}
