@@ -6,7 +6,7 @@
 
 typedef struct grid_params {
     float origin[3];     /* m: tank min corner (z = 0 in 2D) */
-    float cell_size;     /* m */
+    float cell_size;     /* m: cell_ratio * radius, slightly enlarged (docs/grid.md) */
     float cell_size_inv; /* 1/m */
     float radius;        /* m: search radius (kernel support, or sphere contact distance) */
     sph_u32 ncell[3];    /* cells per axis (ncell[2] = 1 in 2D) */

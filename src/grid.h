@@ -27,7 +27,8 @@ void grid_destroy(grid *g);
  * `flags` (one uint, may be NULL) gets FLAG_OUTSIDE / FLAG_NONFINITE OR-ed in. */
 sph_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sph_error *e);
 
-/* Enqueue dst[i] = src[idx[i]] for i < n, elements of `elem_size` bytes (1, 4, 8 or 16). */
+/* Enqueue dst[i] = src[idx[i]] for i < n, elements of `elem_size` bytes (1, 2, 4, 8 or 16);
+ * dst must not be src. */
 sph_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t n, sph_error *e);
 
 /* Device buffers after grid_build: permutation (uint, sorted slot -> old slot), sorted keys
@@ -40,7 +41,8 @@ cl_mem grid_cell_end(const grid *g);
 cl_mem grid_params_buffer(const grid *g);
 const grid_params *grid_get_params(const grid *g);
 
-/* Statistics of the current grid (after grid_build on `pos`, sorted order): mean number of
+/* Statistics of the current grid; `pos` holds the positions in sorted order (gathered through
+ * grid_index() after grid_build, as the solvers read them): mean number of
  * particles within the search radius (self included) and mean candidates scanned per query,
  * over all n particles. Blocks. */
 sph_status grid_neighbour_stats(grid *g, cl_mem pos, size_t n, double *mean_neighbours, double *mean_candidates,
