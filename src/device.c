@@ -394,27 +394,34 @@ sph_status device_alloc(sph_device *d, size_t bytes, const char *what, cl_mem *o
     return SPH_OK;
 }
 
-sph_status device_run1d(sph_device *d, cl_kernel k, size_t n, size_t local, sph_error *e)
+sph_status device_launch(sph_device *d, cl_kernel k, size_t global, size_t local, cl_event *ev, sph_error *e)
 {
-    if (n == 0) return SPH_OK;
-    size_t global = n;
-    if (local) global = (n + local - 1) / local * local;
-    cl_event ev = NULL;
+    if (global == 0) return SPH_OK;
+    cl_event own = NULL;
     cl_int err = clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL,
-                                        d->prof ? &ev : NULL);
-    if (err == CL_SUCCESS && d->prof) {
-        if (d->prof->n_pending == PROF_PENDING) prof_collect(d->prof);
-        clRetainKernel(k);
-        d->prof->pending[d->prof->n_pending] = ev;
-        d->prof->pending_kernel[d->prof->n_pending++] = k;
-    }
+                                        (d->prof || ev) ? &own : NULL);
     if (err != CL_SUCCESS) {
         char name[128] = "?";
         clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
-        return SPH_FAIL(e, SPH_E_DEVICE, "launching kernel %s (%zu work-items) failed: %s", name, n,
-                        sph_cl_error_name(err));
+        return SPH_FAIL(e, SPH_E_DEVICE, "launching kernel %s (%zu work-items in groups of %zu) failed: %s", name,
+                        global, local, sph_cl_error_name(err));
     }
+    if (d->prof) {
+        if (d->prof->n_pending == PROF_PENDING) prof_collect(d->prof);
+        clRetainKernel(k);
+        if (ev) clRetainEvent(own);
+        d->prof->pending[d->prof->n_pending] = own;
+        d->prof->pending_kernel[d->prof->n_pending++] = k;
+    }
+    if (ev) *ev = own;
     return SPH_OK;
+}
+
+sph_status device_run1d(sph_device *d, cl_kernel k, size_t n, size_t local, sph_error *e)
+{
+    if (n == 0) return SPH_OK;
+    size_t global = local ? (n + local - 1) / local * local : n;
+    return device_launch(d, k, global, local, NULL, e);
 }
 
 sph_status device_write(sph_device *d, cl_mem buf, size_t offset, size_t bytes, const void *src, sph_error *e)

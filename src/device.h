@@ -66,6 +66,11 @@ sph_status device_alloc(sph_device *d, size_t bytes, const char *what, cl_mem *o
  * driver choose and launch exactly n). Kernels must ignore ids >= n. */
 sph_status device_run1d(sph_device *d, cl_kernel k, size_t n, size_t local, sph_error *e);
 
+/* Enqueue a 1D range of exactly `global` work-items in groups of `local` (0 = driver's
+ * choice). `ev` (may be NULL) receives the launch's event. Every launch goes through here, so
+ * that --profile sees every kernel. */
+sph_status device_launch(sph_device *d, cl_kernel k, size_t global, size_t local, cl_event *ev, sph_error *e);
+
 /* Blocking copies. */
 sph_status device_write(sph_device *d, cl_mem buf, size_t offset, size_t bytes, const void *src, sph_error *e);
 sph_status device_read(sph_device *d, cl_mem buf, size_t offset, size_t bytes, void *dst, sph_error *e);

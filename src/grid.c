@@ -230,15 +230,7 @@ static sph_status run1d(grid *g, cl_kernel k, size_t n, cl_event *ev, sph_error 
 {
     if (n == 0) return SPH_OK;
     size_t local = g->d->max_wg < GRID_LOCAL ? g->d->max_wg : GRID_LOCAL;
-    size_t global = (n + local - 1) / local * local;
-    cl_int err = clEnqueueNDRangeKernel(g->d->queue, k, 1, NULL, &global, &local, 0, NULL, ev);
-    if (err != CL_SUCCESS) {
-        char name[64] = "?";
-        clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
-        return SPH_FAIL(e, SPH_E_DEVICE, "launching kernel %s (%zu work-items) failed: %s", name, n,
-                        sph_cl_error_name(err));
-    }
-    return SPH_OK;
+    return device_launch(g->d, k, (n + local - 1) / local * local, local, ev, e);
 }
 
 sph_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sph_error *e)

@@ -135,15 +135,7 @@ unsigned grid_sort_tile(const grid_sort *s) { return s->tile; }
 
 static sph_status enqueue(grid_sort *s, cl_kernel k, size_t groups, size_t local, cl_event *ev, sph_error *e)
 {
-    size_t global = groups * local;
-    cl_int err = clEnqueueNDRangeKernel(s->d->queue, k, 1, NULL, &global, &local, 0, NULL, ev);
-    if (err != CL_SUCCESS) {
-        char name[64] = "?";
-        clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
-        return SPH_FAIL(e, SPH_E_DEVICE, "launching kernel %s (%zu work-groups of %zu) failed: %s", name, groups,
-                        local, sph_cl_error_name(err));
-    }
-    return SPH_OK;
+    return device_launch(s->d, k, groups * local, local, ev, e);
 }
 
 sph_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *last, sph_error *e)

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Benchmark sphsim: time per step split by stage, particle-steps per second and device bytes
+per particle, for standard scenes over a range of particle counts.
+
+Each case writes a scene to a temporary folder, runs `sphsim --profile --stats` for a fixed
+number of steps (a snapshot at the start and at the end only), and reads the JSON summary:
+stage times come from OpenCL profiling events (kernel time on the device), throughput from
+the wall clock minus the time spent writing snapshots. Prints a table, writes CSV and a PNG
+plot of time per step against N.
+
+    scripts/bench.py                      # CPU sizes (1e4 .. 1e6), all scenes
+    scripts/bench.py --sizes 1e5,1e6,1e7 --device gpu --out bench-h200
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# kernel name -> stage
+STAGES = [
+    ("keys", ("grid_keys",)),
+    ("sort", ("sort_",)),
+    ("cell_table", ("cell_table",)),
+    ("reorder", ("grid_gather",)),
+    ("density", ("sph_density", "sph_boundary")),
+    ("forces+integrate", ("sph_forces",)),
+    ("contacts", ("contact_resolve", "contact_integrate")),
+]
+# kernels that only run at snapshots (not part of a step)
+SNAPSHOT_ONLY = ("sph_pressure", "contact_pairs", "contact_degree", "grid_count_neighbours")
+
+
+def stage_of(kernel):
+    for stage, prefixes in STAGES:
+        if any(kernel.startswith(p) for p in prefixes):
+            return stage
+    return None if kernel.startswith(SNAPSHOT_ONLY) else "other"
+
+
+def scene_dam_break_3d(n):
+    # column 0.4 x 0.6 x 0.4 in a 1.6 x 0.6 x 0.8 tank (fluid volume 0.096 m^3)
+    return {"format": 1, "name": "bench_dam_break_3d", "dimensions": 3, "mode": "sph",
+            "tank": {"min": [0, 0, 0], "max": [1.6, 0.6, 0.8]}, "gravity": [0, 0, -9.81],
+            "fluid": {"blocks": [{"min": [0, 0, 0], "max": [0.4, 0.6, 0.4]}], "particle_count": int(n),
+                      "kernel": "wendland", "eos": {"type": "tait"}, "viscosity": {"type": "artificial", "alpha": 0.02},
+                      "boundary_layers": 2},
+            "time": {"end": 1.0}}
+
+
+def scene_dam_break_2d(n):
+    return {"format": 1, "name": "bench_dam_break_2d", "dimensions": 2, "mode": "sph",
+            "tank": {"min": [0, 0], "max": [1.5, 0.75]}, "gravity": [0, -9.81],
+            "fluid": {"blocks": [{"min": [0, 0], "max": [0.25, 0.5]}], "particle_count": int(n),
+                      "kernel": "wendland", "eos": {"type": "tait"}, "viscosity": {"type": "artificial", "alpha": 0.02},
+                      "boundary_layers": 3},
+            "time": {"end": 1.0}}
+
+
+def scene_spheres_3d(n):
+    # spheres on a lattice in a cube, a quarter of the tank height, falling
+    r = 0.005
+    pitch = 2.02 * r
+    side = math.ceil((n / 4) ** (1 / 3)) + 1
+    w = side * pitch + 2 * r
+    return {"format": 1, "name": "bench_spheres_3d", "dimensions": 3, "mode": "particles",
+            "tank": {"min": [0, 0, 0], "max": [w, w, 4.2 * side * pitch]}, "gravity": [0, 0, -9.81],
+            "spheres": {"groups": [{"count": int(n), "radius": r, "density": 2500,
+                                    "region": {"min": [0, 0, 0], "max": [w, w, 4.2 * side * pitch]},
+                                    "placement": "lattice", "velocity_jitter": 0.05}],
+                        "restitution": 0.5, "iterations": 4},
+            "time": {"end": 1.0}}
+
+
+SCENES = {"dam_break_3d": scene_dam_break_3d, "dam_break_2d": scene_dam_break_2d, "spheres_3d": scene_spheres_3d}
+
+
+def run_case(args, name, n, tmp):
+    scene = SCENES[name](n)
+    path = os.path.join(tmp, f"{name}_{int(n)}.json")
+    with open(path, "w") as f:
+        json.dump(scene, f)
+    out = os.path.join(tmp, f"{name}_{int(n)}.h5")
+    base = [args.sphsim, path] + sum((["--set", kv] for kv in args.set), [])
+    check = subprocess.run(base + ["--check"], capture_output=True, text=True)
+    if check.returncode != 0:
+        return {"scene": name, "target_n": int(n), "error": check.stderr.strip()}
+    info = json.loads(check.stdout.strip().splitlines()[-1])["check"]
+    steps = args.steps
+    end = steps * info["dt_s"]  # the scene's own (CFL) time step
+    cmd = base + ["--set", f"time.end={end:.10g}", "--set", f"output.interval={end:.10g}", "-o", out, "--overwrite",
+                  "--profile", "--stats", "--progress=none", "--quiet"]
+    if args.device:
+        cmd += ["--device", args.device]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        summary = json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {"scene": name, "target_n": int(n), "error": (p.stderr or p.stdout).strip()[-400:]}
+    if os.path.exists(out):
+        os.remove(out)
+        xmf = out[:-3] + ".xmf"
+        if os.path.exists(xmf):
+            os.remove(xmf)
+    if summary.get("status") != "ok":
+        return {"scene": name, "target_n": int(n), "error": summary.get("error", "failed")}
+    npart = summary["particles"]
+    row = {"scene": name, "target_n": int(n), "N": npart, "steps": summary["steps"],
+           "neighbours": summary.get("mean_neighbours", float("nan")),
+           "candidates": summary.get("mean_candidates", float("nan")),
+           "device_bytes_per_particle": info["estimated_device_bytes"] / max(npart, 1),
+           "device": summary["device"]}
+    stage_s = {s: 0.0 for s, _ in STAGES}
+    stage_s["other"] = 0.0
+    for k, sec in summary.get("profile_s", {}).items():
+        s = stage_of(k)
+        if s:
+            stage_s[s] += sec
+    # the density pass also runs once more at the end-of-run snapshot (steps + 1 grid builds)
+    builds = summary["steps"] + 1
+    per_step = 0.0
+    for s, sec in stage_s.items():
+        div = builds if s in ("keys", "sort", "cell_table", "reorder", "density") else max(summary["steps"], 1)
+        row[f"ms_{s}"] = 1e3 * sec / div
+        per_step += sec / div
+    row["ms_step_kernels"] = 1e3 * per_step
+    wall = summary["wall_time_s"] - summary.get("output_s", 0.0)
+    row["ms_step_wall"] = 1e3 * wall / max(summary["steps"], 1)
+    row["particle_steps_per_s"] = npart * summary["steps"] / wall if wall > 0 else float("nan")
+    row["ms_per_step_per_million"] = row["ms_step_wall"] / (npart / 1e6)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sphsim", default=os.path.join(ROOT, "build", "sphsim"))
+    ap.add_argument("--sizes", default="1e4,1e5,1e6", help="comma-separated target particle counts")
+    ap.add_argument("--scenes", default=",".join(SCENES), help="comma-separated: " + ", ".join(SCENES))
+    ap.add_argument("--steps", type=int, default=20, help="steps per case (default 20)")
+    ap.add_argument("--device", default=None, help="sphsim --device selector")
+    ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                    help="extra scene override for every case (repeatable), e.g. grid.cell_ratio=0.5")
+    ap.add_argument("--out", default="bench", help="prefix of the CSV and PNG written (default bench)")
+    args = ap.parse_args()
+    sizes = [float(s) for s in args.sizes.split(",") if s]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.scenes.split(","):
+            for n in sizes:
+                row = run_case(args, name, n, tmp)
+                rows.append(row)
+                if "error" in row:
+                    print(f"{name} N~{int(n)}: FAILED: {row['error']}", file=sys.stderr, flush=True)
+                else:
+                    print(f"{name} N={row['N']}: {row['ms_step_wall']:.3f} ms/step, "
+                          f"{row['particle_steps_per_s'] / 1e6:.2f} M particle-steps/s", file=sys.stderr, flush=True)
+    ok = [r for r in rows if "error" not in r]
+    cols = ["scene", "N", "neighbours", "candidates"] + [f"ms_{s}" for s, _ in STAGES] + \
+        ["ms_other", "ms_step_kernels", "ms_step_wall", "ms_per_step_per_million", "particle_steps_per_s",
+         "device_bytes_per_particle", "device"]
+    if ok:
+        with open(args.out + ".csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=cols + ["target_n", "steps"], extrasaction="ignore")
+            w.writeheader()
+            for r in ok:
+                w.writerow(r)
+        hdr = ("scene", "N", "nbrs", "cand", "keys", "sort", "table", "reord", "dens", "force", "contact", "kern ms",
+               "wall ms", "ms/M", "Mpart-step/s", "B/part")
+        print(("{:<13}{:>11}" + "{:>7}" * 2 + "{:>8}" * 7 + "{:>9}{:>9}{:>9}{:>13}{:>7}").format(*hdr))
+        for r in ok:
+            print(("{:<13}{:>11}" + "{:>7.1f}" * 2 + "{:>8.3f}" * 7 + "{:>9.3f}{:>9.3f}{:>9.3f}{:>13.2f}{:>7.0f}").format(
+                r["scene"], r["N"], r["neighbours"], r["candidates"], r["ms_keys"], r["ms_sort"], r["ms_cell_table"],
+                r["ms_reorder"], r["ms_density"], r["ms_forces+integrate"], r["ms_contacts"], r["ms_step_kernels"],
+                r["ms_step_wall"], r["ms_per_step_per_million"], r["particle_steps_per_s"] / 1e6,
+                r["device_bytes_per_particle"]))
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+            fig, ax = plt.subplots(figsize=(6, 4.5))
+            for name in sorted({r["scene"] for r in ok}):
+                rs = sorted((r for r in ok if r["scene"] == name), key=lambda r: r["N"])
+                ax.loglog([r["N"] for r in rs], [r["ms_step_wall"] for r in rs], "o-", label=name)
+            ax.set_xlabel("particles N")
+            ax.set_ylabel("time per step (ms)")
+            ax.set_title(f"sphsim on {ok[0]['device']}")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend()
+            fig.tight_layout()
+            fig.savefig(args.out + ".png", dpi=120)
+        except ImportError:
+            print("matplotlib missing: no plot", file=sys.stderr)
+    return 0 if len(ok) == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
