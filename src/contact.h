@@ -1,10 +1,18 @@
 /* contact: host side of the hard-sphere collision solver (particle mode).
- * One step (after the grid is built and the state gathered into sorted order):
- *   contact_predict : v += g dt; x_pred = x + v dt, walls with restitution
- *   contact_resolve : `iterations` Jacobi passes; each particle gathers, from every sphere
- *                     it overlaps, half the overlap (mass-weighted) along the normal and,
- *                     when approaching, the impulse of restitution e along the normal.
- * No float atomics; results do not depend on thread order. */
+ * One step, on the state gathered into sorted order after the grid was rebuilt on it
+ * (docs/contacts.md has the equations and the reasons):
+ *   contact_list      : the contacts at the start of the step (touching in st->pos) and the
+ *                       normal impulses they carried from the last step (warm start; needs the
+ *                       grid's permutation and st->id)
+ *   contact_warm      : those impulses applied to the velocities
+ *   contact_resolve   : `iterations` Jacobi passes; each sphere gathers, from every sphere it
+ *                       overlaps, its mass-weighted share of the overlap along the normal and,
+ *                       for every contact, the normal impulse driving the approach speed to the
+ *                       target (impact: bounce with restitution e; resting: stop); walls clamp
+ *   contact_integrate : v += g dt; x += v dt; wall bounce -> pos_next, vel_next.
+ * Contacts are thus resolved on exactly the positions the grid was built on (the drifted state
+ * of the previous step), as the seed's "rebuild the grid, then resolve". No float atomics;
+ * results do not depend on thread order. */
 #ifndef SPHSIM_CONTACT_H
 #define SPHSIM_CONTACT_H
 
@@ -12,16 +20,46 @@
 #include "particles.h"
 #include "scene.h"
 #include "state.h"
+#include "../kernels/contact_shared.h"
 
 typedef struct contact_solver contact_solver;
+
+/* Fill the kernel-side parameters from a resolved scene. */
+void contact_params_from_scene(const scene *s, contact_params *p);
 
 sph_status contact_create(contact_solver **out, sph_device *d, const scene *s, sph_error *e);
 void contact_destroy(contact_solver *c);
 
-/* Enqueue one step on `st` (sorted) using grid `g`. Never blocks the host. */
+/* Enqueue one step on `st` (sorted) using grid `g`. Never blocks the host. Fails
+ * (SPH_E_SCENE) when the grid's search radius is below 2 * the largest sphere radius. */
 sph_status contact_step(contact_solver *c, grid *g, dev_state *st, sph_error *e);
 
-/* Number of touching pairs (distance < r_i + r_j) in the current state; blocks. */
+/* Number of touching pairs (distance < r_i + r_j) in st->pos, the sorted positions the grid
+ * was last built on (in sim.c: the state just written as a snapshot); blocks. */
 sph_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_contacts, sph_error *e);
+
+/* Device bytes the solver allocates for n particles (scratch, contact slots). */
+size_t contact_bytes(const scene *s, size_t n);
+
+/* ---- the same with an explicit cell table (tests, and any caller with its own grid) ----
+ * cell_start / cell_end: uint per cell (index cx + nx*(cy + ny*cz)) into the sorted arrays,
+ * built on st->pos; gp_buf: a grid_params (__constant) with radius >= 2 * max sphere radius;
+ * idx: uint per particle, sorted slot -> slot in the order the last contact_enqueue wrote
+ * (pos_next), or NULL: then no impulses are carried into this step.
+ * st needs pos, vel, pos_next, vel_next, mass, radius, id (flags may be NULL). */
+sph_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
+                           dev_state *st, sph_error *e);
+
+/* Drop the impulses carried to the next step (e.g. after the state was replaced). */
+void contact_forget(contact_solver *c);
+sph_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
+                               long *n_contacts, sph_error *e);
+
+/* Touching pairs of st->pos listed per particle (blocks): count[i] is the number of partners
+ * j > i (sorted index) of sorted particle i; partner[i * max_per + k], k < min(count[i],
+ * max_per), are their sorted indices in the order the cell block is scanned. Fails (SPH_E_DEVICE) when a particle has
+ * more than max_per partners. Host arrays hold st->n and st->n * max_per entries. */
+sph_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
+                              unsigned max_per, uint32_t *count, uint32_t *partner, sph_error *e);
 
 #endif

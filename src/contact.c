@@ -1,0 +1,330 @@
+/* contact: host side of the hard-sphere collision solver: its kernels, scratch buffers,
+ * arguments and the order of stages (see contact.h and docs/contacts.md). */
+#include "contact.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONTACT_LOCAL 64 /* work-group size of every contact kernel */
+
+struct contact_solver {
+    sph_device *d;
+    contact_params cp;
+    int iterations;    /* Jacobi passes per step */
+    double r_max;      /* m: largest sphere radius of the scene (0 when the scene has no groups) */
+    cl_program prog;
+    cl_kernel k_list, k_warm, k_resolve, k_integrate, k_pairs;
+    cl_mem params;     /* contact_params (__constant) */
+    size_t cap;        /* particles the scratch buffers hold */
+    cl_mem x[2], v[2]; /* float4 ping-pong iterates of the passes */
+    cl_mem degree;     /* uint per particle: contacts at the start of the step */
+    cl_mem pid[2], lam[2]; /* contact slots (partner id, impulse N s): [cur] this step, [!cur] the last */
+    int cur;           /* which slot arrays belong to this step */
+    int have_warm;     /* the last step's slots are valid for the next step */
+    cl_mem counts;     /* uint per particle: touching pairs (contact_count) */
+    uint32_t *counts_host;
+};
+
+void contact_params_from_scene(const scene *s, contact_params *p)
+{
+    memset(p, 0, sizeof *p);
+    for (int a = 0; a < 3; ++a) {
+        int on = a < s->dims;
+        p->gravity[a] = on ? (float)s->gravity[a] : 0.0f;
+        p->tank_min[a] = on ? (float)s->tank.min[a] : 0.0f;
+        p->tank_max[a] = on ? (float)s->tank.max[a] : 0.0f;
+    }
+    p->dt = (float)s->dt;
+    p->restitution = (float)s->restitution;
+    p->max_speed2 = s->max_speed > 0 ? (float)(s->max_speed * s->max_speed) : 0.0f;
+    double g2 = 0;
+    for (int a = 0; a < s->dims && a < 3; ++a) g2 += s->gravity[a] * s->gravity[a];
+    p->v_rest = (float)(2.0 * sqrt(g2) * s->dt);
+    p->omega_x = CONTACT_OMEGA_X;
+    p->omega_v = CONTACT_OMEGA_V;
+    p->slots = s->dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D;
+    p->dims = (sph_u32)s->dims;
+}
+
+size_t contact_bytes(const scene *s, size_t n)
+{
+    size_t slots = s->dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D;
+    return n * (4 * 16 /* x, v ping-pong */ + 4 /* degree */ + 4 /* counts */ + 2 * slots * 8 /* pid, lam */);
+}
+
+static void release_mem(cl_mem *m)
+{
+    if (*m) clReleaseMemObject(*m);
+    *m = NULL;
+}
+
+static void release_scratch(contact_solver *c)
+{
+    for (int k = 0; k < 2; ++k) {
+        release_mem(&c->x[k]);
+        release_mem(&c->v[k]);
+        release_mem(&c->pid[k]);
+        release_mem(&c->lam[k]);
+    }
+    release_mem(&c->degree);
+    release_mem(&c->counts);
+    free(c->counts_host);
+    c->counts_host = NULL;
+    c->cap = 0;
+    c->have_warm = 0;
+}
+
+void contact_destroy(contact_solver *c)
+{
+    if (!c) return;
+    release_scratch(c);
+    release_mem(&c->params);
+    cl_kernel ks[] = {c->k_list, c->k_warm, c->k_resolve, c->k_integrate, c->k_pairs};
+    for (size_t k = 0; k < sizeof ks / sizeof *ks; ++k)
+        if (ks[k]) clReleaseKernel(ks[k]);
+    if (c->prog) clReleaseProgram(c->prog);
+    free(c);
+}
+
+static sph_status create(contact_solver *c, sph_device *d, const scene *s, sph_error *e)
+{
+    if (s->dims != 2 && s->dims != 3)
+        return SPH_FAIL(e, SPH_E_SCENE, "dimensions: expected 2 or 3, got %d", s->dims);
+    if (!(s->restitution >= 0.0 && s->restitution <= 1.0))
+        return SPH_FAIL(e, SPH_E_SCENE, "spheres.restitution: expected a number in [0, 1], got %g", s->restitution);
+    if (s->contact_iterations < 1)
+        return SPH_FAIL(e, SPH_E_SCENE, "spheres.iterations: expected an integer >= 1, got %d", s->contact_iterations);
+    if (!(s->dt > 0)) return SPH_FAIL(e, SPH_E_SCENE, "contact solver: the time step must be > 0, got %g s", s->dt);
+    c->d = d;
+    c->iterations = s->contact_iterations;
+    for (int g = 0; g < s->n_groups; ++g)
+        if (s->groups[g].radius > c->r_max) c->r_max = s->groups[g].radius;
+    contact_params_from_scene(s, &c->cp);
+    SPH_TRY(device_build(d, "contacts.cl", "", &c->prog, e));
+    SPH_TRY(device_kernel(c->prog, "contact_list", &c->k_list, e));
+    SPH_TRY(device_kernel(c->prog, "contact_warm", &c->k_warm, e));
+    SPH_TRY(device_kernel(c->prog, "contact_resolve", &c->k_resolve, e));
+    SPH_TRY(device_kernel(c->prog, "contact_integrate", &c->k_integrate, e));
+    SPH_TRY(device_kernel(c->prog, "contact_pairs", &c->k_pairs, e));
+    SPH_TRY(device_alloc(d, sizeof c->cp, "contact parameters", &c->params, e));
+    SPH_TRY(device_write(d, c->params, 0, sizeof c->cp, &c->cp, e));
+    return SPH_OK;
+}
+
+sph_status contact_create(contact_solver **out, sph_device *d, const scene *s, sph_error *e)
+{
+    *out = NULL;
+    contact_solver *c = calloc(1, sizeof *c);
+    if (!c) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory creating the contact solver");
+    sph_status st = create(c, d, s, e);
+    if (st != SPH_OK) {
+        contact_destroy(c);
+        return st;
+    }
+    *out = c;
+    return SPH_OK;
+}
+
+/* Scratch buffers for n particles (kept; reallocated, dropping the carried impulses, when a
+ * larger state comes). */
+static sph_status reserve(contact_solver *c, size_t n, sph_error *e)
+{
+    if (n <= c->cap && c->x[0]) return SPH_OK;
+    release_scratch(c);
+    const size_t slots = c->cp.slots;
+    for (int k = 0; k < 2; ++k) {
+        SPH_TRY(device_alloc(c->d, n * 16, "contact positions (scratch)", &c->x[k], e));
+        SPH_TRY(device_alloc(c->d, n * 16, "contact velocities (scratch)", &c->v[k], e));
+        SPH_TRY(device_alloc(c->d, n * slots * 4, "contact partner ids", &c->pid[k], e));
+        SPH_TRY(device_alloc(c->d, n * slots * 4, "contact impulses", &c->lam[k], e));
+    }
+    SPH_TRY(device_alloc(c->d, n * 4, "contact degrees", &c->degree, e));
+    SPH_TRY(device_alloc(c->d, n * 4, "contact counts", &c->counts, e));
+    c->counts_host = malloc((n ? n : 1) * sizeof *c->counts_host);
+    if (!c->counts_host) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory for %zu contact counts", n);
+    c->cap = n;
+    return SPH_OK;
+}
+
+static sph_status check_state(const dev_state *st, sph_error *e)
+{
+    if (!st->pos || !st->vel || !st->pos_next || !st->vel_next || !st->mass || !st->radius || !st->id)
+        return SPH_FAIL(e, SPH_E_DEVICE,
+                        "contact solver: the device state lacks positions, velocities, masses, radii or ids");
+    if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "contact solver: %zu particles exceed 2^32", st->n);
+    return SPH_OK;
+}
+
+void contact_forget(contact_solver *c)
+{
+    c->have_warm = 0;
+}
+
+sph_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
+                           dev_state *st, sph_error *e)
+{
+    SPH_TRY(check_state(st, e));
+    if (st->n == 0) return SPH_OK;
+    if (st->n != c->cap) c->have_warm = 0; /* carried slots belong to another particle set */
+    SPH_TRY(reserve(c, st->n, e));
+    const cl_uint n = (cl_uint)st->n;
+    const cl_uint warm = c->have_warm && idx;
+    const int cur = c->cur, old = !cur;
+    cl_mem idx_arg = warm ? idx : c->degree; /* not read when warm == 0 */
+
+    /* contacts at the start of the step and their carried impulses */
+    cl_kernel k = c->k_list;
+    DEVICE_ARG(e, k, 0, n);
+    DEVICE_ARG(e, k, 1, gp_buf);
+    DEVICE_ARG(e, k, 2, c->params);
+    DEVICE_ARG(e, k, 3, cell_start);
+    DEVICE_ARG(e, k, 4, cell_end);
+    DEVICE_ARG(e, k, 5, st->pos);
+    DEVICE_ARG(e, k, 6, st->radius);
+    DEVICE_ARG(e, k, 7, st->id);
+    DEVICE_ARG(e, k, 8, warm);
+    DEVICE_ARG(e, k, 9, idx_arg);
+    DEVICE_ARG(e, k, 10, c->pid[old]);
+    DEVICE_ARG(e, k, 11, c->lam[old]);
+    DEVICE_ARG(e, k, 12, c->degree);
+    DEVICE_ARG(e, k, 13, c->pid[cur]);
+    DEVICE_ARG(e, k, 14, c->lam[cur]);
+    SPH_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+
+    /* warm start: vel + carried impulses -> v[1] */
+    k = c->k_warm;
+    DEVICE_ARG(e, k, 0, n);
+    DEVICE_ARG(e, k, 1, gp_buf);
+    DEVICE_ARG(e, k, 2, c->params);
+    DEVICE_ARG(e, k, 3, cell_start);
+    DEVICE_ARG(e, k, 4, cell_end);
+    DEVICE_ARG(e, k, 5, st->pos);
+    DEVICE_ARG(e, k, 6, st->vel);
+    DEVICE_ARG(e, k, 7, st->mass);
+    DEVICE_ARG(e, k, 8, st->radius);
+    DEVICE_ARG(e, k, 9, c->degree);
+    DEVICE_ARG(e, k, 10, c->lam[cur]);
+    DEVICE_ARG(e, k, 11, c->v[1]);
+    SPH_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+
+    /* Jacobi passes: (pos, v[1]) -> (x[0], v[0]) -> (x[1], v[1]) -> (x[0], v[0]) ... */
+    cl_mem x_in = st->pos, v_in = c->v[1];
+    k = c->k_resolve;
+    DEVICE_ARG(e, k, 0, n);
+    DEVICE_ARG(e, k, 1, gp_buf);
+    DEVICE_ARG(e, k, 2, c->params);
+    DEVICE_ARG(e, k, 3, cell_start);
+    DEVICE_ARG(e, k, 4, cell_end);
+    DEVICE_ARG(e, k, 5, st->pos);
+    DEVICE_ARG(e, k, 6, st->vel);
+    DEVICE_ARG(e, k, 7, st->mass);
+    DEVICE_ARG(e, k, 8, st->radius);
+    DEVICE_ARG(e, k, 9, c->degree);
+    DEVICE_ARG(e, k, 10, c->lam[cur]);
+    for (int it = 0; it < c->iterations; ++it) {
+        cl_mem x_out = c->x[it & 1], v_out = c->v[it & 1];
+        DEVICE_ARG(e, k, 11, x_in);
+        DEVICE_ARG(e, k, 12, v_in);
+        DEVICE_ARG(e, k, 13, x_out);
+        DEVICE_ARG(e, k, 14, v_out);
+        SPH_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+        x_in = x_out;
+        v_in = v_out;
+    }
+
+    k = c->k_integrate;
+    DEVICE_ARG(e, k, 0, n);
+    DEVICE_ARG(e, k, 1, c->params);
+    DEVICE_ARG(e, k, 2, x_in);
+    DEVICE_ARG(e, k, 3, v_in);
+    DEVICE_ARG(e, k, 4, st->radius);
+    DEVICE_ARG(e, k, 5, st->pos_next);
+    DEVICE_ARG(e, k, 6, st->vel_next);
+    DEVICE_ARG(e, k, 7, st->flags);
+    SPH_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+    c->cur = old; /* this step's slots become the last step's */
+    c->have_warm = 1;
+    return SPH_OK;
+}
+
+/* Enqueue the pair kernel on st->pos into c->counts (and `partner` when max_per > 0). */
+static sph_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf,
+                                dev_state *st, cl_uint max_per, cl_mem partner, sph_error *e)
+{
+    const cl_uint n = (cl_uint)st->n;
+    cl_mem partner_arg = partner ? partner : c->counts; /* not written when max_per == 0 */
+    cl_kernel k = c->k_pairs;
+    DEVICE_ARG(e, k, 0, n);
+    DEVICE_ARG(e, k, 1, gp_buf);
+    DEVICE_ARG(e, k, 2, cell_start);
+    DEVICE_ARG(e, k, 3, cell_end);
+    DEVICE_ARG(e, k, 4, st->pos);
+    DEVICE_ARG(e, k, 5, st->radius);
+    DEVICE_ARG(e, k, 6, max_per);
+    DEVICE_ARG(e, k, 7, c->counts);
+    DEVICE_ARG(e, k, 8, partner_arg);
+    return device_run1d(c->d, k, n, CONTACT_LOCAL, e);
+}
+
+sph_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
+                               long *n_contacts, sph_error *e)
+{
+    *n_contacts = 0;
+    if (!st->pos || !st->radius) return SPH_FAIL(e, SPH_E_DEVICE, "contact_count: the state lacks positions or radii");
+    if (st->n == 0) return SPH_OK;
+    if (st->n != c->cap) c->have_warm = 0;
+    SPH_TRY(reserve(c, st->n, e));
+    SPH_TRY(enqueue_pairs(c, cell_start, cell_end, gp_buf, st, 0, NULL, e));
+    SPH_TRY(device_read(c->d, c->counts, 0, st->n * 4, c->counts_host, e));
+    long total = 0;
+    for (size_t i = 0; i < st->n; ++i) total += (long)c->counts_host[i];
+    *n_contacts = total;
+    return SPH_OK;
+}
+
+sph_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
+                              unsigned max_per, uint32_t *count, uint32_t *partner, sph_error *e)
+{
+    if (!st->pos || !st->radius) return SPH_FAIL(e, SPH_E_DEVICE, "contact_list_pairs: the state lacks positions or radii");
+    if (st->n == 0) return SPH_OK;
+    if (max_per == 0) return SPH_FAIL(e, SPH_E_DEVICE, "contact_list_pairs: max_per must be >= 1");
+    if (st->n != c->cap) c->have_warm = 0;
+    SPH_TRY(reserve(c, st->n, e));
+    cl_mem buf = NULL;
+    SPH_TRY(device_alloc(c->d, st->n * max_per * 4, "contact pair list", &buf, e));
+    sph_status s = enqueue_pairs(c, cell_start, cell_end, gp_buf, st, (cl_uint)max_per, buf, e);
+    if (s == SPH_OK) s = device_read(c->d, c->counts, 0, st->n * 4, count, e);
+    if (s == SPH_OK) s = device_read(c->d, buf, 0, st->n * max_per * 4, partner, e);
+    clReleaseMemObject(buf);
+    SPH_TRY(s);
+    for (size_t i = 0; i < st->n; ++i)
+        if (count[i] > max_per)
+            return SPH_FAIL(e, SPH_E_DEVICE, "contact_list_pairs: sorted particle %zu touches %u spheres, more than %u",
+                            i, count[i], max_per);
+    return SPH_OK;
+}
+
+/* The grid must see every pair that can touch: radius >= r_i + r_j for all i, j. */
+static sph_status check_grid(const contact_solver *c, const grid *g, sph_error *e)
+{
+    const grid_params *gp = grid_get_params(g);
+    if ((double)gp->radius < 2.0 * c->r_max * (1.0 - 1e-6))
+        return SPH_FAIL(e, SPH_E_SCENE,
+                        "contact solver: the grid search radius %g m is below twice the largest sphere radius (%g m)",
+                        (double)gp->radius, 2.0 * c->r_max);
+    return SPH_OK;
+}
+
+sph_status contact_step(contact_solver *c, grid *g, dev_state *st, sph_error *e)
+{
+    SPH_TRY(check_grid(c, g, e));
+    return contact_enqueue(c, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), grid_index(g), st, e);
+}
+
+sph_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_contacts, sph_error *e)
+{
+    *n_contacts = 0;
+    SPH_TRY(check_grid(c, g, e));
+    return contact_count_cells(c, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), st, n_contacts, e);
+}
