@@ -1,0 +1,456 @@
+"""Tests of the post-processing scripts (scripts/plot_snapshot.py, animate.py, plot_surge_front.py,
+surface.py, martin_moyce.py) on real sphsim runs of tiny scenes: a 2D dam break (200 fluid
+particles), a 3D block (1000 fluid particles) and 16 discs in particle mode. Each script runs as
+a command, headless (no DISPLAY, MPLBACKEND unset), and its output is opened and checked.
+"""
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = REPO / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+import animate  # noqa: E402
+import martin_moyce  # noqa: E402
+import plot_snapshot  # noqa: E402
+import plot_surge_front  # noqa: E402
+import sphsim_reader  # noqa: E402
+import surface  # noqa: E402
+
+SPHSIM = os.environ.get("SPHSIM", str(REPO / "build" / "sphsim"))
+
+# 2D dam break: a = 0.1 m wide, 0.2 m high column (n^2 = 2) in a 0.4 m x 0.3 m tank, dx = 1 cm,
+# 0.1 s (T = t sqrt(2g/a) up to 1.4), a snapshot every 0.01 s: 11 snapshots.
+SCENE_2D = {
+    "format": 1, "name": "tiny_dam", "dimensions": 2,
+    "tank": {"min": [0, 0], "max": [0.4, 0.3]},
+    "fluid": {"blocks": [{"min": [0, 0], "max": [0.1, 0.2]}], "spacing": 0.01},
+    "time": {"end": 0.1}, "output": {"interval": 0.01},
+}
+# 3D: a 10 cm cube of water (10 x 10 x 10 particles) in the corner of a 20 x 10 x 15 cm tank.
+SCENE_3D = {
+    "format": 1, "name": "tiny_3d", "dimensions": 3,
+    "tank": {"min": [0, 0, 0], "max": [0.2, 0.1, 0.15]},
+    "gravity": [0, 0, -9.81],
+    "fluid": {"blocks": [{"min": [0, 0, 0], "max": [0.1, 0.1, 0.1]}], "spacing": 0.01},
+    "time": {"end": 0.02}, "output": {"interval": 0.01},
+}
+SCENE_SPHERES = {
+    "format": 1, "name": "tiny_discs", "dimensions": 2, "mode": "particles",
+    "tank": {"min": [0, 0], "max": [0.2, 0.2]},
+    "spheres": {"groups": [{"count": 16, "radius": 0.01, "region": {"min": [0, 0.1], "max": [0.1, 0.2]}}]},
+    "time": {"end": 0.01}, "output": {"interval": 0.005},
+}
+
+
+def env_headless():
+    env = dict(os.environ)
+    env.pop("DISPLAY", None)
+    env.pop("MPLBACKEND", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    return env
+
+
+def script(name, *args, ok=True):
+    """Run scripts/NAME with this Python; returns the CompletedProcess. ok: expect exit 0."""
+    p = subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True,
+                       env=env_headless(), timeout=300)
+    if ok:
+        assert p.returncode == 0, f"{name} {args}: exit {p.returncode}\n{p.stderr}"
+    return p
+
+
+def call(capsys, module, *args):
+    """Run module.main(args) in this process (faster than a new interpreter); returns
+    (exit status, stdout, stderr). The command-line path itself is tested through script()."""
+    capsys.readouterr()
+    try:
+        rc = module.main([str(a) for a in args])
+    except SystemExit as ex:  # argparse
+        rc = ex.code
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def simulate(tmp, scene):
+    path = tmp / f"{scene['name']}.json"
+    path.write_text(json.dumps(scene))
+    out = tmp / f"{scene['name']}.h5"
+    assert os.access(SPHSIM, os.X_OK), f"{SPHSIM} not found: build it with make (or set SPHSIM)"
+    p = subprocess.run([SPHSIM, str(path), "-o", str(out), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def run2d(tmp_path_factory):
+    return simulate(tmp_path_factory.mktemp("run2d"), SCENE_2D)
+
+
+@pytest.fixture(scope="module")
+def run3d(tmp_path_factory):
+    return simulate(tmp_path_factory.mktemp("run3d"), SCENE_3D)
+
+
+@pytest.fixture(scope="module")
+def run_discs(tmp_path_factory):
+    return simulate(tmp_path_factory.mktemp("discs"), SCENE_SPHERES)
+
+
+def png_image(path):
+    from PIL import Image
+    assert path.stat().st_size > 1000, f"{path} is (nearly) empty"
+    im = Image.open(path)
+    im.load()
+    return im
+
+
+def distinct_colours(im):
+    a = np.asarray(im.convert("RGB")).reshape(-1, 3).astype(np.int64)
+    return len(np.unique(a[:, 0] * 65536 + a[:, 1] * 256 + a[:, 2]))
+
+
+# ---------------------------------------------------------------------------------- --help
+
+@pytest.mark.parametrize("name", ["plot_snapshot.py", "animate.py", "plot_surge_front.py", "surface.py",
+                                  "martin_moyce.py"])
+def test_help(name):
+    p = script(name, "--help")
+    assert p.stdout.startswith("usage:"), p.stdout[:200]
+    assert "--help" in p.stdout
+
+
+def test_sweep_help():
+    p = subprocess.run(["sh", str(SCRIPTS / "sweep.sh"), "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "usage: scripts/sweep.sh" in p.stdout
+
+
+# ---------------------------------------------------------------------------------- martin_moyce
+
+def test_martin_moyce_data():
+    T, Z = martin_moyce.surge_front()
+    assert len(T) == len(Z) >= 10
+    assert T[0] == 0.0 and Z[0] == 1.0  # the front starts at the column's side
+    assert np.all(np.diff(T) > 0), "T must increase strictly"
+    assert np.all(np.diff(Z) > 0), "the front only advances"
+    # the front is slower than the shallow-water (Ritter) limit dZ/dT = 2 and does not stall
+    slope = np.diff(Z) / np.diff(T)
+    assert np.all(slope > 0.1) and np.all(slope < 2.0)
+    assert T[-1] > 3.0  # covers the compared range 0.5 <= T <= 3
+    np.testing.assert_allclose(martin_moyce.interpolate_z(T), Z)
+    assert math.isnan(float(martin_moyce.interpolate_z(10.0)))
+    assert "10.1098/rsta.1952.0006" in martin_moyce.REFERENCE
+    p = script("martin_moyce.py", "--csv")
+    assert p.stdout.splitlines()[0] == "T,Z" and len(p.stdout.splitlines()) == len(T) + 1
+
+
+# ---------------------------------------------------------------------------------- plot_snapshot
+
+def test_plot_snapshot_2d(run2d, tmp_path, capsys):
+    out = tmp_path / "speed.png"
+    p = script("plot_snapshot.py", run2d, "-o", out, "--width", 640, "--height", 480)
+    im = png_image(out)
+    assert im.size == (640, 480)
+    assert distinct_colours(im) > 20  # particles in several colours, axes, text
+    assert "snapshot 10" in p.stderr  # default: the last of 11
+
+    # by time: the nearest snapshot; every documented field; boundary hidden
+    for field in ("density", "pressure", "velocity_x", "velocity_y", "id", "type", "mass", "x"):
+        o = tmp_path / f"{field}.png"
+        rc, _, err = call(capsys, plot_snapshot, run2d, "--time", 0.042, "--field", field, "-o", o,
+                          "--width", 320, "--height", 240)
+        assert rc == 0 and "snapshot 4" in err, err
+        assert png_image(o).size == (320, 240)
+    a, b = tmp_path / "all.png", tmp_path / "fluid.png"
+    assert call(capsys, plot_snapshot, run2d, "--step", 0, "--field", "type", "-o", a)[0] == 0
+    assert call(capsys, plot_snapshot, run2d, "--step", 0, "--field", "type", "--hide-boundary", "-o", b)[0] == 0
+    assert np.any(np.asarray(png_image(a)) != np.asarray(png_image(b))), "--hide-boundary changed nothing"
+
+
+def test_plot_snapshot_errors(run2d, tmp_path, capsys):
+    rc, _, err = call(capsys, plot_snapshot, run2d, "--field", "vorticity", "-o", tmp_path / "x.png")
+    assert rc == 1 and "vorticity" in err and "density" in err  # lists the choices
+    rc, _, err = call(capsys, plot_snapshot, run2d, "--step", 99, "-o", tmp_path / "x.png")
+    assert rc == 1 and "11 snapshot" in err
+    rc, _, err = call(capsys, plot_snapshot, run2d, "--axes", "xz", "-o", tmp_path / "x.png")
+    assert rc == 1 and "2D" in err
+    rc, _, err = call(capsys, plot_snapshot, run2d, "--step", 1, "--time", 0.1)
+    assert rc == 2 and "not allowed with" in err
+    p = script("plot_snapshot.py", tmp_path / "missing.h5", ok=False)
+    assert p.returncode == 1 and "missing.h5" in p.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_plot_snapshot_3d_and_discs(run3d, run_discs, tmp_path, capsys):
+    for axes in ("xz", "xy", "yz"):
+        o = tmp_path / f"{axes}.png"
+        rc, _, err = call(capsys, plot_snapshot, run3d, "--axes", axes, "--field", "velocity_z", "--fluid-only",
+                          "-o", o, "--width", 400, "--height", 300)
+        assert rc == 0, err
+        assert png_image(o).size == (400, 300)
+    o = tmp_path / "slab.png"
+    script("plot_snapshot.py", run3d, "--slab", 0.02, 0.05, "-o", o)
+    png_image(o)
+    # 3D: the walls are hidden unless asked for
+    a, b, c = tmp_path / "default.png", tmp_path / "hidden.png", tmp_path / "walls.png"
+    for out, extra in ((a, []), (b, ["--hide-boundary"]), (c, ["--show-boundary"])):
+        assert call(capsys, plot_snapshot, run3d, "--field", "type", "-o", out, *extra)[0] == 0
+    assert np.array_equal(np.asarray(png_image(a)), np.asarray(png_image(b)))
+    assert not np.array_equal(np.asarray(png_image(a)), np.asarray(png_image(c)))
+    o = tmp_path / "discs.png"
+    assert call(capsys, plot_snapshot, run_discs, "--field", "radius", "-o", o)[0] == 0
+    assert distinct_colours(png_image(o)) > 5
+
+
+# ---------------------------------------------------------------------------------- animate
+
+def test_animate_gif(run2d, tmp_path, capsys):
+    from PIL import Image
+    out = tmp_path / "a.gif"
+    script("animate.py", run2d, "-o", out, "--fps", 5, "--width", 320, "--height", 240, "--field", "pressure")
+    im = Image.open(out)
+    assert im.size == (320, 240)
+    assert im.n_frames == 11  # one frame per snapshot
+    assert im.info.get("duration") == 200  # ms per frame at 5 fps
+    out = tmp_path / "b.gif"
+    assert call(capsys, animate, run2d, "-o", out, "--every", 3, "--width", 200, "--height", 160,
+                "--fluid-only")[0] == 0
+    assert Image.open(out).n_frames == 4  # snapshots 0, 3, 6, 9
+    out = tmp_path / "c.gif"
+    assert call(capsys, animate, run2d, "-o", out, "--start", 0.05, "--end", 0.08, "--width", 200,
+                "--height", 160)[0] == 0
+    assert Image.open(out).n_frames == 4  # t = 0.05, 0.06, 0.07, 0.08
+
+
+def test_animate_video(run2d, tmp_path, capsys):
+    out = tmp_path / "a.mp4"
+    if shutil.which("ffmpeg"):
+        script("animate.py", run2d, "-o", out, "--every", 5, "--width", 320, "--height", 240)
+        assert out.stat().st_size > 1000
+        if shutil.which("ffprobe"):
+            p = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-show_entries",
+                                "stream=codec_name,width,height,nb_read_frames", "-of", "csv=p=0", str(out)],
+                               capture_output=True, text=True)
+            assert p.stdout.strip() == "h264,320,240,3", p.stdout + p.stderr  # snapshots 0, 5, 10
+    else:
+        rc, _, err = call(capsys, animate, run2d, "-o", out)
+        assert rc == 1 and "ffmpeg" in err
+        assert not out.exists()
+    rc, _, err = call(capsys, animate, run2d, "-o", tmp_path / "a.txt")
+    assert rc == 2 and ".gif" in err  # usage error: unknown format
+
+
+# ---------------------------------------------------------------------------------- surge front
+
+def test_front_position_ignores_splashes():
+    dx = 0.01
+    ii, jj = np.meshgrid(np.arange(10), np.arange(20), indexing="ij")
+    pos = np.zeros((200, 3))
+    pos[:, 0], pos[:, 1] = (ii.ravel() + 0.5) * dx, (jj.ravel() + 0.5) * dx
+    splash = np.array([[0.30, 0.01, 0], [0.25, 0.05, 0], [0.2505, 0.0505, 0]])  # one lone, one pair
+    allp = np.vstack([pos, splash])
+    f = plot_surge_front.front_position(allp[:, 0], allp, dx, "neighbours", min_neighbours=2)
+    assert f == pytest.approx(0.095)
+    f1 = plot_surge_front.front_position(allp[:, 0], allp, dx, "neighbours", min_neighbours=1)
+    assert f1 == pytest.approx(0.2505)  # the pair counts with one neighbour
+    fp = plot_surge_front.front_position(allp[:, 0], allp, dx, "percentile", percentile=98)
+    assert 0.09 <= fp <= 0.096
+
+
+def test_surge_front(run2d, tmp_path, capsys):
+    png, csv = tmp_path / "front.png", tmp_path / "front.csv"
+    p = script("plot_surge_front.py", run2d, "-o", png, "--csv", csv, "--json")
+    r = json.loads(p.stdout)
+    rows = r["rows"]
+    assert len(rows) == 11
+    assert r["column_width_m"] == pytest.approx(0.1)  # from the stored scene
+    assert r["g"] == pytest.approx(9.81)
+    t = np.array([x["t_s"] for x in rows])
+    T = np.array([x["T"] for x in rows])
+    xf = np.array([x["front_x_m"] for x in rows])
+    Z = np.array([x["Z"] for x in rows])
+    assert np.all(np.isfinite(T)) and np.all(np.isfinite(xf)) and np.all(np.isfinite(Z))
+    np.testing.assert_allclose(T, t * math.sqrt(2 * 9.81 / 0.1))
+    np.testing.assert_allclose(Z, xf / 0.1)
+    assert xf[0] == pytest.approx(0.1, abs=1e-6)  # at rest the front is the column's side
+    assert np.all(xf >= 0.1 - 1e-6), "the front is never behind the initial column width"
+    assert np.all(np.diff(xf) > -0.01), "the front moves backwards by more than dx"
+    assert xf[-1] > 0.12  # it has moved: T = 1.4
+    assert xf[-1] < 0.4  # and is still in the tank
+    # compared on 0.5 <= T <= 1.4: finite, and within a loose physical bound
+    assert r["compared_snapshots"] == int(np.sum((T >= 0.5) & (T <= 3.0)))
+    assert 0.0 <= r["max_rel_dev"] < 0.5
+    assert png_image(png).size == (900, 600)
+    lines = csv.read_text().splitlines()
+    assert lines[0] == "t_s,T,front_x_m,Z,Z_martin_moyce,rel_dev" and len(lines) == 12
+
+    # the printed table and the deviation line
+    rc, out, _ = call(capsys, plot_surge_front, run2d, "--no-plot")
+    assert rc == 0
+    assert re.search(r"max relative deviation from Martin & Moyce for 0.5 <= T <= 3.0: [0-9.]+ %", out)
+    assert len([ln for ln in out.splitlines() if re.match(r"\s+0\.\d+\s", ln)]) == 11
+    # the percentile method agrees within a few particle spacings
+    rc, out, _ = call(capsys, plot_surge_front, run2d, "--no-plot", "--json", "--front", "percentile")
+    xq = np.array([x["front_x_m"] for x in json.loads(out)["rows"]])
+    assert np.all(np.abs(xq - xf) < 0.03)
+    # --tolerance: exit 1 when exceeded; an explicit --width changes a and T
+    rc, _, err = call(capsys, plot_surge_front, run2d, "--no-plot", "--tolerance", 0)
+    assert rc == 1 and "exceeds" in err
+    rc, out, _ = call(capsys, plot_surge_front, run2d, "--no-plot", "--json", "--width", 0.2)
+    assert json.loads(out)["rows"][-1]["T"] == pytest.approx(0.1 * math.sqrt(2 * 9.81 / 0.2))
+
+
+def test_surge_front_refuses_particles(run_discs):
+    p = script("plot_surge_front.py", run_discs, "--no-plot", ok=False)
+    assert p.returncode == 1 and "particle" in p.stderr
+
+
+# ---------------------------------------------------------------------------------- surface
+
+def read_ply(path):
+    """Minimal PLY reader (ascii and binary_little_endian; vertex float x y z [nx ny nz]; face
+    list uchar int; edge int int). Returns (header lines, vertices (V, k), faces or edges)."""
+    data = path.read_bytes()
+    end = data.index(b"end_header\n") + len(b"end_header\n")
+    head = data[:end].decode("ascii").splitlines()
+    assert head[0] == "ply"
+    fmt = head[1].split()[1]
+    elements, current = [], None
+    for ln in head[2:]:
+        w = ln.split()
+        if w[0] == "element":
+            current = [w[1], int(w[2]), []]
+            elements.append(current)
+        elif w[0] == "property":
+            current[2].append(w[1:])
+    out = {}
+    if fmt == "ascii":
+        tokens = data[end:].split()
+        at = 0
+        for name, n, props in elements:
+            if name == "face":
+                rows = []
+                for _ in range(n):
+                    k = int(tokens[at])
+                    rows.append([int(x) for x in tokens[at + 1:at + 1 + k]])
+                    at += 1 + k
+                out[name] = np.array(rows, dtype=np.int64).reshape(n, 3)
+            else:
+                vals = np.array([float(x) for x in tokens[at:at + n * len(props)]]).reshape(n, len(props))
+                at += n * len(props)
+                out[name] = vals
+        assert at == len(tokens)
+    else:
+        assert fmt == "binary_little_endian"
+        at = end
+        for name, n, props in elements:
+            if name == "face":
+                assert props[0] == ["list", "uchar", "int", "vertex_indices"]
+                rec = np.frombuffer(data, dtype=[("n", "u1"), ("v", "<i4", (3,))], count=n, offset=at)
+                assert np.all(rec["n"] == 3)
+                out[name] = rec["v"].astype(np.int64)
+                at += n * 13
+            else:
+                t = {"float": "<f4", "int": "<i4"}[props[0][0]]
+                vals = np.frombuffer(data, dtype=t, count=n * len(props), offset=at).reshape(n, len(props))
+                out[name] = vals.astype(np.float64 if t == "<f4" else np.int64)
+                at += n * len(props) * 4
+        assert at == len(data), "trailing bytes after the last element"
+    return head, out.get("vertex"), out.get("face", out.get("edge"))
+
+
+def test_field_on_grid_matches_brute_force():
+    """The O(N) stencil scatter equals a direct sum over all particles, for every kernel."""
+    rng = np.random.default_rng(1)
+    pos = rng.uniform(0.0, 0.05, size=(60, 3))
+    w = rng.uniform(0.5, 1.5, size=60)
+    h, cell = 0.007, 0.004
+    for dims in (2, 3):
+        origin = np.full(dims, -0.02)
+        shape = (24,) * dims
+        for kernel in ("wendland", "cubic_spline", "poly6"):
+            g = surface.field_on_grid(pos, w, kernel, h, 2 * h, dims, origin, cell, shape)
+            idx = np.stack(np.meshgrid(*[np.arange(24)] * dims, indexing="ij"), axis=-1).reshape(-1, dims)
+            nodes = origin + cell * idx
+            r = np.linalg.norm(nodes[:, None, :] - pos[None, :, :dims], axis=2)
+            ref = sphsim_reader.kernel_w(kernel, r, h, dims) @ w
+            np.testing.assert_allclose(g.ravel(), ref, rtol=1e-12, atol=1e-9 * ref.max())
+
+
+def test_surface_3d(run3d, tmp_path):
+    out = tmp_path / "mesh"
+    script("surface.py", run3d, "--all", "-o", out, "--format", "both")
+    times = (out / "surface_times.csv").read_text().splitlines()
+    assert times[0] == "snapshot,time_s,vertices,faces,files" and len(times) == 4  # 3 snapshots
+    with sphsim_reader.open_run(run3d) as run:
+        n_fluid = int(run.params["particle_counts"][0])
+    assert n_fluid == 1000
+    tank_lo, tank_hi = np.zeros(3), np.array([0.2, 0.1, 0.15])
+    for k in range(3):
+        head, v, f = read_ply(out / f"surface_{k:06d}.ply")
+        assert any(ln.startswith("comment sphsim surface") for ln in head)
+        assert len(v) > 100 and len(f) > 100 and v.shape[1] == 6  # x y z nx ny nz
+        assert f.min() >= 0 and f.max() < len(v)
+        xyz, nrm = v[:, :3], v[:, 3:]
+        assert np.all(xyz >= tank_lo - 1e-6) and np.all(xyz <= tank_hi + 1e-6), "vertices outside the tank"
+        # the water stays near its 10 cm cube in 0.02 s: the mesh spans about that box
+        assert xyz[:, 0].max() == pytest.approx(0.1, abs=0.015)
+        assert xyz[:, 2].max() == pytest.approx(0.1, abs=0.015)
+        assert xyz.min() == pytest.approx(0.0, abs=1e-6)  # capped on the walls it touches
+        # closed and consistently wound: every edge in exactly two faces, once each way
+        e = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
+        key = e[:, 0] * len(v) + e[:, 1]
+        rkey = e[:, 1] * len(v) + e[:, 0]
+        assert len(np.unique(key)) == len(key), "an edge is used twice in the same direction"
+        assert np.array_equal(np.sort(key), np.sort(rkey)), "the mesh has holes"
+        # enclosed volume (divergence theorem) ~ the fluid volume N dx^3 = 1e-3 m^3; winding outward
+        a, b, c = xyz[f[:, 0]], xyz[f[:, 1]], xyz[f[:, 2]]
+        vol = np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6.0
+        assert vol == pytest.approx(n_fluid * 0.01 ** 3, rel=0.08)
+        fn = np.cross(b - a, c - a)
+        assert np.mean(np.einsum("ij,ij->i", fn, nrm[f[:, 0]]) > 0) > 0.95, "normals disagree with the winding"
+        # the OBJ holds the same mesh
+        obj = (out / f"surface_{k:06d}.obj").read_text().splitlines()
+        assert sum(ln.startswith("v ") for ln in obj) == len(v)
+        assert sum(ln.startswith("f ") for ln in obj) == len(f)
+    # ASCII PLY: the same mesh
+    script("surface.py", run3d, "--step", 1, "--ascii", "-o", tmp_path / "ascii")
+    _, va, fa = read_ply(tmp_path / "ascii" / "surface_000001.ply")
+    _, vb, fb = read_ply(out / "surface_000001.ply")
+    np.testing.assert_allclose(va, vb, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(fa, fb)
+    # VTK (ParaView's readers) opens it
+    vtk = pytest.importorskip("vtk")
+    r = vtk.vtkPLYReader()
+    r.SetFileName(str(out / "surface_000002.ply"))
+    r.Update()
+    assert r.GetOutput().GetNumberOfPoints() == len(v) and r.GetOutput().GetNumberOfCells() == len(f)
+
+
+def test_surface_2d(run2d, tmp_path):
+    out = tmp_path / "lines"
+    script("surface.py", run2d, "--step", 0, "-o", out)
+    obj = (out / "surface_000000.obj").read_text().splitlines()
+    v = np.array([[float(x) for x in ln.split()[1:]] for ln in obj if ln.startswith("v ")])
+    e = np.array([[int(x) - 1 for x in ln.split()[1:]] for ln in obj if ln.startswith("l ")])
+    assert len(v) > 20 and len(e) == len(v)  # closed polylines: one edge per vertex
+    assert np.all(v[:, 2] == 0)
+    assert np.all(v[:, :2] >= -1e-6) and np.all(v[:, 0] <= 0.4 + 1e-6) and np.all(v[:, 1] <= 0.3 + 1e-6)
+    # enclosed area (shoelace over the edges) ~ the 0.1 m x 0.2 m column
+    area = 0.5 * abs(np.sum(v[e[:, 0], 0] * v[e[:, 1], 1] - v[e[:, 1], 0] * v[e[:, 0], 1]))
+    assert area == pytest.approx(0.02, rel=0.06)
+    assert v[:, 0].max() == pytest.approx(0.1, abs=0.01) and v[:, 1].max() == pytest.approx(0.2, abs=0.01)
+
+
+def test_surface_refuses_particle_mode(run_discs, tmp_path):
+    p = script("surface.py", run_discs, "-o", tmp_path / "s", ok=False)
+    assert p.returncode == 1 and "particle-mode" in p.stderr
