@@ -21,9 +21,10 @@ typedef struct output_snapshot_info {
     long n_contacts; /* particle mode; -1 when not applicable */
     long n_outside;  /* particles found outside the tank so far */
     /* Optional (may be NULL): particle ids in the device's sorted order at this snapshot, n of
-     * them. Stored for the last snapshot only (/sphsim/restart/device_order, rewritten before
-     * the commit point) so that --resume restores the exact order and stays bit-identical.
-     * output_read_last returns it (malloc'd) when present, else NULL. */
+     * them. Stored for the last snapshots only (/sphsim/restart/device_order, 2 x n: snapshot
+     * k in row k % 2, so a crash while writing one leaves the committed one intact; NULL is
+     * stored as id order) so that --resume restores the exact order and stays bit-identical.
+     * output_read_last returns it (malloc'd) when present and a permutation, else NULL. */
     uint32_t *device_order;
 } output_snapshot_info;
 
@@ -45,7 +46,9 @@ sph_status output_close(output *o, sph_error *e);
 sph_status output_read_last(const char *path, particles *p, output_snapshot_info *si, char **scene_json,
                             sph_error *e);
 
-/* For --resume: reopen an existing output for appending after its last committed snapshot. */
+/* For --resume: reopen an existing output for appending after its last committed snapshot
+ * (rows of an uncommitted one are cut first). The fields written are those already in the
+ * file; `s` is not used to change them. */
 sph_status output_open_append(output **o, const char *path, const scene *s, const output_run_info *ri,
                               sph_error *e);
 
