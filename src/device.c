@@ -303,10 +303,11 @@ static sph_status expand(strbuf *b, const char *file, char included[][64], int *
         size_t len = eol ? (size_t)(eol - line + 1) : strlen(line);
         const char *p = line;
         while (*p == ' ' || *p == '\t') ++p;
-        const char *after = p + 8;
-        while (*after == ' ' || *after == '\t') ++after;
         /* `#include "x"` is expanded; `#include <x>` only appears in host-only branches */
-        if (!strncmp(p, "#include", 8) && *after == '"') {
+        const int is_include = !strncmp(p, "#include", 8);
+        const char *after = is_include ? p + 8 : p;
+        while (is_include && (*after == ' ' || *after == '\t')) ++after;
+        if (is_include && *after == '"') {
             const char *q = after;
             const char *r = q ? strchr(q + 1, '"') : NULL;
             if (!q || !r || r - q - 1 >= 64) {

@@ -49,7 +49,8 @@ size_t sim_device_bytes(const scene *s)
     sph_error e;
     size_t n = (size_t)s->n_total;
     size_t grid_b = sim_grid_geometry(s, &gp, &e) == SPH_OK ? grid_bytes(&gp, n) : 0;
-    return n * state_bytes_per_particle(s) + grid_b;
+    size_t solver_b = s->mode == MODE_PARTICLES ? contact_bytes(s, n) : 0; /* contact scratch and slots */
+    return n * state_bytes_per_particle(s) + grid_b + solver_b;
 }
 
 typedef struct sim_ctx {
@@ -169,7 +170,14 @@ static sph_status read_back(sim_ctx *c, sph_error *e)
     sph_device *d = &c->dev;
     size_t n = st->n;
     particles *q = &c->sorted, *p = &c->hp;
-    if (c->sph) SPH_TRY(sph_pressure(c->sph, st, e));
+    /* Output pressure = EOS(rho) (sph_pressure), computed into the scratch mass_tmp (unused
+     * between rebuilds), never into st->pressure: the next step's forces read the pressure the
+     * density stage left (p_w of the boundary, not EOS(EOS^-1(p_w))), so writing a snapshot
+     * does not change the trajectory and --resume (no snapshot at its first step) stays
+     * bit-identical to an uninterrupted run. */
+    dev_state out = *st;
+    out.pressure = st->mass_tmp;
+    if (c->sph) SPH_TRY(sph_pressure(c->sph, &out, e));
     SPH_TRY(device_read(d, st->pos, 0, n * 16, q->pos, e));
     SPH_TRY(device_read(d, st->vel, 0, n * 16, q->vel, e));
     SPH_TRY(device_read(d, st->id, 0, n * 4, q->id, e));
@@ -177,7 +185,7 @@ static sph_status read_back(sim_ctx *c, sph_error *e)
     SPH_TRY(device_read(d, st->mass, 0, n * 4, q->mass, e));
     if (c->sph) {
         SPH_TRY(device_read(d, st->rho, 0, n * 4, q->rho, e));
-        SPH_TRY(device_read(d, st->pressure, 0, n * 4, q->pressure, e));
+        SPH_TRY(device_read(d, out.pressure, 0, n * 4, q->pressure, e));
     }
     if (st->radius) SPH_TRY(device_read(d, st->radius, 0, n * 4, q->radius, e));
     for (size_t i = 0; i < n; ++i) {
@@ -224,7 +232,7 @@ static long first_bad(const scene *s, const particles *p, char *why, size_t why_
             v2 += (double)v[a] * v[a];
         }
         if (!finite || sqrt(v2) > s->max_speed) {
-            snprintf(why, why_size, "particle %zu (%s) has position (%g, %g, %g) m and velocity (%g, %g, %g) m/s%s", i,
+            snprintf(why, why_size, "particle id %zu (%s) has position (%g, %g, %g) m and velocity (%g, %g, %g) m/s%s", i,
                      p->type[i] == PTYPE_FLUID ? "fluid" : p->type[i] == PTYPE_SPHERE ? "sphere" : "boundary",
                      (double)x[0], (double)x[1], (double)x[2], (double)v[0], (double)v[1], (double)v[2],
                      finite ? " (faster than time.max_speed)" : "");
@@ -240,26 +248,37 @@ static sph_status read_flags(sim_ctx *c, cl_uint *flags, sph_error *e)
     return device_read(&c->dev, c->st.flags, 0, 4, flags, e);
 }
 
-/* On a set NaN/runaway flag: find the culprit in the state written by the last step. */
-static sph_status numerical_failure(sim_ctx *c, long step_lo, long step_hi, cl_uint flags, sph_error *e)
+/* On a set NaN/runaway flag: find the culprit, the bad particle of lowest id, in the state
+ * written by the last step. `rebuilt`: the grid was rebuilt since that step, so id and type
+ * are in the new sorted order and pos/vel (gathered from pos_next/vel_next) match them;
+ * otherwise pos_next/vel_next match id and type. The last step reached goes into `r`. */
+static sph_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, long step_hi, cl_uint flags,
+                                    int rebuilt, sph_error *e)
 {
     dev_state *st = &c->st;
     size_t n = st->n;
-    particles *q = &c->sorted;
+    particles *q = &c->sorted, *p = &c->hp;
     char why[512] = "no particle found in the current state (the flag was raised inside a step)";
-    SPH_TRY(device_read(&c->dev, st->pos_next, 0, n * 16, q->pos, e));
-    SPH_TRY(device_read(&c->dev, st->vel_next, 0, n * 16, q->vel, e));
+    r->last_step = step_hi;
+    r->sim_time = step_hi * c->s->dt;
+    SPH_TRY(device_read(&c->dev, rebuilt ? st->pos : st->pos_next, 0, n * 16, q->pos, e));
+    SPH_TRY(device_read(&c->dev, rebuilt ? st->vel : st->vel_next, 0, n * 16, q->vel, e));
     SPH_TRY(device_read(&c->dev, st->id, 0, n * 4, q->id, e));
     SPH_TRY(device_read(&c->dev, st->type, 0, n, q->type, e));
-    /* q is in device order; report the id. */
-    long k = first_bad(c->s, q, why, sizeof why);
-    char idbuf[64] = "";
-    if (k >= 0) snprintf(idbuf, sizeof idbuf, " [particle id %u]", q->id[k]);
+    /* scatter into id order, so that the index first_bad reports is the particle id */
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t k = q->id[i];
+        if (k >= n) return SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u of %zu: state corrupted", k, n);
+        memcpy(&p->pos[4 * k], &q->pos[4 * i], 16);
+        memcpy(&p->vel[4 * k], &q->vel[4 * i], 16);
+        p->type[k] = q->type[i];
+    }
+    first_bad(c->s, p, why, sizeof why);
     return SPH_FAIL(e, SPH_E_NUMERIC,
-                    "numerical failure (%s) between step %ld (t = %.6g s) and step %ld (t = %.6g s): %s%s. The last "
+                    "numerical failure (%s) between step %ld (t = %.6g s) and step %ld (t = %.6g s): %s. The last "
                     "good snapshot is in the output file. Try a smaller time.cfl or time.dt",
                     (flags & FLAG_NONFINITE) ? "NaN or Inf" : "runaway velocity", step_lo, step_lo * c->s->dt, step_hi,
-                    step_hi * c->s->dt, why, idbuf);
+                    step_hi * c->s->dt, why);
 }
 
 static void progress(sim_ctx *c, long step, long first_step, double t0, double *last_print, int force)
@@ -327,6 +346,21 @@ static sph_status write_snapshot(sim_ctx *c, long step, sim_result *r, sph_error
     return SPH_OK;
 }
 
+/* A snapshot that could not be written (disk full, file system gone read-only, ...): when the
+ * file holds committed snapshots, say how to continue once the cause is fixed. */
+static sph_status snapshot_failed(sim_ctx *c, const sim_result *r, sph_status st, sph_error *e)
+{
+    const char *path = c->o->resume_path ? c->o->resume_path : c->o->out_path;
+    if (st == SPH_E_IO && e && (r->snapshots > 0 || c->o->resume_path)) {
+        size_t len = strlen(e->msg);
+        snprintf(e->msg + len, sizeof e->msg - len,
+                 ". Every snapshot committed before is in the file; once the cause is fixed, continue with "
+                 "sphsim --resume %s",
+                 path);
+    }
+    return st;
+}
+
 static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
 {
     const scene *s = c->s;
@@ -334,6 +368,24 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     long first_step = 0;
     uint32_t *order = NULL;
     char *stored_json = NULL;
+
+    /* The device and its memory first: a run too big for the device fails before any particle
+     * is generated (a scene at the particle limit would need tens of GB of host memory). */
+    SPH_TRY(device_open(&c->dev, o->device, o->profile, e));
+    c->dev_open = 1;
+    snprintf(r->device_name, sizeof r->device_name, "%s", c->dev.name);
+    r->n_particles = s->n_total;
+    size_t need = sim_device_bytes(s);
+    if (need > c->dev.global_mem)
+        return SPH_FAIL(e, SPH_E_DEVICE,
+                        "the run needs about %.3g GB of device memory (%ld particles) but %s has %.3g GB; use fewer "
+                        "particles (a larger fluid.spacing)",
+                        need / 1e9, s->n_total, c->dev.name, c->dev.global_mem / 1e9);
+    if ((cl_ulong)s->n_total * 16 > c->dev.max_alloc)
+        return SPH_FAIL(e, SPH_E_DEVICE,
+                        "the run needs device buffers of %.3g GB (%ld particles x 16 B) but %s allows at most %.3g GB "
+                        "in one buffer; use fewer particles (a larger fluid.spacing)",
+                        (double)s->n_total * 16 / 1e9, s->n_total, c->dev.name, c->dev.max_alloc / 1e9);
 
     SPH_TRY(init_generate(s, &c->hp, e));
     if (s->mode == MODE_SPH) SPH_TRY(sph_prepare(s, &c->hp, e));
@@ -366,20 +418,6 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         return st;
     }
 
-    if ((st = device_open(&c->dev, o->device, o->profile, e)) != SPH_OK) {
-        free(order);
-        return st;
-    }
-    c->dev_open = 1;
-    snprintf(r->device_name, sizeof r->device_name, "%s", c->dev.name);
-    size_t need = sim_device_bytes(s);
-    if (need > c->dev.global_mem) {
-        free(order);
-        return SPH_FAIL(e, SPH_E_DEVICE,
-                        "the run needs about %.3g GB of device memory (%zu particles) but %s has %.3g GB; use fewer "
-                        "particles (a larger fluid.spacing)",
-                        need / 1e9, n, c->dev.name, c->dev.global_mem / 1e9);
-    }
     grid_params gp;
     if ((st = sim_grid_geometry(s, &gp, e)) == SPH_OK) st = grid_create(&c->g, &c->dev, &gp, n, e);
     if (st == SPH_OK) st = state_alloc(c, n, e);
@@ -403,15 +441,18 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     long step = first_step, last_check = first_step;
     const long check_every = 100;
     for (;;) {
+        r->last_step = step; /* what the summary reports when a failure ends the run here */
+        r->sim_time = step * s->dt;
         SPH_TRY(rebuild(c, e));
         if (c->sph) SPH_TRY(sph_density(c->sph, c->g, &c->st, e));
         int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
         if (is_output && !(o->resume_path && step == first_step)) {
             cl_uint flags = 0;
             SPH_TRY(read_flags(c, &flags, e));
-            if (flags & (FLAG_NONFINITE | FLAG_RUNAWAY)) return numerical_failure(c, last_check, step, flags, e);
+            if (flags & (FLAG_NONFINITE | FLAG_RUNAWAY)) return numerical_failure(c, r, last_check, step, flags, 1, e);
             last_check = step;
-            SPH_TRY(write_snapshot(c, step, r, e));
+            sph_status wst = write_snapshot(c, step, r, e);
+            if (wst != SPH_OK) return snapshot_failed(c, r, wst, e);
         }
         if (step >= s->n_steps) break;
         if (o->stop && *o->stop) break;
@@ -424,7 +465,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         if (step - last_check >= check_every) {
             cl_uint flags = 0;
             SPH_TRY(read_flags(c, &flags, e));
-            if (flags & (FLAG_NONFINITE | FLAG_RUNAWAY)) return numerical_failure(c, last_check, step, flags, e);
+            if (flags & (FLAG_NONFINITE | FLAG_RUNAWAY)) return numerical_failure(c, r, last_check, step, flags, 0, e);
             last_check = step;
         }
         progress(c, step, first_step, t0, &last_print, 0);

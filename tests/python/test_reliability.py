@@ -1,0 +1,576 @@
+"""Reliability of sphsim (docs/reliability.md): what a killed, stopped, failed or resumed run
+leaves in its output. Every check reads the files back with h5py and VTK's vtkHDFReader and
+parses the XDMF sidecar; runs are deterministic, so a committed snapshot of an interrupted run
+is compared bit for bit with the same snapshot of an uninterrupted one.
+
+Runs as root in CI (the disk-full case mounts a small tmpfs and fails, loudly, where it cannot).
+Needs build/sphsim (or $SPHSIM); about a minute on 2 cores with PoCL.
+"""
+import hashlib
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from vtkmodules.vtkCommonCore import vtkOutputWindow, vtkStringOutputWindow
+from vtkmodules.vtkCommonExecutionModel import vtkStreamingDemandDrivenPipeline
+from vtkmodules.vtkIOHDF import vtkHDFReader
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("SPHSIM", ROOT / "build" / "sphsim"))
+SEED = 20240917  # random kill moments: the same on every run of the test
+
+# A small 2D dam: 200 fluid + 456 boundary particles. KILL_SCENE writes a snapshot every 4
+# steps (most of its wall time is spent writing, so kills land inside the writer), 201
+# snapshots, about 2 s on PoCL. RESUME_SCENE: a snapshot every 13 steps, 1300 steps.
+TINY = {
+    "format": 1, "dimensions": 2, "mode": "sph",
+    "tank": {"min": [0, 0], "max": [0.4, 0.3]},
+    "fluid": {"blocks": [{"min": [0, 0], "max": [0.1, 0.2]}], "spacing": 0.01},
+    "time": {"end": 0.1}, "output": {"interval": 0.0005},
+}
+N_TINY = 656
+RESUME = dict(TINY, time={"end": 0.2}, output={"interval": 0.002})
+SPHERES = {
+    "format": 1, "name": "spheres", "dimensions": 2, "mode": "particles",
+    "tank": {"min": [0, 0], "max": [1, 1]}, "gravity": [0, -9.81],
+    "spheres": {"groups": [{"count": 256, "radius": 0.01, "density": 1000.0,
+                            "region": {"min": [0.3, 0.5], "max": [0.7, 0.9]}, "placement": "lattice",
+                            "seed": 1, "velocity": [0, 0], "velocity_jitter": 0.05}],
+                "restitution": 0.5, "iterations": 4},
+    "time": {"end": 0.6}, "output": {"interval": 0.02},
+}
+PROVENANCE_ATTRS = {"start_time", "device", "resumes", "scene_path", "name"}
+
+
+# ---------------------------------------------------------------------------- helpers
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    if not BIN.is_file():
+        pytest.fail(f"{BIN} not built (run make)")
+    d = tmp_path_factory.mktemp("reliability")
+    for name, sc in (("kill", TINY), ("resume", RESUME), ("spheres", SPHERES)):
+        (d / f"{name}.json").write_text(json.dumps(sc))
+    return d
+
+
+def sphsim(*args, check_rc=None, timeout=120):
+    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    if check_rc is not None:
+        assert p.returncode == check_rc, f"sphsim {' '.join(map(str, args))}: exit {p.returncode}, " \
+                                         f"expected {check_rc}\n{p.stderr[-2000:]}"
+    return p
+
+
+def summary(stdout):
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
+    assert lines, f"no JSON summary on stdout: {stdout!r}"
+    return json.loads(lines[-1])
+
+
+def xmf_of(h5):
+    return h5.with_suffix(".xmf")
+
+
+def read_all(h5):
+    """Every dataset and every /sphsim attribute of an output file."""
+    data, attrs = {}, {}
+    with h5py.File(h5, "r") as f:
+        f.visititems(lambda name, obj: data.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
+        for k, v in f["sphsim"].attrs.items():
+            attrs[k] = v
+        attrs["NSteps"] = int(f["VTKHDF/Steps"].attrs["NSteps"])
+    return data, attrs
+
+
+def snapshot(f, k, n):
+    """Arrays of committed snapshot k, from the VTKHDF offsets (raw float32 / ints)."""
+    steps = f["VTKHDF/Steps"]
+    po = int(steps["PointOffsets"][k])
+    out = {"Points": f["VTKHDF/Points"][po:po + n]}
+    for name, ds in f["VTKHDF/PointData"].items():
+        off = int(steps["PointDataOffsets"][name][k])
+        out[name] = ds[off:off + n]
+    for name in ("step", "time", "n_outside", "n_contacts"):
+        out["steps/" + name] = f["sphsim/steps"][name][k]
+    out["Values"] = steps["Values"][k] if k < steps["Values"].shape[0] else out["steps/time"]
+    return out
+
+
+def committed_snapshots(h5, n):
+    with h5py.File(h5, "r") as f:
+        ns = int(f["VTKHDF/Steps"].attrs["NSteps"])
+        return [snapshot(f, k, n) for k in range(ns)]
+
+
+def check_h5(h5, n):
+    """The file opens in h5py, its step records agree with NSteps, and every committed step's
+    arrays are there, complete and sane. Returns NSteps. (docs/output-format.md: Steps/Values
+    is extended just after the commit point, so after a kill it may be one entry short.)"""
+    with h5py.File(h5, "r") as f:
+        assert f["VTKHDF"].attrs["Type"] in (b"PolyData", "PolyData")
+        ns = int(f["VTKHDF/Steps"].attrs["NSteps"])
+        nv = f["VTKHDF/Steps/Values"].shape[0]
+        assert nv in (ns, max(ns - 1, 0)), f"{h5}: Steps/Values has {nv} entries, NSteps is {ns}"
+        for name in ("PointOffsets", "PartOffsets", "NumberOfParts"):
+            assert f["VTKHDF/Steps"][name].shape[0] >= ns, f"{h5}: Steps/{name} shorter than NSteps {ns}"
+        for name in ("step", "time", "n_outside", "n_contacts"):
+            assert f["sphsim/steps"][name].shape[0] >= ns
+        if ns:
+            assert int(f["VTKHDF/NumberOfPoints"][0]) == n
+            assert f["VTKHDF/Points"].shape[0] >= ns * n
+        prev_step = -1
+        for k in range(ns):
+            s = snapshot(f, k, n)
+            assert s["Points"].shape == (n, 3) and s["Points"].dtype == np.float32
+            assert np.isfinite(s["Points"]).all() and np.isfinite(s["velocity"]).all()
+            assert np.array_equal(s["id"], np.arange(n)), f"{h5} step {k}: ids not 0..n-1"
+            if k < nv:
+                assert s["Values"] == s["steps/time"]
+            assert s["steps/step"] > prev_step
+            prev_step = s["steps/step"]
+    return ns
+
+
+def check_vtk(h5, nsteps, n):
+    """vtkHDFReader opens the file without an error and reads every committed step."""
+    ow = vtkStringOutputWindow()
+    vtkOutputWindow.SetInstance(ow)
+    r = vtkHDFReader()
+    r.SetFileName(str(h5))
+    r.UpdateInformation()
+    if nsteps > 0:
+        assert r.GetNumberOfSteps() == nsteps, f"{h5}: VTK sees {r.GetNumberOfSteps()} steps, NSteps is {nsteps}"
+        times = r.GetOutputInformation(0).Get(vtkStreamingDemandDrivenPipeline.TIME_STEPS())
+        with h5py.File(h5, "r") as f:
+            values = f["VTKHDF/Steps/Values"][:nsteps]
+        if times is None:  # VTK gives a file of one step no time information
+            assert nsteps == 1, f"{h5}: VTK reports no time steps"
+        else:
+            assert np.array_equal(np.asarray(times)[:len(values)], values), f"{h5}: VTK times != Steps/Values"
+    for k in range(max(nsteps, 1)):
+        r.SetStep(k)
+        r.Update()
+        out = r.GetOutput()
+        assert out.GetNumberOfPoints() == (n if nsteps else 0), f"{h5} step {k}: {out.GetNumberOfPoints()} points"
+        if nsteps:
+            pd = out.GetPointData()
+            for name in ("velocity", "density", "pressure", "id"):
+                assert pd.GetArray(name) is not None and pd.GetArray(name).GetNumberOfTuples() == n
+    err = ow.GetOutput()
+    assert "ERROR" not in err, f"vtkHDFReader on {h5} (NSteps {nsteps}):\n{err[:1500]}"
+
+
+def xmf_grids(xmf):
+    """Parse the sidecar; return a list of (time, [(dataset, first row, rows, total rows)])."""
+    root = ET.parse(xmf).getroot()
+    coll = root.find("Domain/Grid")
+    assert coll is not None and coll.get("CollectionType") == "Temporal", f"{xmf}: no temporal collection"
+    grids = []
+    for g in coll.findall("Grid"):
+        slabs = []
+        for item in g.iter("DataItem"):
+            if item.get("ItemType") != "HyperSlab":
+                continue
+            sel, data = list(item)
+            v = np.array(sel.text.split(), dtype=np.int64).reshape(3, -1)
+            h5name, dset = data.text.strip().rsplit(":", 1)
+            slabs.append((h5name, dset, int(v[0, 0]), int(v[2, 0]), int(data.get("Dimensions").split()[0])))
+        grids.append((float(g.find("Time").get("Value")), slabs))
+    return grids
+
+
+def check_xmf(h5, nsteps, n, clean):
+    """The sidecar parses and references committed steps only: nsteps grids after a clean end,
+    nsteps or nsteps - 1 after a kill (the sidecar is rewritten after each commit)."""
+    xmf = xmf_of(h5)
+    if not xmf.exists():
+        assert not clean, f"{xmf} missing after a clean end"
+        return
+    grids = xmf_grids(xmf)
+    allowed = {nsteps} if clean else {nsteps, max(nsteps - 1, 0)}
+    assert len(grids) in allowed, f"{xmf}: {len(grids)} grids, NSteps {nsteps}"
+    with h5py.File(h5, "r") as f:
+        times = f["sphsim/steps/time"][:nsteps]
+        for k, (t, slabs) in enumerate(grids):
+            assert t == times[k], f"{xmf} grid {k}: time {t} != steps/time {times[k]}"
+            assert slabs, f"{xmf} grid {k}: no HyperSlab"
+            for h5name, dset, start, count, total in slabs:
+                assert h5name == h5.name and dset in f, f"{xmf}: bad reference {h5name}:{dset}"
+                assert count == n and start == k * n, f"{xmf} grid {k} {dset}: rows {start}+{count}"
+                assert start + count <= nsteps * n <= f[dset].shape[0]
+
+
+def check_output(h5, n, clean):
+    ns = check_h5(h5, n)
+    check_vtk(h5, ns, n)
+    check_xmf(h5, ns, n, clean)
+    if clean:
+        with h5py.File(h5, "r") as f:  # a clean close leaves no rows past the commit point
+            assert f["VTKHDF/Points"].shape[0] == ns * n
+            assert f["VTKHDF/Steps/Values"].shape[0] == ns
+            assert f["sphsim/steps/time"].shape[0] == ns
+        for junk in (Path(str(h5) + ".creating"), Path(str(xmf_of(h5)) + ".tmp")):
+            assert not junk.exists(), f"{junk} left behind"
+    return ns
+
+
+def assert_same_snapshots(got, ref, what):
+    """got (a list of snapshots) equals the first len(got) snapshots of ref, bit for bit."""
+    assert len(got) <= len(ref), f"{what}: {len(got)} snapshots, reference has {len(ref)}"
+    for k, s in enumerate(got):
+        for name, v in s.items():
+            assert np.array_equal(v, ref[k][name]), f"{what}: snapshot {k} ({name}) differs from the reference"
+
+
+def assert_same_files(a, b, ignore_attrs=PROVENANCE_ATTRS):
+    da, aa = read_all(a)
+    db, ab = read_all(b)
+    assert sorted(da) == sorted(db), f"datasets differ: {sorted(set(da) ^ set(db))}"
+    for k in da:
+        assert da[k].dtype == db[k].dtype and np.array_equal(da[k], db[k]), f"{a} vs {b}: dataset {k} differs"
+    assert sorted(aa) == sorted(ab)
+    for k in aa:
+        if k not in ignore_attrs:
+            assert np.array_equal(np.asarray(aa[k]), np.asarray(ab[k])), f"{a} vs {b}: /sphsim attribute {k} differs"
+
+
+def wait_for_grids(h5, want, proc, timeout=60):
+    """Poll the sidecar until it lists `want` committed snapshots (or the run ends)."""
+    xmf, t0 = xmf_of(h5), time.time()
+    while time.time() - t0 < timeout and proc.poll() is None:
+        try:
+            if len(xmf_grids(xmf)) >= want:
+                return
+        except (OSError, ET.ParseError):
+            pass
+        time.sleep(0.02)
+    pytest.fail(f"{h5}: {want} snapshots not committed within {timeout} s (exit {proc.poll()})")
+
+
+def announced(h5, err_path, steps_per_output):
+    """Snapshots the run has announced as committed: the sidecar's grids (written after each
+    commit) and the last JSON progress line (step S is reported after the snapshots of steps
+    < S are written)."""
+    n = 0
+    try:
+        n = len(xmf_grids(xmf_of(h5)))
+    except (OSError, ET.ParseError, AssertionError):
+        pass
+    try:
+        for ln in Path(err_path).read_text().splitlines():
+            if ln.startswith('{"progress"'):
+                s = json.loads(ln)["step"]
+                n = max(n, (s - 1) // steps_per_output + 1)
+    except (OSError, ValueError):
+        pass
+    return n
+
+
+@pytest.fixture(scope="module")
+def kill_ref(work):
+    """The kill scene run to its end: the reference every interrupted run is compared with,
+    and its wall time (s), which scales the random kill moments to this machine."""
+    ref = work / "kill_ref.h5"
+    t0 = time.monotonic()
+    p = sphsim(work / "kill.json", "-o", ref, "--quiet", check_rc=0)
+    wall = time.monotonic() - t0
+    assert summary(p.stdout)["snapshots"] == 201
+    return ref, committed_snapshots(ref, N_TINY), wall
+
+
+@pytest.fixture(scope="module")
+def resume_ref(work):
+    """The resume scene run to its end."""
+    a = work / "resA.h5"
+    sphsim(work / "resume.json", "-o", a, "--quiet", check_rc=0)
+    return a
+
+
+def steps_per_output(scene_path):
+    p = sphsim(scene_path, "--check", check_rc=0)
+    return json.loads(p.stdout[:p.stdout.rindex('{"check"')])["derived"]["steps_per_output"]
+
+
+# ---------------------------------------------------------------------------- SIGKILL
+
+def test_sigkill_at_random_moments_leaves_readable_file(work, kill_ref):
+    """12 runs killed with SIGKILL at seeded random moments between start-up and the end of
+    the run. Each file must open in h5py and VTK, hold at least the snapshots announced before
+    the kill, each bit-identical to the reference run, and a sidecar naming only committed
+    steps. Two of them are then resumed to the end and must equal the reference file."""
+    ref_path, ref, wall = kill_ref
+    spo = steps_per_output(work / "kill.json")
+    rng = random.Random(SEED)
+    resumed = 0
+    seen, failures = [], []
+    for trial in range(12):
+        out = work / f"kill{trial}.h5"
+        err = work / f"kill{trial}.err"
+        delay = rng.uniform(0.02, 1.0) * wall
+        with open(err, "w") as ef:
+            proc = subprocess.Popen([str(BIN), str(work / "kill.json"), "-o", str(out), "--progress=json"],
+                                    stdout=subprocess.DEVNULL, stderr=ef)
+            time.sleep(delay)
+            before = announced(out, err, spo)
+            proc.kill()
+            proc.wait()
+        what = f"trial {trial} (SIGKILL after {delay:.2f} s, {before} snapshot(s) announced)"
+        try:
+            if not out.exists():  # killed before the layout was in place
+                assert before == 0, f"{what}: {out} missing"
+                seen.append((round(delay, 2), None))
+                continue
+            with h5py.File(out, "r") as f:
+                ns = int(f["VTKHDF/Steps"].attrs["NSteps"])
+            seen.append((round(delay, 2), ns))
+            assert ns >= before, f"{what}: NSteps {ns}"
+            assert check_output(out, N_TINY, clean=False) == ns
+            assert_same_snapshots(committed_snapshots(out, N_TINY), ref, what)
+            if ns >= 1 and resumed < 2:
+                # a killed run resumes (the writer cuts rows past NSteps) and ends as if never stopped
+                resumed += 1
+                sphsim("--resume", out, "--quiet", check_rc=0)
+                check_output(out, N_TINY, clean=True)
+                assert_same_files(out, ref_path)
+        except Exception as ex:  # check every trial, then report them all
+            failures.append(f"{what}: {ex}"[:1500])
+    print("kill moments (s) and NSteps found:", seen)
+    assert not failures, "\n\n".join(failures)
+    assert sum(1 for _, ns in seen if ns) >= 6, f"too few kills landed mid-run: {seen}"
+    assert resumed == 2
+
+
+# ---------------------------------------------------------------------------- SIGINT / SIGTERM
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_stop_signal_finishes_snapshot_and_closes_cleanly(work, kill_ref, sig, code):
+    _, ref, _ = kill_ref
+    rng = random.Random(SEED + sig)
+    for trial in range(2):
+        out = work / f"stop{sig}_{trial}.h5"
+        proc = subprocess.Popen([str(BIN), str(work / "kill.json"), "-o", str(out), "--progress=json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_grids(out, 3, proc)
+        time.sleep(rng.uniform(0.0, 0.4))  # a random moment, mostly inside a snapshot write
+        before = len(xmf_grids(xmf_of(out)))
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == code, f"{signal.Signals(sig).name}: exit {proc.returncode}\n{stderr[-1500:]}"
+        s = summary(stdout)
+        assert s["status"] == "interrupted"
+        m = re.search(r"stopped by signal (\d+) at step (\d+) \(t = [0-9.e+-]+ s\)", stderr)
+        assert m and int(m.group(1)) == sig, stderr[-800:]
+        assert "--resume" in stderr
+        ns = check_output(out, N_TINY, clean=True)
+        assert ns >= before and ns == s["snapshots"], f"NSteps {ns}, announced {before}, summary {s['snapshots']}"
+        assert s["last_step"] == int(m.group(2))
+        with h5py.File(out, "r") as f:  # the last snapshot is the last output step before the stop
+            assert f["sphsim/steps/step"][ns - 1] <= int(m.group(2))
+        assert_same_snapshots(committed_snapshots(out, N_TINY), ref, f"{signal.Signals(sig).name} run")
+
+
+# ---------------------------------------------------------------------------- resume
+
+def stop_midway(scene, out, extra=(), grids=4):
+    proc = subprocess.Popen([str(BIN), str(scene), "-o", str(out), "--quiet", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_grids(out, grids, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, f"exit {proc.returncode}: {stderr[-800:]}"
+    return int(re.search(r"at step (\d+)", stderr).group(1))
+
+
+def test_resume_sph_is_bit_identical(work, resume_ref):
+    """A (uninterrupted) vs B (SIGTERM after a few snapshots, then --resume). B is started from
+    a scene file with another time.end and `--set time.end=0.2`: the resumed run must use the
+    stored overrides, not the scene file as read."""
+    a, b = resume_ref, work / "resB.h5"
+    short = work / "resume_short.json"
+    short.write_text(json.dumps(dict(RESUME, time={"end": 0.05})))
+    stopped_at = stop_midway(short, b, ["--set", "time.end=0.2"])
+    with h5py.File(b, "r") as f:
+        ns_b = int(f["VTKHDF/Steps"].attrs["NSteps"])
+    assert 1 <= ns_b < 101, f"B stopped after {ns_b} snapshots (step {stopped_at})"
+    p = sphsim("--resume", b, check_rc=0)
+    s = summary(p.stdout)
+    assert s["last_step"] == 1300 and s["snapshots"] == 101 - ns_b
+    check_output(b, N_TINY, clean=True)
+    ra, rb = committed_snapshots(a, N_TINY), committed_snapshots(b, N_TINY)
+    assert len(ra) == len(rb) == 101
+    for k in range(101):
+        for name in ("Points", "velocity", "density", "pressure", "steps/step", "steps/time", "Values"):
+            assert ra[k][name].dtype == rb[k][name].dtype
+            assert np.array_equal(ra[k][name], rb[k][name]), \
+                f"snapshot {k} (step {ra[k]['steps/step']}) {name}: resumed run differs (stopped at step {stopped_at})"
+    # B's scene came from another file plus --set: the same resolved scene but for its name
+    # and provenance
+    assert_same_files(a, b, ignore_attrs=PROVENANCE_ATTRS | {"scene_json", "resolved_json"})
+    resolved = []
+    for path in (a, b):
+        with h5py.File(path, "r") as f:
+            r = json.loads(f["sphsim"].attrs["resolved_json"])
+            resolved.append({k: v for k, v in r.items() if k not in ("name", "provenance")})
+            if path == b:
+                assert r["provenance"]["sets"] == ["time.end=0.2"]
+                assert "resumed after snapshot %d" % ns_b in f["sphsim"].attrs["resumes"]
+    assert resolved[0] == resolved[1]
+
+
+def test_resume_particles_is_bit_identical(work):
+    a, b = work / "spA.h5", work / "spB.h5"
+    sphsim(work / "spheres.json", "-o", a, "--quiet", check_rc=0)
+    stop_midway(work / "spheres.json", b, grids=5)
+    sphsim("--resume", b, "--quiet", check_rc=0)
+    check_output(b, 256, clean=True)
+    assert_same_files(a, b)
+
+
+def test_resume_refuses_other_options_and_missing_file(work, resume_ref):
+    p = sphsim("--resume", work / "no-such.h5", check_rc=4)
+    assert "no-such.h5" in p.stderr
+    p = sphsim("--resume", resume_ref, "--set", "time.end=1", check_rc=2)
+    assert "--set" in p.stderr
+    # a file whose stored scene resolves differently now (as with another sphsim's defaults)
+    other = work / "other_version.h5"
+    other.write_bytes(resume_ref.read_bytes())
+    with h5py.File(other, "r+") as f:
+        r = json.loads(f["sphsim"].attrs["resolved_json"])
+        r["fluid"]["viscosity"]["alpha"] = 0.5
+        f["sphsim"].attrs["resolved_json"] = json.dumps(r, indent="\t")
+    before = hashlib.sha256(other.read_bytes()).hexdigest()
+    p = sphsim("--resume", other, check_rc=4)
+    assert "resolves differently" in p.stderr
+    assert hashlib.sha256(other.read_bytes()).hexdigest() == before
+
+
+# ---------------------------------------------------------------------------- determinism
+
+def test_same_scene_same_device_is_bit_identical(work, resume_ref):
+    again = work / "resA_again.h5"
+    sphsim(work / "resume.json", "-o", again, "--quiet", check_rc=0)
+    assert_same_files(resume_ref, again, ignore_attrs={"start_time", "device"})
+
+
+# ---------------------------------------------------------------------------- no clobbering
+
+def test_existing_output_and_sidecar_are_never_clobbered(work):
+    scene = work / "resume.json"
+    out = work / "keep.h5"
+    sphsim(scene, "-o", out, "--quiet", "--set", "time.end=0.01", check_rc=0)
+
+    def digest():
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (out, xmf_of(out))}
+
+    before = digest()
+    p = sphsim(scene, "-o", out, "--set", "time.end=0.004", check_rc=4)
+    assert "--overwrite" in p.stderr and str(out) in p.stderr
+    assert digest() == before, "a refused run changed the existing output or its sidecar"
+
+    # a sidecar alone (say a user's own .xmf) is not replaced either, and no .h5 appears
+    lone = work / "lone.h5"
+    xmf_of(lone).write_text("<my own file/>")
+    p = sphsim(scene, "-o", lone, "--set", "time.end=0.004", check_rc=4)
+    assert "--overwrite" in p.stderr
+    assert xmf_of(lone).read_text() == "<my own file/>" and not lone.exists()
+
+    # with --overwrite both are replaced by a complete new run
+    sphsim(scene, "-o", out, "--overwrite", "--quiet", "--set", "time.end=0.004", check_rc=0)
+    assert check_output(out, N_TINY, clean=True) == 3
+
+
+# ---------------------------------------------------------------------------- numerical failure
+
+def test_numerical_failure_exit_6_names_step_time_particle(work):
+    out = work / "blowup.h5"
+    p = sphsim(work / "resume.json", "-o", out, "--set", "time.dt=0.01", "--set", "time.end=2", check_rc=6)
+    m = re.search(r"numerical failure \((NaN or Inf|runaway velocity)\) between step (\d+) \(t = ([0-9.e+-]+) s\) "
+                  r"and step (\d+) \(t = ([0-9.e+-]+) s\): particle id (\d+) \((fluid|boundary)\) has position",
+                  p.stderr)
+    assert m, f"message does not name step, time and particle:\n{p.stderr[-1500:]}"
+    lo, hi, pid, kind = int(m.group(2)), int(m.group(4)), int(m.group(6)), m.group(7)
+    assert lo < hi and 0 <= pid < N_TINY
+    assert kind == "fluid", "boundary particles never move: the culprit must be a fluid particle"
+    s = summary(p.stdout)
+    assert s["status"] == "numerical-failure" and s["last_step"] == hi
+    ns = check_output(out, N_TINY, clean=True)
+    assert ns >= 1
+    with h5py.File(out, "r") as f:  # the last snapshot is the last checked (good) state
+        last = snapshot(f, ns - 1, N_TINY)
+        assert last["steps/step"] == lo
+        max_speed = json.loads(f["sphsim"].attrs["resolved_json"])["time"]["max_speed"]
+        assert np.linalg.norm(last["velocity"].astype(np.float64), axis=1).max() <= max_speed
+
+
+# ---------------------------------------------------------------------------- device memory
+
+def test_run_too_big_for_the_device_fails_before_it_starts(work):
+    out = work / "huge.h5"
+    args = [work / "resume.json", "--set", "fluid.spacing=0.00001"]  # 2e8 particles: valid, too big
+    chk = sphsim(*args, "--check", check_rc=0)
+    est = json.loads(chk.stdout[chk.stdout.rindex('{"check"'):])["check"]["estimated_device_bytes"]
+    t0 = time.time()
+    p = sphsim(*args, "-o", out, check_rc=5, timeout=60)
+    assert time.time() - t0 < 30, "the memory check must come before the particles are generated"
+    m = re.search(r"needs about ([0-9.e+]+) GB of device memory \((\d+) particles\) but .* has ([0-9.e+]+) GB", p.stderr)
+    assert m, p.stderr[-800:]
+    need, limit = float(m.group(1)), float(m.group(3))
+    assert need > limit and abs(need - est / 1e9) <= 0.01 * need
+    assert not out.exists() and not xmf_of(out).exists()
+
+
+# ---------------------------------------------------------------------------- disk full
+
+def test_disk_full_keeps_earlier_snapshots(work, kill_ref, tmp_path):
+    """A 1.5 MB tmpfs fills up after a few dozen snapshots of the kill scene: exit 4, a message
+    naming the cause, every snapshot committed before intact (bit for bit) and readable."""
+    _, ref, _ = kill_ref
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1500k", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail(f"cannot mount a tmpfs for the disk-full test (run as root): {r.stderr.strip()}")
+    try:
+        out = mnt / "full.h5"
+        p = sphsim(work / "kill.json", "-o", out, check_rc=4)
+        assert "No space left on device" in p.stderr, p.stderr[-800:]
+        assert summary(p.stdout)["status"] == "io-error"
+        ns = check_output(out, N_TINY, clean=False)
+        assert ns >= 5
+        with h5py.File(out, "r") as f:  # closed cleanly: nothing past the commit point
+            assert f["VTKHDF/Points"].shape[0] == ns * N_TINY
+        assert_same_snapshots(committed_snapshots(out, N_TINY), ref, "disk-full run")
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_disk_full_before_first_snapshot(work, tmp_path):
+    """Full before anything is committed: exit 4 (not a crash), and what is left, if anything,
+    is a file with no snapshot that h5py and VTK still open."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    for size in ("8k", "300k"):
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            pytest.fail(f"cannot mount a tmpfs for the disk-full test (run as root): {r.stderr.strip()}")
+        try:
+            out = mnt / "full.h5"
+            p = sphsim(work / "kill.json", "-o", out)
+            assert p.returncode == 4, f"tmpfs of {size}: exit {p.returncode} (139 = crash), expected 4\n" \
+                                      f"{p.stderr[-800:]}"
+            assert "No space left on device" in p.stderr
+            if out.exists():
+                assert check_output(out, N_TINY, clean=False) == 0
+        finally:
+            subprocess.run(["umount", str(mnt)], check=False)
