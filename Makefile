@@ -21,7 +21,7 @@ TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/%)
 TEST_HELPERS := $(sort $(wildcard tests/ref_*.c tests/testutil.c))
 
-.PHONY: all run test unit-tests bench clean install format
+.PHONY: all run test sanitize unit-tests bench clean install format
 all: $(B)/sphsim
 
 # The quick start's main job: the default scene on whatever OpenCL device is there.
@@ -49,9 +49,18 @@ $(B)/sphsim: $(B)/main.o $(B)/libsphsim.a
 $(B)/test_%: tests/test_%.c $(TEST_HELPERS) $(wildcard tests/*.h) $(B)/libsphsim.a
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(TEST_HELPERS) $(B)/libsphsim.a $(LIBS) -lcmocka $(LDFLAGS)
 
-# Every test: cmocka unit and device tests, then command-line and Python end-to-end tests.
+# Every test: cmocka unit and device tests, then command-line and Python end-to-end tests,
+# then the unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
 test: all $(TEST_BIN)
 	sh tests/run-all.sh $(TEST_BIN)
+	$(MAKE) sanitize
+
+SAN := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# PoCL and LLVM keep compiler state until exit: their allocations are not ours to report.
+sanitize:
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	$(MAKE) B=build-asan CFLAGS="$(SAN)" LDFLAGS="-fsanitize=address,undefined" unit-tests
 
 unit-tests: $(TEST_BIN)
 	sh tests/run-all.sh --unit-only $(TEST_BIN)
@@ -68,4 +77,4 @@ format:
 	clang-format -i src/*.c src/*.h tests/*.c
 
 clean:
-	rm -rf $(B)
+	rm -rf $(B) build-asan
