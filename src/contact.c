@@ -3,6 +3,7 @@
 #include "contact.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,6 +160,163 @@ static sph_status check_state(const dev_state *st, sph_error *e)
 void contact_forget(contact_solver *c)
 {
     c->have_warm = 0;
+}
+
+/* ---- the carried state (contact_state_save / contact_state_restore) ----
+ * Blob, 4-byte words in the host's byte order:
+ *   header [STATE_HEADER]: STATE_MAGIC, STATE_VERSION, n, slots, warm (0/1), 0, 0, 0
+ *   pid [n * slots]: uint32 partner ids, the slots of particle id 0, then id 1, ...
+ *   lam [n * slots]: float normal impulses (N s) of those slots
+ * The slots are copied verbatim (empty ones: STATE_NO_ID, 0), so the kernels read exactly what
+ * they would have read; with warm == 0 they are all empty (nothing is carried). */
+#define STATE_MAGIC 0x53435353u /* "SSCS" */
+#define STATE_VERSION 1u
+#define STATE_HEADER 8
+#define STATE_NO_ID 0xffffffffu /* CONTACT_NO_ID of kernels/contacts.cl: an empty slot */
+
+static size_t state_bytes(size_t n, size_t slots)
+{
+    return 4 * (STATE_HEADER + 2 * n * slots);
+}
+
+/* Read the device ids of st (n) into `id` and check that they are a permutation of 0..n-1. */
+static sph_status read_ids(contact_solver *c, dev_state *st, uint32_t *id, sph_error *e)
+{
+    const size_t n = st->n;
+    SPH_TRY(device_read(c->d, st->id, 0, n * 4, id, e));
+    unsigned char *seen = calloc(n ? n : 1, 1);
+    if (!seen) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory for %zu particle ids", n);
+    sph_status r = SPH_OK;
+    for (size_t i = 0; i < n && r == SPH_OK; ++i) {
+        if (id[i] >= n || seen[id[i]])
+            r = SPH_FAIL(e, SPH_E_DEVICE,
+                         "contact state: device slot %zu holds particle id %u (of %zu): state corrupted", i, id[i], n);
+        else
+            seen[id[i]] = 1;
+    }
+    free(seen);
+    return r;
+}
+
+sph_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void **blob, size_t *bytes,
+                              sph_error *e)
+{
+    *blob = NULL;
+    *bytes = 0;
+    SPH_TRY(check_state(st, e));
+    const size_t n = st->n, slots = c->cp.slots;
+    if (n > (SIZE_MAX / 4 - STATE_HEADER) / (2 * slots))
+        return SPH_FAIL(e, SPH_E_NOMEM, "contact state: %zu particles are too many to save", n);
+    /* what the next contact_enqueue will carry (it drops the slots of another particle count) */
+    const int warm = c->have_warm && n > 0 && n == c->cap;
+    const size_t size = state_bytes(n, slots), ns = n * slots;
+    uint32_t *out = malloc(size);
+    uint32_t *id = NULL, *perm = NULL, *pid = NULL;
+    float *lam = NULL;
+    sph_status r = SPH_OK;
+    if (!out) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory for a %zu-byte contact state", size);
+    const uint32_t head[STATE_HEADER] = {STATE_MAGIC, STATE_VERSION, (uint32_t)n, (uint32_t)slots, (uint32_t)warm,
+                                         0, 0, 0};
+    memcpy(out, head, sizeof head);
+    uint32_t *pid_out = out + STATE_HEADER;
+    float *lam_out = (float *)(void *)(pid_out + ns);
+    for (size_t s = 0; s < ns; ++s) pid_out[s] = STATE_NO_ID;
+    memset(lam_out, 0, ns * sizeof *lam_out);
+    if (warm) {
+        const int last = !c->cur; /* the slots the last step wrote (contact_enqueue flips cur) */
+        id = malloc(n * sizeof *id);
+        perm = malloc(n * sizeof *perm);
+        pid = malloc(ns * sizeof *pid);
+        lam = malloc(ns * sizeof *lam);
+        if (!id || !perm || !pid || !lam) {
+            r = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory saving the contact state of %zu particles", n);
+            goto done;
+        }
+        if ((r = read_ids(c, st, id, e)) != SPH_OK) goto done;
+        if (idx && (r = device_read(c->d, idx, 0, n * 4, perm, e)) != SPH_OK) goto done;
+        if ((r = device_read(c->d, c->pid[last], 0, ns * 4, pid, e)) != SPH_OK) goto done;
+        if ((r = device_read(c->d, c->lam[last], 0, ns * 4, lam, e)) != SPH_OK) goto done;
+        for (size_t i = 0; i < n; ++i) {
+            const size_t o = idx ? perm[i] : i; /* slot of sorted particle i in the last step's order */
+            if (o >= n) {
+                r = SPH_FAIL(e, SPH_E_DEVICE, "contact state: permutation entry %zu is %zu (of %zu)", i, o, n);
+                goto done;
+            }
+            memcpy(&pid_out[(size_t)id[i] * slots], &pid[o * slots], slots * sizeof *pid);
+            memcpy(&lam_out[(size_t)id[i] * slots], &lam[o * slots], slots * sizeof *lam);
+        }
+    }
+done:
+    free(id);
+    free(perm);
+    free(pid);
+    free(lam);
+    if (r != SPH_OK) {
+        free(out);
+        return r;
+    }
+    *blob = out;
+    *bytes = size;
+    return SPH_OK;
+}
+
+sph_status contact_state_restore(contact_solver *c, dev_state *st, const void *blob, size_t bytes, sph_error *e)
+{
+    c->have_warm = 0;
+    SPH_TRY(check_state(st, e));
+    const size_t n = st->n, slots = c->cp.slots;
+    uint32_t head[STATE_HEADER];
+    if (!blob || bytes < sizeof head || bytes % 4 != 0)
+        return SPH_FAIL(e, SPH_E_IO, "the stored contact solver state (%zu bytes) is not one", bytes);
+    memcpy(head, blob, sizeof head);
+    if (head[0] != STATE_MAGIC)
+        return SPH_FAIL(e, SPH_E_IO, "the stored contact solver state is not one (its header is damaged)");
+    if (head[1] != STATE_VERSION || head[3] != slots) return SPH_OK; /* another sphsim's format: start cold */
+    if (head[2] != n)
+        return SPH_FAIL(e, SPH_E_IO, "the stored contact solver state is for %u particles, the run has %zu", head[2],
+                        n);
+    if (bytes != state_bytes(n, slots) || head[4] > 1)
+        return SPH_FAIL(e, SPH_E_IO, "the stored contact solver state is damaged (%zu bytes, expected %zu for %zu "
+                                     "particles)",
+                        bytes, state_bytes(n, slots), n);
+    if (!head[4] || n == 0) return SPH_OK; /* nothing carried */
+    const size_t ns = n * slots;
+    uint32_t *pid_in = malloc(ns * 4), *pid = malloc(ns * 4), *id = malloc(n * 4);
+    float *lam_in = malloc(ns * 4), *lam = malloc(ns * 4);
+    sph_status r = SPH_OK;
+    if (!pid_in || !pid || !id || !lam_in || !lam) {
+        r = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory restoring the contact state of %zu particles", n);
+        goto done;
+    }
+    memcpy(pid_in, (const uint32_t *)blob + STATE_HEADER, ns * 4);
+    memcpy(lam_in, (const uint32_t *)blob + STATE_HEADER + ns, ns * 4);
+    for (size_t s = 0; s < ns; ++s) {
+        if ((pid_in[s] >= n && pid_in[s] != STATE_NO_ID) || !isfinite(lam_in[s]) || lam_in[s] < 0.0f) {
+            r = SPH_FAIL(e, SPH_E_IO,
+                         "the stored contact solver state is damaged: slot %zu of particle id %zu holds partner %u "
+                         "and impulse %g N s",
+                         s % slots, s / slots, pid_in[s], (double)lam_in[s]);
+            goto done;
+        }
+    }
+    if (n != c->cap) release_scratch(c); /* contact_enqueue carries only slots made for st->n */
+    if ((r = reserve(c, n, e)) != SPH_OK) goto done;
+    if ((r = read_ids(c, st, id, e)) != SPH_OK) goto done;
+    for (size_t i = 0; i < n; ++i) { /* device slot i holds particle id[i] */
+        memcpy(&pid[i * slots], &pid_in[(size_t)id[i] * slots], slots * 4);
+        memcpy(&lam[i * slots], &lam_in[(size_t)id[i] * slots], slots * 4);
+    }
+    const int last = !c->cur; /* where the next contact_enqueue looks for the last step's slots */
+    if ((r = device_write(c->d, c->pid[last], 0, ns * 4, pid, e)) != SPH_OK) goto done;
+    if ((r = device_write(c->d, c->lam[last], 0, ns * 4, lam, e)) != SPH_OK) goto done;
+    c->have_warm = 1;
+done:
+    free(pid_in);
+    free(pid);
+    free(id);
+    free(lam_in);
+    free(lam);
+    return r;
 }
 
 sph_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,

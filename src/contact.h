@@ -52,6 +52,28 @@ sph_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end
 
 /* Drop the impulses carried to the next step (e.g. after the state was replaced). */
 void contact_forget(contact_solver *c);
+
+/* ---- the carried state, for --resume (docs/reliability.md) ----
+ * What the next contact step reads from the last one (each contact's partner id and
+ * accumulated impulse, per particle, and whether there is any) as an opaque blob: a small
+ * header (version, n, slots; see contact.c), then the slots of particle id 0, 1, ..., so it
+ * does not depend on the device order. Its size depends on n and the dimensions only.
+ *
+ * contact_state_save: malloc'd blob (free it) of what the next contact_step / contact_enqueue
+ * on `st` will read. `idx`: the permutation that step will get (sorted slot -> slot in the
+ * order the last step wrote: grid_index() after grid_build, as in sim.c at a snapshot), with
+ * st->id already gathered into the sorted order; NULL: no rebuild since the last step (st->id
+ * is still in the order the last step wrote). Blocks.
+ *
+ * contact_state_restore: make the next step read `blob`, on a state uploaded into any order
+ * (st->id on the device names each slot's particle) and not rebuilt since; the next step's
+ * `idx` maps its sorted order back to that order (sim.c: restore after state_upload, before
+ * the first grid_build). The step is then bit-identical to the one that followed the save.
+ * A blob of another format version or slot count starts cold (SPH_OK, nothing carried);
+ * a damaged one, or one for another particle count, fails (SPH_E_IO). Blocks. */
+sph_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void **blob, size_t *bytes,
+                              sph_error *e);
+sph_status contact_state_restore(contact_solver *c, dev_state *st, const void *blob, size_t bytes, sph_error *e);
 sph_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
                                long *n_contacts, sph_error *e);
 

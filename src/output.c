@@ -4,8 +4,9 @@
  * that layout.
  *
  * Commit protocol per snapshot k (N particles), its disk space reserved first:
- *   1. data: Points and PointData rows [kN, kN+N), the restart order; then the step entry:
- *      Steps offsets and the /sphsim/steps records (time, step, ...) at row k; H5Fflush, fsync;
+ *   1. data: Points and PointData rows [kN, kN+N), the restart order and solver state; then
+ *      the step entry: Steps offsets and the /sphsim/steps records (time, step, ...) at row k;
+ *      H5Fflush, fsync;
  *   2. Steps attribute NSteps = k + 1: the commit point; H5Fflush;
  *   3. Steps/Values[k] = time (after the commit: VTK reads the whole of Steps/Values into an
  *      array of NSteps, so Values must never be longer than NSteps); H5Fflush, fsync;
@@ -947,8 +948,100 @@ static int write_device_order(output *o, const uint32_t *order, hsize_t k)
     return rc;
 }
 
+/* ---- the contact solver's carried state (opaque bytes, see output.h) ---- */
+#define RESTART_STATE "/sphsim/restart/contact_state"             /* uint8[2, W] */
+#define RESTART_STATE_BYTES "/sphsim/restart/contact_state_bytes" /* int64[2] */
+
+/* Write (or read) the block at `off` of `cnt` elements of dataset `path` (rank 1 or 2). */
+static int ds_block(hid_t f, const char *path, hid_t mtype, int rank, const hsize_t *off, const hsize_t *cnt, void *buf,
+                    int do_write)
+{
+    hid_t ds = H5Dopen2(f, path, H5P_DEFAULT);
+    if (ds < 0) return -1;
+    hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(rank, cnt, NULL);
+    int ok = fs >= 0 && ms >= 0 && H5Sget_simple_extent_ndims(fs) == rank &&
+             H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0;
+    if (ok && do_write) ok = H5Dwrite(ds, mtype, ms, fs, H5P_DEFAULT, buf) >= 0;
+    else if (ok) ok = H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, buf) >= 0;
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    H5Dclose(ds);
+    return ok ? 0 : -1;
+}
+
+/* Bytes per row of the contact-state dataset: 0 when the file has none, -1 when it is unusable. */
+static long long state_width(hid_t f)
+{
+    int have = link_exists(f, RESTART_STATE), have_len = link_exists(f, RESTART_STATE_BYTES);
+    if (!have && !have_len) return 0;
+    if (!have || !have_len) return -1;
+    hid_t ds = H5Dopen2(f, RESTART_STATE, H5P_DEFAULT);
+    if (ds < 0) return -1;
+    hid_t fs = H5Dget_space(ds);
+    hsize_t dims[2] = {0, 0};
+    long long w = -1;
+    if (fs >= 0 && H5Sget_simple_extent_ndims(fs) == 2 && H5Sget_simple_extent_dims(fs, dims, NULL) >= 0 &&
+        dims[0] == 2 && dims[1] > 0)
+        w = (long long)dims[1];
+    if (fs >= 0) H5Sclose(fs);
+    H5Dclose(ds);
+    return w;
+}
+
+/* The two contact-state datasets for rows of `width` bytes: contiguous, allocated and zeroed
+ * now, so that every later snapshot rewrites them in place (no change to the file's metadata,
+ * nothing new allocated: a kill cannot leave them pointing past the end of the file). */
+static int create_state(hid_t f, size_t width)
+{
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    int rc = -1;
+    if (dcpl >= 0 && H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) >= 0 &&
+        H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC) >= 0) {
+        hsize_t dims[2] = {2, width}, two = 2;
+        hid_t sp = H5Screate_simple(2, dims, NULL), sp1 = H5Screate_simple(1, &two, NULL);
+        hid_t ds = sp >= 0 ? H5Dcreate2(f, RESTART_STATE, H5T_STD_U8LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+        hid_t ds1 =
+            sp1 >= 0 && ds >= 0 ? H5Dcreate2(f, RESTART_STATE_BYTES, H5T_STD_I64LE, sp1, H5P_DEFAULT, dcpl, H5P_DEFAULT)
+                                : -1;
+        if (ds >= 0 && ds1 >= 0) rc = 0;
+        if (ds1 >= 0) H5Dclose(ds1);
+        if (ds >= 0) H5Dclose(ds);
+        if (sp1 >= 0) H5Sclose(sp1);
+        if (sp >= 0) H5Sclose(sp);
+    }
+    if (dcpl >= 0) H5Pclose(dcpl);
+    return rc;
+}
+
+/* Snapshot k's contact state into row k % 2 (zero-padded to the row width), then its length
+ * (0 for none: a snapshot without one must not leave snapshot k - 2's state looking valid). */
+static int write_state(output *o, const void *blob, size_t bytes, hsize_t k)
+{
+    hid_t f = o->file;
+    long long w = state_width(f);
+    if (w < 0) return -1;
+    if (!blob) bytes = 0;
+    if (bytes == 0 && w == 0) return 0;
+    if (w == 0) {
+        if (create_state(f, bytes) < 0) return -1;
+        w = (long long)bytes;
+    }
+    if (bytes > (size_t)w) return -1; /* refused with a message by output_write before */
+    if (bytes > 0) {
+        if (ensure_buf(o, (size_t)w) < 0) return -1;
+        memcpy(o->buf, blob, bytes);
+        memset((char *)o->buf + bytes, 0, (size_t)w - bytes);
+        hsize_t off[2] = {k % 2, 0}, cnt[2] = {1, (hsize_t)w};
+        if (ds_block(f, RESTART_STATE, H5T_NATIVE_UINT8, 2, off, cnt, o->buf, 1) < 0) return -1;
+    }
+    int64_t len = (int64_t)bytes;
+    hsize_t off1 = k % 2, cnt1 = 1;
+    return ds_block(f, RESTART_STATE_BYTES, H5T_NATIVE_INT64, 1, &off1, &cnt1, &len, 1);
+}
+
 /* Steps 1 and 2 of the commit protocol for snapshot k. */
-static int write_snapshot_rows(output *o, const particles *p, const output_snapshot_info *si, hsize_t k)
+static int write_snapshot_rows(output *o, const particles *p, const output_snapshot_info *si, const void *state,
+                               size_t state_bytes, hsize_t k)
 {
     hid_t f = o->file;
     size_t n = o->n;
@@ -987,6 +1080,7 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
         if (ds_write_rows(f, path, field_mtype(fd->kind), src, row, n) < 0) return -1;
     }
     if (write_device_order(o, si->device_order, k) < 0) return -1;
+    if (write_state(o, state, state_bytes, k) < 0) return -1;
 
     /* ---- step entry ---- */
     double t = si->time;
@@ -1104,6 +1198,13 @@ static int injected_failure(hsize_t k)
 
 sph_status output_write(output *o, const particles *p, const output_snapshot_info *si, sph_error *e)
 {
+    return output_write_state(o, p, si, NULL, 0, e);
+}
+
+sph_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
+                              size_t state_bytes, sph_error *e)
+{
+    if (!state) state_bytes = 0;
     if (!o || o->file < 0) return SPH_FAIL(e, SPH_E_IO, "output_write: the output is not open");
     if (o->broken)
         return SPH_FAIL(e, SPH_E_IO,
@@ -1127,6 +1228,16 @@ sph_status output_write(output *o, const particles *p, const output_snapshot_inf
      * file size limit) is refused here, cleanly, with the file untouched. A write that fails
      * half-way through HDF5's metadata is the one case that could damage the file. */
     double need = snapshot_bytes(o, p->n, k);
+    if (state_bytes > 0) {
+        long long w = state_width(o->file);
+        g_h5_have = 0;
+        if (w < 0 || (w > 0 && state_bytes > (size_t)w))
+            return SPH_FAIL(e, SPH_E_IO,
+                            "cannot write snapshot %llu to '%s': its contact solver state has %zu bytes but the file's "
+                            "/sphsim/restart/contact_state holds %lld per snapshot",
+                            (unsigned long long)k, o->path, state_bytes, w);
+        if (w == 0) need += 2.0 * (double)state_bytes + 65536.0; /* created with this snapshot */
+    }
     int err = reserve_space(o, need);
     if (err) {
         release_slack(o);
@@ -1137,7 +1248,7 @@ sph_status output_write(output *o, const particles *p, const output_snapshot_inf
     }
     if (!o->have_topology) o->n = p->n;
     int committed = 0;
-    int rc = write_snapshot_rows(o, p, si, k);
+    int rc = write_snapshot_rows(o, p, si, state, state_bytes, k);
     if (rc == 0 && injected_failure(k)) rc = -1;
     /* 1. data and step entry on disk (their space reserved) before the commit point */
     if (rc == 0 && (err = reserve_space(o, 0)) != 0) rc = -1;
@@ -1367,6 +1478,39 @@ done:
             *scene_json = NULL;
         }
     }
+    H5Fclose(f);
+    return r;
+}
+
+sph_status output_read_state(const char *path, void **state, size_t *state_bytes, sph_error *e)
+{
+    *state = NULL;
+    *state_bytes = 0;
+    h5_quiet();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) {
+        char why[512];
+        h5_reason(why, sizeof why);
+        return SPH_FAIL(e, SPH_E_IO, "cannot open '%s' to resume: %s", path, why);
+    }
+    hsize_t ns = 0;
+    sph_status r = read_nsteps(f, path, &ns, e);
+    long long w = r == SPH_OK && ns > 0 ? state_width(f) : 0;
+    int64_t len = 0;
+    hsize_t k = ns > 0 ? ns - 1 : 0, off1 = k % 2, cnt1 = 1;
+    /* an unreadable state is treated as none: the run resumes correctly, only not bit-identically */
+    if (w > 0 && ds_block(f, RESTART_STATE_BYTES, H5T_NATIVE_INT64, 1, &off1, &cnt1, &len, 0) == 0 && len > 0 &&
+        len <= w) {
+        void *b = malloc((size_t)w);
+        hsize_t off[2] = {k % 2, 0}, cnt[2] = {1, (hsize_t)w};
+        if (b && ds_block(f, RESTART_STATE, H5T_NATIVE_UINT8, 2, off, cnt, b, 0) == 0) {
+            *state = b;
+            *state_bytes = (size_t)len;
+        } else {
+            free(b);
+        }
+    }
+    g_h5_have = 0;
     H5Fclose(f);
     return r;
 }

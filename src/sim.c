@@ -340,7 +340,13 @@ static sph_status write_snapshot(sim_ctx *c, long step, sim_result *r, sph_error
         r->mean_neighbours = mn;
         r->mean_candidates = mc;
     }
-    SPH_TRY(output_write(c->out, &c->hp, &si, e));
+    /* the contact impulses the next step carries (warm start), so --resume continues exactly */
+    void *cstate = NULL;
+    size_t cstate_bytes = 0;
+    if (c->contact) SPH_TRY(contact_state_save(c->contact, grid_index(c->g), &c->st, &cstate, &cstate_bytes, e));
+    sph_status wst = output_write_state(c->out, &c->hp, &si, cstate, cstate_bytes, e);
+    free(cstate);
+    SPH_TRY(wst);
     r->snapshots++;
     r->t_output += now_s() - t0;
     return SPH_OK;
@@ -367,6 +373,8 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     const sim_options *o = c->o;
     long first_step = 0;
     uint32_t *order = NULL;
+    void *cstate = NULL; /* --resume: the contact solver state stored with the last snapshot */
+    size_t cstate_bytes = 0;
     char *stored_json = NULL;
 
     /* The device and its memory first: a run too big for the device fails before any particle
@@ -405,6 +413,11 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         particles_free(&last);
         first_step = si.step;
         order = si.device_order;
+        sph_status rst = output_read_state(o->resume_path, &cstate, &cstate_bytes, e);
+        if (rst != SPH_OK) {
+            free(order);
+            return rst;
+        }
         r->n_outside = si.n_outside;
     }
     size_t n = c->hp.n;
@@ -415,6 +428,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     sph_status st = particles_alloc(&c->sorted, n, e);
     if (st != SPH_OK) {
         free(order);
+        free(cstate);
         return st;
     }
 
@@ -423,11 +437,20 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     if (st == SPH_OK) st = state_alloc(c, n, e);
     if (st == SPH_OK) st = state_upload(c, order, e);
     free(order);
+    if (st == SPH_OK)
+        st = s->mode == MODE_SPH ? sph_create(&c->sph, &c->dev, s, e) : contact_create(&c->contact, &c->dev, s, e);
+    /* after the upload, before the first rebuild: the first step carries the impulses the
+     * stored snapshot's next step carried */
+    if (st == SPH_OK && c->contact && cstate) {
+        st = contact_state_restore(c->contact, &c->st, cstate, cstate_bytes, e);
+        if (st == SPH_E_IO && e) {
+            char msg[sizeof e->msg];
+            memcpy(msg, e->msg, sizeof msg);
+            st = SPH_FAIL(e, SPH_E_IO, "%s: %s", o->resume_path, msg);
+        }
+    }
+    free(cstate);
     SPH_TRY(st);
-    if (s->mode == MODE_SPH)
-        SPH_TRY(sph_create(&c->sph, &c->dev, s, e));
-    else
-        SPH_TRY(contact_create(&c->contact, &c->dev, s, e));
 
     char start[32];
     iso_now(start, sizeof start);

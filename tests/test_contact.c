@@ -831,6 +831,147 @@ static void test_real_grid(void **state)
     tsys_free(&t);
 }
 
+/* Enqueue one step of solver `c` on t's uploaded state with permutation `idx` (host), read
+ * the state it wrote into pos, vel (sorted order). */
+static void state_step(tsys *t, contact_solver *c, const uint32_t *idx, float *pos, float *vel)
+{
+    sph_error e;
+    assert_int_equal(device_write(&dev, t->idx_buf, 0, t->n * 4, idx, &e), SPH_OK);
+    sph_status rc = contact_enqueue(c, t->cs_buf, t->ce_buf, t->gp_buf, t->idx_buf, &t->st, &e);
+    if (rc != SPH_OK) fail_msg("contact_enqueue: %s", e.msg);
+    assert_int_equal(device_read(&dev, t->st.pos_next, 0, t->n * 16, pos, &e), SPH_OK);
+    assert_int_equal(device_read(&dev, t->st.vel_next, 0, t->n * 16, vel, &e), SPH_OK);
+}
+
+/* --resume of the contact solver: its carried state saved after the sort (as sim.c does at a
+ * snapshot), restored into a fresh solver on the state uploaded in the sorted order (as
+ * --resume uploads it: the rebuild's permutation is then the identity), gives a next step
+ * bit-identical to the original solver's, which reached its slots through the real
+ * permutation; both solvers then carry the same state. Without it (cold) the step differs,
+ * so the test can fail. Damaged blobs are refused; another format version starts cold. */
+static void test_state_round_trip(void **state)
+{
+    (void)state;
+    sph_error e;
+    const size_t n = 300;
+    const double lo[3] = {0, 0, 0}, hi[3] = {0.2, 0.2, 0}, g[3] = {0, -9.81, 0};
+    scene s;
+    make_scene(&s, 2, lo, hi, g, 5e-4, 0.3, 4, 0.01);
+    tsys t;
+    tsys_init(&t, &s, n, 1.0);
+    rng_state = 7;
+    for (size_t i = 0; i < n; ++i) { /* a dense, overlapping layer on the floor: lasting contacts */
+        t.radius[i] = (float)urange(0.005, 0.01);
+        t.mass[i] = (float)urange(0.5, 1.5);
+        t.pos[4 * i] = (float)urange(0.01, 0.19);
+        t.pos[4 * i + 1] = (float)urange(0.01, 0.08);
+        t.vel[4 * i] = (float)urange(-0.1, 0.1);
+        t.vel[4 * i + 1] = (float)urange(-0.1, 0.1);
+    }
+    for (int k = 0; k < 30; ++k) tsys_step(&t);
+    tsys_sort_upload(&t);
+    uint32_t *perm = malloc(n * 4), *ident = malloc(n * 4);
+    float *pa = malloc(n * 16), *va = malloc(n * 16), *pb = malloc(n * 16), *vb = malloc(n * 16);
+    float *pc = malloc(n * 16), *vc = malloc(n * 16);
+    assert_non_null(vc);
+    memcpy(perm, t.idx, n * 4);
+    for (size_t i = 0; i < n; ++i) ident[i] = (uint32_t)i;
+    size_t moved = 0;
+    for (size_t i = 0; i < n; ++i) moved += perm[i] != i;
+    assert_true(moved > 0); /* the sort moved particles: the permutation is exercised */
+
+    void *blob = NULL;
+    size_t bytes = 0;
+    assert_int_equal(contact_state_save(t.c, t.idx_buf, &t.st, &blob, &bytes, &e), SPH_OK);
+    assert_non_null(blob);
+    assert_true(bytes > n * 8);
+    state_step(&t, t.c, perm, pa, va); /* the original solver's next step */
+
+    contact_solver *cb = NULL, *cc = NULL;
+    assert_int_equal(contact_create(&cb, &dev, &s, &e), SPH_OK);
+    sph_status rc = contact_state_restore(cb, &t.st, blob, bytes, &e);
+    if (rc != SPH_OK) fail_msg("contact_state_restore: %s", e.msg);
+    state_step(&t, cb, ident, pb, vb);
+    assert_memory_equal(pa, pb, n * 16);
+    assert_memory_equal(va, vb, n * 16);
+
+    /* both carry the same into the step after (no rebuild in between: idx NULL) */
+    void *blob_a = NULL, *blob_b = NULL;
+    size_t bytes_a = 0, bytes_b = 0;
+    assert_int_equal(contact_state_save(t.c, NULL, &t.st, &blob_a, &bytes_a, &e), SPH_OK);
+    assert_int_equal(contact_state_save(cb, NULL, &t.st, &blob_b, &bytes_b, &e), SPH_OK);
+    assert_int_equal(bytes_a, bytes);
+    assert_int_equal(bytes_b, bytes);
+    assert_memory_equal(blob_a, blob_b, bytes);
+
+    /* cold start: the carried impulses matter here */
+    assert_int_equal(contact_create(&cc, &dev, &s, &e), SPH_OK);
+    state_step(&t, cc, ident, pc, vc);
+    double dv = 0;
+    for (size_t i = 0; i < 4 * n; ++i) dv = fmax(dv, fabs((double)vc[i] - va[i]));
+    printf("# contact state round trip: %zu discs, %zu-byte state; restored step bit-identical, cold step off by "
+           "max |dv| %.3g m/s\n",
+           n, bytes, dv);
+    assert_true(dv > 0);
+
+    /* damaged blobs are refused, and nothing is carried after a refusal */
+    uint32_t *bad = malloc(bytes);
+    assert_non_null(bad);
+    memcpy(bad, blob, bytes);
+    bad[2] = (uint32_t)n + 1; /* header: n */
+    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPH_E_IO);
+    assert_non_null(strstr(e.msg, "particles"));
+    assert_int_equal(contact_state_restore(cb, &t.st, blob, bytes - 4, &e), SPH_E_IO);
+    assert_int_equal(contact_state_restore(cb, &t.st, blob, 8, &e), SPH_E_IO);
+    memcpy(bad, blob, bytes);
+    bad[0] ^= 1u; /* header: magic */
+    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPH_E_IO);
+    memcpy(bad, blob, bytes);
+    size_t used = 8;
+    while (used < 8 + n * CONTACT_SLOTS_2D && bad[used] == 0xffffffffu) ++used; /* a filled slot */
+    assert_true(used < 8 + n * CONTACT_SLOTS_2D);
+    bad[used] = (uint32_t)n + 5; /* a partner id out of range */
+    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPH_E_IO);
+    assert_non_null(strstr(e.msg, "damaged"));
+    state_step(&t, cb, ident, pb, vb);
+    assert_memory_equal(pc, pb, n * 16);
+    assert_memory_equal(vc, vb, n * 16);
+    /* another format version: a cold start, not an error */
+    memcpy(bad, blob, bytes);
+    bad[1] = 99;
+    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPH_OK);
+    state_step(&t, cb, ident, pb, vb);
+    assert_memory_equal(vc, vb, n * 16);
+    /* a solver that has carried nothing saves an empty state, which restores cold */
+    contact_solver *cd = NULL;
+    void *blob_d = NULL;
+    size_t bytes_d = 0;
+    assert_int_equal(contact_create(&cd, &dev, &s, &e), SPH_OK);
+    assert_int_equal(contact_state_save(cd, t.idx_buf, &t.st, &blob_d, &bytes_d, &e), SPH_OK);
+    assert_int_equal(bytes_d, bytes); /* the same size: a file's rows have one width */
+    assert_int_equal(contact_state_restore(cb, &t.st, blob_d, bytes_d, &e), SPH_OK);
+    state_step(&t, cb, ident, pb, vb);
+    assert_memory_equal(vc, vb, n * 16);
+
+    free(blob_d);
+    contact_destroy(cd);
+    free(bad);
+    free(blob);
+    free(blob_a);
+    free(blob_b);
+    contact_destroy(cb);
+    contact_destroy(cc);
+    free(perm);
+    free(ident);
+    free(pa);
+    free(va);
+    free(pb);
+    free(vb);
+    free(pc);
+    free(vc);
+    tsys_free(&t);
+}
+
 static void ref_params(const tsys *t, ref_contact_params *rp)
 {
     const scene *s = &t->s;
@@ -1051,6 +1192,7 @@ int main(void)
         cmocka_unit_test(test_reference_step),   cmocka_unit_test(test_crowd),   cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_ball_drop),        cmocka_unit_test(test_gas_conservation),
         cmocka_unit_test(test_pile_settles),     cmocka_unit_test(test_real_grid),
+        cmocka_unit_test(test_state_round_trip),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
