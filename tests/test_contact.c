@@ -1168,8 +1168,9 @@ static int group_setup(void **state)
 {
     (void)state;
     sph_error e;
-    const char *sel = getenv("SPHSIM_DEVICE") ? NULL : "cpu";
-    if (device_open(&dev, sel, 0, &e) != SPH_OK) {
+    /* SPHSIM_TEST_DEVICE picks another device (e.g. "gpu"); PoCL's CPU device by default */
+    const char *sel = getenv("SPHSIM_TEST_DEVICE");
+    if (device_open(&dev, sel && *sel ? sel : "cpu", 0, &e) != SPH_OK) {
         fprintf(stderr, "device_open: %s\n", e.msg);
         return -1;
     }
