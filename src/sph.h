@@ -18,8 +18,16 @@ typedef struct sph_solver sph_solver;
 /* Fill the kernel-side parameters from a resolved scene. */
 void sph_params_from_scene(const scene *s, sph_params *p);
 
-/* Prepare host particles before upload (e.g. boundary particle effective masses). */
+/* Prepare host particles before upload: sets the mass of every fluid particle to
+ * m = rho0 / sum_lattice W (so that the kernel sum on the initial lattice is exactly rho0; it
+ * differs from rho0 dx^dims by the lattice-sum error of the kernel, < 1.1 % for h <= 1.3 dx) and
+ * of every boundary particle to m times its lattice volume over dx^dims (init.c fits the wall
+ * lattice to the tank), rho = rho0 and pressure = 0; then squeezes fluid resting on the floor to
+ * the hydrostatic state (docs/physics.md, "Initial state"). Call after init_generate, before upload. */
 sph_status sph_prepare(const scene *s, particles *p, sph_error *e);
+
+/* Sum of W(|k| dx) over the infinite lattice of spacing dx (1/m^dims), kernel = scene_kernel. */
+double sph_lattice_sum(int kernel, int dims, double h, double dx);
 
 sph_status sph_create(sph_solver **out, sph_device *d, const scene *s, sph_error *e);
 void sph_destroy(sph_solver *s);
@@ -31,6 +39,19 @@ void sph_destroy(sph_solver *s);
 sph_status sph_density(sph_solver *s, grid *g, dev_state *st, sph_error *e);
 sph_status sph_forces(sph_solver *s, grid *g, dev_state *st, sph_error *e);
 sph_status sph_step(sph_solver *s, grid *g, dev_state *st, sph_error *e);
+
+/* sph_density + sph_forces with explicit neighbour buffers instead of a grid: cell_start and
+ * cell_end (uint per cell, linear cell index cx + nx (cy + ny cz)) and a __constant grid_params
+ * buffer. Tests build these on the host, which isolates the SPH from the device grid. */
+sph_status sph_enqueue(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, dev_state *st,
+                       sph_error *e);
+sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                               dev_state *st, sph_error *e);
+sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                              dev_state *st, sph_error *e);
+
+/* The parameters the solver uploaded. */
+const sph_params *sph_get_params(const sph_solver *s);
 
 /* Enqueue: fill st->pressure from st->rho (for output), in sorted order. */
 sph_status sph_pressure(sph_solver *s, dev_state *st, sph_error *e);

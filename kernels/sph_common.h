@@ -1,0 +1,71 @@
+/* sph_common.h: device-side helpers of the SPH kernels: the compiled scheme's W, gradient
+ * function F = (1/r) dW/dr, viscosity Laplacian and equation of state, chosen by build options
+ * (-DDIMS, -DKERNEL_POLY6|KERNEL_CUBIC|KERNEL_WENDLAND, -DEOS_LINEAR|EOS_TAIT,
+ * -DVISC_LAPLACIAN|VISC_ARTIFICIAL). OpenCL C only. */
+#ifndef SPHSIM_SPH_COMMON_H
+#define SPHSIM_SPH_COMMON_H
+
+#include "sph_shared.h"
+#include "sph_kernel_fns.h"
+#include "grid_shared.h"
+#include "neighbours.h"
+
+#if !defined(KERNEL_POLY6) && !defined(KERNEL_CUBIC) && !defined(KERNEL_WENDLAND)
+#error "build option -DKERNEL_POLY6, -DKERNEL_CUBIC or -DKERNEL_WENDLAND required"
+#endif
+#if !defined(EOS_LINEAR) && !defined(EOS_TAIT)
+#error "build option -DEOS_LINEAR or -DEOS_TAIT required"
+#endif
+#if !defined(VISC_LAPLACIAN) && !defined(VISC_ARTIFICIAL)
+#error "build option -DVISC_LAPLACIAN or -DVISC_ARTIFICIAL required"
+#endif
+
+/* W(r) of the compiled kernel, from r^2 (1/m^dims). */
+inline float sph_W(float r2, __constant const sph_params *P)
+{
+#if defined(KERNEL_POLY6)
+    return sphk_poly6_w(r2, P->support2, P->w_norm);
+#elif defined(KERNEL_CUBIC)
+    return sphk_cubic_w(sqrt(r2) * P->h_inv, P->w_norm);
+#else
+    return sphk_wendland_w(sqrt(r2) * P->h_inv, P->w_norm);
+#endif
+}
+
+/* F(r) = (1/r) dW/dr of the compiled gradient kernel (spiky for the poly6 scheme), 1/m^(dims+2);
+ * grad_i W_ij = F(r) dx with dx = x_i - x_j. Requires r > 0. */
+inline float sph_F(float r, __constant const sph_params *P)
+{
+#if defined(KERNEL_POLY6)
+    return sphk_spiky_f(r, P->support, P->f_norm);
+#elif defined(KERNEL_CUBIC)
+    return sphk_cubic_f(r * P->h_inv, P->f_norm);
+#else
+    return sphk_wendland_f(r * P->h_inv, P->f_norm);
+#endif
+}
+
+/* Pressure (Pa) from density (kg/m^3), clamped at >= 0 (docs/physics.md, "pressure clamp").
+ * Tait: p = B ((rho/rho0)^gamma - 1) written as B expm1(gamma log1p((rho - rho0)/rho0)) so that
+ * the small difference keeps its relative precision in float. */
+inline float sph_eos(float rho, __constant const sph_params *P)
+{
+    if (rho <= P->rho0) return 0.0f; /* NaN passes on */
+#if defined(EOS_LINEAR)
+    return P->eos_k * (rho - P->rho0);
+#else
+    return P->eos_k * expm1(P->gamma * log1p((rho - P->rho0) / P->rho0));
+#endif
+}
+
+/* Inverse of sph_eos for p >= 0: the density (kg/m^3) at which the EOS gives p (Pa). */
+inline float sph_eos_rho(float p, __constant const sph_params *P)
+{
+#if defined(EOS_LINEAR)
+    return P->rho0 + p / P->eos_k;
+#else
+    return P->rho0 * exp(log1p(p / P->eos_k) / P->gamma);
+#endif
+}
+
+#endif

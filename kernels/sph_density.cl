@@ -1,0 +1,83 @@
+/* sph_density.cl: writes rho and pressure of every particle, in sorted order.
+ *   sph_density  (fluid i):    rho_i = sum_j m_j W(|x_i - x_j|, h)   (j over fluid and boundary,
+ *                              j = i included; boundary m_b = rho0 / sum_lattice W), p_i = EOS(rho_i)
+ *   sph_boundary (boundary w): pressure extrapolated from the fluid (Adami, Hu & Adams 2012, eq. 27,
+ *                              fixed wall a_w = 0):
+ *                              p_w = (sum_f p_f W_wf + g . sum_f rho_f (x_w - x_f) W_wf) / sum_f W_wf,
+ *                              clamped at >= 0 (0 without fluid neighbours); rho_w = EOS^-1(p_w)
+ *   sph_pressure:              p_i = EOS(rho_i) again, for output.
+ * Gathers over the neighbour grid: no atomics; sums run in sorted order. sph_boundary reads
+ * only fluid entries and writes only boundary entries of rho/pressure. */
+#include "sph_common.h"
+
+__kernel void sph_density(const uint n,
+                          __global const float4 *pos,   /* m, sorted */
+                          __global const float *mass,   /* kg, sorted */
+                          __global const uchar *type,   /* PTYPE_*, sorted */
+                          __global const uint *cell_start, __global const uint *cell_end,
+                          __constant const grid_params *gp, __constant const sph_params *P,
+                          __global float *rho,          /* kg/m^3, out (fluid) */
+                          __global float *pressure)     /* Pa, out (fluid) */
+{
+    const uint i = get_global_id(0);
+    if (i >= n) return;
+    if (type[i] != PTYPE_FLUID) return; /* boundary: sph_boundary */
+    const float4 x_i = pos[i];
+    const float support2 = P->support2;
+    float rho_i = 0.0f;
+    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
+        float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
+        dx.w = 0.0f;
+        const float r2 = dot(dx, dx);
+        if (r2 >= support2) continue;
+        rho_i += mass[j] * sph_W(r2, P);
+    NEIGHBOURS_END
+    rho[i] = rho_i;
+    pressure[i] = sph_eos(rho_i, P);
+}
+
+__kernel void sph_boundary(const uint n,
+                           __global const float4 *pos,  /* m, sorted */
+                           __global const uchar *type,  /* PTYPE_*, sorted */
+                           __global const uint *cell_start, __global const uint *cell_end,
+                           __constant const grid_params *gp, __constant const sph_params *P,
+                           __global float *rho,         /* kg/m^3: fluid read, boundary written */
+                           __global float *pressure)    /* Pa: fluid read, boundary written */
+{
+    const uint i = get_global_id(0);
+    if (i >= n) return;
+    if (type[i] != PTYPE_BOUNDARY) return;
+    const float4 x_w = pos[i];
+    const float support2 = P->support2;
+    float sum_W = 0.0f, sum_pW = 0.0f;          /* 1/m^dims, Pa/m^dims */
+    float4 sum_rho_dx_W = (float4)(0.0f);        /* kg/m^(2+dims) */
+    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_w, j)
+        if (type[j] != PTYPE_FLUID) continue;
+        float4 dx = x_w - pos[j]; /* dx = x_w - x_f */
+        dx.w = 0.0f;
+        const float r2 = dot(dx, dx);
+        if (r2 >= support2) continue;
+        const float W = sph_W(r2, P);
+        sum_W += W;
+        sum_pW += pressure[j] * W;
+        sum_rho_dx_W += (rho[j] * W) * dx;
+    NEIGHBOURS_END
+    float p_w = 0.0f;
+    if (sum_W > 0.0f) {
+        const float g_dot = P->gravity[0] * sum_rho_dx_W.x + P->gravity[1] * sum_rho_dx_W.y +
+                            P->gravity[2] * sum_rho_dx_W.z;
+        p_w = fmax((sum_pW + g_dot) / sum_W, 0.0f);
+    }
+    pressure[i] = p_w;
+    rho[i] = sph_eos_rho(p_w, P);
+}
+
+/* pressure_i = EOS(rho_i) for output (the same function the density stage applies; for boundary
+ * particles rho_w = EOS^-1(p_w) gives p_w back). */
+__kernel void sph_pressure(const uint n, __constant const sph_params *P, __global const float *rho,
+                           __global float *pressure)
+{
+    const uint i = get_global_id(0);
+    if (i >= n) return;
+    pressure[i] = sph_eos(rho[i], P);
+}

@@ -1,0 +1,108 @@
+/* sph_forces.cl: writes pos_next and vel_next (and OR-s FLAG_* into flags): the acceleration of
+ * every fluid particle from pressure, viscosity and gravity, then the kick-drift leapfrog
+ *   v_next = v + a dt,   x_next = x + v_next dt          (v is the half-step velocity)
+ * Boundary particles never move: x_next = x, v_next = 0.
+ *
+ * For a fluid particle i and neighbour j (dx = x_i - x_j, r = |dx|, grad W_ij = F(r) dx):
+ *   pressure (Monaghan 1992, symmetric):  a_i -= m_j (p_i/rho_i^2 + p_j/rho_j^2) grad W_ij
+ *   artificial viscosity (Monaghan 1992): a_i -= m_j Pi_ij grad W_ij,
+ *        Pi_ij = -alpha c0 mu_ij / rho_ij,  mu_ij = h v_ij.dx / (r^2 + eta^2) when v_ij.dx < 0
+ *   laminar, poly6 scheme (Mueller 2003):  a_i += mu m_j / (rho_i rho_j) (v_j - v_i) lap W_visc
+ *   laminar, other kernels (Morris 1997):  a_i += 2 mu m_j / (rho_i rho_j) F r^2/(r^2+eta^2) v_ij
+ * A boundary neighbour w enters with the pressure p_w and density rho_w that sph_boundary
+ * extrapolated from the fluid (Adami, Hu & Adams 2012) and v_w = 0 (no-slip wall at rest).
+ * Closer than r0 = 0.75 dx to a boundary particle (never on the initial lattice) a Lennard-Jones
+ * repulsion (Monaghan 1994) stops splashing droplets, which have p = 0, before they reach the wall:
+ *   a_i += D ((r0/r)^12 - (r0/r)^4) dx / r^2      for r < r0
+ * A gather over the neighbour grid: no float atomics; only the flag word is OR-ed atomically. */
+#include "sph_common.h"
+
+__kernel void sph_forces(const uint n,
+                         __global const float4 *pos,      /* m, sorted */
+                         __global const float4 *vel,      /* m/s, sorted */
+                         __global const float *mass,      /* kg */
+                         __global const uchar *type,      /* PTYPE_* */
+                         __global const float *rho,       /* kg/m^3 (sph_density) */
+                         __global const float *pressure,  /* Pa (sph_density) */
+                         __global const uint *cell_start, __global const uint *cell_end,
+                         __constant const grid_params *gp, __constant const sph_params *P,
+                         __global float4 *pos_next,       /* m, out */
+                         __global float4 *vel_next,       /* m/s, out */
+                         __global uint *flags)            /* FLAG_* bits, OR-ed */
+{
+    const uint i = get_global_id(0);
+    if (i >= n) return;
+    const float4 x_i = pos[i];
+    if (type[i] != PTYPE_FLUID) {
+        pos_next[i] = x_i;
+        vel_next[i] = (float4)(0.0f);
+        return;
+    }
+    const float4 v_i = vel[i];
+    const float rho_i = rho[i];
+    const float p_i = pressure[i];
+    const float p_rho2_i = p_i / (rho_i * rho_i); /* m^2/s^2 / (kg/m^3) */
+    const float support2 = P->support2;
+    float4 acc = (float4)(0.0f);                   /* m/s^2 */
+
+    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
+        float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
+        dx.w = 0.0f;
+        const float r2 = dot(dx, dx);
+        if (r2 >= support2 || j == i || r2 == 0.0f) continue;
+        const float r = sqrt(r2);
+        const float F = sph_F(r, P); /* grad_i W_ij = F dx */
+        const float m_j = mass[j];
+        const float rho_j = rho[j];
+        const float p_rho2_j = pressure[j] / (rho_j * rho_j);
+        const float4 v_j = type[j] == PTYPE_FLUID ? vel[j] : (float4)(0.0f); /* walls at rest */
+        /* pressure */
+        float coef = -m_j * (p_rho2_i + p_rho2_j) * F;
+        const float4 v_ij = v_i - v_j;
+#if defined(VISC_ARTIFICIAL)
+        const float vr = dot(v_ij, dx);
+        if (vr < 0.0f) {
+            const float mu_ij = P->h * vr / (r2 + P->eta2);                 /* m/s */
+            const float Pi_ij = -P->alpha * P->c0 * mu_ij / (0.5f * (rho_i + rho_j)); /* m^5/(kg s^2) */
+            coef -= m_j * Pi_ij * F;
+        }
+        acc += coef * dx;
+#elif defined(KERNEL_POLY6)
+        acc += coef * dx;
+        acc -= (P->mu * m_j / (rho_i * rho_j) * sphk_visc_lap(r, P->support, P->lap_norm)) * v_ij;
+#else
+        acc += coef * dx;
+        acc += (2.0f * P->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + P->eta2)) * v_ij;
+#endif
+        if (type[j] != PTYPE_FLUID && r < P->wall_r0) { /* wall repulsion (Monaghan 1994) */
+            const float s2 = P->wall_r0 * P->wall_r0 / r2;    /* (r0/r)^2 */
+            const float s4 = s2 * s2;
+            acc += (P->wall_D * (s4 * s4 * s4 - s4) / r2) * dx;
+        }
+    NEIGHBOURS_END
+
+    acc.x += P->gravity[0];
+    acc.y += P->gravity[1];
+    acc.z += P->gravity[2];
+    acc.w = 0.0f;
+    const float dt = P->dt;
+    float4 v_next = v_i + acc * dt;
+    v_next.w = 0.0f;
+    float4 x_next = x_i + v_next * dt;
+    x_next.w = 0.0f;
+    pos_next[i] = x_next;
+    vel_next[i] = v_next;
+
+    uint bad = 0u;
+    const int finite = isfinite(x_next.x) && isfinite(x_next.y) && isfinite(x_next.z) &&
+                       isfinite(v_next.x) && isfinite(v_next.y) && isfinite(v_next.z);
+    if (!finite) bad |= FLAG_NONFINITE;
+    if (dot(v_next, v_next) > P->max_speed2) bad |= FLAG_RUNAWAY;
+    int outside = x_next.x < P->tank_min[0] || x_next.x > P->tank_max[0] ||
+                  x_next.y < P->tank_min[1] || x_next.y > P->tank_max[1];
+#if DIMS == 3
+    outside = outside || x_next.z < P->tank_min[2] || x_next.z > P->tank_max[2];
+#endif
+    if (outside) bad |= FLAG_OUTSIDE;
+    if (bad) atomic_or(flags, bad);
+}

@@ -1,0 +1,365 @@
+/* sph: host side of the SPH fluid solver: parameters, particle masses, kernels and the order
+ * of the two stages (sph_density, then sph_forces with the fused leapfrog update). */
+#include "sph.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/sph_kernel_fns.h"
+
+_Static_assert(SPHK_POLY6 == KERNEL_POLY6 && SPHK_CUBIC == KERNEL_CUBIC && SPHK_WENDLAND == KERNEL_WENDLAND,
+               "kernel ids of sph_kernel_fns.h must equal scene_kernel");
+
+struct sph_solver {
+    sph_device *d;
+    sph_params params;
+    cl_program prog_density, prog_forces;
+    cl_kernel k_density, k_boundary, k_pressure, k_forces;
+    cl_mem params_buf; /* __constant sph_params */
+};
+
+/* Work-group size of the SPH kernels (the host rounds the global size up). */
+#define SPH_LOCAL 64
+
+/* Wall repulsion (docs/physics.md): range r0 = SPH_WALL_R0 dx, strength D = SPH_WALL_D c0^2. */
+#define SPH_WALL_R0 0.75
+#define SPH_WALL_D 0.05
+
+void sph_params_from_scene(const scene *s, sph_params *p)
+{
+    memset(p, 0, sizeof *p);
+    const int dims = s->dims;
+    const double h = s->h;
+    p->h = (float)h;
+    p->h_inv = (float)(1.0 / h);
+    p->support = (float)(2.0 * h);
+    p->support2 = (float)(4.0 * h * h);
+    p->w_norm = (float)sphk_norm_w((int)s->kernel, dims, h);
+    p->f_norm = (float)sphk_norm_f((int)s->kernel, dims, h);
+    p->lap_norm = (float)sphk_norm_lap(dims, h);
+    p->rho0 = (float)s->rest_density;
+    if (s->eos == EOS_LINEAR) {
+        p->eos_k = (float)s->stiffness;
+        p->gamma = 1.0f;
+        p->c0 = (float)sqrt(s->stiffness); /* sound speed of p = k (rho - rho0) */
+    } else {
+        p->gamma = (float)s->gamma;
+        p->eos_k = (float)(s->rest_density * s->sound_speed * s->sound_speed / s->gamma); /* B, Pa */
+        p->c0 = (float)s->sound_speed;
+    }
+    p->alpha = (float)s->alpha;
+    p->mu = (float)s->mu;
+    p->eta2 = (float)(0.01 * h * h);
+    for (int k = 0; k < 3; ++k) {
+        p->gravity[k] = k < dims ? (float)s->gravity[k] : 0.0f;
+        p->tank_min[k] = k < dims ? (float)s->tank.min[k] : 0.0f;
+        p->tank_max[k] = k < dims ? (float)s->tank.max[k] : 0.0f;
+    }
+    p->dt = (float)s->dt;
+    const double v2 = s->max_speed * s->max_speed;
+    p->max_speed2 = (s->max_speed > 0.0 && v2 < FLT_MAX) ? (float)v2 : FLT_MAX;
+    p->wall_r0 = (float)(SPH_WALL_R0 * s->spacing);
+    p->wall_D = (float)(SPH_WALL_D * p->c0 * p->c0);
+    p->dims = (sph_u32)dims;
+}
+
+double sph_lattice_sum(int kernel, int dims, double h, double dx)
+{
+    const int R = (int)ceil(2.0 * h / dx) + 1;
+    const int Rz = dims == 3 ? R : 0;
+    double sum = 0.0;
+    for (int k = -Rz; k <= Rz; ++k)
+        for (int j = -R; j <= R; ++j)
+            for (int i = -R; i <= R; ++i) {
+                const double r = dx * sqrt((double)(i * i + j * j + k * k));
+                sum += sphk_w(kernel, dims, h, r);
+            }
+    return sum;
+}
+
+/* Pressure (Pa, >= 0) of the scene's EOS at density rho, and its inverse (double). */
+static double eos_p(const scene *s, double rho)
+{
+    if (rho <= s->rest_density) return 0.0;
+    if (s->eos == EOS_LINEAR) return s->stiffness * (rho - s->rest_density);
+    return s->rest_density * s->sound_speed * s->sound_speed / s->gamma * (pow(rho / s->rest_density, s->gamma) - 1.0);
+}
+
+static double eos_rho(const scene *s, double p)
+{
+    if (s->eos == EOS_LINEAR) return s->rest_density + p / s->stiffness;
+    return s->rest_density * pow(1.0 + p * s->gamma / (s->rest_density * s->sound_speed * s->sound_speed), 1.0 / s->gamma);
+}
+
+/* Lattice sum of W with spacing dx on every axis but `axis`, where it is lambda dx (1/m^dims). */
+static double lattice_sum_squeezed(int kernel, int dims, double h, double dx, int axis, double lambda)
+{
+    const int R = (int)ceil(2.0 * h / (lambda * dx)) + 1;
+    const int Rz = dims == 3 ? R : 0;
+    double sum = 0.0;
+    for (int k = -Rz; k <= Rz; ++k)
+        for (int j = -R; j <= R; ++j)
+            for (int i = -R; i <= R; ++i) {
+                double c[3] = {i * dx, j * dx, k * dx};
+                c[axis] *= lambda;
+                sum += sphk_w(kernel, dims, h, sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]));
+            }
+    return sum;
+}
+
+/* One fluid particle in the column sort of hydrostatic_init. */
+typedef struct col_entry {
+    long key[2];  /* lattice indices on the two axes across gravity */
+    double up;    /* coordinate along "up" (against gravity), m */
+    size_t i;     /* particle index */
+} col_entry;
+
+static int col_cmp(const void *a, const void *b)
+{
+    const col_entry *x = a, *y = b;
+    for (int k = 0; k < 2; ++k)
+        if (x->key[k] != y->key[k]) return x->key[k] < y->key[k] ? -1 : 1;
+    return (x->up > y->up) - (x->up < y->up);
+}
+
+#define SQUEEZE_TABLE 201
+
+/* Hydrostatic initial state (docs/physics.md, "initial state"): every vertical run of fluid
+ * particles that rests on the tank floor is compressed along gravity so that the kernel sum on the
+ * squeezed lattice gives the density whose EOS pressure is rho0 |g| depth. Without it the fluid
+ * starts at p = 0, falls, and overshoots to about twice the hydrostatic pressure. Only when gravity
+ * lies along one axis; runs not touching the floor (falling fluid) are left as they are. */
+static sph_status hydrostatic_init(const scene *s, particles *p, double m, sph_error *e)
+{
+    const int dims = s->dims;
+    int ga = -1;
+    for (int a = 0; a < dims; ++a)
+        if (s->gravity[a] != 0.0) {
+            if (ga >= 0) return SPH_OK; /* gravity not along one axis: start at p = 0 */
+            ga = a;
+        }
+    if (ga < 0 || p->n_fluid == 0) return SPH_OK;
+    const double g = fabs(s->gravity[ga]), dir = s->gravity[ga] < 0 ? 1.0 : -1.0; /* up = dir * x[ga] */
+    const double dx = s->spacing;
+    const double floor_up = dir > 0 ? s->tank.min[ga] : -s->tank.max[ga];
+
+    /* density on a lattice squeezed along gravity by lambda in [0.9, 1] */
+    double lam[SQUEEZE_TABLE], rho_of[SQUEEZE_TABLE];
+    for (int k = 0; k < SQUEEZE_TABLE; ++k) {
+        lam[k] = 1.0 - 0.1 * k / (SQUEEZE_TABLE - 1);
+        rho_of[k] = m * lattice_sum_squeezed((int)s->kernel, dims, s->h, dx, ga, lam[k]);
+        if (k > 0 && !(rho_of[k] > rho_of[k - 1])) return SPH_OK; /* not monotonic: leave unsqueezed */
+    }
+
+    col_entry *c = malloc(p->n_fluid * sizeof *c);
+    if (!c) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory for the hydrostatic initial state");
+    size_t nc = 0;
+    for (size_t i = 0; i < p->n; ++i) {
+        if (p->type[i] != PTYPE_FLUID) continue;
+        col_entry *x = &c[nc++];
+        int q = 0;
+        x->key[0] = x->key[1] = 0;
+        for (int a = 0; a < dims; ++a)
+            if (a != ga) x->key[q++] = lround((p->pos[4 * i + a] - s->tank.min[a]) / dx - 0.5);
+        x->up = dir * p->pos[4 * i + ga];
+        x->i = i;
+    }
+    qsort(c, nc, sizeof *c, col_cmp);
+    for (size_t r0 = 0, r1; r0 < nc; r0 = r1) {
+        /* a run: same column, successive particles at most 1.5 dx apart */
+        for (r1 = r0 + 1; r1 < nc; ++r1)
+            if (c[r1].key[0] != c[r0].key[0] || c[r1].key[1] != c[r0].key[1] || c[r1].up - c[r1 - 1].up > 1.5 * dx)
+                break;
+        if (c[r0].up - floor_up > dx) continue; /* not resting on the floor */
+        const size_t N = r1 - r0;
+        double up = floor_up;
+        for (size_t k = 0; k < N; ++k) {
+            /* spacing below particle k at the depth halfway down to its lower neighbour (or floor) */
+            const double depth_mid = k == 0 ? (N - 0.25) * dx : (N - k) * dx;
+            const double depth = (N - k - 0.5) * dx;
+            const double rho_mid = eos_rho(s, s->rest_density * g * depth_mid);
+            /* lambda with m S(lambda) = rho_mid, by linear interpolation in the table */
+            double l = lam[SQUEEZE_TABLE - 1];
+            for (int t = 1; t < SQUEEZE_TABLE; ++t)
+                if (rho_of[t] >= rho_mid) {
+                    const double f = (rho_mid - rho_of[t - 1]) / (rho_of[t] - rho_of[t - 1]);
+                    l = lam[t - 1] + f * (lam[t] - lam[t - 1]);
+                    break;
+                }
+            /* the first row keeps the squeezed spacing to the first boundary layer (at -dx/2) */
+            up += k == 0 ? dx * (l - 0.5) : dx * l;
+            const size_t i = c[r0 + k].i;
+            p->pos[4 * i + ga] = (float)(dir * up);
+            p->rho[i] = (float)eos_rho(s, s->rest_density * g * depth);
+            p->pressure[i] = (float)eos_p(s, p->rho[i]);
+        }
+    }
+    free(c);
+    return SPH_OK;
+}
+
+sph_status sph_prepare(const scene *s, particles *p, sph_error *e)
+{
+    if (s->dims != 2 && s->dims != 3) return SPH_FAIL(e, SPH_E_SCENE, "dimensions: expected 2 or 3, got %d", s->dims);
+    if (!(s->spacing > 0.0) || !(s->h > 0.0) || !(s->rest_density > 0.0))
+        return SPH_FAIL(e, SPH_E_SCENE, "fluid: spacing, smoothing length and rest density must be > 0");
+    /* Fluid and boundary particles sit on one lattice of spacing dx; m = rho0 / sum_lattice W
+     * makes the kernel sum on that lattice exactly rho0 (docs/physics.md, "particle mass"). */
+    const double S = sph_lattice_sum((int)s->kernel, s->dims, s->h, s->spacing);
+    if (!(S > 0.0)) return SPH_FAIL(e, SPH_E_SCENE, "fluid.smoothing_length: the kernel sum on the lattice is zero");
+    const double m = s->rest_density / S;
+    /* init.c spreads the wall lattice to fit the tank exactly (n_a = round(width_a / dx) cells of
+     * width_a / n_a); a boundary particle's mass follows its volume so that the walls carry the
+     * fluid's mass density. */
+    double vol_ratio = 1.0;
+    for (int a = 0; a < s->dims; ++a) {
+        const double w = s->tank.max[a] - s->tank.min[a];
+        double n_a = floor(w / s->spacing + 0.5);
+        if (n_a < 1.0) n_a = 1.0;
+        vol_ratio *= w / n_a / s->spacing;
+    }
+    for (size_t i = 0; i < p->n; ++i)
+        if (p->type[i] == PTYPE_FLUID || p->type[i] == PTYPE_BOUNDARY) {
+            p->mass[i] = (float)(p->type[i] == PTYPE_FLUID ? m : m * vol_ratio);
+            p->rho[i] = (float)s->rest_density;
+            p->pressure[i] = 0.0f;
+        }
+    return hydrostatic_init(s, p, m, e);
+}
+
+sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, sph_error *e)
+{
+    *out = NULL;
+    if (sc->dims != 2 && sc->dims != 3) return SPH_FAIL(e, SPH_E_SCENE, "dimensions: expected 2 or 3, got %d", sc->dims);
+    sph_solver *s = calloc(1, sizeof *s);
+    if (!s) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+    s->d = d;
+    sph_params_from_scene(sc, &s->params);
+    static const char *kernel_opt[] = {"KERNEL_POLY6", "KERNEL_CUBIC", "KERNEL_WENDLAND"};
+    char opts[256];
+    snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s", sc->dims, kernel_opt[sc->kernel],
+             sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
+             sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL");
+    sph_status st;
+    if ((st = device_build(d, "sph_density.cl", opts, &s->prog_density, e)) != SPH_OK ||
+        (st = device_build(d, "sph_forces.cl", opts, &s->prog_forces, e)) != SPH_OK ||
+        (st = device_kernel(s->prog_density, "sph_density", &s->k_density, e)) != SPH_OK ||
+        (st = device_kernel(s->prog_density, "sph_boundary", &s->k_boundary, e)) != SPH_OK ||
+        (st = device_kernel(s->prog_density, "sph_pressure", &s->k_pressure, e)) != SPH_OK ||
+        (st = device_kernel(s->prog_forces, "sph_forces", &s->k_forces, e)) != SPH_OK ||
+        (st = device_alloc(d, sizeof s->params, "SPH parameters", &s->params_buf, e)) != SPH_OK ||
+        (st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPH_OK) {
+        sph_destroy(s);
+        return st;
+    }
+    *out = s;
+    return SPH_OK;
+}
+
+void sph_destroy(sph_solver *s)
+{
+    if (!s) return;
+    if (s->k_density) clReleaseKernel(s->k_density);
+    if (s->k_boundary) clReleaseKernel(s->k_boundary);
+    if (s->k_pressure) clReleaseKernel(s->k_pressure);
+    if (s->k_forces) clReleaseKernel(s->k_forces);
+    if (s->prog_density) clReleaseProgram(s->prog_density);
+    if (s->prog_forces) clReleaseProgram(s->prog_forces);
+    if (s->params_buf) clReleaseMemObject(s->params_buf);
+    free(s);
+}
+
+const sph_params *sph_get_params(const sph_solver *s) { return &s->params; }
+
+sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                               dev_state *st, sph_error *e)
+{
+    if (st->n == 0) return SPH_OK;
+    if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
+    const cl_uint n = (cl_uint)st->n;
+    cl_kernel k = s->k_density;
+    DEVICE_ARG(e, k, 0, n);
+    DEVICE_ARG(e, k, 1, st->pos);
+    DEVICE_ARG(e, k, 2, st->mass);
+    DEVICE_ARG(e, k, 3, st->type);
+    DEVICE_ARG(e, k, 4, cell_start);
+    DEVICE_ARG(e, k, 5, cell_end);
+    DEVICE_ARG(e, k, 6, grid_params_buf);
+    DEVICE_ARG(e, k, 7, s->params_buf);
+    DEVICE_ARG(e, k, 8, st->rho);
+    DEVICE_ARG(e, k, 9, st->pressure);
+    SPH_TRY(device_run1d(s->d, k, st->n, SPH_LOCAL, e));
+
+    k = s->k_boundary;
+    DEVICE_ARG(e, k, 0, n);
+    DEVICE_ARG(e, k, 1, st->pos);
+    DEVICE_ARG(e, k, 2, st->type);
+    DEVICE_ARG(e, k, 3, cell_start);
+    DEVICE_ARG(e, k, 4, cell_end);
+    DEVICE_ARG(e, k, 5, grid_params_buf);
+    DEVICE_ARG(e, k, 6, s->params_buf);
+    DEVICE_ARG(e, k, 7, st->rho);
+    DEVICE_ARG(e, k, 8, st->pressure);
+    return device_run1d(s->d, k, st->n, SPH_LOCAL, e);
+}
+
+sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                              dev_state *st, sph_error *e)
+{
+    if (st->n == 0) return SPH_OK;
+    if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
+    const cl_uint n = (cl_uint)st->n;
+    cl_kernel k = s->k_forces;
+    DEVICE_ARG(e, k, 0, n);
+    DEVICE_ARG(e, k, 1, st->pos);
+    DEVICE_ARG(e, k, 2, st->vel);
+    DEVICE_ARG(e, k, 3, st->mass);
+    DEVICE_ARG(e, k, 4, st->type);
+    DEVICE_ARG(e, k, 5, st->rho);
+    DEVICE_ARG(e, k, 6, st->pressure);
+    DEVICE_ARG(e, k, 7, cell_start);
+    DEVICE_ARG(e, k, 8, cell_end);
+    DEVICE_ARG(e, k, 9, grid_params_buf);
+    DEVICE_ARG(e, k, 10, s->params_buf);
+    DEVICE_ARG(e, k, 11, st->pos_next);
+    DEVICE_ARG(e, k, 12, st->vel_next);
+    DEVICE_ARG(e, k, 13, st->flags);
+    return device_run1d(s->d, k, st->n, SPH_LOCAL, e);
+}
+
+sph_status sph_enqueue(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, dev_state *st,
+                       sph_error *e)
+{
+    SPH_TRY(sph_enqueue_density(s, cell_start, cell_end, grid_params_buf, st, e));
+    return sph_enqueue_forces(s, cell_start, cell_end, grid_params_buf, st, e);
+}
+
+sph_status sph_density(sph_solver *s, grid *g, dev_state *st, sph_error *e)
+{
+    return sph_enqueue_density(s, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), st, e);
+}
+
+sph_status sph_forces(sph_solver *s, grid *g, dev_state *st, sph_error *e)
+{
+    return sph_enqueue_forces(s, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), st, e);
+}
+
+sph_status sph_step(sph_solver *s, grid *g, dev_state *st, sph_error *e)
+{
+    SPH_TRY(sph_density(s, g, st, e));
+    return sph_forces(s, g, st, e);
+}
+
+sph_status sph_pressure(sph_solver *s, dev_state *st, sph_error *e)
+{
+    if (st->n == 0) return SPH_OK;
+    const cl_uint n = (cl_uint)st->n;
+    cl_kernel k = s->k_pressure;
+    DEVICE_ARG(e, k, 0, n);
+    DEVICE_ARG(e, k, 1, s->params_buf);
+    DEVICE_ARG(e, k, 2, st->rho);
+    DEVICE_ARG(e, k, 3, st->pressure);
+    return device_run1d(s->d, k, st->n, SPH_LOCAL, e);
+}

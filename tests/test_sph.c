@@ -1,0 +1,743 @@
+/* test_sph: the SPH solver. Host: kernel normalisation, gradients and the viscosity Laplacian
+ * in 2D and 3D (continuum quadrature and lattice sums), parameters and particle masses.
+ * Device (PoCL): one step of every scheme against the double-precision brute-force reference
+ * (tests/ref_sph.c), the rest lattice, momentum and mass conservation of a free blob, fixed
+ * boundary particles and the FLAG_* guards. The neighbour tables are built on the host
+ * (tests/ref_sph.c), so these tests do not depend on the device grid. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "device.h"
+#include "ref_sph.h"
+#include "sph.h"
+#include "../kernels/sph_kernel_fns.h"
+
+static const char *kname[] = {"poly6", "cubic", "wendland"};
+
+/* ------------------------------------------------------------------ host: kernels */
+
+/* Integral over the plane (dims 2) or space (dims 3) of a radial function g(r) on [0, H] by
+ * composite Simpson with `m` (even) intervals; the cubic spline's break at r = h = H/2 is a node. */
+static double radial_integral(int dims, double H, int m, double (*g)(double r, const void *ctx), const void *ctx)
+{
+    const double dr = H / m;
+    double sum = 0.0;
+    for (int k = 0; k <= m; ++k) {
+        const double r = k * dr;
+        const double shell = dims == 2 ? 2.0 * M_PI * r : 4.0 * M_PI * r * r;
+        const double w = (k == 0 || k == m) ? 1.0 : (k % 2 ? 4.0 : 2.0);
+        sum += w * shell * g(r, ctx);
+    }
+    return sum * dr / 3.0;
+}
+
+typedef struct kctx {
+    int kernel, dims;
+    double h;
+} kctx;
+
+static double g_w(double r, const void *c)
+{
+    const kctx *k = c;
+    return sphk_w(k->kernel, k->dims, k->h, r);
+}
+/* -(1/dims) r^2 F(r): integrates to 1 when grad W is normalised (int x (x) grad W = -I). */
+static double g_first_moment(double r, const void *c)
+{
+    const kctx *k = c;
+    return -r * r * sphk_f(k->kernel, k->dims, k->h, r) / k->dims;
+}
+/* r^2 lap W_visc / (2 dims): integrates to 1 when the SPH Laplacian of a quadratic is exact. */
+static double g_lap_moment(double r, const void *c)
+{
+    const kctx *k = c;
+    return r * r * sphk_visc_lap(r, 2.0 * k->h, sphk_norm_lap(k->dims, k->h)) / (2.0 * k->dims);
+}
+
+/* Continuum: int W dV = 1, -(1/d) int r^2 F dV = 1 (gradient normalisation, including the
+ * spiky kernel), and (1/2d) int r^2 lap W_visc dV = 1, to quadrature precision. */
+static void test_kernel_continuum(void **state)
+{
+    (void)state;
+    for (int dims = 2; dims <= 3; ++dims)
+        for (int kernel = 0; kernel < 3; ++kernel) {
+            const kctx c = {kernel, dims, 0.013};
+            const double w = radial_integral(dims, 2 * c.h, 20000, g_w, &c);
+            const double m1 = radial_integral(dims, 2 * c.h, 20000, g_first_moment, &c);
+            print_message("  %dD %-8s int W dV = %.10f   -(1/d) int r^2 F dV = %.10f\n", dims, kname[kernel], w, m1);
+            assert_true(fabs(w - 1.0) < 1e-9);
+            assert_true(fabs(m1 - 1.0) < 1e-9);
+        }
+    for (int dims = 2; dims <= 3; ++dims) {
+        const kctx c = {0, dims, 0.013};
+        const double l = radial_integral(dims, 2 * c.h, 20000, g_lap_moment, &c);
+        print_message("  %dD viscosity (1/2d) int r^2 lap W dV = %.10f\n", dims, l);
+        assert_true(fabs(l - 1.0) < 1e-9);
+    }
+}
+
+/* Mueller's viscosity kernel itself: unit integral and lap W = lap_norm (H - r). In 2D this is
+ * the derived kernel with constant 40/(pi H^5); the 3D constant 45/(pi H^6) copied into 2D
+ * would be wrong by a factor 45/(40 H), i.e. not even of the right dimension. */
+static void test_viscosity_kernel_2d_3d(void **state)
+{
+    (void)state;
+    for (int dims = 2; dims <= 3; ++dims) {
+        const double H = 0.026;
+        /* midpoint rule: the kernel is singular (log r in 2D, 1/r in 3D) at r = 0 */
+        const int m = 200000;
+        double integral = 0.0;
+        for (int k = 0; k < m; ++k) {
+            const double r = (k + 0.5) * H / m;
+            integral += (dims == 2 ? 2.0 * M_PI * r : 4.0 * M_PI * r * r) * sphk_visc_w(dims, H, r) * H / m;
+        }
+        print_message("  %dD viscosity kernel: int W dV = %.8f\n", dims, integral);
+        assert_true(fabs(integral - 1.0) < 1e-6);
+        /* radial Laplacian W'' + (dims - 1) W'/r by central differences */
+        const double norm = sphk_norm_lap(dims, H / 2);
+        double worst = 0.0;
+        for (int k = 1; k < 10; ++k) {
+            const double r = 0.1 * k * H, d = 1e-5 * H;
+            const double wp = sphk_visc_w(dims, H, r + d), w0 = sphk_visc_w(dims, H, r), wm = sphk_visc_w(dims, H, r - d);
+            const double lap = (wp - 2 * w0 + wm) / (d * d) + (dims - 1) * (wp - wm) / (2 * d) / r;
+            const double expect = norm * (H - r);
+            const double rel = fabs(lap - expect) / (norm * H);
+            if (rel > worst) worst = rel;
+        }
+        print_message("  %dD viscosity kernel: max |lap W - lap_norm (H - r)| / (lap_norm H) = %.2e\n", dims, worst);
+        assert_true(worst < 1e-5);
+    }
+    /* the constants themselves */
+    const double h = 0.01, H = 0.02;
+    assert_true(fabs(sphk_norm_lap(2, h) - 40.0 / (M_PI * pow(H, 5))) < 1e-12 * sphk_norm_lap(2, h));
+    assert_true(fabs(sphk_norm_lap(3, h) - 45.0 / (M_PI * pow(H, 6))) < 1e-12 * sphk_norm_lap(3, h));
+}
+
+/* Lattice sums with V = dx^dims at lattice points and at random off-lattice points:
+ * sum V W = 1, sum V grad W = 0, -(1/d) sum V r^2 F = 1, (1/2d) sum V r^2 lap W_visc = 1.
+ * The lattice sums differ from the continuum integrals by the quadrature error of the lattice,
+ * which shrinks as h/dx grows; the tolerances are the measured worst cases (20 random points,
+ * numbers in docs/physics.md) with about 50 % margin. The spiky gradient does not vanish at r = 0,
+ * so its off-lattice gradient sums are the roughest. */
+static void test_kernel_lattice(void **state)
+{
+    (void)state;
+    /* tolerances [dims-2][h index][kernel] for |sum V W - 1| */
+    static const double tol_w[2][2][3] = {{{0.008, 0.002, 0.016}, {0.001, 0.0002, 0.002}},
+                                          {{0.010, 0.004, 0.015}, {0.0002, 0.0002, 0.001}}};
+    static const double tol_g[2][2][3] = {{{0.6, 0.01, 0.075}, {0.4, 0.002, 0.013}},
+                                          {{0.45, 0.027, 0.05}, {0.11, 0.001, 0.005}}};
+    static const double tol_m1[2][2][3] = {{{0.09, 0.033, 0.04}, {0.023, 0.0014, 0.0012}},
+                                           {{0.053, 0.01, 0.032}, {0.0042, 0.0011, 0.0009}}};
+    static const double tol_lap[2][2] = {{0.11, 0.027}, {0.11, 0.012}};
+    static const double hf[2] = {1.3, 2.0};
+    uint64_t seed = 12345;
+    for (int dims = 2; dims <= 3; ++dims)
+        for (int hi = 0; hi < 2; ++hi) {
+            const double dx = 0.01, h = hf[hi] * dx, V = pow(dx, dims);
+            const int R = (int)ceil(2 * h / dx) + 2, Rz = dims == 3 ? R : 0;
+            double worst_w[3] = {0}, worst_g[3] = {0}, worst_m1[3] = {0}, worst_lap = 0, sym_g = 0;
+            for (int trial = 0; trial < 21; ++trial) {
+                double x0[3] = {0, 0, 0};
+                if (trial > 0)
+                    for (int a = 0; a < dims; ++a) x0[a] = 0.5 * dx * ref_sph_rand(&seed);
+                for (int kernel = 0; kernel < 3; ++kernel) {
+                    double sw = 0, sg[3] = {0, 0, 0}, m1 = 0, lap = 0;
+                    for (int k = -Rz; k <= Rz; ++k)
+                        for (int j = -R; j <= R; ++j)
+                            for (int i = -R; i <= R; ++i) {
+                                const double d[3] = {x0[0] - i * dx, x0[1] - j * dx, x0[2] - k * dx};
+                                const double r = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+                                sw += V * sphk_w(kernel, dims, h, r);
+                                const double F = sphk_f(kernel, dims, h, r);
+                                for (int a = 0; a < 3; ++a) sg[a] += V * F * d[a];
+                                m1 -= V * F * r * r / dims;
+                                if (kernel == 0) lap += V * r * r * sphk_visc_lap(r, 2 * h, sphk_norm_lap(dims, h)) / (2 * dims);
+                            }
+                    const double g = sqrt(sg[0] * sg[0] + sg[1] * sg[1] + sg[2] * sg[2]) * h; /* dimensionless */
+                    if (trial == 0 && g > sym_g) sym_g = g;
+                    if (fabs(sw - 1) > worst_w[kernel]) worst_w[kernel] = fabs(sw - 1);
+                    if (g > worst_g[kernel]) worst_g[kernel] = g;
+                    if (fabs(m1 - 1) > worst_m1[kernel]) worst_m1[kernel] = fabs(m1 - 1);
+                    if (kernel == 0 && fabs(lap - 1) > worst_lap) worst_lap = fabs(lap - 1);
+                    if (trial == 0) /* the library's lattice sum is the same sum */
+                        assert_true(fabs(sph_lattice_sum(kernel, dims, h, dx) * V - sw) < 1e-12);
+                }
+            }
+            print_message("  %dD h = %.1f dx: sum V W - 1 (poly6/cubic/wendland) = %.1e %.1e %.1e; "
+                          "|sum V grad W| h = %.1e %.1e %.1e (at a lattice point %.0e); "
+                          "first moment - 1 = %.1e %.1e %.1e; Laplacian moment - 1 = %.1e\n",
+                          dims, hf[hi], worst_w[0], worst_w[1], worst_w[2], worst_g[0], worst_g[1], worst_g[2],
+                          sym_g, worst_m1[0], worst_m1[1], worst_m1[2], worst_lap);
+            assert_true(sym_g < 1e-12); /* exact by symmetry at a lattice point */
+            for (int kernel = 0; kernel < 3; ++kernel) {
+                assert_true(worst_w[kernel] < tol_w[dims - 2][hi][kernel]);
+                assert_true(worst_g[kernel] < tol_g[dims - 2][hi][kernel]);
+                assert_true(worst_m1[kernel] < tol_m1[dims - 2][hi][kernel]);
+            }
+            assert_true(worst_lap < tol_lap[dims - 2][hi]);
+        }
+}
+
+/* sph_params_from_scene derives the EOS constants and norms; sph_prepare sets masses. */
+static void test_params_and_prepare(void **state)
+{
+    (void)state;
+    scene s;
+    const int nt[3] = {8, 8, 8}, nf[3] = {4, 4, 4};
+    ref_sph_scene(&s, 2, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
+    sph_params p;
+    sph_params_from_scene(&s, &p);
+    assert_float_equal(p.support, 0.026f, 1e-7);
+    assert_float_equal(p.eos_k, 1000.0 * 400.0 / 7.0, 1e-2);
+    assert_float_equal(p.w_norm, 7.0 / (4.0 * M_PI * 0.013 * 0.013), 1e-1);
+    assert_float_equal(p.gravity[1], -9.81f, 1e-6);
+    assert_int_equal(p.dims, 2);
+    ref_sph_scene(&s, 3, KERNEL_POLY6, EOS_LINEAR, VISC_LAPLACIAN, 0.01, 1.3, nt, nf);
+    sph_params_from_scene(&s, &p);
+    assert_float_equal(p.eos_k, 400.0f, 1e-4);
+    assert_float_equal(p.c0, 20.0f, 1e-5);
+    assert_float_equal(p.gravity[2], -9.81f, 1e-6);
+
+    particles pa;
+    sph_error e;
+    assert_int_equal(ref_sph_particles(&s, &pa, &e), SPH_OK);
+    assert_int_equal(sph_prepare(&s, &pa, &e), SPH_OK);
+    const double S = sph_lattice_sum(KERNEL_POLY6, 3, s.h, s.spacing);
+    for (size_t i = 0; i < pa.n; ++i) assert_float_equal(pa.mass[i], 1000.0 / S, 1e-9);
+    print_message("  3D poly6 h = 1.3 dx: m = %.6g kg vs rho0 dx^3 = %.6g kg\n", pa.mass[0], 1000.0 * 1e-6);
+    particles_free(&pa);
+
+    /* a tank 8.3 dx wide: init.c's wall lattice has 8 cells of 1.0375 dx, and the boundary
+     * particles' mass follows that volume */
+    ref_sph_scene(&s, 2, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
+    s.tank.max[0] = 0.083;
+    s.gravity[1] = 0.0;
+    assert_int_equal(ref_sph_particles(&s, &pa, &e), SPH_OK);
+    assert_int_equal(sph_prepare(&s, &pa, &e), SPH_OK);
+    const double m2 = 1000.0 / sph_lattice_sum(KERNEL_WENDLAND, 2, s.h, s.spacing);
+    assert_float_equal(pa.mass[0], m2, 1e-9);
+    assert_float_equal(pa.mass[pa.n - 1], m2 * 1.0375, 1e-9);
+    particles_free(&pa);
+}
+
+/* ------------------------------------------------------------------ device */
+
+typedef struct fixture {
+    sph_device d;
+    int ok;
+} fixture;
+
+static int setup_device(void **state)
+{
+    static fixture f;
+    sph_error e;
+    memset(&f, 0, sizeof f);
+    if (device_open(&f.d, "cpu", 0, &e) != SPH_OK) {
+        fprintf(stderr, "device_open: %s\n", e.msg);
+        return -1;
+    }
+    f.ok = 1;
+    *state = &f;
+    return 0;
+}
+
+static int teardown_device(void **state)
+{
+    fixture *f = *state;
+    if (f && f->ok) device_close(&f->d);
+    return 0;
+}
+
+/* Device arrays of one test run, the host sort, and the neighbour tables. */
+typedef struct run {
+    dev_state st;
+    cl_mem cs, ce, gpb;
+    grid_params gp;
+    uint32_t *order;
+} run;
+
+static void run_alloc(sph_device *d, run *r, size_t n, const scene *s)
+{
+    sph_error e;
+    memset(r, 0, sizeof *r);
+    r->st.n = n;
+    double lo[3], hi[3];
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = s->tank.min[k];
+        hi[k] = s->tank.max[k];
+    }
+    ref_sph_grid_params(s->dims, lo, hi, 2.0 * s->h, &r->gp);
+    assert_int_equal(device_alloc(d, 16 * n, "pos", &r->st.pos, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 16 * n, "vel", &r->st.vel, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 16 * n, "pos_next", &r->st.pos_next, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 16 * n, "vel_next", &r->st.vel_next, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 4 * n, "rho", &r->st.rho, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 4 * n, "pressure", &r->st.pressure, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 4 * n, "mass", &r->st.mass, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, n, "type", &r->st.type, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 4, "flags", &r->st.flags, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 4 * r->gp.n_cells, "cell_start", &r->cs, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 4 * r->gp.n_cells, "cell_end", &r->ce, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, sizeof r->gp, "grid_params", &r->gpb, &e), SPH_OK);
+    assert_int_equal(device_write(d, r->gpb, 0, sizeof r->gp, &r->gp, &e), SPH_OK);
+    r->order = calloc(n, sizeof *r->order);
+    assert_non_null(r->order);
+}
+
+static void run_free(run *r)
+{
+    cl_mem all[] = {r->st.pos, r->st.vel, r->st.pos_next, r->st.vel_next, r->st.rho, r->st.pressure,
+                    r->st.mass, r->st.type, r->st.flags, r->cs, r->ce, r->gpb};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; ++k)
+        if (all[k]) clReleaseMemObject(all[k]);
+    free(r->order);
+}
+
+/* Sort `p` by cell on the host, upload it (sorted) with the cell tables, clear flags. */
+static void run_upload(sph_device *d, run *r, const particles *p)
+{
+    sph_error e;
+    const size_t n = p->n;
+    uint32_t *cs = calloc(r->gp.n_cells, 4), *ce = calloc(r->gp.n_cells, 4);
+    float *pos = malloc(16 * n), *vel = malloc(16 * n), *mass = malloc(4 * n);
+    uint8_t *type = malloc(n);
+    assert_true(cs && ce && pos && vel && mass && type);
+    assert_int_equal(ref_sph_sort(&r->gp, n, p->pos, r->order, cs, ce), 0);
+    for (size_t k = 0; k < n; ++k) {
+        const uint32_t i = r->order[k];
+        memcpy(pos + 4 * k, p->pos + 4 * i, 16);
+        memcpy(vel + 4 * k, p->vel + 4 * i, 16);
+        mass[k] = p->mass[i];
+        type[k] = p->type[i];
+    }
+    const uint32_t zero = 0;
+    assert_int_equal(device_write(d, r->st.pos, 0, 16 * n, pos, &e), SPH_OK);
+    assert_int_equal(device_write(d, r->st.vel, 0, 16 * n, vel, &e), SPH_OK);
+    assert_int_equal(device_write(d, r->st.mass, 0, 4 * n, mass, &e), SPH_OK);
+    assert_int_equal(device_write(d, r->st.type, 0, n, type, &e), SPH_OK);
+    assert_int_equal(device_write(d, r->st.flags, 0, 4, &zero, &e), SPH_OK);
+    assert_int_equal(device_write(d, r->cs, 0, 4 * r->gp.n_cells, cs, &e), SPH_OK);
+    assert_int_equal(device_write(d, r->ce, 0, 4 * r->gp.n_cells, ce, &e), SPH_OK);
+    free(cs);
+    free(ce);
+    free(pos);
+    free(vel);
+    free(mass);
+    free(type);
+}
+
+/* Run one step and read results back into particle order (`p` order). */
+static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho, float *pressure, float *pos_next,
+                     float *vel_next, uint32_t *flags)
+{
+    sph_error e;
+    sph_status st = sph_enqueue(s, r->cs, r->ce, r->gpb, &r->st, &e);
+    if (st != SPH_OK) fprintf(stderr, "sph_enqueue: %s\n", e.msg);
+    assert_int_equal(st, SPH_OK);
+    assert_int_equal(clFinish(d->queue), CL_SUCCESS);
+    float *b1 = malloc(4 * n), *b2 = malloc(4 * n), *b4 = malloc(16 * n), *b5 = malloc(16 * n);
+    assert_true(b1 && b2 && b4 && b5);
+    assert_int_equal(device_read(d, r->st.rho, 0, 4 * n, b1, &e), SPH_OK);
+    assert_int_equal(device_read(d, r->st.pressure, 0, 4 * n, b2, &e), SPH_OK);
+    assert_int_equal(device_read(d, r->st.pos_next, 0, 16 * n, b4, &e), SPH_OK);
+    assert_int_equal(device_read(d, r->st.vel_next, 0, 16 * n, b5, &e), SPH_OK);
+    assert_int_equal(device_read(d, r->st.flags, 0, 4, flags, &e), SPH_OK);
+    for (size_t k = 0; k < n; ++k) {
+        const uint32_t i = r->order[k];
+        if (rho) rho[i] = b1[k];
+        if (pressure) pressure[i] = b2[k];
+        memcpy(pos_next + 4 * i, b4 + 4 * k, 16);
+        memcpy(vel_next + 4 * i, b5 + 4 * k, 16);
+    }
+    free(b1);
+    free(b2);
+    free(b4);
+    free(b5);
+}
+
+static sph_solver *make_solver(sph_device *d, const scene *s)
+{
+    sph_solver *sol = NULL;
+    sph_error e;
+    sph_status st = sph_create(&sol, d, s, &e);
+    if (st != SPH_OK) fprintf(stderr, "sph_create: %s\n", e.msg);
+    assert_int_equal(st, SPH_OK);
+    return sol;
+}
+
+/* Perturb fluid particles: positions by up to +-0.15 dx, velocities up to +-1 m/s per axis. */
+static void perturb(const scene *s, particles *p, uint64_t seed)
+{
+    for (size_t i = 0; i < p->n; ++i) {
+        if (p->type[i] != PTYPE_FLUID) continue;
+        for (int a = 0; a < s->dims; ++a) {
+            p->pos[4 * i + a] += (float)(0.15 * s->spacing * ref_sph_rand(&seed));
+            p->vel[4 * i + a] = (float)ref_sph_rand(&seed);
+        }
+    }
+}
+
+typedef struct scheme {
+    scene_kernel kernel;
+    scene_eos eos;
+    scene_visc visc;
+} scheme;
+
+static const scheme schemes[] = {
+    {KERNEL_POLY6, EOS_LINEAR, VISC_LAPLACIAN},     /* Mueller et al. 2003 */
+    {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL},   /* weakly compressible (the default) */
+    {KERNEL_CUBIC, EOS_TAIT, VISC_ARTIFICIAL},
+    {KERNEL_WENDLAND, EOS_TAIT, VISC_LAPLACIAN},    /* Morris laminar viscosity */
+    {KERNEL_CUBIC, EOS_LINEAR, VISC_LAPLACIAN},
+};
+
+/* One device step against the brute-force double reference, for every scheme, 2D and 3D.
+ * Errors: rho relative to rho; pressure relative to the largest pressure (fluid and the walls'
+ * extrapolated pressure); x_next and v_next relative to the largest change in the step
+ * (displacement v dt, velocity change a dt), which is the part the step computes. Viscosity is
+ * made strong (alpha 0.5, mu 20 Pa s) so that a wrong viscosity term cannot hide under pressure. */
+static void test_step_vs_reference(void **state)
+{
+    fixture *f = *state;
+    for (int dims = 2; dims <= 3; ++dims)
+        for (size_t si = 0; si < sizeof schemes / sizeof schemes[0]; ++si) {
+            const scheme *sc = &schemes[si];
+            scene s;
+            const int nt[3] = {12, 12, 6}, nf2[3] = {8, 8, 1}, nf3[3] = {5, 5, 4};
+            const int nt3[3] = {6, 6, 6};
+            ref_sph_scene(&s, dims, sc->kernel, sc->eos, sc->visc, 0.01, 1.3, dims == 2 ? nt : nt3,
+                          dims == 2 ? nf2 : nf3);
+            s.alpha = 0.5;
+            s.mu = 20.0;
+            particles p;
+            sph_error e;
+            assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
+            assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+            perturb(&s, &p, 1000 + si);
+            const size_t n = p.n;
+
+            double *rho_r = malloc(8 * n), *p_r = malloc(8 * n), *x_r = malloc(32 * n), *v_r = malloc(32 * n);
+            float *rho_d = malloc(4 * n), *p_d = malloc(4 * n), *x_d = malloc(16 * n), *v_d = malloc(16 * n);
+            assert_true(rho_r && p_r && x_r && v_r && rho_d && p_d && x_d && v_d);
+            unsigned flags_r;
+            ref_sph_step(&s, &p, rho_r, p_r, x_r, v_r, &flags_r);
+
+            sph_solver *sol = make_solver(&f->d, &s);
+            run r;
+            run_alloc(&f->d, &r, n, &s);
+            run_upload(&f->d, &r, &p);
+            uint32_t flags_d = 0;
+            run_step(&f->d, sol, &r, n, rho_d, p_d, x_d, v_d, &flags_d);
+
+            double e_rho = 0, dx_max = 0, dv_max = 0, e_x = 0, e_v = 0, rho_min = 1e30, rho_max = 0;
+            double e_p = 0, p_max = 0, pw_max = 0;
+            for (size_t i = 0; i < n; ++i) {
+                const double er = fabs(rho_d[i] - rho_r[i]) / rho_r[i];
+                if (er > e_rho) e_rho = er;
+                e_p = fmax(e_p, fabs(p_d[i] - p_r[i]));
+                p_max = fmax(p_max, p_r[i]);
+                if (p.type[i] == PTYPE_BOUNDARY) pw_max = fmax(pw_max, p_r[i]);
+                if (p.type[i] != PTYPE_FLUID) {
+                    for (int a = 0; a < 4; ++a) { /* boundary particles never move: exactly */
+                        assert_true(x_d[4 * i + a] == p.pos[4 * i + a]);
+                        assert_true(v_d[4 * i + a] == 0.0f);
+                    }
+                    continue;
+                }
+                if (rho_r[i] < rho_min) rho_min = rho_r[i];
+                if (rho_r[i] > rho_max) rho_max = rho_r[i];
+                for (int a = 0; a < 3; ++a) {
+                    const double ddx = fabs(x_r[4 * i + a] - p.pos[4 * i + a]);
+                    const double ddv = fabs(v_r[4 * i + a] - p.vel[4 * i + a]);
+                    if (ddx > dx_max) dx_max = ddx;
+                    if (ddv > dv_max) dv_max = ddv;
+                    const double ex = fabs(x_d[4 * i + a] - x_r[4 * i + a]);
+                    const double ev = fabs(v_d[4 * i + a] - v_r[4 * i + a]);
+                    if (ex > e_x) e_x = ex;
+                    if (ev > e_v) e_v = ev;
+                }
+            }
+            e_x /= dx_max;
+            e_v /= dv_max;
+            e_p /= p_max;
+            print_message("  %dD %-8s %-6s %-10s n = %4zu: rho %.0f..%.0f, max |a dt| = %.3g m/s; "
+                          "max p %.3g Pa (walls %.3g Pa); max rel err rho %.1e, p %.1e, x_next %.1e, v_next %.1e\n",
+                          dims, kname[sc->kernel], sc->eos == EOS_LINEAR ? "linear" : "tait",
+                          sc->visc == VISC_LAPLACIAN ? "laplacian" : "artificial", n, rho_min, rho_max, dv_max,
+                          p_max, pw_max, e_rho, e_p, e_x, e_v);
+            assert_true(rho_max - rho_min > 10.0); /* the perturbation really changed densities */
+            assert_true(pw_max > 0.01 * p_max);    /* the walls felt the fluid */
+            assert_true(e_rho < 2e-6);
+            assert_true(e_p < 5e-5); /* k drho with drho/rho ~ 5e-7 float sums */
+            assert_true(e_x < 1e-3);
+            assert_true(e_v < 1e-3);
+            assert_int_equal(flags_d, flags_r);
+            assert_int_equal(flags_d, 0);
+
+            run_free(&r);
+            sph_destroy(sol);
+            particles_free(&p);
+            free(rho_r); free(p_r); free(x_r); free(v_r);
+            free(rho_d); free(p_d); free(x_d); free(v_d);
+        }
+}
+
+/* A tank filled with fluid on the lattice, boundary shell included: after sph_prepare every
+ * fluid particle has rho = rho0 (walls and corners too), p = 0, and without gravity nothing moves. */
+static void test_rest_lattice(void **state)
+{
+    fixture *f = *state;
+    for (int dims = 2; dims <= 3; ++dims)
+        for (int kernel = 0; kernel < 3; ++kernel) {
+            scene s;
+            const int nt[3] = {7, 6, 5};
+            ref_sph_scene(&s, dims, (scene_kernel)kernel, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nt);
+            s.gravity[dims - 1] = 0.0;
+            particles p;
+            sph_error e;
+            assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
+            assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+            const size_t n = p.n;
+            sph_solver *sol = make_solver(&f->d, &s);
+            run r;
+            run_alloc(&f->d, &r, n, &s);
+            run_upload(&f->d, &r, &p);
+            float *rho = malloc(4 * n), *pr = malloc(4 * n), *x = malloc(16 * n), *v = malloc(16 * n);
+            uint32_t flags = 0;
+            run_step(&f->d, sol, &r, n, rho, pr, x, v, &flags);
+            double e_rho = 0, p_max = 0, v_max = 0;
+            for (size_t i = 0; i < p.n_fluid; ++i) {
+                e_rho = fmax(e_rho, fabs(rho[i] / 1000.0 - 1.0));
+                p_max = fmax(p_max, pr[i]);
+                for (int a = 0; a < 3; ++a) v_max = fmax(v_max, fabs(v[4 * i + a]));
+            }
+            /* float sum of ~20-100 terms: a few 1e-7; B (rho/rho0 - 1) gamma at 1e-6 is ~0.06 Pa */
+            print_message("  %dD %-8s rest lattice: max |rho/rho0 - 1| = %.1e, max p = %.2g Pa, max |v| = %.1e m/s\n",
+                          dims, kname[kernel], e_rho, p_max, v_max);
+            assert_true(e_rho < 2e-6);
+            assert_true(p_max < 1.0);      /* vs rho0 c0^2 = 4e5 Pa */
+            assert_true(v_max < 1e-5);     /* m/s after one step; g dt = 1.3e-3 m/s */
+            assert_int_equal(flags, 0);
+            run_free(&r);
+            sph_destroy(sol);
+            particles_free(&p);
+            free(rho); free(pr); free(x); free(v);
+        }
+}
+
+/* sph_prepare's hydrostatic initial state: a column resting on the floor is squeezed so that the
+ * summation density gives p = rho0 g depth. Compared below the top three rows (where the kernel
+ * sum is cut by the free surface and p = 0); the columns at the side walls are included. */
+static void test_hydrostatic_init(void **state)
+{
+    fixture *f = *state;
+    for (int dims = 2; dims <= 3; ++dims) {
+        scene s;
+        const int nt2[3] = {10, 40, 1}, nt3[3] = {8, 8, 20};
+        ref_sph_scene(&s, dims, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, dims == 2 ? nt2 : nt3,
+                      dims == 2 ? nt2 : nt3);
+        particles p;
+        sph_error e;
+        assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
+        const double H = s.blocks[0].max[dims - 1];
+        double *depth = malloc(p.n * sizeof *depth);
+        for (size_t i = 0; i < p.n; ++i) depth[i] = H - p.pos[4 * i + dims - 1];
+        assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+        const size_t n = p.n;
+        sph_solver *sol = make_solver(&f->d, &s);
+        run r;
+        run_alloc(&f->d, &r, n, &s);
+        run_upload(&f->d, &r, &p);
+        float *rho = malloc(4 * n), *pr = malloc(4 * n), *x = malloc(16 * n), *v = malloc(16 * n);
+        uint32_t flags = 0;
+        run_step(&f->d, sol, &r, n, rho, pr, x, v, &flags);
+        const double p_bottom = s.rest_density * 9.81 * H;
+        double worst = 0, squeeze = 0;
+        for (size_t i = 0; i < p.n_fluid; ++i) {
+            squeeze = fmax(squeeze, fabs(H - depth[i] - p.pos[4 * i + dims - 1]));
+            if (depth[i] < 3 * s.spacing) continue;
+            int near_wall = 0;
+            for (int a = 0; a < dims - 1; ++a)
+                if (p.pos[4 * i + a] < 3 * s.spacing || p.pos[4 * i + a] > s.tank.max[a] - 3 * s.spacing) near_wall = 1;
+            if (near_wall) continue;
+            const double err = fabs(pr[i] - s.rest_density * 9.81 * depth[i]) / p_bottom;
+            if (err > worst && getenv("SPH_DEBUG")) print_message("    depth %.4f p %.1f expect %.1f\n", depth[i], pr[i], s.rest_density * 9.81 * depth[i]);
+            worst = fmax(worst, err);
+        }
+        print_message("  %dD column of %.2f m: particles moved down by up to %.2g dx; "
+                      "max |p - rho0 g depth| = %.1f %% of rho0 g H\n", dims, H, squeeze / s.spacing, 100 * worst);
+        assert_true(squeeze > 0.01 * s.spacing); /* it did squeeze */
+        assert_true(worst < 0.08);
+        run_free(&r);
+        sph_destroy(sol);
+        particles_free(&p);
+        free(depth); free(rho); free(pr); free(x); free(v);
+    }
+}
+
+/* A free blob (no boundary particles, no gravity) with random velocities: over 30 steps the
+ * particle count and masses are unchanged and total momentum is conserved to float precision
+ * (|P(t) - P(0)| compared with the momentum exchanged, sum over steps of sum_i m_i |dv_i|). */
+static void test_conservation(void **state)
+{
+    fixture *f = *state;
+    const scheme cases[] = {{KERNEL_POLY6, EOS_LINEAR, VISC_LAPLACIAN}, {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL},
+                            {KERNEL_CUBIC, EOS_TAIT, VISC_LAPLACIAN}};
+    for (int dims = 2; dims <= 3; ++dims)
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+            scene s;
+            const int nt[3] = {24, 24, 24}, nf2[3] = {12, 12, 1}, nf3[3] = {6, 6, 6};
+            ref_sph_scene(&s, dims, cases[ci].kernel, cases[ci].eos, cases[ci].visc, 0.01, 1.3, nt,
+                          dims == 2 ? nf2 : nf3);
+            s.gravity[dims - 1] = 0.0;
+            s.boundary_layers = 0;
+            s.alpha = 0.5;
+            s.mu = 20.0;
+            for (int a = 0; a < dims; ++a) { /* move the block to the middle of the tank */
+                s.blocks[0].min[a] += 6 * 0.01;
+                s.blocks[0].max[a] += 6 * 0.01;
+            }
+            particles p;
+            sph_error e;
+            assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
+            assert_int_equal(p.n, p.n_fluid);
+            assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+            perturb(&s, &p, 77 + ci);
+            const size_t n = p.n;
+            sph_solver *sol = make_solver(&f->d, &s);
+            run r;
+            run_alloc(&f->d, &r, n, &s);
+            double P0[3] = {0, 0, 0}, exchanged = 0, mass0 = 0;
+            for (size_t i = 0; i < n; ++i) {
+                mass0 += p.mass[i];
+                for (int a = 0; a < 3; ++a) P0[a] += (double)p.mass[i] * p.vel[4 * i + a];
+            }
+            float *x = malloc(16 * n), *v = malloc(16 * n), *m = malloc(4 * n);
+            uint32_t flags = 0;
+            for (int step = 0; step < 30; ++step) {
+                run_upload(&f->d, &r, &p); /* re-sorts on the host every step */
+                run_step(&f->d, sol, &r, n, NULL, NULL, x, v, &flags);
+                assert_int_equal(flags, 0);
+                /* masses on the device are untouched by the step */
+                assert_int_equal(device_read(&f->d, r.st.mass, 0, 4 * n, m, &e), SPH_OK);
+                for (size_t k = 0; k < n; ++k) assert_true(m[k] == p.mass[r.order[k]]);
+                for (size_t i = 0; i < n; ++i) {
+                    double dv = 0;
+                    for (int a = 0; a < 3; ++a) dv += pow(v[4 * i + a] - p.vel[4 * i + a], 2);
+                    exchanged += p.mass[i] * sqrt(dv);
+                }
+                memcpy(p.pos, x, 16 * n);
+                memcpy(p.vel, v, 16 * n);
+            }
+            double P[3] = {0, 0, 0}, mass = 0, dP = 0;
+            for (size_t i = 0; i < n; ++i) {
+                mass += p.mass[i];
+                for (int a = 0; a < 3; ++a) P[a] += (double)p.mass[i] * p.vel[4 * i + a];
+            }
+            for (int a = 0; a < 3; ++a) dP += (P[a] - P0[a]) * (P[a] - P0[a]);
+            dP = sqrt(dP);
+            print_message("  %dD %-8s n = %zu, 30 steps: |P - P0| = %.2e kg m/s, momentum exchanged %.2e kg m/s, "
+                          "ratio %.1e\n",
+                          dims, kname[cases[ci].kernel], n, dP, exchanged, dP / exchanged);
+            assert_true(mass == mass0);
+            assert_true(exchanged > 1e-3 * mass0); /* the particles really interacted */
+            assert_true(dP < 1e-5 * exchanged);
+            run_free(&r);
+            sph_destroy(sol);
+            particles_free(&p);
+            free(x); free(v); free(m);
+        }
+}
+
+/* The last-resort guards: a fluid particle stepping out of the tank is flagged FLAG_OUTSIDE and
+ * left where it went; a speed above max_speed sets FLAG_RUNAWAY; a NaN sets FLAG_NONFINITE. */
+static void test_flags(void **state)
+{
+    fixture *f = *state;
+    scene s;
+    const int nt[3] = {12, 12, 1}, nf[3] = {8, 8, 1};
+    ref_sph_scene(&s, 2, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
+    particles p;
+    sph_error e;
+    assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
+    assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+    const size_t n = p.n;
+    sph_solver *sol = make_solver(&f->d, &s);
+    run r;
+    run_alloc(&f->d, &r, n, &s);
+    float *x = malloc(16 * n), *v = malloc(16 * n);
+    uint32_t flags = 0;
+    const size_t top = p.n_fluid - 1; /* top-right fluid particle, at (0.075, 0.075) */
+
+    run_upload(&f->d, &r, &p);
+    run_step(&f->d, sol, &r, n, NULL, NULL, x, v, &flags);
+    assert_int_equal(flags, 0);
+
+    /* (0) a droplet 0.5 mm below the tank top (0.12 m; first wall layer at 0.125 m, closer than
+     * r0 = 7.5 mm) moving up at 1 m/s is turned back by the wall repulsion */
+    float y0 = p.pos[4 * top + 1];
+    p.pos[4 * top + 1] = 0.1195f;
+    p.vel[4 * top + 1] = 1.0f;
+    run_upload(&f->d, &r, &p);
+    run_step(&f->d, sol, &r, n, NULL, NULL, x, v, &flags);
+    assert_int_equal(flags, 0);
+    print_message("  droplet 0.5 mm from the wall at +1 m/s: v_next = %+.3g m/s\n", v[4 * top + 1]);
+    assert_true(v[4 * top + 1] < 0.0f);
+
+    /* (1) from 3 mm below the top (outside r0) at 30 m/s, it crosses in one step: outside only */
+    p.pos[4 * top + 1] = 0.117f;
+    p.vel[4 * top + 1] = 30.0f;
+    run_upload(&f->d, &r, &p);
+    run_step(&f->d, sol, &r, n, NULL, NULL, x, v, &flags);
+    assert_int_equal(flags, FLAG_OUTSIDE);
+    assert_true(x[4 * top + 1] > 0.12f); /* not moved back */
+    p.pos[4 * top + 1] = y0;
+
+    /* (2) faster than max_speed (2000 m/s) */
+    p.vel[4 * top + 1] = 5000.0f;
+    run_upload(&f->d, &r, &p);
+    run_step(&f->d, sol, &r, n, NULL, NULL, x, v, &flags);
+    assert_true(flags & FLAG_RUNAWAY);
+    assert_false(flags & FLAG_NONFINITE);
+
+    /* (3) NaN velocity */
+    p.vel[4 * top + 1] = NAN;
+    run_upload(&f->d, &r, &p);
+    run_step(&f->d, sol, &r, n, NULL, NULL, x, v, &flags);
+    assert_true(flags & FLAG_NONFINITE);
+
+    run_free(&r);
+    sph_destroy(sol);
+    particles_free(&p);
+    free(x);
+    free(v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest host[] = {
+        cmocka_unit_test(test_kernel_continuum),
+        cmocka_unit_test(test_viscosity_kernel_2d_3d),
+        cmocka_unit_test(test_kernel_lattice),
+        cmocka_unit_test(test_params_and_prepare),
+    };
+    const struct CMUnitTest dev[] = {
+        cmocka_unit_test(test_step_vs_reference),
+        cmocka_unit_test(test_rest_lattice),
+        cmocka_unit_test(test_hydrostatic_init),
+        cmocka_unit_test(test_conservation),
+        cmocka_unit_test(test_flags),
+    };
+    int fails = cmocka_run_group_tests_name("sph_host", host, NULL, NULL);
+    fails += cmocka_run_group_tests_name("sph_device", dev, setup_device, teardown_device);
+    return fails;
+}
