@@ -50,7 +50,7 @@ def scene_dam_break_3d(n):
             "tank": {"min": [0, 0, 0], "max": [1.6, 0.6, 0.8]}, "gravity": [0, 0, -9.81],
             "fluid": {"blocks": [{"min": [0, 0, 0], "max": [0.4, 0.6, 0.4]}], "particle_count": int(n),
                       "kernel": "wendland", "eos": {"type": "tait"}, "viscosity": {"type": "artificial", "alpha": 0.02},
-                      "boundary_layers": 2},
+                      },
             "time": {"end": 1.0}}
 
 
@@ -58,8 +58,7 @@ def scene_dam_break_2d(n):
     return {"format": 1, "name": "bench_dam_break_2d", "dimensions": 2, "mode": "sph",
             "tank": {"min": [0, 0], "max": [1.5, 0.75]}, "gravity": [0, -9.81],
             "fluid": {"blocks": [{"min": [0, 0], "max": [0.25, 0.5]}], "particle_count": int(n),
-                      "kernel": "wendland", "eos": {"type": "tait"}, "viscosity": {"type": "artificial", "alpha": 0.02},
-                      "boundary_layers": 3},
+                      "kernel": "wendland", "eos": {"type": "tait"}, "viscosity": {"type": "artificial", "alpha": 0.02}},
             "time": {"end": 1.0}}
 
 

@@ -768,6 +768,21 @@ static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *reso
 
     SPH_TRY(vint(v, fluid, "boundary_layers", 0, 3, 1, 8, &x, &given));
     s->boundary_layers = (int)x;
+    /* The wall must fill the kernel support of a fluid particle at the wall, or its sums miss
+     * wall particles and it leaks: at least ceil(2h / spacing) layers. */
+    const int layers_needed = (int)ceil(s->support / s->spacing - 1e-9);
+    if (!given && s->boundary_layers < layers_needed) s->boundary_layers = layers_needed;
+    if (s->boundary_layers < layers_needed) {
+        old = vkey(v, "boundary_layers");
+        return vfail(v, "%d layer(s) are thinner than the kernel support 2h = %.3g spacings: fluid particles at "
+                        "the wall would miss wall particles and leak; use at least %d (at most 8)",
+                     s->boundary_layers, s->support / s->spacing, layers_needed);
+    }
+    if (layers_needed > 8) {
+        old = vkey(v, "boundary_layers");
+        return vfail(v, "the kernel support 2h = %.3g spacings needs %d layers, more than 8; use a smaller "
+                        "fluid.smoothing_length_factor", s->support / s->spacing, layers_needed);
+    }
 
     double n_boundary_est = boundary_estimate(s);
     if (n_fluid_est + n_boundary_est > SCENE_MAX_PARTICLES) {
