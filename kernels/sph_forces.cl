@@ -28,7 +28,7 @@ __kernel void sph_forces(const uint n,
                          __constant const grid_params *gp, __constant const sph_params *P,
                          __global float4 *pos_next,       /* m, out */
                          __global float4 *vel_next,       /* m/s, out */
-                         __global uint *flags)            /* FLAG_* bits, OR-ed */
+                         __global uint *flags)            /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
@@ -90,19 +90,34 @@ __kernel void sph_forces(const uint n,
     v_next.w = 0.0f;
     float4 x_next = x_i + v_next * dt;
     x_next.w = 0.0f;
-    pos_next[i] = x_next;
-    vel_next[i] = v_next;
 
     uint bad = 0u;
     const int finite = isfinite(x_next.x) && isfinite(x_next.y) && isfinite(x_next.z) &&
                        isfinite(v_next.x) && isfinite(v_next.y) && isfinite(v_next.z);
     if (!finite) bad |= FLAG_NONFINITE;
     if (dot(v_next, v_next) > P->max_speed2) bad |= FLAG_RUNAWAY;
-    int outside = x_next.x < P->tank_min[0] || x_next.x > P->tank_max[0] ||
-                  x_next.y < P->tank_min[1] || x_next.y > P->tank_max[1];
-#if DIMS == 3
-    outside = outside || x_next.z < P->tank_min[2] || x_next.z > P->tank_max[2];
-#endif
-    if (outside) bad |= FLAG_OUTSIDE;
+    /* Last resort, never expected in a resolved flow: a fluid particle that would cross a tank
+     * wall is put back on the wall with its outward normal velocity removed, and counted
+     * (flags[1]) so that sim.c reports it; a particle among the wall particles would
+     * otherwise be pushed out of the domain and end the run. */
+    int outside = 0;
+    float *xc = (float *)&x_next, *vc = (float *)&v_next;
+    for (int a = 0; a < DIMS; ++a) {
+        if (xc[a] < P->tank_min[a]) {
+            xc[a] = P->tank_min[a];
+            vc[a] = fmax(vc[a], 0.0f);
+            outside = 1;
+        } else if (xc[a] > P->tank_max[a]) {
+            xc[a] = P->tank_max[a];
+            vc[a] = fmin(vc[a], 0.0f);
+            outside = 1;
+        }
+    }
+    if (outside && finite) {
+        bad |= FLAG_OUTSIDE;
+        atomic_inc(flags + 1);
+    }
+    pos_next[i] = x_next;
+    vel_next[i] = v_next;
     if (bad) atomic_or(flags, bad);
 }

@@ -65,6 +65,7 @@ typedef struct sim_ctx {
     particles sorted;    /* host staging, device order */
     output *out;
     int dev_open;
+    long outside_base; /* particles found outside before this run (--resume) */
 } sim_ctx;
 
 static void release_mem(cl_mem *m)
@@ -102,9 +103,9 @@ static sph_status state_alloc(sim_ctx *c, size_t n, sph_error *e)
         SPH_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
         SPH_TRY(device_alloc(d, n * 4, "radii (scratch)", &st->radius_tmp, e));
     }
-    SPH_TRY(device_alloc(d, 4, "flags", &st->flags, e));
-    cl_uint zero = 0;
-    SPH_TRY(device_write(d, st->flags, 0, 4, &zero, e));
+    SPH_TRY(device_alloc(d, 8, "flags", &st->flags, e));
+    cl_uint zero[2] = {0, 0};
+    SPH_TRY(device_write(d, st->flags, 0, sizeof zero, zero, e));
     return SPH_OK;
 }
 
@@ -242,10 +243,11 @@ static long first_bad(const scene *s, const particles *p, char *why, size_t why_
     return -1;
 }
 
-/* Read the device flag word (blocks), clearing nothing. */
-static sph_status read_flags(sim_ctx *c, cl_uint *flags, sph_error *e)
+/* Read the device flag words (blocks), clearing nothing: [0] FLAG_* bits, [1] the number of
+ * times a fluid particle was put back at a tank wall (sph_forces.cl). */
+static sph_status read_flags(sim_ctx *c, cl_uint flags[2], sph_error *e)
 {
-    return device_read(&c->dev, c->st.flags, 0, 4, flags, e);
+    return device_read(&c->dev, c->st.flags, 0, 2 * sizeof(cl_uint), flags, e);
 }
 
 /* On a set NaN/runaway flag: find the culprit, the bad particle of lowest id, in the state
@@ -327,9 +329,11 @@ static sph_status write_snapshot(sim_ctx *c, long step, sim_result *r, sph_error
     si.step = step;
     si.n_contacts = -1;
     if (c->contact) SPH_TRY(contact_count(c->contact, c->g, &c->st, &si.n_contacts, e));
-    long outside = count_outside(c->s, &c->hp);
+    cl_uint flags[2] = {0, 0};
+    SPH_TRY(read_flags(c, flags, e));
+    long outside = c->outside_base + (long)flags[1] + count_outside(c->s, &c->hp);
     if (outside > r->n_outside && c->o->log)
-        fprintf(c->o->log, "%swarning: %ld particle(s) outside the tank at t = %.6g s (step %ld)\n",
+        fprintf(c->o->log, "%swarning: %ld time(s) a particle was found outside the tank so far (t = %.6g s, step %ld)\n",
                 c->o->progress == PROGRESS_AUTO && isatty(fileno(c->o->log)) ? "\n" : "", outside, si.time, step);
     r->n_outside = outside;
     si.n_outside = outside;
@@ -419,6 +423,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
             return rst;
         }
         r->n_outside = si.n_outside;
+        c->outside_base = si.n_outside;
     }
     size_t n = c->hp.n;
     r->n_particles = (long)n;
@@ -470,9 +475,10 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         if (c->sph) SPH_TRY(sph_density(c->sph, c->g, &c->st, e));
         int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
         if (is_output && !(o->resume_path && step == first_step)) {
-            cl_uint flags = 0;
-            SPH_TRY(read_flags(c, &flags, e));
-            if (flags & (FLAG_NONFINITE | FLAG_RUNAWAY)) return numerical_failure(c, r, last_check, step, flags, 1, e);
+            cl_uint flags[2] = {0, 0};
+            SPH_TRY(read_flags(c, flags, e));
+            if (flags[0] & (FLAG_NONFINITE | FLAG_RUNAWAY))
+                return numerical_failure(c, r, last_check, step, flags[0], 1, e);
             last_check = step;
             sph_status wst = write_snapshot(c, step, r, e);
             if (wst != SPH_OK) return snapshot_failed(c, r, wst, e);
@@ -486,9 +492,10 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         ++step;
         r->steps++;
         if (step - last_check >= check_every) {
-            cl_uint flags = 0;
-            SPH_TRY(read_flags(c, &flags, e));
-            if (flags & (FLAG_NONFINITE | FLAG_RUNAWAY)) return numerical_failure(c, r, last_check, step, flags, 0, e);
+            cl_uint flags[2] = {0, 0};
+            SPH_TRY(read_flags(c, flags, e));
+            if (flags[0] & (FLAG_NONFINITE | FLAG_RUNAWAY))
+                return numerical_failure(c, r, last_check, step, flags[0], 0, e);
             last_check = step;
         }
         progress(c, step, first_step, t0, &last_print, 0);

@@ -25,7 +25,7 @@ typedef struct dev_state {
     cl_mem radius, radius_tmp; /* float, m (particle mode only, else NULL) */
     cl_mem id, id_tmp;         /* uint */
     cl_mem type, type_tmp;     /* uchar */
-    cl_mem flags;              /* one uint: FLAG_* bits, OR-ed by kernels, cleared by the host */
+    cl_mem flags;              /* two uints: [0] FLAG_* bits OR-ed by kernels, [1] wall put-backs (sph_forces) */
 } dev_state;
 
 #endif

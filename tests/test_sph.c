@@ -241,7 +241,9 @@ static int setup_device(void **state)
     static fixture f;
     sph_error e;
     memset(&f, 0, sizeof f);
-    if (device_open(&f.d, "cpu", 0, &e) != SPH_OK) {
+    /* SPHSIM_TEST_DEVICE picks another device (e.g. "gpu"); PoCL's CPU device by default */
+    const char *sel = getenv("SPHSIM_TEST_DEVICE");
+    if (device_open(&f.d, sel && *sel ? sel : "cpu", 0, &e) != SPH_OK) {
         fprintf(stderr, "device_open: %s\n", e.msg);
         return -1;
     }
@@ -284,7 +286,7 @@ static void run_alloc(sph_device *d, run *r, size_t n, const scene *s)
     assert_int_equal(device_alloc(d, 4 * n, "pressure", &r->st.pressure, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 4 * n, "mass", &r->st.mass, &e), SPH_OK);
     assert_int_equal(device_alloc(d, n, "type", &r->st.type, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 4, "flags", &r->st.flags, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 8, "flags", &r->st.flags, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 4 * r->gp.n_cells, "cell_start", &r->cs, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 4 * r->gp.n_cells, "cell_end", &r->ce, &e), SPH_OK);
     assert_int_equal(device_alloc(d, sizeof r->gp, "grid_params", &r->gpb, &e), SPH_OK);
@@ -319,12 +321,12 @@ static void run_upload(sph_device *d, run *r, const particles *p)
         mass[k] = p->mass[i];
         type[k] = p->type[i];
     }
-    const uint32_t zero = 0;
+    const uint32_t zero[2] = {0, 0}; /* flag bits, wall put-backs */
     assert_int_equal(device_write(d, r->st.pos, 0, 16 * n, pos, &e), SPH_OK);
     assert_int_equal(device_write(d, r->st.vel, 0, 16 * n, vel, &e), SPH_OK);
     assert_int_equal(device_write(d, r->st.mass, 0, 4 * n, mass, &e), SPH_OK);
     assert_int_equal(device_write(d, r->st.type, 0, n, type, &e), SPH_OK);
-    assert_int_equal(device_write(d, r->st.flags, 0, 4, &zero, &e), SPH_OK);
+    assert_int_equal(device_write(d, r->st.flags, 0, sizeof zero, zero, &e), SPH_OK);
     assert_int_equal(device_write(d, r->cs, 0, 4 * r->gp.n_cells, cs, &e), SPH_OK);
     assert_int_equal(device_write(d, r->ce, 0, 4 * r->gp.n_cells, ce, &e), SPH_OK);
     free(cs);
@@ -658,8 +660,8 @@ static void test_conservation(void **state)
         }
 }
 
-/* The last-resort guards: a fluid particle stepping out of the tank is flagged FLAG_OUTSIDE and
- * left where it went; a speed above max_speed sets FLAG_RUNAWAY; a NaN sets FLAG_NONFINITE. */
+/* The last-resort guards: a fluid particle stepping out of the tank is flagged FLAG_OUTSIDE, put
+ * back on the wall and counted; a speed above max_speed sets FLAG_RUNAWAY; a NaN sets FLAG_NONFINITE. */
 static void test_flags(void **state)
 {
     fixture *f = *state;
@@ -699,7 +701,13 @@ static void test_flags(void **state)
     run_upload(&f->d, &r, &p);
     run_step(&f->d, sol, &r, n, NULL, NULL, x, v, &flags);
     assert_int_equal(flags, FLAG_OUTSIDE);
-    assert_true(x[4 * top + 1] > 0.12f); /* not moved back */
+    /* put back on the wall, outward normal velocity removed, counted once */
+    assert_true(fabsf(x[4 * top + 1] - (float)s.tank.max[1]) == 0.0f);
+    assert_true(v[4 * top + 1] <= 0.0f);
+    uint32_t counts[2];
+    sph_error e2;
+    assert_int_equal(device_read(&f->d, r.st.flags, 0, sizeof counts, counts, &e2), SPH_OK);
+    assert_int_equal(counts[1], 1);
     p.pos[4 * top + 1] = y0;
 
     /* (2) faster than max_speed (2000 m/s) */
