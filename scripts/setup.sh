@@ -14,7 +14,7 @@ SUDO=""
 
 pkgs="build-essential pkg-config ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
       libcjson-dev libhdf5-dev libcmocka-dev python3 python3-venv"
-[ $tests -eq 1 ] && pkgs="$pkgs paraview xvfb xauth hdf5-tools valgrind clang"
+[ $tests -eq 1 ] && pkgs="$pkgs paraview python3-paraview xvfb xauth hdf5-tools valgrind clang"
 
 missing=""
 for p in $pkgs; do
