@@ -76,6 +76,14 @@ expect 0 "--overwrite" -- "$BIN" "$T/tiny.json" -o "$T/run.h5" --overwrite --qui
 [ ! -s "$T/err" ] && ok || bad "--quiet printed on stderr: $(head -c 300 "$T/err")"
 expect 0 "end time 0" -- "$BIN" "$T/tiny.json" -o "$T/zero.h5" --set time.end=0
 
+# progress: JSON lines on stderr for scripts, a final 100 % line; plain lines off a terminal
+expect 0 "--progress=json" -- "$BIN" "$T/tiny.json" -o "$T/pj.h5" --progress=json
+has "$T/err" '{"progress":1.0000,"step":14,"steps":14,' "--progress=json final line"
+expect 0 "--progress=plain" -- "$BIN" "$T/tiny.json" -o "$T/pp.h5" --progress=plain
+has "$T/err" "100.0%" "--progress=plain final line"
+expect 0 "--progress=none" -- "$BIN" "$T/tiny.json" -o "$T/pn.h5" --progress=none
+if grep -q "steps/s" "$T/err"; then bad "--progress=none printed progress"; else ok; fi
+
 # devices
 expect 0 "--list-devices" -- "$BIN" --list-devices
 has "$T/out" "cpu" "--list-devices shows the CPU device"
