@@ -8,15 +8,8 @@
 #ifndef DIMS
 #define DIMS 3
 #endif
-#ifndef KEY64
-#define KEY64 0
-#endif
 
-#if KEY64
-typedef ulong key_t;
-#else
-typedef uint key_t;
-#endif
+#include "grid_key.h"
 
 static inline uint cell_linear(key_t key, __constant const grid_params *gp)
 {

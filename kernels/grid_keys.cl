@@ -11,15 +11,8 @@
 #ifndef DIMS
 #define DIMS 3
 #endif
-#ifndef KEY64
-#define KEY64 0
-#endif
 
-#if KEY64
-typedef ulong key_t;
-#else
-typedef uint key_t;
-#endif
+#include "grid_key.h"
 
 /* 1 when the cell coordinate of x along one axis had to be clamped into [0, ncell). */
 static inline int grid_coord_outside(float x, float origin, float cell_inv, uint ncell)

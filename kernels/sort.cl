@@ -17,9 +17,6 @@
  * size, a power of two >= RADIX), -DITEMS (keys per work-item). */
 #include "shared.h"
 
-#ifndef KEY64
-#define KEY64 0
-#endif
 #ifndef RADIX_BITS
 #define RADIX_BITS 4
 #endif
@@ -30,11 +27,7 @@
 #define ITEMS 16
 #endif
 
-#if KEY64
-typedef ulong key_t;
-#else
-typedef uint key_t;
-#endif
+#include "grid_key.h"
 
 #define RADIX (1u << RADIX_BITS)
 #define DIGIT_MASK (RADIX - 1u)

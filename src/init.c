@@ -8,7 +8,7 @@
 /* Lattice cells along one axis of a box of width w at spacing dx (cell-centred). */
 static long lattice_count(double w, double dx)
 {
-    return (long)floor(w / dx + 0.5);
+    return (long)floor(w / dx + 1e-9); /* never past the block: a row ends within dx/2 of its edge */
 }
 
 /* Cells of the tank lattice along one axis, and the exact spacing that fits the tank. */

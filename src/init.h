@@ -1,6 +1,6 @@
 /* init: the initial state of a scene, generated into host arrays.
  * SPH: fluid blocks filled on a lattice at the scene spacing (cell-centred, so a block of
- * width W holds floor(W/dx + 0.5) particles per row), and `boundary_layers` layers of fixed
+ * width W holds floor(W/dx) particles per row), and `boundary_layers` layers of fixed
  * boundary particles outside each tank wall at the same spacing.
  * Particles: sphere groups on a lattice (pitch 2.02 r) or seeded random without overlap. */
 #ifndef SPHSIM_INIT_H

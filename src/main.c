@@ -1,6 +1,5 @@
 /* main: the only place that prints usage, maps a status to an exit code, and exits. */
 #include <cJSON.h>
-#include <hdf5.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -107,39 +106,6 @@ static void print_summary(const char *out, const sim_result *r, sph_status st, c
     fflush(stdout);
 }
 
-/* For --resume: the resolved scene a run stored in its output (/sphsim attribute
- * resolved_json; malloc'd, NULL when absent). Its provenance names the scene file and the --set
- * overrides the run started with: the stored scene_json is the file as read, without them. */
-static char *resume_resolved_json(const char *path)
-{
-    char *out = NULL;
-    H5E_auto2_t fn;
-    void *data;
-    H5Eget_auto2(H5E_DEFAULT, &fn, &data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t a = f >= 0 && H5Aexists_by_name(f, "/sphsim", "resolved_json", H5P_DEFAULT) > 0
-                  ? H5Aopen_by_name(f, "/sphsim", "resolved_json", H5P_DEFAULT, H5P_DEFAULT)
-                  : -1;
-    hid_t ft = a >= 0 ? H5Aget_type(a) : -1;
-    if (ft >= 0 && H5Tget_class(ft) == H5T_STRING && H5Tis_variable_str(ft) > 0) {
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, H5T_VARIABLE);
-        H5Tset_cset(mt, H5Tget_cset(ft));
-        char *v = NULL;
-        if (H5Aread(a, mt, &v) >= 0 && v) {
-            out = strdup(v);
-            H5free_memory(v);
-        }
-        H5Tclose(mt);
-    }
-    if (ft >= 0) H5Tclose(ft);
-    if (a >= 0) H5Aclose(a);
-    if (f >= 0) H5Fclose(f);
-    H5Eset_auto2(H5E_DEFAULT, fn, data);
-    return out;
-}
-
 /* For --resume: rebuild the scene of the run stored in `path` exactly as it was first loaded:
  * the stored scene text, the same --set overrides and the same file name (the scene name
  * defaults to it), so that the resolved scene is byte-identical to the stored one. A file
@@ -147,7 +113,9 @@ static char *resume_resolved_json(const char *path)
  * continuation would not be the same run. */
 static sph_status resume_scene(scene *s, const char *path, const char *stored, sph_error *e)
 {
-    char *resolved = resume_resolved_json(path);
+    /* its provenance names the scene file and the --set overrides the run started with: the
+     * stored scene_json is the file as read, without them */
+    char *resolved = output_read_resolved_json(path);
     cJSON *root = resolved ? cJSON_Parse(resolved) : NULL;
     cJSON *prov = cJSON_GetObjectItemCaseSensitive(root, "provenance");
     cJSON *file = cJSON_GetObjectItemCaseSensitive(prov, "file");

@@ -393,6 +393,15 @@ static char *attr_read_str(hid_t loc, const char *obj, const char *name)
     return out;
 }
 
+char *output_read_resolved_json(const char *path)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return NULL;
+    char *out = attr_read_str(f, "/sphsim", "resolved_json");
+    H5Fclose(f);
+    return out;
+}
+
 static int attr_read_i64(hid_t loc, const char *obj, const char *name, long long *v)
 {
     hid_t o = H5Oopen(loc, obj, H5P_DEFAULT);

@@ -60,6 +60,10 @@ sph_status output_close(output *o, sph_error *e);
 sph_status output_read_last(const char *path, particles *p, output_snapshot_info *si, char **scene_json,
                             sph_error *e);
 
+/* The resolved scene a run stored in its output (/sphsim attribute resolved_json), malloc'd;
+ * NULL when the file or the attribute is missing. */
+char *output_read_resolved_json(const char *path);
+
 /* For --resume: reopen an existing output for appending after its last committed snapshot
  * (rows of an uncommitted one are cut first). The fields written are those already in the
  * file; `s` is not used to change them. */

@@ -585,7 +585,7 @@ static double box_volume(const scene_box *b, int dims)
 }
 
 /* Lattice particles per axis of a width (cell-centred, as src/init.h documents). */
-static double lattice_n(double width, double dx) { return floor(width / dx + 0.5); }
+static double lattice_n(double width, double dx) { return floor(width / dx + 1e-9); } /* as init.c */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Sections                                                                                   */
@@ -661,8 +661,8 @@ static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *reso
             double n = lattice_n(w, s->spacing);
             if (n < 1.0)
                 return vfail(v, "spacing %s m gives no particle along %c in fluid.blocks[%d] (%s m wide); the spacing "
-                                "must be at most twice the block width (%s m)",
-                             fmt_g(a, s->spacing), AXIS[k], i, fmt_g(b, w), fmt_g(c, 2.0 * w));
+                                "must be at most the block width (%s m)",
+                             fmt_g(a, s->spacing), AXIS[k], i, fmt_g(b, w), fmt_g(c, w));
             n_block *= n;
         }
         n_fluid_est += n_block;

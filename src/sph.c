@@ -1,5 +1,6 @@
-/* sph: host side of the SPH fluid solver: parameters, particle masses, kernels and the order
- * of the two stages (sph_density, then sph_forces with the fused leapfrog update). */
+/* sph: host side of the SPH fluid solver: parameters, particle masses and the hydrostatic initial
+ * state, kernels, and the order of the stages (sph_density and sph_boundary, then sph_forces with
+ * the fused leapfrog update). The equations are in docs/physics.md. */
 #include "sph.h"
 
 #include <float.h>

@@ -1,8 +1,10 @@
 /* sph: host side of the SPH fluid solver: its kernels, arguments and the order of stages.
  * One step (after the grid is built and the state gathered into sorted order):
- *   sph_density   : rho_i = sum_j m_j W(x_i - x_j, h)     (fluid and boundary particles)
- *   sph_forces    : a_i = pressure + viscosity + gravity, then the leapfrog update
- *                   v_next = v + a dt, x_next = x + v_next dt (boundary particles copied)
+ *   sph_density   : fluid rho_i = sum_j m_j W(x_i - x_j, h) (over fluid and boundary j), p_i = EOS;
+ *                   then boundary p_w, rho_w extrapolated from the fluid (Adami et al. 2012)
+ *   sph_forces    : a_i = pressure + viscosity + gravity (+ wall repulsion), then the leapfrog
+ *                   update v_next = v + a dt, x_next = x + v_next dt (boundary particles copied)
+ * Equations: docs/physics.md.
  * Every kernel is a gather over neighbours: no atomics on floats. */
 #ifndef SPHSIM_SPH_H
 #define SPHSIM_SPH_H
