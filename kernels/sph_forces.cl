@@ -95,27 +95,31 @@ __kernel void sph_forces(const uint n,
     const int finite = isfinite(x_next.x) && isfinite(x_next.y) && isfinite(x_next.z) &&
                        isfinite(v_next.x) && isfinite(v_next.y) && isfinite(v_next.z);
     if (!finite) bad |= FLAG_NONFINITE;
-    if (dot(v_next, v_next) > P->max_speed2) bad |= FLAG_RUNAWAY;
+    const int runaway = dot(v_next, v_next) > P->max_speed2;
+    if (runaway) bad |= FLAG_RUNAWAY;
     /* Last resort, never expected in a resolved flow: a fluid particle that would cross a tank
      * wall is put back on the wall with its outward normal velocity removed, and counted
-     * (flags[1]) so that sim.c reports it; a particle among the wall particles would
-     * otherwise be pushed out of the domain and end the run. */
-    int outside = 0;
-    float *xc = (float *)&x_next, *vc = (float *)&v_next;
-    for (int a = 0; a < DIMS; ++a) {
-        if (xc[a] < P->tank_min[a]) {
-            xc[a] = P->tank_min[a];
-            vc[a] = fmax(vc[a], 0.0f);
-            outside = 1;
-        } else if (xc[a] > P->tank_max[a]) {
-            xc[a] = P->tank_max[a];
-            vc[a] = fmin(vc[a], 0.0f);
-            outside = 1;
+     * (flags[1]) so that sim.c reports it (and stops the run when it happens too often); a
+     * particle among the wall particles would otherwise be pushed out of the domain. A
+     * non-finite or runaway particle is left as it is, for the host to name. */
+    if (finite && !runaway) {
+        int outside = 0;
+        float *xc = (float *)&x_next, *vc = (float *)&v_next;
+        for (int a = 0; a < DIMS; ++a) {
+            if (xc[a] < P->tank_min[a]) {
+                xc[a] = P->tank_min[a];
+                vc[a] = fmax(vc[a], 0.0f);
+                outside = 1;
+            } else if (xc[a] > P->tank_max[a]) {
+                xc[a] = P->tank_max[a];
+                vc[a] = fmin(vc[a], 0.0f);
+                outside = 1;
+            }
         }
-    }
-    if (outside && finite) {
-        bad |= FLAG_OUTSIDE;
-        atomic_inc(flags + 1);
+        if (outside) {
+            bad |= FLAG_OUTSIDE;
+            atomic_inc(flags + 1);
+        }
     }
     pos_next[i] = x_next;
     vel_next[i] = v_next;

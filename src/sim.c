@@ -250,6 +250,10 @@ static sph_status read_flags(sim_ctx *c, cl_uint flags[2], sph_error *e)
     return device_read(&c->dev, c->st.flags, 0, 2 * sizeof(cl_uint), flags, e);
 }
 
+/* More wall put-backs than this in one run means the flow is not resolved (time step too large,
+ * walls too thin): a numerical failure, not a run to trust. */
+static long put_back_limit(const scene *s) { return s->n_fluid / 10 > 100 ? s->n_fluid / 10 : 100; }
+
 /* On a set NaN/runaway flag: find the culprit, the bad particle of lowest id, in the state
  * written by the last step. `rebuilt`: the grid was rebuilt since that step, so id and type
  * are in the new sorted order and pos/vel (gathered from pos_next/vel_next) match them;
@@ -479,6 +483,16 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
             SPH_TRY(read_flags(c, flags, e));
             if (flags[0] & (FLAG_NONFINITE | FLAG_RUNAWAY))
                 return numerical_failure(c, r, last_check, step, flags[0], 1, e);
+            if ((long)flags[1] > put_back_limit(s)) {
+                r->last_step = step;
+                r->n_outside = c->outside_base + (long)flags[1];
+                return SPH_FAIL(e, SPH_E_NUMERIC,
+                                "numerical failure: fluid particles crossed the tank walls %u times by step %ld "
+                                "(t = %.6g s), more than %ld (10%% of the fluid particles): the flow is not "
+                                "resolved. Try a smaller time.cfl or time.dt, or more fluid.boundary_layers. The "
+                                "last good snapshot is in the output file",
+                                flags[1], step, step * s->dt, put_back_limit(s));
+            }
             last_check = step;
             sph_status wst = write_snapshot(c, step, r, e);
             if (wst != SPH_OK) return snapshot_failed(c, r, wst, e);
@@ -496,6 +510,16 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
             SPH_TRY(read_flags(c, flags, e));
             if (flags[0] & (FLAG_NONFINITE | FLAG_RUNAWAY))
                 return numerical_failure(c, r, last_check, step, flags[0], 0, e);
+            if ((long)flags[1] > put_back_limit(s)) {
+                r->last_step = step;
+                r->n_outside = c->outside_base + (long)flags[1];
+                return SPH_FAIL(e, SPH_E_NUMERIC,
+                                "numerical failure: fluid particles crossed the tank walls %u times by step %ld "
+                                "(t = %.6g s), more than %ld (10%% of the fluid particles): the flow is not "
+                                "resolved. Try a smaller time.cfl or time.dt, or more fluid.boundary_layers. The "
+                                "last good snapshot is in the output file",
+                                flags[1], step, step * s->dt, put_back_limit(s));
+            }
             last_check = step;
         }
         progress(c, step, first_step, t0, &last_print, 0);
