@@ -287,6 +287,29 @@ static sph_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, lon
                     step_hi * c->s->dt, why);
 }
 
+/* The checks between steps (blocks on an 8-byte read): NaN, Inf or runaway flagged since the
+ * last check, or too many wall put-backs, end the run as a numerical failure. `rebuilt` as for
+ * numerical_failure. */
+static sph_status check_flags(sim_ctx *c, sim_result *r, long last_check, long step, int rebuilt, sph_error *e)
+{
+    const scene *s = c->s;
+    cl_uint flags[2] = {0, 0};
+    SPH_TRY(read_flags(c, flags, e));
+    if (flags[0] & (FLAG_NONFINITE | FLAG_RUNAWAY))
+        return numerical_failure(c, r, last_check, step, flags[0], rebuilt, e);
+    if ((long)flags[1] > put_back_limit(s)) {
+        r->last_step = step;
+        r->n_outside = c->outside_base + (long)flags[1];
+        return SPH_FAIL(e, SPH_E_NUMERIC,
+                        "numerical failure: fluid particles crossed the tank walls %u times by step %ld (t = %.6g s), "
+                        "more than %ld (10%% of the fluid particles): the flow is not resolved. Try a smaller "
+                        "time.cfl or time.dt, or more fluid.boundary_layers. The last good snapshot is in the "
+                        "output file",
+                        flags[1], step, step * s->dt, put_back_limit(s));
+    }
+    return SPH_OK;
+}
+
 static void progress(sim_ctx *c, long step, long first_step, double t0, double *last_print, int force)
 {
     const sim_options *o = c->o;
@@ -479,20 +502,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         if (c->sph) SPH_TRY(sph_density(c->sph, c->g, &c->st, e));
         int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
         if (is_output && !(o->resume_path && step == first_step)) {
-            cl_uint flags[2] = {0, 0};
-            SPH_TRY(read_flags(c, flags, e));
-            if (flags[0] & (FLAG_NONFINITE | FLAG_RUNAWAY))
-                return numerical_failure(c, r, last_check, step, flags[0], 1, e);
-            if ((long)flags[1] > put_back_limit(s)) {
-                r->last_step = step;
-                r->n_outside = c->outside_base + (long)flags[1];
-                return SPH_FAIL(e, SPH_E_NUMERIC,
-                                "numerical failure: fluid particles crossed the tank walls %u times by step %ld "
-                                "(t = %.6g s), more than %ld (10%% of the fluid particles): the flow is not "
-                                "resolved. Try a smaller time.cfl or time.dt, or more fluid.boundary_layers. The "
-                                "last good snapshot is in the output file",
-                                flags[1], step, step * s->dt, put_back_limit(s));
-            }
+            SPH_TRY(check_flags(c, r, last_check, step, 1, e));
             last_check = step;
             sph_status wst = write_snapshot(c, step, r, e);
             if (wst != SPH_OK) return snapshot_failed(c, r, wst, e);
@@ -506,20 +516,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         ++step;
         r->steps++;
         if (step - last_check >= check_every) {
-            cl_uint flags[2] = {0, 0};
-            SPH_TRY(read_flags(c, flags, e));
-            if (flags[0] & (FLAG_NONFINITE | FLAG_RUNAWAY))
-                return numerical_failure(c, r, last_check, step, flags[0], 0, e);
-            if ((long)flags[1] > put_back_limit(s)) {
-                r->last_step = step;
-                r->n_outside = c->outside_base + (long)flags[1];
-                return SPH_FAIL(e, SPH_E_NUMERIC,
-                                "numerical failure: fluid particles crossed the tank walls %u times by step %ld "
-                                "(t = %.6g s), more than %ld (10%% of the fluid particles): the flow is not "
-                                "resolved. Try a smaller time.cfl or time.dt, or more fluid.boundary_layers. The "
-                                "last good snapshot is in the output file",
-                                flags[1], step, step * s->dt, put_back_limit(s));
-            }
+            SPH_TRY(check_flags(c, r, last_check, step, 0, e));
             last_check = step;
         }
         progress(c, step, first_step, t0, &last_print, 0);
