@@ -1,4 +1,6 @@
-/* sph_density.cl: writes rho and pressure of every particle, in sorted order.
+/* sph_density.cl: writes aux, the packed per-particle SPH state, of every particle in sorted order:
+ *   aux_i = (m_i for fluid / -m_i for boundary, rho_i (kg/m^3), p_i (Pa), p_i / rho_i^2)
+ * (docs/physics.md, "Device data layout"): the forces loop reads one float4 per neighbour.
  *   sph_density  (fluid i):    rho_i = sum_j m_j W(|x_i - x_j|, h)   (j over fluid and boundary,
  *                              j = i included; boundary m_b = rho0 / sum_lattice W), p_i = EOS(rho_i)
  *   sph_boundary (boundary w): pressure extrapolated from the fluid (Adami, Hu & Adams 2012, eq. 27,
@@ -7,7 +9,7 @@
  *                              clamped at >= 0 (0 without fluid neighbours); rho_w = EOS^-1(p_w)
  *   sph_pressure:              p_i = EOS(rho_i) again, for output.
  * Gathers over the neighbour grid: no atomics; sums run in sorted order. sph_boundary reads
- * only fluid entries and writes only boundary entries of rho/pressure. */
+ * only fluid entries and writes only boundary entries of aux. */
 #include "sph_common.h"
 
 __kernel void sph_density(const uint n,
@@ -16,8 +18,7 @@ __kernel void sph_density(const uint n,
                           __global const uchar *type,   /* PTYPE_*, sorted */
                           __global const uint *cell_start, __global const uint *cell_end,
                           __constant const grid_params *gp, __constant const sph_params *P,
-                          __global float *rho,          /* kg/m^3, out (fluid) */
-                          __global float *pressure)     /* Pa, out (fluid) */
+                          __global float4 *aux)         /* (m, rho, p, p/rho^2), out (fluid) */
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
@@ -32,17 +33,17 @@ __kernel void sph_density(const uint n,
         if (r2 >= support2) continue;
         rho_i += mass[j] * sph_W(r2, P);
     NEIGHBOURS_END
-    rho[i] = rho_i;
-    pressure[i] = sph_eos(rho_i, P);
+    const float p_i = sph_eos(rho_i, P);
+    aux[i] = (float4)(mass[i], rho_i, p_i, p_i / (rho_i * rho_i));
 }
 
 __kernel void sph_boundary(const uint n,
                            __global const float4 *pos,  /* m, sorted */
+                           __global const float *mass,  /* kg, sorted */
                            __global const uchar *type,  /* PTYPE_*, sorted */
                            __global const uint *cell_start, __global const uint *cell_end,
                            __constant const grid_params *gp, __constant const sph_params *P,
-                           __global float *rho,         /* kg/m^3: fluid read, boundary written */
-                           __global float *pressure)    /* Pa: fluid read, boundary written */
+                           __global float4 *aux)        /* (m, rho, p, p/rho^2): fluid read, boundary written */
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
@@ -58,9 +59,10 @@ __kernel void sph_boundary(const uint n,
         const float r2 = dot(dx, dx);
         if (r2 >= support2) continue;
         const float W = sph_W(r2, P);
+        const float4 a_j = aux[j];
         sum_W += W;
-        sum_pW += pressure[j] * W;
-        sum_rho_dx_W += (rho[j] * W) * dx;
+        sum_pW += a_j.z * W;
+        sum_rho_dx_W += (a_j.y * W) * dx;
     NEIGHBOURS_END
     float p_w = 0.0f;
     if (sum_W > 0.0f) {
@@ -68,16 +70,20 @@ __kernel void sph_boundary(const uint n,
                             P->gravity[2] * sum_rho_dx_W.z;
         p_w = fmax((sum_pW + g_dot) / sum_W, 0.0f);
     }
-    pressure[i] = p_w;
-    rho[i] = sph_eos_rho(p_w, P);
+    const float rho_w = sph_eos_rho(p_w, P);
+    aux[i] = (float4)(-mass[i], rho_w, p_w, p_w / (rho_w * rho_w)); /* m < 0 marks a wall */
 }
 
 /* pressure_i = EOS(rho_i) for output (the same function the density stage applies; for boundary
  * particles rho_w = EOS^-1(p_w) gives p_w back). */
-__kernel void sph_pressure(const uint n, __constant const sph_params *P, __global const float *rho,
-                           __global float *pressure)
+__kernel void sph_pressure(const uint n, __constant const sph_params *P,
+                           __global const float4 *aux,  /* (m, rho, p, p/rho^2) */
+                           __global float *rho,         /* kg/m^3, out */
+                           __global float *pressure)    /* Pa, out */
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
-    pressure[i] = sph_eos(rho[i], P);
+    const float rho_i = aux[i].y;
+    rho[i] = rho_i;
+    pressure[i] = sph_eos(rho_i, P);
 }

@@ -14,16 +14,17 @@
  * Closer than r0 = 0.75 dx to a boundary particle (never on the initial lattice) a Lennard-Jones
  * repulsion (Monaghan 1994) stops splashing droplets, which have p = 0, before they reach the wall:
  *   a_i += D ((r0/r)^12 - (r0/r)^4) dx / r^2      for r < r0
+ * Neighbour data come packed, one float4 per particle written by the density stage
+ * (aux_j = (+-m_j, rho_j, p_j, p_j/rho_j^2), m < 0 marking a wall particle; docs/physics.md);
+ * vel[j] is read for fluid neighbours only.
  * A gather over the neighbour grid: no float atomics; only the flag word is OR-ed atomically. */
 #include "sph_common.h"
 
 __kernel void sph_forces(const uint n,
                          __global const float4 *pos,      /* m, sorted */
                          __global const float4 *vel,      /* m/s, sorted */
-                         __global const float *mass,      /* kg */
                          __global const uchar *type,      /* PTYPE_* */
-                         __global const float *rho,       /* kg/m^3 (sph_density) */
-                         __global const float *pressure,  /* Pa (sph_density) */
+                         __global const float4 *aux,      /* (+-m, rho, p, p/rho^2) (sph_density) */
                          __global const uint *cell_start, __global const uint *cell_end,
                          __constant const grid_params *gp, __constant const sph_params *P,
                          __global float4 *pos_next,       /* m, out */
@@ -39,31 +40,39 @@ __kernel void sph_forces(const uint n,
         return;
     }
     const float4 v_i = vel[i];
-    const float rho_i = rho[i];
-    const float p_i = pressure[i];
-    const float p_rho2_i = p_i / (rho_i * rho_i); /* m^2/s^2 / (kg/m^3) */
+    const float4 a_i = aux[i];
+    const float rho_i = a_i.y;
+    const float p_rho2_i = a_i.w;                  /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
     const float support2 = P->support2;
+    const float eta2 = P->eta2;                    /* m^2 */
+    const float wall_r0 = P->wall_r0;              /* m */
+#if defined(VISC_ARTIFICIAL)
+    const float h = P->h;                          /* m */
+    const float alpha_c0 = -P->alpha * P->c0;      /* m/s, the product the viscosity term forms */
+#endif
     float4 acc = (float4)(0.0f);                   /* m/s^2 */
 
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
         float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
-        if (r2 >= support2 || j == i || r2 == 0.0f) continue;
+        if (r2 >= support2 || r2 == 0.0f) continue; /* r2 == 0 also skips j == i */
         const float r = sqrt(r2);
         const float F = sph_F(r, P); /* grad_i W_ij = F dx */
-        const float m_j = mass[j];
-        const float rho_j = rho[j];
-        const float p_rho2_j = pressure[j] / (rho_j * rho_j);
-        const float4 v_j = type[j] == PTYPE_FLUID ? vel[j] : (float4)(0.0f); /* walls at rest */
+        const float4 a_j = aux[j];
+        const int fluid_j = a_j.x > 0.0f;          /* walls carry -m */
+        const float m_j = fabs(a_j.x);
+        const float rho_j = a_j.y;
+        const float p_rho2_j = a_j.w;
+        const float4 v_j = fluid_j ? vel[j] : (float4)(0.0f); /* walls at rest */
         /* pressure */
         float coef = -m_j * (p_rho2_i + p_rho2_j) * F;
         const float4 v_ij = v_i - v_j;
 #if defined(VISC_ARTIFICIAL)
         const float vr = dot(v_ij, dx);
         if (vr < 0.0f) {
-            const float mu_ij = P->h * vr / (r2 + P->eta2);                 /* m/s */
-            const float Pi_ij = -P->alpha * P->c0 * mu_ij / (0.5f * (rho_i + rho_j)); /* m^5/(kg s^2) */
+            const float mu_ij = h * vr / (r2 + eta2);                       /* m/s */
+            const float Pi_ij = alpha_c0 * mu_ij / (0.5f * (rho_i + rho_j)); /* m^5/(kg s^2) */
             coef -= m_j * Pi_ij * F;
         }
         acc += coef * dx;
@@ -72,10 +81,10 @@ __kernel void sph_forces(const uint n,
         acc -= (P->mu * m_j / (rho_i * rho_j) * sphk_visc_lap(r, P->support, P->lap_norm)) * v_ij;
 #else
         acc += coef * dx;
-        acc += (2.0f * P->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + P->eta2)) * v_ij;
+        acc += (2.0f * P->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + eta2)) * v_ij;
 #endif
-        if (type[j] != PTYPE_FLUID && r < P->wall_r0) { /* wall repulsion (Monaghan 1994) */
-            const float s2 = P->wall_r0 * P->wall_r0 / r2;    /* (r0/r)^2 */
+        if (!fluid_j && r < wall_r0) { /* wall repulsion (Monaghan 1994) */
+            const float s2 = wall_r0 * wall_r0 / r2;    /* (r0/r)^2 */
             const float s4 = s2 * s2;
             acc += (P->wall_D * (s4 * s4 * s4 - s4) / r2) * dx;
         }

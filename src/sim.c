@@ -37,8 +37,8 @@ static sph_status sim_grid_geometry(const scene *s, grid_params *gp, sph_error *
 /* Bytes per particle of dev_state (see state.h). */
 static size_t state_bytes_per_particle(const scene *s)
 {
-    size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 4 + 4 /* rho, pressure */ + 2 * 4 /* mass */ +
-               2 * 4 /* id */ + 2 * 1 /* type */;
+    size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 2 * 4 /* mass */ + 2 * 4 /* id */ + 2 * 1 /* type */;
+    if (s->mode == MODE_SPH) b += 16;          /* aux: (+-m, rho, p, p/rho^2) */
     if (s->mode == MODE_PARTICLES) b += 2 * 4; /* radius */
     return b;
 }
@@ -76,7 +76,7 @@ static void release_mem(cl_mem *m)
 
 static void state_release(dev_state *st)
 {
-    cl_mem *all[] = {&st->pos, &st->vel, &st->pos_next, &st->vel_next, &st->rho, &st->pressure, &st->mass,
+    cl_mem *all[] = {&st->pos, &st->vel, &st->pos_next, &st->vel_next, &st->aux, &st->mass,
                      &st->mass_tmp, &st->radius, &st->radius_tmp, &st->id, &st->id_tmp, &st->type, &st->type_tmp,
                      &st->flags};
     for (size_t i = 0; i < sizeof all / sizeof *all; ++i) release_mem(all[i]);
@@ -91,14 +91,13 @@ static sph_status state_alloc(sim_ctx *c, size_t n, sph_error *e)
     SPH_TRY(device_alloc(d, n * 16, "velocities", &st->vel, e));
     SPH_TRY(device_alloc(d, n * 16, "next positions", &st->pos_next, e));
     SPH_TRY(device_alloc(d, n * 16, "next velocities", &st->vel_next, e));
-    SPH_TRY(device_alloc(d, n * 4, "densities", &st->rho, e));
-    SPH_TRY(device_alloc(d, n * 4, "pressures", &st->pressure, e));
     SPH_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
     SPH_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
     SPH_TRY(device_alloc(d, n * 4, "ids", &st->id, e));
     SPH_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
     SPH_TRY(device_alloc(d, n, "types", &st->type, e));
     SPH_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
+    if (c->s->mode == MODE_SPH) SPH_TRY(device_alloc(d, n * 16, "SPH densities and pressures", &st->aux, e));
     if (c->s->mode == MODE_PARTICLES) {
         SPH_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
         SPH_TRY(device_alloc(d, n * 4, "radii (scratch)", &st->radius_tmp, e));
@@ -171,22 +170,21 @@ static sph_status read_back(sim_ctx *c, sph_error *e)
     sph_device *d = &c->dev;
     size_t n = st->n;
     particles *q = &c->sorted, *p = &c->hp;
-    /* Output pressure = EOS(rho) (sph_pressure), computed into the scratch mass_tmp (unused
-     * between rebuilds), never into st->pressure: the next step's forces read the pressure the
-     * density stage left (p_w of the boundary, not EOS(EOS^-1(p_w))), so writing a snapshot
-     * does not change the trajectory and --resume (no snapshot at its first step) stays
-     * bit-identical to an uninterrupted run. */
-    dev_state out = *st;
-    out.pressure = st->mass_tmp;
-    if (c->sph) SPH_TRY(sph_pressure(c->sph, &out, e));
+    /* Output rho (unpacked from st->aux) and pressure = EOS(rho) (sph_pressure), computed into
+     * the scratch id_tmp and mass_tmp (unused between rebuilds), never into st->aux: the next
+     * step's forces read the pressure the density stage left (p_w of the boundary, not
+     * EOS(EOS^-1(p_w))), so writing a snapshot does not change the trajectory and --resume (no
+     * snapshot at its first step) stays bit-identical to an uninterrupted run. */
+    cl_mem out_rho = st->id_tmp, out_pressure = st->mass_tmp;
+    if (c->sph) SPH_TRY(sph_pressure(c->sph, st, out_rho, out_pressure, e));
     SPH_TRY(device_read(d, st->pos, 0, n * 16, q->pos, e));
     SPH_TRY(device_read(d, st->vel, 0, n * 16, q->vel, e));
     SPH_TRY(device_read(d, st->id, 0, n * 4, q->id, e));
     SPH_TRY(device_read(d, st->type, 0, n, q->type, e));
     SPH_TRY(device_read(d, st->mass, 0, n * 4, q->mass, e));
     if (c->sph) {
-        SPH_TRY(device_read(d, st->rho, 0, n * 4, q->rho, e));
-        SPH_TRY(device_read(d, out.pressure, 0, n * 4, q->pressure, e));
+        SPH_TRY(device_read(d, out_rho, 0, n * 4, q->rho, e));
+        SPH_TRY(device_read(d, out_pressure, 0, n * 4, q->pressure, e));
     }
     if (st->radius) SPH_TRY(device_read(d, st->radius, 0, n * 4, q->radius, e));
     for (size_t i = 0; i < n; ++i) {

@@ -289,20 +289,19 @@ sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end
     DEVICE_ARG(e, k, 5, cell_end);
     DEVICE_ARG(e, k, 6, grid_params_buf);
     DEVICE_ARG(e, k, 7, s->params_buf);
-    DEVICE_ARG(e, k, 8, st->rho);
-    DEVICE_ARG(e, k, 9, st->pressure);
+    DEVICE_ARG(e, k, 8, st->aux);
     SPH_TRY(device_run1d(s->d, k, st->n, SPH_LOCAL, e));
 
     k = s->k_boundary;
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
-    DEVICE_ARG(e, k, 2, st->type);
-    DEVICE_ARG(e, k, 3, cell_start);
-    DEVICE_ARG(e, k, 4, cell_end);
-    DEVICE_ARG(e, k, 5, grid_params_buf);
-    DEVICE_ARG(e, k, 6, s->params_buf);
-    DEVICE_ARG(e, k, 7, st->rho);
-    DEVICE_ARG(e, k, 8, st->pressure);
+    DEVICE_ARG(e, k, 2, st->mass);
+    DEVICE_ARG(e, k, 3, st->type);
+    DEVICE_ARG(e, k, 4, cell_start);
+    DEVICE_ARG(e, k, 5, cell_end);
+    DEVICE_ARG(e, k, 6, grid_params_buf);
+    DEVICE_ARG(e, k, 7, s->params_buf);
+    DEVICE_ARG(e, k, 8, st->aux);
     return device_run1d(s->d, k, st->n, SPH_LOCAL, e);
 }
 
@@ -316,17 +315,15 @@ sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end,
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
     DEVICE_ARG(e, k, 2, st->vel);
-    DEVICE_ARG(e, k, 3, st->mass);
-    DEVICE_ARG(e, k, 4, st->type);
-    DEVICE_ARG(e, k, 5, st->rho);
-    DEVICE_ARG(e, k, 6, st->pressure);
-    DEVICE_ARG(e, k, 7, cell_start);
-    DEVICE_ARG(e, k, 8, cell_end);
-    DEVICE_ARG(e, k, 9, grid_params_buf);
-    DEVICE_ARG(e, k, 10, s->params_buf);
-    DEVICE_ARG(e, k, 11, st->pos_next);
-    DEVICE_ARG(e, k, 12, st->vel_next);
-    DEVICE_ARG(e, k, 13, st->flags);
+    DEVICE_ARG(e, k, 3, st->type);
+    DEVICE_ARG(e, k, 4, st->aux);
+    DEVICE_ARG(e, k, 5, cell_start);
+    DEVICE_ARG(e, k, 6, cell_end);
+    DEVICE_ARG(e, k, 7, grid_params_buf);
+    DEVICE_ARG(e, k, 8, s->params_buf);
+    DEVICE_ARG(e, k, 9, st->pos_next);
+    DEVICE_ARG(e, k, 10, st->vel_next);
+    DEVICE_ARG(e, k, 11, st->flags);
     return device_run1d(s->d, k, st->n, SPH_LOCAL, e);
 }
 
@@ -353,14 +350,15 @@ sph_status sph_step(sph_solver *s, grid *g, dev_state *st, sph_error *e)
     return sph_forces(s, g, st, e);
 }
 
-sph_status sph_pressure(sph_solver *s, dev_state *st, sph_error *e)
+sph_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_mem pressure, sph_error *e)
 {
     if (st->n == 0) return SPH_OK;
     const cl_uint n = (cl_uint)st->n;
     cl_kernel k = s->k_pressure;
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, s->params_buf);
-    DEVICE_ARG(e, k, 2, st->rho);
-    DEVICE_ARG(e, k, 3, st->pressure);
+    DEVICE_ARG(e, k, 2, st->aux);
+    DEVICE_ARG(e, k, 3, rho);
+    DEVICE_ARG(e, k, 4, pressure);
     return device_run1d(s->d, k, st->n, SPH_LOCAL, e);
 }

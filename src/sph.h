@@ -35,7 +35,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *s, sph_error
 void sph_destroy(sph_solver *s);
 
 /* The two halves of a step, enqueued separately so that sim.c can write a snapshot whose
- * density belongs to its positions: sph_density fills st->rho from st->pos (sorted);
+ * density belongs to its positions: sph_density fills st->aux from st->pos (sorted);
  * sph_forces computes accelerations and the leapfrog update into pos_next/vel_next.
  * sph_step = sph_density + sph_forces. None of them blocks the host. */
 sph_status sph_density(sph_solver *s, grid *g, dev_state *st, sph_error *e);
@@ -55,7 +55,8 @@ sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end,
 /* The parameters the solver uploaded. */
 const sph_params *sph_get_params(const sph_solver *s);
 
-/* Enqueue: fill st->pressure from st->rho (for output), in sorted order. */
-sph_status sph_pressure(sph_solver *s, dev_state *st, sph_error *e);
+/* Enqueue, for output: unpack rho (float, kg/m^3) from st->aux and fill pressure (float, Pa)
+ * with EOS(rho), in sorted order. rho and pressure are n-float buffers (scratch will do). */
+sph_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_mem pressure, sph_error *e);
 
 #endif

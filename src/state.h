@@ -7,7 +7,7 @@
  *   2. sim gathers every per-particle array through idx: pos_next -> pos, vel_next -> vel,
  *      id -> id_next then swaps, and the same for type, mass, radius.
  *   3. the solver reads pos/vel (sorted) and writes pos_next/vel_next for every particle
- *      (fixed boundary particles copy theirs unchanged); rho is written in sorted order.
+ *      (fixed boundary particles copy theirs unchanged); aux (rho, p) is written in sorted order.
  * So between steps the current state is in *_next order for pos/vel and in primary order for
  * the rest; at output, sim reads pos_next/vel_next with id/type/mass/radius. */
 #ifndef SPHSIM_STATE_H
@@ -19,8 +19,8 @@ typedef struct dev_state {
     size_t n;        /* particles */
     cl_mem pos, vel; /* float4, sorted order (read by solvers) */
     cl_mem pos_next, vel_next; /* float4, written by solvers */
-    cl_mem rho;      /* float, kg/m^3 */
-    cl_mem pressure; /* float, Pa */
+    cl_mem aux;      /* float4 (SPH only, else NULL), written by sph_density each step, sorted:
+                        (m for fluid / -m for boundary (kg), rho (kg/m^3), p (Pa), p/rho^2) */
     cl_mem mass, mass_tmp;     /* float, kg */
     cl_mem radius, radius_tmp; /* float, m (particle mode only, else NULL) */
     cl_mem id, id_tmp;         /* uint */

@@ -282,8 +282,7 @@ static void run_alloc(sph_device *d, run *r, size_t n, const scene *s)
     assert_int_equal(device_alloc(d, 16 * n, "vel", &r->st.vel, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 16 * n, "pos_next", &r->st.pos_next, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 16 * n, "vel_next", &r->st.vel_next, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 4 * n, "rho", &r->st.rho, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 4 * n, "pressure", &r->st.pressure, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 16 * n, "aux", &r->st.aux, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 4 * n, "mass", &r->st.mass, &e), SPH_OK);
     assert_int_equal(device_alloc(d, n, "type", &r->st.type, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 8, "flags", &r->st.flags, &e), SPH_OK);
@@ -297,7 +296,7 @@ static void run_alloc(sph_device *d, run *r, size_t n, const scene *s)
 
 static void run_free(run *r)
 {
-    cl_mem all[] = {r->st.pos, r->st.vel, r->st.pos_next, r->st.vel_next, r->st.rho, r->st.pressure,
+    cl_mem all[] = {r->st.pos, r->st.vel, r->st.pos_next, r->st.vel_next, r->st.aux,
                     r->st.mass, r->st.type, r->st.flags, r->cs, r->ce, r->gpb};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; ++k)
         if (all[k]) clReleaseMemObject(all[k]);
@@ -346,22 +345,29 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
     if (st != SPH_OK) fprintf(stderr, "sph_enqueue: %s\n", e.msg);
     assert_int_equal(st, SPH_OK);
     assert_int_equal(clFinish(d->queue), CL_SUCCESS);
-    float *b1 = malloc(4 * n), *b2 = malloc(4 * n), *b4 = malloc(16 * n), *b5 = malloc(16 * n);
-    assert_true(b1 && b2 && b4 && b5);
-    assert_int_equal(device_read(d, r->st.rho, 0, 4 * n, b1, &e), SPH_OK);
-    assert_int_equal(device_read(d, r->st.pressure, 0, 4 * n, b2, &e), SPH_OK);
+    float *aux = malloc(16 * n), *mass = malloc(4 * n), *b4 = malloc(16 * n), *b5 = malloc(16 * n);
+    uint8_t *type = malloc(n);
+    assert_true(aux && mass && type && b4 && b5);
+    assert_int_equal(device_read(d, r->st.aux, 0, 16 * n, aux, &e), SPH_OK);
+    assert_int_equal(device_read(d, r->st.mass, 0, 4 * n, mass, &e), SPH_OK);
+    assert_int_equal(device_read(d, r->st.type, 0, n, type, &e), SPH_OK);
     assert_int_equal(device_read(d, r->st.pos_next, 0, 16 * n, b4, &e), SPH_OK);
     assert_int_equal(device_read(d, r->st.vel_next, 0, 16 * n, b5, &e), SPH_OK);
     assert_int_equal(device_read(d, r->st.flags, 0, 4, flags, &e), SPH_OK);
     for (size_t k = 0; k < n; ++k) {
         const uint32_t i = r->order[k];
-        if (rho) rho[i] = b1[k];
-        if (pressure) pressure[i] = b2[k];
+        /* aux = (+m fluid / -m boundary, rho, p, p/rho^2) */
+        const float *a = aux + 4 * k;
+        assert_true(a[0] == (type[k] == PTYPE_FLUID ? mass[k] : -mass[k]));
+        assert_true(fabs(a[3] - (double)a[2] / ((double)a[1] * a[1])) <= 1e-6 * fabs(a[3]) + 1e-30);
+        if (rho) rho[i] = a[1];
+        if (pressure) pressure[i] = a[2];
         memcpy(pos_next + 4 * i, b4 + 4 * k, 16);
         memcpy(vel_next + 4 * i, b5 + 4 * k, 16);
     }
-    free(b1);
-    free(b2);
+    free(aux);
+    free(mass);
+    free(type);
     free(b4);
     free(b5);
 }
