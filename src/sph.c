@@ -274,25 +274,10 @@ void sph_destroy(sph_solver *s)
 
 const sph_params *sph_get_params(const sph_solver *s) { return &s->params; }
 
-sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                               dev_state *st, sph_error *e)
+/* sph_density and sph_boundary take the same arguments: set them on `k` and launch it. */
+static sph_status run_density_stage(sph_solver *s, cl_kernel k, cl_uint n, cl_mem cell_start, cl_mem cell_end,
+                                    cl_mem grid_params_buf, dev_state *st, sph_error *e)
 {
-    if (st->n == 0) return SPH_OK;
-    if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
-    const cl_uint n = (cl_uint)st->n;
-    cl_kernel k = s->k_density;
-    DEVICE_ARG(e, k, 0, n);
-    DEVICE_ARG(e, k, 1, st->pos);
-    DEVICE_ARG(e, k, 2, st->mass);
-    DEVICE_ARG(e, k, 3, st->type);
-    DEVICE_ARG(e, k, 4, cell_start);
-    DEVICE_ARG(e, k, 5, cell_end);
-    DEVICE_ARG(e, k, 6, grid_params_buf);
-    DEVICE_ARG(e, k, 7, s->params_buf);
-    DEVICE_ARG(e, k, 8, st->aux);
-    SPH_TRY(device_run1d(s->d, k, st->n, SPH_LOCAL, e));
-
-    k = s->k_boundary;
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
     DEVICE_ARG(e, k, 2, st->mass);
@@ -303,6 +288,16 @@ sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end
     DEVICE_ARG(e, k, 7, s->params_buf);
     DEVICE_ARG(e, k, 8, st->aux);
     return device_run1d(s->d, k, st->n, SPH_LOCAL, e);
+}
+
+sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                               dev_state *st, sph_error *e)
+{
+    if (st->n == 0) return SPH_OK;
+    if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
+    const cl_uint n = (cl_uint)st->n;
+    SPH_TRY(run_density_stage(s, s->k_density, n, cell_start, cell_end, grid_params_buf, st, e));
+    return run_density_stage(s, s->k_boundary, n, cell_start, cell_end, grid_params_buf, st, e);
 }
 
 sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
