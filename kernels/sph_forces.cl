@@ -11,9 +11,10 @@
  *   laminar, other kernels (Morris 1997):  a_i += 2 mu m_j / (rho_i rho_j) F r^2/(r^2+eta^2) v_ij
  * A boundary neighbour w enters with the pressure p_w and density rho_w that sph_boundary
  * extrapolated from the fluid (Adami, Hu & Adams 2012) and v_w = 0 (no-slip wall at rest).
- * Closer than r0 = 0.75 dx to a boundary particle (never on the initial lattice) a Lennard-Jones
- * repulsion (Monaghan 1994) stops splashing droplets, which have p = 0, before they reach the wall:
- *   a_i += D ((r0/r)^12 - (r0/r)^4) dx / r^2      for r < r0
+ * Closer than d0 = 0.4 dx to a tank face (the fluid next to a wall sits at 0.5 dx), a linear
+ * barrier along the face's inward normal n stops splashing droplets, which have p = 0, before
+ * they cross it, wherever they hit it (docs/physics.md, "Barrier"):
+ *   a_i += K (d0 - d) n,      d = distance of x_i from the face,  K = min((c0 / (2 d0))^2, 1/dt^2)
  * Neighbour data come packed, one float4 per particle written by the density stage
  * (aux_j = (+-m_j, rho_j, p_j, p_j/rho_j^2), m < 0 marking a wall particle; docs/physics.md);
  * vel[j] is read for fluid neighbours only.
@@ -45,7 +46,6 @@ __kernel void sph_forces(const uint n,
     const float p_rho2_i = a_i.w;                  /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
     const float support2 = P->support2;
     const float eta2 = P->eta2;                    /* m^2 */
-    const float wall_r0 = P->wall_r0;              /* m */
 #if defined(VISC_ARTIFICIAL)
     const float h = P->h;                          /* m */
     const float alpha_c0 = -P->alpha * P->c0;      /* m/s, the product the viscosity term forms */
@@ -83,13 +83,18 @@ __kernel void sph_forces(const uint n,
         acc += coef * dx;
         acc += (2.0f * P->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + eta2)) * v_ij;
 #endif
-        if (!fluid_j && r < wall_r0) { /* wall repulsion (Monaghan 1994) */
-            const float s2 = wall_r0 * wall_r0 / r2;    /* (r0/r)^2 */
-            const float s4 = s2 * s2;
-            acc += (P->wall_D * (s4 * s4 * s4 - s4) / r2) * dx;
-        }
     NEIGHBOURS_END
 
+    { /* barrier of the tank faces */
+        const float *xi = (const float *)&x_i;
+        float *ac = (float *)&acc;
+        const float d0 = P->wall_d0, K = P->wall_k;
+        for (int a = 0; a < DIMS; ++a) {
+            const float d_lo = xi[a] - P->tank_min[a], d_hi = P->tank_max[a] - xi[a];
+            if (d_lo < d0) ac[a] += K * (d0 - d_lo);
+            else if (d_hi < d0) ac[a] -= K * (d0 - d_hi);
+        }
+    }
     acc.x += P->gravity[0];
     acc.y += P->gravity[1];
     acc.z += P->gravity[2];

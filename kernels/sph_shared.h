@@ -30,8 +30,8 @@ typedef struct sph_params {
     float tank_min[3];  /* m: tank box (z = 0 in 2D); fluid ending outside is flagged */
     float tank_max[3];  /* m */
     float max_speed2;   /* m^2/s^2: square of the runaway-speed limit */
-    float wall_r0;      /* m: range of the wall repulsion, 0.75 dx (dx = particle spacing) */
-    float wall_D;       /* m^2/s^2: strength of the wall repulsion, 0.05 c0^2 */
+    float wall_d0;      /* m: range of the tank-face barrier, 0.4 dx (dx = particle spacing) */
+    float wall_k;       /* 1/s^2: stiffness of the barrier, min((c0 / (2 d0))^2, 1/dt^2) */
     sph_u32 dims;       /* 2 or 3 (also -DDIMS) */
 } sph_params;
 

@@ -24,9 +24,9 @@ struct sph_solver {
 /* Work-group size of the SPH kernels (the host rounds the global size up). */
 #define SPH_LOCAL 64
 
-/* Wall repulsion (docs/physics.md): range r0 = SPH_WALL_R0 dx, strength D = SPH_WALL_D c0^2. */
-#define SPH_WALL_R0 0.75
-#define SPH_WALL_D 0.05
+/* Tank-face barrier (docs/physics.md): range d0 = SPH_WALL_D0 dx; stiffness K = (c0 / (2 d0))^2,
+ * which stops a particle meeting the face at up to c0 / 2, capped at 1/dt^2 for stability. */
+#define SPH_WALL_D0 0.4
 
 void sph_params_from_scene(const scene *s, sph_params *p)
 {
@@ -61,8 +61,9 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     p->dt = (float)s->dt;
     const double v2 = s->max_speed * s->max_speed;
     p->max_speed2 = (s->max_speed > 0.0 && v2 < FLT_MAX) ? (float)v2 : FLT_MAX;
-    p->wall_r0 = (float)(SPH_WALL_R0 * s->spacing);
-    p->wall_D = (float)(SPH_WALL_D * p->c0 * p->c0);
+    const double d0 = SPH_WALL_D0 * s->spacing, omega = 0.5 * p->c0 / d0; /* 1/s */
+    p->wall_d0 = (float)d0;
+    p->wall_k = (float)(s->dt > 0.0 ? fmin(omega * omega, 1.0 / (s->dt * s->dt)) : omega * omega);
     p->dims = (sph_u32)dims;
 }
 

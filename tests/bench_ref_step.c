@@ -237,12 +237,13 @@ static void c_forces(cstate *c)
             } else {
                 visc = 2.0f * P->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + P->eta2);
             }
-            if (!fluid_j && r < P->wall_r0) {
-                const float s2 = P->wall_r0 * P->wall_r0 / r2, s4 = s2 * s2;
-                coef += P->wall_D * (s4 * s4 * s4 - s4) / r2;
-            }
             for (int a = 0; a < 3; ++a) acc[a] += coef * dx[a] + visc * v_ij[a];
         C_NEIGHBOURS_END
+        for (int a = 0; a < c->dims; ++a) { /* barrier of the tank faces, as sph_forces.cl */
+            const float d_lo = x_i[a] - P->tank_min[a], d_hi = P->tank_max[a] - x_i[a];
+            if (d_lo < P->wall_d0) acc[a] += P->wall_k * (P->wall_d0 - d_lo);
+            else if (d_hi < P->wall_d0) acc[a] -= P->wall_k * (P->wall_d0 - d_hi);
+        }
         int finite = 1;
         float v2 = 0.0f;
         for (int a = 0; a < 3; ++a) {

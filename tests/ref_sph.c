@@ -186,11 +186,16 @@ void ref_sph_step(const scene *s, const particles *p, double *rho, double *press
             } else {
                 visc = 2.0 * s->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + eta2);
             }
-            if (p->type[j] != PTYPE_FLUID && r < 0.75 * s->spacing) { /* wall repulsion */
-                const double q = 0.75 * s->spacing / r;
-                coef += 0.05 * c0 * c0 * (pow(q, 12) - pow(q, 4)) / r2;
-            }
             for (int k = 0; k < 3; ++k) acc[k] += coef * dx[k] + visc * v_ij[k];
+        }
+        { /* barrier of the tank faces: range d0 = 0.4 dx, K = min((c0 / (2 d0))^2, 1/dt^2) */
+            const double d0 = 0.4 * s->spacing, omega = 0.5 * c0 / d0;
+            const double K = fmin(omega * omega, 1.0 / (s->dt * s->dt));
+            for (int k = 0; k < dims; ++k) {
+                const double d_lo = x_i[k] - s->tank.min[k], d_hi = s->tank.max[k] - x_i[k];
+                if (d_lo < d0) acc[k] += K * (d0 - d_lo);
+                else if (d_hi < d0) acc[k] -= K * (d0 - d_hi);
+            }
         }
         double v2 = 0.0;
         int finite = 1, outside = 0;

@@ -691,7 +691,7 @@ static void test_flags(void **state)
     assert_int_equal(flags, 0);
 
     /* (0) a droplet 0.5 mm below the tank top (0.12 m; first wall layer at 0.125 m, closer than
-     * r0 = 7.5 mm) moving up at 1 m/s is turned back by the wall repulsion */
+     * d0 = 4 mm to the face) moving up at 1 m/s is turned back by the face barrier */
     float y0 = p.pos[4 * top + 1];
     p.pos[4 * top + 1] = 0.1195f;
     p.vel[4 * top + 1] = 1.0f;
@@ -701,7 +701,35 @@ static void test_flags(void **state)
     print_message("  droplet 0.5 mm from the wall at +1 m/s: v_next = %+.3g m/s\n", v[4 * top + 1]);
     assert_true(v[4 * top + 1] < 0.0f);
 
-    /* (1) from 3 mm below the top (outside r0) at 30 m/s, it crosses in one step: outside only */
+    /* (0b) a droplet rising at 0.4 c0 = 8 m/s midway between two wall particles of the lid (x =
+     * 0.08 m, lid particles at 0.075 and 0.085 m), where the old per-particle Lennard-Jones
+     * repulsion had a gap: the face barrier turns it back before the face, without a put-back */
+    {
+        const float x0 = p.pos[4 * top];
+        p.pos[4 * top] = 0.08f;
+        p.pos[4 * top + 1] = 0.115f;
+        p.vel[4 * top + 1] = 8.0f;
+        float y_max = 0.0f;
+        int steps = 0;
+        for (; steps < 40 && p.vel[4 * top + 1] > 0.0f; ++steps) {
+            run_upload(&f->d, &r, &p);
+            run_step(&f->d, sol, &r, n, NULL, NULL, x, v, &flags);
+            assert_int_equal(flags & FLAG_OUTSIDE, 0);
+            memcpy(p.pos, x, 16 * n);
+            memcpy(p.vel, v, 16 * n);
+            y_max = fmaxf(y_max, p.pos[4 * top + 1]);
+        }
+        print_message("  droplet rising at 8 m/s between lid particles: turned back after %d steps, "
+                      "%.2f dx below the lid\n", steps, (0.12f - y_max) / 0.01f);
+        assert_true(p.vel[4 * top + 1] < 0.0f);
+        assert_true(y_max < 0.12f);
+        particles_free(&p);
+        assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK); /* back to the prepared state */
+        assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+        assert_true(p.pos[4 * top] == x0);
+    }
+
+    /* (1) from 3 mm below the top at 30 m/s (faster than the barrier stops), it crosses in one step: outside only */
     p.pos[4 * top + 1] = 0.117f;
     p.vel[4 * top + 1] = 30.0f;
     run_upload(&f->d, &r, &p);
