@@ -14,6 +14,7 @@
 #include "particles.h"
 #include "sph.h"
 #include "state.h"
+#include "writer.h"
 
 static double now_s(void)
 {
@@ -62,8 +63,10 @@ typedef struct sim_ctx {
     contact_solver *contact;
     dev_state st;
     particles hp;        /* host, id order */
-    particles sorted;    /* host staging, device order */
+    particles sorted;    /* host staging, device order (upload; snapshots: writer slot 0) */
+    particles sorted2;   /* host staging, device order (snapshots: writer slot 1) */
     output *out;
+    snapshot_writer *writer;
     int dev_open;
     long outside_base; /* particles found outside before this run (--resume) */
 } sim_ctx;
@@ -163,13 +166,20 @@ static sph_status rebuild(sim_ctx *c, sph_error *e)
     return SPH_OK;
 }
 
-/* Read the sorted state back and scatter it into id order (c->hp). */
-static sph_status read_back(sim_ctx *c, sph_error *e)
+typedef struct read_req {
+    cl_mem buf;
+    size_t bytes;
+    void *dst;
+} read_req;
+
+/* Enqueue the copies of the sorted state into the staging buffer q without waiting; *ready
+ * completes with the last of them. The in-order queue runs the next step's kernels only after
+ * the copies, so the buffers read stay as they are until then. */
+static sph_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, sph_error *e)
 {
     dev_state *st = &c->st;
     sph_device *d = &c->dev;
     size_t n = st->n;
-    particles *q = &c->sorted, *p = &c->hp;
     /* Output rho (unpacked from st->aux) and pressure = EOS(rho) (sph_pressure), computed into
      * the scratch id_tmp and mass_tmp (unused between rebuilds), never into st->aux: the next
      * step's forces read the pressure the density stage left (p_w of the boundary, not
@@ -177,46 +187,34 @@ static sph_status read_back(sim_ctx *c, sph_error *e)
      * snapshot at its first step) stays bit-identical to an uninterrupted run. */
     cl_mem out_rho = st->id_tmp, out_pressure = st->mass_tmp;
     if (c->sph) SPH_TRY(sph_pressure(c->sph, st, out_rho, out_pressure, e));
-    SPH_TRY(device_read(d, st->pos, 0, n * 16, q->pos, e));
-    SPH_TRY(device_read(d, st->vel, 0, n * 16, q->vel, e));
-    SPH_TRY(device_read(d, st->id, 0, n * 4, q->id, e));
-    SPH_TRY(device_read(d, st->type, 0, n, q->type, e));
-    SPH_TRY(device_read(d, st->mass, 0, n * 4, q->mass, e));
+    read_req rd[8] = {{st->pos, n * 16, q->pos}, {st->vel, n * 16, q->vel}, {st->id, n * 4, q->id},
+               {st->type, n, q->type}, {st->mass, n * 4, q->mass}};
+    int nrd = 5;
     if (c->sph) {
-        SPH_TRY(device_read(d, out_rho, 0, n * 4, q->rho, e));
-        SPH_TRY(device_read(d, out_pressure, 0, n * 4, q->pressure, e));
+        rd[nrd++] = (read_req){out_rho, n * 4, q->rho};
+        rd[nrd++] = (read_req){out_pressure, n * 4, q->pressure};
     }
-    if (st->radius) SPH_TRY(device_read(d, st->radius, 0, n * 4, q->radius, e));
-    for (size_t i = 0; i < n; ++i) {
-        uint32_t k = q->id[i];
-        if (k >= n) return SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u of %zu: state corrupted", k, n);
-        memcpy(&p->pos[4 * k], &q->pos[4 * i], 16);
-        memcpy(&p->vel[4 * k], &q->vel[4 * i], 16);
-        p->id[k] = k;
-        p->type[k] = q->type[i];
-        p->mass[k] = q->mass[i];
-        p->rho[k] = c->sph ? q->rho[i] : 0.0f;
-        p->pressure[k] = c->sph ? q->pressure[i] : 0.0f;
-        p->radius[k] = st->radius ? q->radius[i] : 0.0f;
-    }
+    if (st->radius) rd[nrd++] = (read_req){st->radius, n * 4, q->radius};
+    *ready = NULL;
+    for (int k = 0; k < nrd; ++k)
+        CL_CHECK(e, clEnqueueReadBuffer(d->queue, rd[k].buf, CL_FALSE, 0, rd[k].bytes, rd[k].dst, 0, NULL,
+                                        k == nrd - 1 ? ready : NULL));
+    CL_CHECK(e, clFlush(d->queue));
     return SPH_OK;
 }
 
-/* Fluid and sphere particles outside the tank box (host, id order). */
-static long count_outside(const scene *s, const particles *p)
+/* Wait for the writer to finish every snapshot handed to it and take its counts into r; the
+ * writer's first failure, if any. */
+static sph_status sync_writer(sim_ctx *c, sim_result *r, sph_error *e)
 {
-    long n = 0;
-    for (size_t i = 0; i < p->n; ++i) {
-        if (p->type[i] == PTYPE_BOUNDARY) continue;
-        for (int a = 0; a < s->dims; ++a) {
-            float x = p->pos[4 * i + a];
-            if (!(x >= (float)s->tank.min[a] && x <= (float)s->tank.max[a])) {
-                ++n;
-                break;
-            }
-        }
-    }
-    return n;
+    if (!c->writer) return SPH_OK;
+    double t0 = now_s();
+    sph_status st = writer_drain(c->writer, e);
+    r->t_output += now_s() - t0;
+    long outside = 0;
+    writer_counts(c->writer, &r->snapshots, &outside, &r->t_writer);
+    if (outside > r->n_outside) r->n_outside = outside;
+    return st;
 }
 
 /* First particle (by id) whose state is not finite or too fast. */
@@ -263,6 +261,7 @@ static sph_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, lon
     size_t n = st->n;
     particles *q = &c->sorted, *p = &c->hp;
     char why[512] = "no particle found in the current state (the flag was raised inside a step)";
+    sync_writer(c, r, NULL); /* the writer is done with c->sorted and c->hp */
     r->last_step = step_hi;
     r->sim_time = step_hi * c->s->dt;
     SPH_TRY(device_read(&c->dev, rebuilt ? st->pos : st->pos_next, 0, n * 16, q->pos, e));
@@ -288,14 +287,15 @@ static sph_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, lon
 /* The checks between steps (blocks on an 8-byte read): NaN, Inf or runaway flagged since the
  * last check, or too many wall put-backs, end the run as a numerical failure. `rebuilt` as for
  * numerical_failure. */
-static sph_status check_flags(sim_ctx *c, sim_result *r, long last_check, long step, int rebuilt, sph_error *e)
+static sph_status check_flags(sim_ctx *c, sim_result *r, long last_check, long step, int rebuilt, cl_uint flags[2],
+                              sph_error *e)
 {
     const scene *s = c->s;
-    cl_uint flags[2] = {0, 0};
     SPH_TRY(read_flags(c, flags, e));
     if (flags[0] & (FLAG_NONFINITE | FLAG_RUNAWAY))
         return numerical_failure(c, r, last_check, step, flags[0], rebuilt, e);
     if ((long)flags[1] > put_back_limit(s)) {
+        sync_writer(c, r, NULL);
         r->last_step = step;
         r->n_outside = c->outside_base + (long)flags[1];
         return SPH_FAIL(e, SPH_E_NUMERIC,
@@ -345,24 +345,20 @@ static void iso_now(char *buf, size_t n)
     strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static sph_status write_snapshot(sim_ctx *c, long step, sim_result *r, sph_error *e)
+/* Hand a snapshot of the current state (after a rebuild and the density stage) to the writer
+ * thread: the device-to-host copies are enqueued and the loop goes on; it waits only for a free
+ * staging buffer. `flags`: the flag words read at this step. */
+static sph_status write_snapshot(sim_ctx *c, long step, const cl_uint flags[2], sim_result *r, sph_error *e)
 {
     double t0 = now_s();
-    SPH_TRY(read_back(c, e));
-    output_snapshot_info si = {0};
-    si.time = step * c->s->dt;
-    si.step = step;
-    si.n_contacts = -1;
-    if (c->contact) SPH_TRY(contact_count(c->contact, c->g, &c->st, &si.n_contacts, e));
-    cl_uint flags[2] = {0, 0};
-    SPH_TRY(read_flags(c, flags, e));
-    long outside = c->outside_base + (long)flags[1] + count_outside(c->s, &c->hp);
-    if (outside > r->n_outside && c->o->log)
-        fprintf(c->o->log, "%swarning: %ld time(s) a particle was found outside the tank so far (t = %.6g s, step %ld)\n",
-                c->o->progress == PROGRESS_AUTO && isatty(fileno(c->o->log)) ? "\n" : "", outside, si.time, step);
-    r->n_outside = outside;
-    si.n_outside = outside;
-    si.device_order = c->sorted.id;
+    particles *q = NULL;
+    SPH_TRY(writer_acquire(c->writer, &q, e));
+    snapshot_job job = {0};
+    job.time = step * c->s->dt;
+    job.step = step;
+    job.n_contacts = -1;
+    job.put_backs = (long)flags[1];
+    if (c->contact) SPH_TRY(contact_count(c->contact, c->g, &c->st, &job.n_contacts, e));
     if (c->o->stats) {
         double mn = 0, mc = 0;
         SPH_TRY(grid_neighbour_stats(c->g, c->st.pos, c->st.n, &mn, &mc, e));
@@ -370,21 +366,23 @@ static sph_status write_snapshot(sim_ctx *c, long step, sim_result *r, sph_error
         r->mean_candidates = mc;
     }
     /* the contact impulses the next step carries (warm start), so --resume continues exactly */
-    void *cstate = NULL;
-    size_t cstate_bytes = 0;
-    if (c->contact) SPH_TRY(contact_state_save(c->contact, grid_index(c->g), &c->st, &cstate, &cstate_bytes, e));
-    sph_status wst = output_write_state(c->out, &c->hp, &si, cstate, cstate_bytes, e);
-    free(cstate);
-    SPH_TRY(wst);
-    r->snapshots++;
+    if (c->contact) SPH_TRY(contact_state_save(c->contact, grid_index(c->g), &c->st, &job.state, &job.state_bytes, e));
+    sph_status st = enqueue_read_back(c, q, &job.ready, e);
+    if (st != SPH_OK) {
+        if (job.ready) clReleaseEvent(job.ready);
+        free(job.state);
+        return st;
+    }
+    writer_submit(c->writer, &job);
     r->t_output += now_s() - t0;
     return SPH_OK;
 }
 
 /* A snapshot that could not be written (disk full, file system gone read-only, ...): when the
  * file holds committed snapshots, say how to continue once the cause is fixed. */
-static sph_status snapshot_failed(sim_ctx *c, const sim_result *r, sph_status st, sph_error *e)
+static sph_status snapshot_failed(sim_ctx *c, sim_result *r, sph_status st, sph_error *e)
 {
+    sync_writer(c, r, NULL); /* the count of committed snapshots */
     const char *path = c->o->resume_path ? c->o->resume_path : c->o->out_path;
     if (st == SPH_E_IO && e && (r->snapshots > 0 || c->o->resume_path)) {
         size_t len = strlen(e->msg);
@@ -456,6 +454,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     r->n_boundary = (long)c->hp.n_boundary;
     r->n_spheres = (long)c->hp.n_spheres;
     sph_status st = particles_alloc(&c->sorted, n, e);
+    if (st == SPH_OK) st = particles_alloc(&c->sorted2, n, e);
     if (st != SPH_OK) {
         free(order);
         free(cstate);
@@ -467,6 +466,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     if (st == SPH_OK) st = state_alloc(c, n, e);
     if (st == SPH_OK) st = state_upload(c, order, e);
     free(order);
+    if (st == SPH_OK && !c->st.radius) memset(c->sorted.radius, 0, n * sizeof *c->sorted.radius); /* not read back */
     if (st == SPH_OK)
         st = s->mode == MODE_SPH ? sph_create(&c->sph, &c->dev, s, e) : contact_create(&c->contact, &c->dev, s, e);
     /* after the upload, before the first rebuild: the first step carries the impulses the
@@ -489,6 +489,9 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         SPH_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
     else
         SPH_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));
+    particles *staging[2] = {&c->sorted, &c->sorted2};
+    SPH_TRY(writer_start(&c->writer, c->out, s, staging, &c->hp, o->log,
+                         o->log && o->progress == PROGRESS_AUTO && isatty(fileno(o->log)), c->outside_base, e));
 
     double t0 = now_s(), last_print = 0;
     long step = first_step, last_check = first_step;
@@ -500,9 +503,10 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         if (c->sph) SPH_TRY(sph_density(c->sph, c->g, &c->st, e));
         int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
         if (is_output && !(o->resume_path && step == first_step)) {
-            SPH_TRY(check_flags(c, r, last_check, step, 1, e));
+            cl_uint flags[2] = {0, 0};
+            SPH_TRY(check_flags(c, r, last_check, step, 1, flags, e));
             last_check = step;
-            sph_status wst = write_snapshot(c, step, r, e);
+            sph_status wst = write_snapshot(c, step, flags, r, e);
             if (wst != SPH_OK) return snapshot_failed(c, r, wst, e);
         }
         if (step >= s->n_steps) break;
@@ -514,12 +518,15 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         ++step;
         r->steps++;
         if (step - last_check >= check_every) {
-            SPH_TRY(check_flags(c, r, last_check, step, 0, e));
+            cl_uint flags[2] = {0, 0};
+            SPH_TRY(check_flags(c, r, last_check, step, 0, flags, e));
             last_check = step;
         }
         progress(c, step, first_step, t0, &last_print, 0);
     }
     clFinish(c->dev.queue);
+    sph_status wst = sync_writer(c, r, e); /* the last snapshots */
+    if (wst != SPH_OK) return snapshot_failed(c, r, wst, e);
     if (o->profile) r->n_prof = device_profile(&c->dev, r->prof, 32);
     progress(c, step, first_step, t0, &last_print, 1);
     r->last_step = step;
@@ -544,6 +551,15 @@ sph_status sim_run(const scene *s, const sim_options *o, sim_result *r, sph_erro
     double t0 = now_s();
     sph_status st = run(&c, r, e);
     if (r->wall_time == 0) r->wall_time = now_s() - t0;
+    if (c.writer) { /* finish the snapshots in flight (also after a failure or a signal) */
+        sph_error werr;
+        sph_status wst = sync_writer(&c, r, &werr);
+        if (st == SPH_OK && wst != SPH_OK) {
+            *e = werr;
+            st = wst;
+        }
+        writer_stop(c.writer);
+    }
     sph_error close_err;
     if (c.out) {
         sph_status cst = output_close(c.out, &close_err);
@@ -559,5 +575,6 @@ sph_status sim_run(const scene *s, const sim_options *o, sim_result *r, sph_erro
     if (c.dev_open) device_close(&c.dev);
     particles_free(&c.hp);
     particles_free(&c.sorted);
+    particles_free(&c.sorted2);
     return st;
 }

@@ -35,7 +35,9 @@ typedef struct sim_result {
     long snapshots;         /* snapshots written in this run */
     long n_outside;         /* particles found outside the tank */
     double mean_neighbours, mean_candidates; /* when stats */
-    double t_output;        /* s spent reading back and writing snapshots */
+    double t_output;        /* s the time loop spent on snapshots: enqueueing their copies, waiting
+                               for a free staging buffer and for the last snapshots at the end */
+    double t_writer;        /* s the writer thread spent waiting for copies and writing */
     device_prof_entry prof[32]; /* per-kernel device time, when profile */
     int n_prof;
     int stop_signal;        /* signal that stopped the run, or 0 */

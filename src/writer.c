@@ -1,0 +1,214 @@
+/* writer: the snapshot writer thread (see writer.h). */
+#include "writer.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct snapshot_writer {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;       /* signalled whenever a slot changes state or the writer stops */
+    particles *staging[2];
+    snapshot_job job[2];
+    int full[2];             /* slot handed to the writer, not yet written */
+    int next_acquire;        /* slot the loop fills next */
+    int next_write;          /* slot the writer takes next */
+    int quit;
+    sph_status st;           /* first failure */
+    sph_error err;
+    /* written by the writer thread only, read after a drain */
+    output *out;
+    const scene *s;
+    particles *hp;
+    FILE *log;
+    int log_is_tty;
+    long outside_base;
+    long snapshots;
+    long n_outside;
+    double busy_s;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Fluid and sphere particles outside the tank box (host, id order). */
+static long count_outside(const scene *s, const particles *p)
+{
+    long n = 0;
+    for (size_t i = 0; i < p->n; ++i) {
+        if (p->type[i] == PTYPE_BOUNDARY) continue;
+        for (int a = 0; a < s->dims; ++a) {
+            float x = p->pos[4 * i + a];
+            if (!(x >= (float)s->tank.min[a] && x <= (float)s->tank.max[a])) {
+                ++n;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+/* Wait for the copies of one snapshot, scatter it into id order and write it. */
+static sph_status write_one(snapshot_writer *w, const particles *q, snapshot_job *job, sph_error *e)
+{
+    cl_int err = clWaitForEvents(1, &job->ready);
+    if (err != CL_SUCCESS)
+        return SPH_FAIL(e, SPH_E_DEVICE, "reading a snapshot back from the device failed: %s", sph_cl_error_name(err));
+    particles *p = w->hp;
+    const size_t n = q->n;
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t k = q->id[i];
+        if (k >= n) return SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u of %zu: state corrupted", k, n);
+        memcpy(&p->pos[4 * k], &q->pos[4 * i], 16);
+        memcpy(&p->vel[4 * k], &q->vel[4 * i], 16);
+        p->id[k] = k;
+        p->type[k] = q->type[i];
+        p->mass[k] = q->mass[i];
+        p->rho[k] = q->rho[i];
+        p->pressure[k] = q->pressure[i];
+        p->radius[k] = q->radius[i];
+    }
+    output_snapshot_info si = {0};
+    si.time = job->time;
+    si.step = job->step;
+    si.n_contacts = job->n_contacts;
+    si.n_outside = w->outside_base + job->put_backs + count_outside(w->s, p);
+    si.device_order = q->id;
+    if (si.n_outside > w->n_outside && w->log)
+        fprintf(w->log, "%swarning: %ld time(s) a particle was found outside the tank so far (t = %.6g s, step %ld)\n",
+                w->log_is_tty ? "\n" : "", si.n_outside, si.time, si.step);
+    w->n_outside = si.n_outside;
+    SPH_TRY(output_write_state(w->out, p, &si, job->state, job->state_bytes, e));
+    w->snapshots++;
+    return SPH_OK;
+}
+
+static void *writer_main(void *arg)
+{
+    snapshot_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        const int k = w->next_write;
+        while (!w->full[k] && !w->quit) pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->full[k]) break; /* quit with nothing left */
+        const int failed = w->st != SPH_OK;
+        pthread_mutex_unlock(&w->mu);
+
+        snapshot_job *job = &w->job[k];
+        sph_error e;
+        sph_status st = SPH_OK;
+        const double t0 = now_s();
+        if (failed) clWaitForEvents(1, &job->ready); /* after a failure the rest is dropped */
+        else st = write_one(w, w->staging[k], job, &e);
+        w->busy_s += now_s() - t0;
+        clReleaseEvent(job->ready);
+        free(job->state);
+        memset(job, 0, sizeof *job);
+
+        pthread_mutex_lock(&w->mu);
+        if (st != SPH_OK && w->st == SPH_OK) {
+            w->st = st;
+            w->err = e;
+        }
+        w->full[k] = 0;
+        w->next_write = 1 - k;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+sph_status writer_start(snapshot_writer **out, output *o, const scene *s, particles *staging[2], particles *hp,
+                        FILE *log, int log_is_tty, long outside_base, sph_error *e)
+{
+    *out = NULL;
+    snapshot_writer *w = calloc(1, sizeof *w);
+    if (!w) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+    w->staging[0] = staging[0];
+    w->staging[1] = staging[1];
+    w->out = o;
+    w->s = s;
+    w->hp = hp;
+    w->log = log;
+    w->log_is_tty = log_is_tty;
+    w->outside_base = outside_base;
+    w->n_outside = outside_base;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        return SPH_FAIL(e, SPH_E_NOMEM, "could not start the snapshot writer thread");
+    }
+    *out = w;
+    return SPH_OK;
+}
+
+/* The writer's first failure (under the lock). */
+static sph_status failure(snapshot_writer *w, sph_error *e)
+{
+    if (w->st != SPH_OK && e) *e = w->err;
+    return w->st;
+}
+
+sph_status writer_acquire(snapshot_writer *w, particles **staging, sph_error *e)
+{
+    pthread_mutex_lock(&w->mu);
+    const int k = w->next_acquire;
+    while (w->full[k] && w->st == SPH_OK) pthread_cond_wait(&w->cv, &w->mu);
+    /* after a failure, wait for the slot anyway: its copies may still be in flight */
+    while (w->full[k]) pthread_cond_wait(&w->cv, &w->mu);
+    sph_status st = failure(w, e);
+    pthread_mutex_unlock(&w->mu);
+    *staging = w->staging[k];
+    return st;
+}
+
+void writer_submit(snapshot_writer *w, const snapshot_job *job)
+{
+    pthread_mutex_lock(&w->mu);
+    const int k = w->next_acquire;
+    w->job[k] = *job;
+    w->full[k] = 1;
+    w->next_acquire = 1 - k;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+sph_status writer_drain(snapshot_writer *w, sph_error *e)
+{
+    pthread_mutex_lock(&w->mu);
+    while (w->full[0] || w->full[1]) pthread_cond_wait(&w->cv, &w->mu);
+    sph_status st = failure(w, e);
+    pthread_mutex_unlock(&w->mu);
+    return st;
+}
+
+void writer_counts(snapshot_writer *w, long *snapshots, long *n_outside, double *busy_s)
+{
+    pthread_mutex_lock(&w->mu);
+    *snapshots = w->snapshots;
+    *n_outside = w->n_outside;
+    *busy_s = w->busy_s;
+    pthread_mutex_unlock(&w->mu);
+}
+
+void writer_stop(snapshot_writer *w)
+{
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    w->quit = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL); /* the thread writes what was submitted before it quits */
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
