@@ -18,7 +18,8 @@ extern const struct embedded_kernel sph_embedded_kernels[];
 
 struct device_prof {
     cl_event pending[PROF_PENDING];
-    cl_kernel pending_kernel[PROF_PENDING];
+    cl_kernel pending_kernel[PROF_PENDING]; /* NULL for a labelled command */
+    const char *pending_label[PROF_PENDING];
     int n_pending;
     device_prof_entry total[PROF_KERNELS];
     int n_total;
@@ -34,9 +35,13 @@ static void prof_collect(struct device_prof *p)
         clGetEventProfilingInfo(p->pending[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
         clGetEventProfilingInfo(p->pending[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
         char name[64] = "?";
-        clGetKernelInfo(p->pending_kernel[i], CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+        if (p->pending_kernel[i]) {
+            clGetKernelInfo(p->pending_kernel[i], CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+            clReleaseKernel(p->pending_kernel[i]);
+        } else {
+            snprintf(name, sizeof name, "%s", p->pending_label[i]);
+        }
         clReleaseEvent(p->pending[i]);
-        clReleaseKernel(p->pending_kernel[i]);
         int k = 0;
         while (k < p->n_total && strcmp(p->total[k].name, name)) ++k;
         if (k == p->n_total) {
@@ -48,6 +53,16 @@ static void prof_collect(struct device_prof *p)
         p->total[k].launches++;
     }
     p->n_pending = 0;
+}
+
+void device_profile_command(sph_device *d, cl_event ev, const char *label)
+{
+    if (!d->prof || !ev) return;
+    if (d->prof->n_pending == PROF_PENDING) prof_collect(d->prof);
+    clRetainEvent(ev);
+    d->prof->pending[d->prof->n_pending] = ev;
+    d->prof->pending_label[d->prof->n_pending] = label;
+    d->prof->pending_kernel[d->prof->n_pending++] = NULL;
 }
 
 int device_profile(sph_device *d, device_prof_entry *out, int max)
@@ -412,6 +427,7 @@ sph_status device_launch(sph_device *d, cl_kernel k, size_t global, size_t local
         clRetainKernel(k);
         if (ev) clRetainEvent(own);
         d->prof->pending[d->prof->n_pending] = own;
+        d->prof->pending_label[d->prof->n_pending] = NULL;
         d->prof->pending_kernel[d->prof->n_pending++] = k;
     }
     if (ev) *ev = own;

@@ -36,6 +36,9 @@ typedef struct device_prof_entry {
     long launches;
 } device_prof_entry;
 int device_profile(sph_device *d, device_prof_entry *out, int max);
+/* With profiling on, also time the command of event `ev` (not consumed) under `label`, a string
+ * that outlives the device (a literal). */
+void device_profile_command(sph_device *d, cl_event ev, const char *label);
 
 /* Choose and open a device. `selector` (NULL or "" = automatic: the first GPU, else the first
  * CPU, else any) is an index from --list-devices, "gpu", "cpu", or a case-insensitive

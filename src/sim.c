@@ -67,9 +67,60 @@ typedef struct sim_ctx {
     particles sorted2;   /* host staging, device order (snapshots: writer slot 1) */
     output *out;
     snapshot_writer *writer;
+    cl_mem pinned[2];    /* page-locked memory behind sorted and sorted2, when the device gives it */
     int dev_open;
     long outside_base; /* particles found outside before this run (--resume) */
 } sim_ctx;
+
+/* Put the arrays of staging buffer q (allocated by particles_alloc) into one page-locked host
+ * buffer of the device's context (CL_MEM_ALLOC_HOST_PTR, mapped), so that snapshot copies and
+ * the upload run at the bus's DMA speed instead of through the driver's bounce buffers
+ * (docs/performance.md, "Output"). Keeps the ordinary memory when the device refuses. */
+static void staging_pin(sim_ctx *c, particles *q, cl_mem *pinned)
+{
+    const size_t n = q->n ? q->n : 1;
+    const size_t bytes = n * (16 + 16 + 4 * 6 + 1);
+    cl_int err;
+    cl_mem buf = clCreateBuffer(c->dev.ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (err != CL_SUCCESS || !buf) return;
+    char *p = clEnqueueMapBuffer(c->dev.queue, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL, NULL, &err);
+    if (err != CL_SUCCESS || !p) {
+        clReleaseMemObject(buf);
+        return;
+    }
+    memset(p, 0, bytes);
+    float **f4[] = {&q->pos, &q->vel};
+    for (int k = 0; k < 2; ++k) {
+        free(*f4[k]);
+        *f4[k] = (float *)p;
+        p += 16 * n;
+    }
+    float **f1[] = {&q->rho, &q->pressure, &q->mass, &q->radius};
+    for (int k = 0; k < 4; ++k) {
+        free(*f1[k]);
+        *f1[k] = (float *)p;
+        p += 4 * n;
+    }
+    free(q->id);
+    q->id = (uint32_t *)p;
+    p += 4 * n;
+    free(q->type);
+    q->type = (uint8_t *)p;
+    *pinned = buf;
+}
+
+/* Undo staging_pin (before the device is closed); q's arrays are gone afterwards. */
+static void staging_unpin(sim_ctx *c, particles *q, cl_mem *pinned)
+{
+    if (!*pinned) return;
+    clEnqueueUnmapMemObject(c->dev.queue, *pinned, q->pos, 0, NULL, NULL);
+    clFinish(c->dev.queue);
+    clReleaseMemObject(*pinned);
+    *pinned = NULL;
+    q->pos = q->vel = q->rho = q->pressure = q->mass = q->radius = NULL;
+    q->id = NULL;
+    q->type = NULL;
+}
 
 static void release_mem(cl_mem *m)
 {
@@ -196,9 +247,15 @@ static sph_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, s
     }
     if (st->radius) rd[nrd++] = (read_req){st->radius, n * 4, q->radius};
     *ready = NULL;
-    for (int k = 0; k < nrd; ++k)
+    for (int k = 0; k < nrd; ++k) {
+        const int last = k == nrd - 1;
+        cl_event ev = NULL;
         CL_CHECK(e, clEnqueueReadBuffer(d->queue, rd[k].buf, CL_FALSE, 0, rd[k].bytes, rd[k].dst, 0, NULL,
-                                        k == nrd - 1 ? ready : NULL));
+                                        (last || d->prof) ? &ev : NULL));
+        device_profile_command(d, ev, "snapshot_copy"); /* --profile: the device time of the copies */
+        if (last) *ready = ev;
+        else if (ev) clReleaseEvent(ev);
+    }
     CL_CHECK(e, clFlush(d->queue));
     return SPH_OK;
 }
@@ -455,6 +512,10 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     r->n_spheres = (long)c->hp.n_spheres;
     sph_status st = particles_alloc(&c->sorted, n, e);
     if (st == SPH_OK) st = particles_alloc(&c->sorted2, n, e);
+    if (st == SPH_OK) {
+        staging_pin(c, &c->sorted, &c->pinned[0]);
+        staging_pin(c, &c->sorted2, &c->pinned[1]);
+    }
     if (st != SPH_OK) {
         free(order);
         free(cstate);
@@ -495,6 +556,8 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
 
     double t0 = now_s(), last_print = 0;
     long step = first_step, last_check = first_step;
+    double t_steps0 = -1.0; /* --profile: host time of the steps alone, from the first snapshot's */
+    long step_t0 = 0;       /* copies done to the last step done (two waits, in profile mode only) */
     const long check_every = 100;
     for (;;) {
         r->last_step = step; /* what the summary reports when a failure ends the run here */
@@ -502,6 +565,11 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         SPH_TRY(rebuild(c, e));
         if (c->sph) SPH_TRY(sph_density(c->sph, c->g, &c->st, e));
         int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
+        if (o->profile && t_steps0 >= 0 && step >= s->n_steps) {
+            clFinish(c->dev.queue);
+            r->t_steps = now_s() - t_steps0;
+            r->steps_timed = step - step_t0;
+        }
         if (is_output && !(o->resume_path && step == first_step)) {
             cl_uint flags[2] = {0, 0};
             SPH_TRY(check_flags(c, r, last_check, step, 1, flags, e));
@@ -511,6 +579,11 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         }
         if (step >= s->n_steps) break;
         if (o->stop && *o->stop) break;
+        if (o->profile && t_steps0 < 0) {
+            clFinish(c->dev.queue);
+            t_steps0 = now_s();
+            step_t0 = step;
+        }
         if (c->sph)
             SPH_TRY(sph_forces(c->sph, c->g, &c->st, e));
         else
@@ -572,6 +645,8 @@ sph_status sim_run(const scene *s, const sim_options *o, sim_result *r, sph_erro
     if (c.contact) contact_destroy(c.contact);
     state_release(&c.st);
     if (c.g) grid_destroy(c.g);
+    staging_unpin(&c, &c.sorted, &c.pinned[0]);
+    staging_unpin(&c, &c.sorted2, &c.pinned[1]);
     if (c.dev_open) device_close(&c.dev);
     particles_free(&c.hp);
     particles_free(&c.sorted);
