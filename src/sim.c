@@ -381,10 +381,13 @@ static void progress(sim_ctx *c, long step, long first_step, double t0, double *
     double sps = el > 0 ? (double)(step - first_step) / el : 0.0;
     double eta = sps > 0 ? (double)(n_steps - step) / sps : 0.0;
     if (o->progress == PROGRESS_JSON) {
+        long written = 0, outside = 0; /* snapshots committed to the file so far */
+        double busy = 0;
+        if (c->writer) writer_counts(c->writer, &written, &outside, &busy);
         fprintf(o->log,
                 "{\"progress\":%.4f,\"step\":%ld,\"steps\":%ld,\"time\":%.9g,\"end_time\":%.9g,\"steps_per_s\":%.4g,"
-                "\"eta_s\":%.4g}\n",
-                frac, step, n_steps, t, c->s->t_end, sps, eta);
+                "\"eta_s\":%.4g,\"snapshots\":%ld}\n",
+                frac, step, n_steps, t, c->s->t_end, sps, eta, written);
     } else {
         int h = (int)(eta / 3600), m = (int)(fmod(eta, 3600) / 60), sec = (int)fmod(eta, 60);
         fprintf(o->log, "%st = %.4g / %.4g s  %5.1f%%  step %ld/%ld  %.1f steps/s  ETA %02d:%02d:%02d%s", tty ? "\r" : "",
