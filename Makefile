@@ -50,7 +50,8 @@ $(B)/test_%: tests/test_%.c $(TEST_HELPERS) $(wildcard tests/*.h) $(B)/libsphsim
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(TEST_HELPERS) $(B)/libsphsim.a $(LIBS) -lcmocka $(LDFLAGS)
 
 # Every test: cmocka unit and device tests, then command-line and Python end-to-end tests,
-# then the unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# then the unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer, and sphsim's
+# threads (time loop, snapshot writer) under ThreadSanitizer.
 test: all $(TEST_BIN)
 	sh tests/run-all.sh $(TEST_BIN)
 	$(MAKE) sanitize
@@ -61,6 +62,8 @@ sanitize:
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	$(MAKE) B=build-asan CFLAGS="$(SAN)" LDFLAGS="-fsanitize=address,undefined" unit-tests
+	$(MAKE) B=build-tsan CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread" build-tsan/sphsim
+	sh tests/tsan-run.sh build-tsan/sphsim
 
 unit-tests: $(TEST_BIN)
 	sh tests/run-all.sh --unit-only $(TEST_BIN)
@@ -77,4 +80,4 @@ format:
 	clang-format -i src/*.c src/*.h tests/*.c
 
 clean:
-	rm -rf $(B) build-asan
+	rm -rf $(B) build-asan build-tsan

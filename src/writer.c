@@ -18,13 +18,14 @@ struct snapshot_writer {
     int quit;
     sph_status st;           /* first failure */
     sph_error err;
-    /* written by the writer thread only, read after a drain */
+    /* set before the thread starts */
     output *out;
     const scene *s;
     particles *hp;
     FILE *log;
     int log_is_tty;
     long outside_base;
+    /* written by the writer thread under mu, read under mu (writer_counts) */
     long snapshots;
     long n_outside;
     double busy_s;
@@ -54,8 +55,9 @@ static long count_outside(const scene *s, const particles *p)
     return n;
 }
 
-/* Wait for the copies of one snapshot, scatter it into id order and write it. */
-static sph_status write_one(snapshot_writer *w, const particles *q, snapshot_job *job, sph_error *e)
+/* Wait for the copies of one snapshot, scatter it into id order and write it; *n_outside: the
+ * particles found outside the tank so far (the caller publishes it under the lock). */
+static sph_status write_one(snapshot_writer *w, const particles *q, snapshot_job *job, long *n_outside, sph_error *e)
 {
     cl_int err = clWaitForEvents(1, &job->ready);
     if (err != CL_SUCCESS)
@@ -80,13 +82,11 @@ static sph_status write_one(snapshot_writer *w, const particles *q, snapshot_job
     si.n_contacts = job->n_contacts;
     si.n_outside = w->outside_base + job->put_backs + count_outside(w->s, p);
     si.device_order = q->id;
-    if (si.n_outside > w->n_outside && w->log)
+    if (si.n_outside > w->n_outside && w->log) /* w->n_outside is written by this thread only */
         fprintf(w->log, "%swarning: %ld time(s) a particle was found outside the tank so far (t = %.6g s, step %ld)\n",
                 w->log_is_tty ? "\n" : "", si.n_outside, si.time, si.step);
-    w->n_outside = si.n_outside;
-    SPH_TRY(output_write_state(w->out, p, &si, job->state, job->state_bytes, e));
-    w->snapshots++;
-    return SPH_OK;
+    *n_outside = si.n_outside;
+    return output_write_state(w->out, p, &si, job->state, job->state_bytes, e);
 }
 
 static void *writer_main(void *arg)
@@ -103,15 +103,19 @@ static void *writer_main(void *arg)
         snapshot_job *job = &w->job[k];
         sph_error e;
         sph_status st = SPH_OK;
+        long n_outside = w->n_outside;
         const double t0 = now_s();
         if (failed) clWaitForEvents(1, &job->ready); /* after a failure the rest is dropped */
-        else st = write_one(w, w->staging[k], job, &e);
-        w->busy_s += now_s() - t0;
+        else st = write_one(w, w->staging[k], job, &n_outside, &e);
+        const double busy = now_s() - t0;
         clReleaseEvent(job->ready);
         free(job->state);
         memset(job, 0, sizeof *job);
 
         pthread_mutex_lock(&w->mu);
+        w->busy_s += busy;
+        w->n_outside = n_outside;
+        if (!failed && st == SPH_OK) w->snapshots++;
         if (st != SPH_OK && w->st == SPH_OK) {
             w->st = st;
             w->err = e;
