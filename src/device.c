@@ -55,14 +55,20 @@ static void prof_collect(struct device_prof *p)
     p->n_pending = 0;
 }
 
+/* Queue event `ev` (owned from here) for timing under kernel k's name or, k NULL, `label`. */
+static void prof_push(struct device_prof *p, cl_event ev, cl_kernel k, const char *label)
+{
+    if (p->n_pending == PROF_PENDING) prof_collect(p);
+    p->pending[p->n_pending] = ev;
+    p->pending_label[p->n_pending] = label;
+    p->pending_kernel[p->n_pending++] = k;
+}
+
 void device_profile_command(sph_device *d, cl_event ev, const char *label)
 {
     if (!d->prof || !ev) return;
-    if (d->prof->n_pending == PROF_PENDING) prof_collect(d->prof);
     clRetainEvent(ev);
-    d->prof->pending[d->prof->n_pending] = ev;
-    d->prof->pending_label[d->prof->n_pending] = label;
-    d->prof->pending_kernel[d->prof->n_pending++] = NULL;
+    prof_push(d->prof, ev, NULL, label);
 }
 
 int device_profile(sph_device *d, device_prof_entry *out, int max)
@@ -423,12 +429,9 @@ sph_status device_launch(sph_device *d, cl_kernel k, size_t global, size_t local
                         global, local, sph_cl_error_name(err));
     }
     if (d->prof) {
-        if (d->prof->n_pending == PROF_PENDING) prof_collect(d->prof);
         clRetainKernel(k);
         if (ev) clRetainEvent(own);
-        d->prof->pending[d->prof->n_pending] = own;
-        d->prof->pending_label[d->prof->n_pending] = NULL;
-        d->prof->pending_kernel[d->prof->n_pending++] = k;
+        prof_push(d->prof, own, k, NULL);
     }
     if (ev) *ev = own;
     return SPH_OK;

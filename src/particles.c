@@ -36,3 +36,21 @@ void particles_free(particles *p)
     free(p->type);
     memset(p, 0, sizeof *p);
 }
+
+sph_status particles_scatter_by_id(const particles *q, particles *p, sph_error *e)
+{
+    const size_t n = q->n;
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t k = q->id[i];
+        if (k >= n) return SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u of %zu: state corrupted", k, n);
+        memcpy(&p->pos[4 * k], &q->pos[4 * i], 16);
+        memcpy(&p->vel[4 * k], &q->vel[4 * i], 16);
+        p->id[k] = k;
+        p->type[k] = q->type[i];
+        p->mass[k] = q->mass[i];
+        p->rho[k] = q->rho[i];
+        p->pressure[k] = q->pressure[i];
+        p->radius[k] = q->radius[i];
+    }
+    return SPH_OK;
+}

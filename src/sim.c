@@ -79,7 +79,7 @@ typedef struct sim_ctx {
 static void staging_pin(sim_ctx *c, particles *q, cl_mem *pinned)
 {
     const size_t n = q->n ? q->n : 1;
-    const size_t bytes = n * (16 + 16 + 4 * 6 + 1);
+    const size_t bytes = n * (16 + 16 + 4 * 5 + 1); /* pos, vel; rho, pressure, mass, radius, id; type */
     cl_int err;
     cl_mem buf = clCreateBuffer(c->dev.ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (err != CL_SUCCESS || !buf) return;
@@ -325,14 +325,9 @@ static sph_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, lon
     SPH_TRY(device_read(&c->dev, rebuilt ? st->vel : st->vel_next, 0, n * 16, q->vel, e));
     SPH_TRY(device_read(&c->dev, st->id, 0, n * 4, q->id, e));
     SPH_TRY(device_read(&c->dev, st->type, 0, n, q->type, e));
-    /* scatter into id order, so that the index first_bad reports is the particle id */
-    for (size_t i = 0; i < n; ++i) {
-        uint32_t k = q->id[i];
-        if (k >= n) return SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u of %zu: state corrupted", k, n);
-        memcpy(&p->pos[4 * k], &q->pos[4 * i], 16);
-        memcpy(&p->vel[4 * k], &q->vel[4 * i], 16);
-        p->type[k] = q->type[i];
-    }
+    /* scatter into id order, so that the index first_bad reports is the particle id (only pos,
+     * vel and type were read; the other arrays hold an older state and are not used) */
+    SPH_TRY(particles_scatter_by_id(q, p, e));
     first_bad(c->s, p, why, sizeof why);
     return SPH_FAIL(e, SPH_E_NUMERIC,
                     "numerical failure (%s) between step %ld (t = %.6g s) and step %ld (t = %.6g s): %s. The last "

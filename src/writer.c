@@ -63,19 +63,7 @@ static sph_status write_one(snapshot_writer *w, const particles *q, snapshot_job
     if (err != CL_SUCCESS)
         return SPH_FAIL(e, SPH_E_DEVICE, "reading a snapshot back from the device failed: %s", sph_cl_error_name(err));
     particles *p = w->hp;
-    const size_t n = q->n;
-    for (size_t i = 0; i < n; ++i) {
-        uint32_t k = q->id[i];
-        if (k >= n) return SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u of %zu: state corrupted", k, n);
-        memcpy(&p->pos[4 * k], &q->pos[4 * i], 16);
-        memcpy(&p->vel[4 * k], &q->vel[4 * i], 16);
-        p->id[k] = k;
-        p->type[k] = q->type[i];
-        p->mass[k] = q->mass[i];
-        p->rho[k] = q->rho[i];
-        p->pressure[k] = q->pressure[i];
-        p->radius[k] = q->radius[i];
-    }
+    SPH_TRY(particles_scatter_by_id(q, p, e));
     output_snapshot_info si = {0};
     si.time = job->time;
     si.step = job->step;
