@@ -7,7 +7,8 @@
  *   1. data: Points and PointData rows [kN, kN+N), the restart order and solver state; then
  *      the step entry: Steps offsets and the /sphsim/steps records (time, step, ...) at row k;
  *      H5Fflush, fsync;
- *   2. Steps attribute NSteps = k + 1: the commit point; H5Fflush;
+ *   2. (first snapshot only: the part's counts NumberOfPoints etc. = N; H5Fflush;)
+ *      Steps attribute NSteps = k + 1: the commit point; H5Fflush;
  *   3. Steps/Values[k] = time (after the commit: VTK reads the whole of Steps/Values into an
  *      array of NSteps, so Values must never be longer than NSteps); H5Fflush, fsync;
  *   4. the XDMF sidecar rewritten in full (temp file, fsync, rename).
@@ -893,10 +894,7 @@ static int write_topology(output *o)
     for (size_t i = 0; i <= n; ++i) v[i] = (int64_t)i;
     if (ds_write_rows(f, "/VTKHDF/Vertices/Offsets", H5T_NATIVE_INT64, v, 0, n + 1) < 0) return -1;
     if (ds_write_rows(f, "/VTKHDF/Vertices/Connectivity", H5T_NATIVE_INT64, v, 0, n) < 0) return -1;
-    /* the part: n points, n vertex cells of one id each, no other cells */
-    int64_t nn = (int64_t)n, zero = 0;
-    for (int i = 0; i < N_PART_I64; ++i)
-        if (ds_write_rows(f, PART_I64[i], H5T_NATIVE_INT64, i < 3 ? &nn : &zero, 0, 1) < 0) return -1;
+    /* the part's counts (n points, n vertex cells) come with the first commit: write_part_counts */
     if (link_exists(f, "/sphsim/restart/device_order") && H5Ldelete(f, "/sphsim/restart/device_order", H5P_DEFAULT) < 0)
         return -1;
     if (n > 0) {
@@ -910,6 +908,18 @@ static int write_topology(output *o)
         if (ds < 0) return -1;
         H5Dclose(ds);
     }
+    return 0;
+}
+
+/* The part's counts: n points and n vertex cells of one id each (the other cell counts stay 0
+ * from the layout). Written with the first snapshot's commit, not with its data: until they are
+ * set VTK shows the file as empty, so a run killed while writing its first snapshot leaves an
+ * empty PolyData, not points VTK would read from uncommitted rows. */
+static int write_part_counts(output *o)
+{
+    int64_t nn = (int64_t)o->n;
+    for (int i = 0; i < 3; ++i) /* NumberOfPoints, Vertices/NumberOfCells, Vertices/NumberOfConnectivityIds */
+        if (ds_write_rows(o->file, PART_I64[i], H5T_NATIVE_INT64, &nn, 0, 1) < 0) return -1;
     return 0;
 }
 
@@ -1255,13 +1265,16 @@ sph_status output_write_state(output *o, const particles *p, const output_snapsh
                         "%llu snapshot(s) written before are intact",
                         (unsigned long long)k, si->time, o->path, strerror(err), need / 1e6, (unsigned long long)k);
     }
-    if (!o->have_topology) o->n = p->n;
+    const int first = !o->have_topology; /* the first snapshot of the file */
+    if (first) o->n = p->n;
     int committed = 0;
     int rc = write_snapshot_rows(o, p, si, state, state_bytes, k);
     if (rc == 0 && injected_failure(k)) rc = -1;
     /* 1. data and step entry on disk (their space reserved) before the commit point */
     if (rc == 0 && (err = reserve_space(o, 0)) != 0) rc = -1;
     if (rc == 0) rc = h5_sync(o->file);
+    /* first snapshot: the part's counts, flushed just before the commit point */
+    if (rc == 0 && first && (write_part_counts(o) < 0 || H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0)) rc = -1;
     /* 2. the commit point (flushed; its fsync is the one after phase 3, which keeps a killed
      *    process from leaving NSteps ahead of Steps/Values for long) */
     if (rc == 0) rc = set_nsteps(o->file, k + 1);
