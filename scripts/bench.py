@@ -129,6 +129,10 @@ def run_case(args, name, n, tmp):
         row[f"ms_{s}"] = 1e3 * sec / div
         per_step += sec / div
     row["ms_step_kernels"] = 1e3 * per_step
+    # every kernel on its own, ms per step (the stages above add some of them up)
+    row["kernels_ms"] = {k: round(1e3 * sec / (builds if stage_of(k) in ("keys", "sort", "cell_table", "reorder",
+                                                                          "density") else max(summary["steps"], 1)), 4)
+                         for k, sec in summary.get("profile_s", {}).items()}
     # host time of the steps alone: sphsim --profile times them from the first snapshot's copies
     # done to the last step done (older binaries: the whole loop minus the time on snapshots)
     if summary.get("steps_timed", 0) > 0:
@@ -163,7 +167,8 @@ def main():
                     print(f"{name} N~{int(n)}: FAILED: {row['error']}", file=sys.stderr, flush=True)
                 else:
                     print(f"{name} N={row['N']}: {row['ms_step_wall']:.3f} ms/step, "
-                          f"{row['particle_steps_per_s'] / 1e6:.2f} M particle-steps/s", file=sys.stderr, flush=True)
+                          f"{row['particle_steps_per_s'] / 1e6:.2f} M particle-steps/s; kernels, ms per step: "
+                          + ", ".join(f"{k} {v}" for k, v in row["kernels_ms"].items()), file=sys.stderr, flush=True)
     ok = [r for r in rows if "error" not in r]
     cols = ["scene", "N", "neighbours", "candidates"] + [f"ms_{s}" for s, _ in STAGES] + \
         ["ms_other", "ms_step_kernels", "ms_step_wall", "ms_per_step_per_million", "particle_steps_per_s",
