@@ -27,7 +27,9 @@ inline int grid_cell_coord(float x, float origin, float cell_inv, uint ncell)
     return (int)c;
 }
 
-#define NEIGHBOURS_BEGIN(gp, cell_start, cell_end, xi, j)                                          \
+/* Cell walk: runs the body once per cell of the block, in the same order as the neighbour
+ * walks below, with that cell's particles in [j0, j1) (sorted indices; empty cells included). */
+#define NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, xi, j0, j1)                               \
     {                                                                                              \
         const int nb_r_ = (int)(gp)->reach;                                                        \
         const int nb_cx_ = grid_cell_coord((xi).x, (gp)->origin[0], (gp)->cell_size_inv, (gp)->ncell[0]); \
@@ -43,13 +45,54 @@ inline int grid_cell_coord(float x, float origin, float cell_inv, uint ncell)
                 const uint nb_row_ = (uint)nb_x0_ + (gp)->ncell[0] * ((uint)nb_y_ + (gp)->ncell[1] * (uint)nb_z_); \
                 for (int nb_x_ = nb_x0_; nb_x_ <= nb_x1_; ++nb_x_) {                               \
                     const uint nb_c_ = nb_row_ + (uint)(nb_x_ - nb_x0_);                           \
-                    const uint nb_end_ = (cell_end)[nb_c_];                                        \
-                    for (uint j = (cell_start)[nb_c_]; j < nb_end_; ++j) {
+                    const uint j0 = (cell_start)[nb_c_], j1 = (cell_end)[nb_c_];
 
-#define NEIGHBOURS_END                                                                             \
-                    }                                                                              \
+#define NEIGHBOURS_CELLS_END                                                                       \
                 }                                                                                  \
             }                                                                                      \
     }
+
+/* Plain walk: the body runs for every candidate j of the block. */
+#define NEIGHBOURS_BEGIN(gp, cell_start, cell_end, xi, j)                                          \
+    NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, xi, nb_j0_, nb_j1_)                           \
+                    for (uint j = nb_j0_; j < nb_j1_; ++j) {
+
+#define NEIGHBOURS_END                                                                             \
+                    }                                                                              \
+    NEIGHBOURS_CELLS_END
+
+/* In-range walk: the same cells, candidates and order as NEIGHBOURS_BEGIN, but in two passes per
+ * run of up to 32 candidates of a cell: a cheap pass sets bit k of a mask when candidate k is
+ * within sqrt(radius2) of xi (r2 = |dx|^2 with dx.w = 0, as the body computes it), then the
+ * body runs once per set bit, lowest first, so neighbours are visited in the same order as
+ * before. On a GPU the lanes
+ * of a warp walk different cells, so a plain walk runs the body whenever any lane has a
+ * neighbour (most candidate steps); here it runs about as often as the lanes have neighbours.
+ * The body sees only j with r2 < radius2 but recomputes dx itself. */
+/* Bit k of the result: candidate b + k (k < n <= 32) is within sqrt(radius2) of xi. */
+inline uint nb_mask_(__global const float4 *pos, float4 xi, float radius2, uint b, uint n)
+{
+    uint m = 0u;
+    for (uint k = 0u; k < n; ++k) {
+        float4 d = xi - pos[b + k];
+        d.w = 0.0f;
+        m |= (dot(d, d) < radius2 ? 1u : 0u) << k;
+    }
+    return m;
+}
+
+#define NEIGHBOURS_IN_RANGE_BEGIN(gp, cell_start, cell_end, pos, xi, radius2, j)                   \
+    NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, xi, nb_j0_, nb_j1_)                           \
+                    for (uint nb_b_ = nb_j0_; nb_b_ < nb_j1_; nb_b_ += 32u) {                      \
+                        uint nb_m_ = nb_mask_(pos, xi, radius2, nb_b_, min(nb_j1_ - nb_b_, 32u));  \
+                        while (nb_m_ != 0u) {                                                      \
+                            const uint nb_low_ = nb_m_ & (0u - nb_m_);                             \
+                            nb_m_ ^= nb_low_;                                                      \
+                            const uint j = nb_b_ + (31u - clz(nb_low_));
+
+#define NEIGHBOURS_IN_RANGE_END                                                                    \
+                        }                                                                          \
+                    }                                                                              \
+    NEIGHBOURS_CELLS_END
 
 #endif

@@ -20,6 +20,38 @@
 #error "build option -DVISC_LAPLACIAN or -DVISC_ARTIFICIAL required"
 #endif
 
+/* The neighbour walks of the SPH loops (neighbours.h), chosen per loop by what measured faster
+ * on the H200 (docs/performance.md, "the in-range walk for forces"); both visit the in-range neighbours in the
+ * same order, and every body tests r2 itself, so the choice changes speed only.
+ *   density: the plain walk (its body is one W; the in-range walk's second load costs more),
+ *            -DSPH_DENSITY_IN_RANGE for the other;
+ *   forces:  the in-range walk (the pair body runs only for neighbours), -DSPH_FORCES_PLAIN;
+ *   wall pressure: the plain walk (it skips most candidates on their type before loading
+ *            their position), -DSPH_BOUNDARY_IN_RANGE. */
+#define SPH_PLAIN_BEGIN_(gp, cell_start, cell_end, pos, xi, radius2, j)                            \
+    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, xi, j)
+#ifdef SPH_DENSITY_IN_RANGE
+#define SPH_DENSITY_NEIGHBOURS_BEGIN NEIGHBOURS_IN_RANGE_BEGIN
+#define SPH_DENSITY_NEIGHBOURS_END NEIGHBOURS_IN_RANGE_END
+#else
+#define SPH_DENSITY_NEIGHBOURS_BEGIN SPH_PLAIN_BEGIN_
+#define SPH_DENSITY_NEIGHBOURS_END NEIGHBOURS_END
+#endif
+#ifdef SPH_FORCES_PLAIN
+#define SPH_FORCES_NEIGHBOURS_BEGIN SPH_PLAIN_BEGIN_
+#define SPH_FORCES_NEIGHBOURS_END NEIGHBOURS_END
+#else
+#define SPH_FORCES_NEIGHBOURS_BEGIN NEIGHBOURS_IN_RANGE_BEGIN
+#define SPH_FORCES_NEIGHBOURS_END NEIGHBOURS_IN_RANGE_END
+#endif
+#ifdef SPH_BOUNDARY_IN_RANGE
+#define SPH_BOUNDARY_NEIGHBOURS_BEGIN NEIGHBOURS_IN_RANGE_BEGIN
+#define SPH_BOUNDARY_NEIGHBOURS_END NEIGHBOURS_IN_RANGE_END
+#else
+#define SPH_BOUNDARY_NEIGHBOURS_BEGIN SPH_PLAIN_BEGIN_
+#define SPH_BOUNDARY_NEIGHBOURS_END NEIGHBOURS_END
+#endif
+
 /* W(r) of the compiled kernel, from r^2 (1/m^dims). */
 inline float sph_W(float r2, __constant const sph_params *P)
 {

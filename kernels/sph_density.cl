@@ -26,13 +26,13 @@ __kernel void sph_density(const uint n,
     const float4 x_i = pos[i];
     const float support2 = P->support2;
     float rho_i = 0.0f;
-    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
+    SPH_DENSITY_NEIGHBOURS_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, j)
         float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
         if (r2 >= support2) continue;
         rho_i += mass[j] * sph_W(r2, P);
-    NEIGHBOURS_END
+    SPH_DENSITY_NEIGHBOURS_END
     const float p_i = sph_eos(rho_i, P);
     aux[i] = (float4)(mass[i], rho_i, p_i, p_i / (rho_i * rho_i));
 }
@@ -52,7 +52,7 @@ __kernel void sph_boundary(const uint n,
     const float support2 = P->support2;
     float sum_W = 0.0f, sum_pW = 0.0f;          /* 1/m^dims, Pa/m^dims */
     float4 sum_rho_dx_W = (float4)(0.0f);        /* kg/m^(2+dims) */
-    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_w, j)
+    SPH_BOUNDARY_NEIGHBOURS_BEGIN(gp, cell_start, cell_end, pos, x_w, support2, j)
         if (type[j] != PTYPE_FLUID) continue;
         float4 dx = x_w - pos[j]; /* dx = x_w - x_f */
         dx.w = 0.0f;
@@ -63,7 +63,7 @@ __kernel void sph_boundary(const uint n,
         sum_W += W;
         sum_pW += a_j.z * W;
         sum_rho_dx_W += (a_j.y * W) * dx;
-    NEIGHBOURS_END
+    SPH_BOUNDARY_NEIGHBOURS_END
     float p_w = 0.0f;
     if (sum_W > 0.0f) {
         const float g_dot = P->gravity[0] * sum_rho_dx_W.x + P->gravity[1] * sum_rho_dx_W.y +

@@ -52,7 +52,7 @@ __kernel void sph_forces(const uint n,
 #endif
     float4 acc = (float4)(0.0f);                   /* m/s^2 */
 
-    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
+    SPH_FORCES_NEIGHBOURS_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, j)
         float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
@@ -71,8 +71,10 @@ __kernel void sph_forces(const uint n,
 #if defined(VISC_ARTIFICIAL)
         const float vr = dot(v_ij, dx);
         if (vr < 0.0f) {
-            const float mu_ij = h * vr / (r2 + eta2);                       /* m/s */
-            const float Pi_ij = alpha_c0 * mu_ij / (0.5f * (rho_i + rho_j)); /* m^5/(kg s^2) */
+            /* Pi_ij = alpha_c0 mu_ij / rho_ij, mu_ij = h vr / (r^2 + eta^2) (m/s),
+             * rho_ij = (rho_i + rho_j) / 2: one division */
+            const float Pi_ij = /* m^5/(kg s^2) */
+                alpha_c0 * h * vr / ((r2 + eta2) * (0.5f * (rho_i + rho_j)));
             coef -= m_j * Pi_ij * F;
         }
         acc += coef * dx;
@@ -83,7 +85,7 @@ __kernel void sph_forces(const uint n,
         acc += coef * dx;
         acc += (2.0f * P->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + eta2)) * v_ij;
 #endif
-    NEIGHBOURS_END
+    SPH_FORCES_NEIGHBOURS_END
 
     { /* barrier of the tank faces */
         const float *xi = (const float *)&x_i;

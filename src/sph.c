@@ -240,10 +240,13 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, sph_erro
     s->d = d;
     sph_params_from_scene(sc, &s->params);
     static const char *kernel_opt[] = {"KERNEL_POLY6", "KERNEL_CUBIC", "KERNEL_WENDLAND"};
-    char opts[256];
-    snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s", sc->dims, kernel_opt[sc->kernel],
+    /* SPHSIM_SPH_OPTIONS, a developers' knob for benchmarks (docs/performance.md), appends build
+     * options such as -DSPH_FORCES_PLAIN (kernels/sph_common.h). */
+    const char *extra = getenv("SPHSIM_SPH_OPTIONS");
+    char opts[512];
+    snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s %s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
-             sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL");
+             sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL", extra ? extra : "");
     sph_status st;
     if ((st = device_build(d, "sph_density.cl", opts, &s->prog_density, e)) != SPH_OK ||
         (st = device_build(d, "sph_forces.cl", opts, &s->prog_forces, e)) != SPH_OK ||

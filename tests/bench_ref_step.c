@@ -228,8 +228,9 @@ static void c_forces(cstate *c)
             if (c->visc_artificial) {
                 const float vr = v_ij[0] * dx[0] + v_ij[1] * dx[1] + v_ij[2] * dx[2];
                 if (vr < 0.0f) {
-                    const float mu_ij = P->h * vr / (r2 + P->eta2);
-                    const float Pi_ij = -P->alpha * P->c0 * mu_ij / (0.5f * (rho_i + rho_j));
+                    /* one division, as the kernel: alpha_c0 h vr / ((r^2 + eta^2) rho_ij) */
+                    const float alpha_c0 = -P->alpha * P->c0;
+                    const float Pi_ij = alpha_c0 * P->h * vr / ((r2 + P->eta2) * (0.5f * (rho_i + rho_j)));
                     coef -= m_j * Pi_ij * F;
                 }
             } else if (c->kernel == KERNEL_POLY6) {

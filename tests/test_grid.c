@@ -482,41 +482,49 @@ static const char *nb_kernel_src =
     "    const float4 x_i = pos[i];\n"
     "    const float radius2 = gp->radius * gp->radius;\n"
     "    uint c = 0;\n"
-    "    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)\n"
+    "    NB_WALK_BEGIN(gp, cell_start, cell_end, pos, x_i, radius2, j)\n"
     "        float4 dx = x_i - pos[j];\n"
     "        dx.w = 0.0f;\n"
     "        const float r2 = dot(dx, dx);\n"
     "        if (r2 >= radius2) continue;\n"
     "        if (c < max_nb) list[(size_t)i * max_nb + c] = idx[j];\n"
     "        ++c;\n"
-    "    NEIGHBOURS_END\n"
+    "    NB_WALK_END\n"
     "    count[i] = c;\n"
     "}\n";
 
-static cl_program nb_prog;
-static cl_kernel nb_kernel;
+/* The walks of neighbours.h under test: the plain walk and the in-range walk (SPH forces); every
+ * neighbour-set check runs both. */
+#define NB_WALKS 2
+static const char *nb_walk_name[NB_WALKS] = {"plain walk", "in-range walk"};
+static const char *nb_walk_defs[NB_WALKS] = {
+    "#define NB_WALK_BEGIN(gp, cs, ce, pos, xi, r2, j) NEIGHBOURS_BEGIN(gp, cs, ce, xi, j)\n"
+    "#define NB_WALK_END NEIGHBOURS_END\n",
+    "#define NB_WALK_BEGIN NEIGHBOURS_IN_RANGE_BEGIN\n#define NB_WALK_END NEIGHBOURS_IN_RANGE_END\n"};
+static cl_program nb_prog[NB_WALKS];
+static cl_kernel nb_kernel[NB_WALKS];
 
-static void nb_kernel_build(void)
+static void nb_kernel_build(int walk)
 {
-    if (nb_kernel) return;
+    if (nb_kernel[walk]) return;
     char *head = device_kernel_source("neighbours.h", &E);
     assert_non_null(head);
-    size_t len = strlen(head) + strlen(nb_kernel_src) + 2;
+    size_t len = strlen(nb_walk_defs[walk]) + strlen(head) + strlen(nb_kernel_src) + 2;
     char *src = malloc(len);
-    snprintf(src, len, "%s\n%s", head, nb_kernel_src);
+    snprintf(src, len, "%s%s\n%s", nb_walk_defs[walk], head, nb_kernel_src);
     free(head);
     cl_int err;
     const char *srcs[1] = {src};
-    nb_prog = clCreateProgramWithSource(dev.ctx, 1, srcs, NULL, &err);
+    nb_prog[walk] = clCreateProgramWithSource(dev.ctx, 1, srcs, NULL, &err);
     assert_int_equal(err, CL_SUCCESS);
-    err = clBuildProgram(nb_prog, 1, &dev.device, "-cl-std=CL1.2", NULL, NULL);
+    err = clBuildProgram(nb_prog[walk], 1, &dev.device, "-cl-std=CL1.2", NULL, NULL);
     if (err != CL_SUCCESS) {
         char log[8192] = "";
-        clGetProgramBuildInfo(nb_prog, dev.device, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
-        fail_msg("test kernel build failed: %s", log);
+        clGetProgramBuildInfo(nb_prog[walk], dev.device, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+        fail_msg("test kernel build failed (%s): %s", nb_walk_name[walk], log);
     }
     free(src);
-    nb_kernel = clCreateKernel(nb_prog, "nb_list", &err);
+    nb_kernel[walk] = clCreateKernel(nb_prog[walk], "nb_list", &err);
     assert_int_equal(err, CL_SUCCESS);
 }
 
@@ -532,7 +540,6 @@ typedef struct nb_case {
  * Returns the number of pairs within the radius that were checked. */
 static size_t check_neighbours(const nb_case *c, const float *pts, size_t n, const char *what)
 {
-    nb_kernel_build();
     grid_params gp;
     OK(grid_geometry(c->dims, c->lo, c->hi, c->radius, c->ratio, &gp, &E));
     grid *g;
@@ -546,58 +553,61 @@ static size_t check_neighbours(const nb_case *c, const float *pts, size_t n, con
     OK(device_alloc(&dev, n * 4, "count", &b_count, &E));
     OK(device_alloc(&dev, n * max_nb * 4, "list", &b_list, &E));
     cl_mem params = grid_params_buffer(g), cs = grid_cell_start(g), ce = grid_cell_end(g), idxb = grid_index(g);
-    cl_kernel k = nb_kernel;
-    clSetKernelArg(k, 0, sizeof b_sorted, &b_sorted);
-    clSetKernelArg(k, 1, sizeof n32, &n32);
-    clSetKernelArg(k, 2, sizeof params, &params);
-    clSetKernelArg(k, 3, sizeof cs, &cs);
-    clSetKernelArg(k, 4, sizeof ce, &ce);
-    clSetKernelArg(k, 5, sizeof idxb, &idxb);
-    clSetKernelArg(k, 6, sizeof max_nb, &max_nb);
-    clSetKernelArg(k, 7, sizeof b_count, &b_count);
-    clSetKernelArg(k, 8, sizeof b_list, &b_list);
-    OK(device_run1d(&dev, k, n, 64, &E));
     uint32_t *count = malloc(n * 4), *list = malloc(n * max_nb * 4), *idx = malloc(n * 4);
     uint32_t *seen = calloc(n, 4);
-    OK(device_read(&dev, b_count, 0, n * 4, count, &E));
-    OK(device_read(&dev, b_list, 0, n * max_nb * 4, list, &E));
-    OK(device_read(&dev, idxb, 0, n * 4, idx, &E));
-
     const double radius = (double)gp.radius;
-    size_t checked = 0, borderline = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const uint32_t a = idx[i], stamp = (uint32_t)i + 1;
-        if (count[i] > max_nb) fail_msg("%s: particle %u has %u neighbours, more than the test lists", what, a, count[i]);
-        for (uint32_t q = 0; q < count[i]; ++q) {
-            const uint32_t b = list[i * max_nb + q];
-            if (b >= n) fail_msg("%s: neighbour index %u out of range", what, b);
-            if (seen[b] == stamp) fail_msg("%s: particle %u visited neighbour %u twice", what, a, b);
-            seen[b] = stamp;
-        }
-        for (uint32_t b = 0; b < n; ++b) {
-            int border;
-            const int within = ref_within(pts + 4 * a, pts + 4 * b, c->dims, radius, 1e-6, &border);
-            if (border) {
-                ++borderline;
-                continue;
+    size_t checked = 0;
+    for (int walk = 0; walk < NB_WALKS; ++walk) {
+        nb_kernel_build(walk);
+        memset(seen, 0, n * 4);
+        checked = 0;
+        cl_kernel k = nb_kernel[walk];
+        clSetKernelArg(k, 0, sizeof b_sorted, &b_sorted);
+        clSetKernelArg(k, 1, sizeof n32, &n32);
+        clSetKernelArg(k, 2, sizeof params, &params);
+        clSetKernelArg(k, 3, sizeof cs, &cs);
+        clSetKernelArg(k, 4, sizeof ce, &ce);
+        clSetKernelArg(k, 5, sizeof idxb, &idxb);
+        clSetKernelArg(k, 6, sizeof max_nb, &max_nb);
+        clSetKernelArg(k, 7, sizeof b_count, &b_count);
+        clSetKernelArg(k, 8, sizeof b_list, &b_list);
+        OK(device_run1d(&dev, k, n, 64, &E));
+        OK(device_read(&dev, b_count, 0, n * 4, count, &E));
+        OK(device_read(&dev, b_list, 0, n * max_nb * 4, list, &E));
+        OK(device_read(&dev, idxb, 0, n * 4, idx, &E));
+
+        for (size_t i = 0; i < n; ++i) {
+            const uint32_t a = idx[i], stamp = (uint32_t)i + 1;
+            if (count[i] > max_nb) fail_msg("%s, %s: particle %u has %u neighbours, more than the test lists", what, nb_walk_name[walk], a,
+                         count[i]);
+            for (uint32_t q = 0; q < count[i]; ++q) {
+                const uint32_t b = list[i * max_nb + q];
+                if (b >= n) fail_msg("%s, %s: neighbour index %u out of range", what, nb_walk_name[walk], b);
+                if (seen[b] == stamp)
+                    fail_msg("%s, %s: particle %u visited neighbour %u twice", what, nb_walk_name[walk], a, b);
+                seen[b] = stamp;
             }
-            const int listed = seen[b] == stamp;
-            if (within != listed) {
-                const float *pa = pts + 4 * a, *pb = pts + 4 * b;
-                double r2 = 0;
-                for (int ax = 0; ax < c->dims; ++ax) r2 += ((double)pa[ax] - pb[ax]) * ((double)pa[ax] - pb[ax]);
-                fail_msg("%s: pair (%u, %u) at distance %.9g (radius %.9g) %s; positions (%.9g %.9g %.9g) and "
-                         "(%.9g %.9g %.9g), cells %d/%d",
-                         what, a, b, sqrt(r2), radius, within ? "missed" : "listed but outside", pa[0], pa[1], pa[2],
-                         pb[0], pb[1], pb[2],
-                         host_cell_coord(pa[0], gp.origin[0], gp.cell_size_inv, gp.ncell[0]),
-                         host_cell_coord(pb[0], gp.origin[0], gp.cell_size_inv, gp.ncell[0]));
+            for (uint32_t b = 0; b < n; ++b) {
+                int border;
+                const int within = ref_within(pts + 4 * a, pts + 4 * b, c->dims, radius, 1e-6, &border);
+                if (border) continue;
+                const int listed = seen[b] == stamp;
+                if (within != listed) {
+                    const float *pa = pts + 4 * a, *pb = pts + 4 * b;
+                    double r2 = 0;
+                    for (int ax = 0; ax < c->dims; ++ax) r2 += ((double)pa[ax] - pb[ax]) * ((double)pa[ax] - pb[ax]);
+                    fail_msg("%s, %s: pair (%u, %u) at distance %.9g (radius %.9g) %s; positions (%.9g %.9g %.9g) "
+                             "and (%.9g %.9g %.9g), cells %d/%d",
+                             what, nb_walk_name[walk], a, b, sqrt(r2), radius,
+                             within ? "missed" : "listed but outside", pa[0], pa[1], pa[2], pb[0], pb[1], pb[2],
+                             host_cell_coord(pa[0], gp.origin[0], gp.cell_size_inv, gp.ncell[0]),
+                             host_cell_coord(pb[0], gp.origin[0], gp.cell_size_inv, gp.ncell[0]));
+                }
+                checked += within;
             }
-            checked += within;
         }
+        assert_true(checked > n); /* the case must have real neighbours besides every particle itself */
     }
-    assert_true(checked > n); /* the case must have real neighbours besides every particle itself */
-    (void)borderline;
     free(count);
     free(list);
     free(idx);
@@ -1033,7 +1043,9 @@ int main(void)
         cmocka_unit_test(test_timing_and_bytes),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
-    if (nb_kernel) clReleaseKernel(nb_kernel);
-    if (nb_prog) clReleaseProgram(nb_prog);
+    for (int w = 0; w < NB_WALKS; ++w) {
+        if (nb_kernel[w]) clReleaseKernel(nb_kernel[w]);
+        if (nb_prog[w]) clReleaseProgram(nb_prog[w]);
+    }
     return rc;
 }
