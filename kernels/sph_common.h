@@ -52,6 +52,19 @@
 #define SPH_BOUNDARY_NEIGHBOURS_END NEIGHBOURS_END
 #endif
 
+/* The particle (sorted index) of this work-item: work-group g takes block (g * stride) mod G of
+ * `get_local_size(0)` consecutive particles, G = get_num_groups(0). stride is 1 on GPUs (block
+ * g, the identity) and coprime to G on CPUs (sph.c), where it spreads the blocks of any
+ * contiguous run of work-groups over the whole index range: PoCL hands each thread contiguous
+ * runs of work-groups, and in grid order the expensive fluid blocks sit together, so without it
+ * one of two threads could get most of the work (docs/performance.md). */
+inline uint sph_item(uint stride)
+{
+    const uint g = (uint)get_group_id(0);
+    const uint b = stride == 1u ? g : (uint)(((ulong)g * stride) % (ulong)get_num_groups(0));
+    return b * (uint)get_local_size(0) + (uint)get_local_id(0);
+}
+
 /* W(r) of the compiled kernel, from r^2 (1/m^dims). */
 inline float sph_W(float r2, __constant const sph_params *P)
 {

@@ -18,9 +18,10 @@ __kernel void sph_density(const uint n,
                           __global const uchar *type,   /* PTYPE_*, sorted */
                           __global const uint *cell_start, __global const uint *cell_end,
                           __constant const grid_params *gp, __constant const sph_params *P,
-                          __global float4 *aux)         /* (m, rho, p, p/rho^2), out (fluid) */
+                          __global float4 *aux,         /* (m, rho, p, p/rho^2), out (fluid) */
+                          const uint stride)            /* work-group spread (sph_item) */
 {
-    const uint i = get_global_id(0);
+    const uint i = sph_item(stride);
     if (i >= n) return;
     if (type[i] != PTYPE_FLUID) return; /* boundary: sph_boundary */
     const float4 x_i = pos[i];
@@ -43,9 +44,10 @@ __kernel void sph_boundary(const uint n,
                            __global const uchar *type,  /* PTYPE_*, sorted */
                            __global const uint *cell_start, __global const uint *cell_end,
                            __constant const grid_params *gp, __constant const sph_params *P,
-                           __global float4 *aux)        /* (m, rho, p, p/rho^2): fluid read, boundary written */
+                           __global float4 *aux,        /* (m, rho, p, p/rho^2): fluid read, boundary written */
+                           const uint stride)           /* work-group spread (sph_item) */
 {
-    const uint i = get_global_id(0);
+    const uint i = sph_item(stride);
     if (i >= n) return;
     if (type[i] != PTYPE_BOUNDARY) return;
     const float4 x_w = pos[i];

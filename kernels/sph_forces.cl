@@ -30,9 +30,10 @@ __kernel void sph_forces(const uint n,
                          __constant const grid_params *gp, __constant const sph_params *P,
                          __global float4 *pos_next,       /* m, out */
                          __global float4 *vel_next,       /* m/s, out */
-                         __global uint *flags)            /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */
+                         __global uint *flags,            /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */
+                         const uint stride)               /* work-group spread (sph_item) */
 {
-    const uint i = get_global_id(0);
+    const uint i = sph_item(stride);
     if (i >= n) return;
     const float4 x_i = pos[i];
     if (type[i] != PTYPE_FLUID) {

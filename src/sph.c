@@ -19,10 +19,22 @@ struct sph_solver {
     cl_program prog_density, prog_forces;
     cl_kernel k_density, k_boundary, k_pressure, k_forces;
     cl_mem params_buf; /* __constant sph_params */
+    size_t local;      /* work-group size of the SPH kernels (the host rounds the global size up) */
 };
 
-/* Work-group size of the SPH kernels (the host rounds the global size up). */
-#define SPH_LOCAL 64
+/* Work-group size of the SPH kernels: 64 (64, 128 and 256 within 1.5 % on the H200; on PoCL 64
+ * and 128 within the noise once the work-groups are spread, see sph_stride).
+ * SPHSIM_SPH_LOCAL overrides it for benchmarks. */
+static size_t sph_local_size(void)
+{
+    const char *v = getenv("SPHSIM_SPH_LOCAL");
+    if (v && *v) {
+        char *end;
+        const unsigned long l = strtoul(v, &end, 10);
+        if (*end == '\0' && l >= 1 && l <= 1024) return (size_t)l;
+    }
+    return 64;
+}
 
 /* Tank-face barrier (docs/physics.md): range d0 = SPH_WALL_D0 dx; stiffness K = (c0 / (2 d0))^2,
  * which stops a particle meeting the face at up to c0 / 2, capped at 1/dt^2 for stability. */
@@ -238,6 +250,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, sph_erro
     sph_solver *s = calloc(1, sizeof *s);
     if (!s) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
     s->d = d;
+    s->local = sph_local_size();
     sph_params_from_scene(sc, &s->params);
     static const char *kernel_opt[] = {"KERNEL_POLY6", "KERNEL_CUBIC", "KERNEL_WENDLAND"};
     /* SPHSIM_SPH_OPTIONS, a developers' knob for benchmarks (docs/performance.md), appends build
@@ -278,6 +291,29 @@ void sph_destroy(sph_solver *s)
 
 const sph_params *sph_get_params(const sph_solver *s) { return &s->params; }
 
+static unsigned gcd_u(unsigned a, unsigned b)
+{
+    while (b) {
+        const unsigned t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The work-group spread of sph_item (kernels/sph_common.h) for n particles: 1 on GPUs; on CPUs
+ * the integer nearest 0.618 G (G work-groups) that is coprime to G, so that the blocks taken by
+ * consecutive work-groups step through the index range by the golden ratio. */
+static cl_uint sph_stride(const sph_solver *s, cl_uint n)
+{
+    if (s->d->is_gpu) return 1;
+    const unsigned groups = (unsigned)((n + s->local - 1) / s->local);
+    if (groups <= 2) return 1;
+    unsigned st = (unsigned)(0.6180339887 * groups + 0.5);
+    while (gcd_u(st, groups) != 1) ++st;
+    return st;
+}
+
 /* sph_density and sph_boundary take the same arguments: set them on `k` and launch it. */
 static sph_status run_density_stage(sph_solver *s, cl_kernel k, cl_uint n, cl_mem cell_start, cl_mem cell_end,
                                     cl_mem grid_params_buf, dev_state *st, sph_error *e)
@@ -291,7 +327,9 @@ static sph_status run_density_stage(sph_solver *s, cl_kernel k, cl_uint n, cl_me
     DEVICE_ARG(e, k, 6, grid_params_buf);
     DEVICE_ARG(e, k, 7, s->params_buf);
     DEVICE_ARG(e, k, 8, st->aux);
-    return device_run1d(s->d, k, st->n, SPH_LOCAL, e);
+    const cl_uint stride = sph_stride(s, n);
+    DEVICE_ARG(e, k, 9, stride);
+    return device_run1d(s->d, k, st->n, s->local, e);
 }
 
 sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
@@ -323,7 +361,9 @@ sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end,
     DEVICE_ARG(e, k, 9, st->pos_next);
     DEVICE_ARG(e, k, 10, st->vel_next);
     DEVICE_ARG(e, k, 11, st->flags);
-    return device_run1d(s->d, k, st->n, SPH_LOCAL, e);
+    const cl_uint stride = sph_stride(s, n);
+    DEVICE_ARG(e, k, 12, stride);
+    return device_run1d(s->d, k, st->n, s->local, e);
 }
 
 sph_status sph_enqueue(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, dev_state *st,
@@ -359,5 +399,5 @@ sph_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_mem p
     DEVICE_ARG(e, k, 2, st->aux);
     DEVICE_ARG(e, k, 3, rho);
     DEVICE_ARG(e, k, 4, pressure);
-    return device_run1d(s->d, k, st->n, SPH_LOCAL, e);
+    return device_run1d(s->d, k, st->n, s->local, e);
 }
