@@ -241,7 +241,7 @@ FINDINGS = """### Reading these results
   period into the slower beat seen there. α = 0.1 damps it faster than α = 0.02 (compare the
   bottom-pressure ranges).
 * **2D dam break.** From T ≈ 2 on, every stable run follows the experiment within the 10 %
-  criterion (2.6–9.9 %). Before that every run is ahead of it, by 9–17 % near T ≈ 1.15, and the lead
+  criterion (2.5–9.8 %). Before that every run is ahead of it, by 9–17 % near T ≈ 1.1–1.25, and the lead
   grows with resolution (α = 0.1: 9.3 %, 13.1 %, 14.9 % at a/Δx = 20, 50, 100) instead of
   shrinking: the converged, nearly inviscid solution is ahead of Martin & Moyce's early points.
   We read this as the experiment's release transient (the barrier is not removed instantly, and
