@@ -21,8 +21,9 @@
 #endif
 
 /* The neighbour walks of the SPH loops (neighbours.h), chosen per loop by what measured faster
- * on the H200 (docs/performance.md, "the in-range walk for forces"); both visit the in-range neighbours in the
- * same order, and every body tests r2 itself, so the choice changes speed only.
+ * on the H200 (docs/performance.md, "the in-range walk for forces"); both visit the in-range
+ * neighbours in the same order, and every body tests r2 itself, so the choice changes speed
+ * only.
  *   density: the plain walk (its body is one W; the in-range walk's second load costs more),
  *            -DSPH_DENSITY_IN_RANGE for the other;
  *   forces:  the in-range walk (the pair body runs only for neighbours), -DSPH_FORCES_PLAIN;
