@@ -578,8 +578,9 @@ static size_t check_neighbours(const nb_case *c, const float *pts, size_t n, con
 
         for (size_t i = 0; i < n; ++i) {
             const uint32_t a = idx[i], stamp = (uint32_t)i + 1;
-            if (count[i] > max_nb) fail_msg("%s, %s: particle %u has %u neighbours, more than the test lists", what, nb_walk_name[walk], a,
-                         count[i]);
+            if (count[i] > max_nb)
+                fail_msg("%s, %s: particle %u has %u neighbours, more than the test lists", what,
+                         nb_walk_name[walk], a, count[i]);
             for (uint32_t q = 0; q < count[i]; ++q) {
                 const uint32_t b = list[i * max_nb + q];
                 if (b >= n) fail_msg("%s, %s: neighbour index %u out of range", what, nb_walk_name[walk], b);
