@@ -65,9 +65,9 @@ inline int grid_cell_coord(float x, float origin, float cell_inv, uint ncell)
  * run of up to 32 candidates of a cell: a cheap pass sets bit k of a mask when candidate k is
  * within sqrt(radius2) of xi (r2 = |dx|^2 with dx.w = 0, as the body computes it), then the
  * body runs once per set bit, lowest first, so neighbours are visited in the same order as
- * before. On a GPU the lanes
- * of a warp walk different cells, so a plain walk runs the body whenever any lane has a
- * neighbour (most candidate steps); here it runs about as often as the lanes have neighbours.
+ * before. On a GPU the lanes of a warp walk different cells, so a plain walk runs the body
+ * whenever any lane has a neighbour (most candidate steps); here it runs about as often as the
+ * lanes have neighbours.
  * The body sees only j with r2 < radius2 but recomputes dx itself. */
 /* Bit k of the result: candidate b + k (k < n <= 32) is within sqrt(radius2) of xi. */
 inline uint nb_mask_(__global const float4 *pos, float4 xi, float radius2, uint b, uint n)

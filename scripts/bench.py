@@ -121,18 +121,20 @@ def run_case(args, name, n, tmp):
         s = stage_of(k)
         if s:
             stage_s[s] += sec
-    # the density pass also runs once more at the end-of-run snapshot (steps + 1 grid builds)
+    # the grid and the density pass also run once more at the end-of-run snapshot (steps + 1
+    # grid builds); every other stage once per step
     builds = summary["steps"] + 1
+
+    def runs(stage):
+        return builds if stage in ("keys", "sort", "cell_table", "reorder", "density") else max(summary["steps"], 1)
+
     per_step = 0.0
     for s, sec in stage_s.items():
-        div = builds if s in ("keys", "sort", "cell_table", "reorder", "density") else max(summary["steps"], 1)
-        row[f"ms_{s}"] = 1e3 * sec / div
-        per_step += sec / div
+        row[f"ms_{s}"] = 1e3 * sec / runs(s)
+        per_step += sec / runs(s)
     row["ms_step_kernels"] = 1e3 * per_step
     # every kernel on its own, ms per step (the stages above add some of them up)
-    row["kernels_ms"] = {k: round(1e3 * sec / (builds if stage_of(k) in ("keys", "sort", "cell_table", "reorder",
-                                                                          "density") else max(summary["steps"], 1)), 4)
-                         for k, sec in summary.get("profile_s", {}).items()}
+    row["kernels_ms"] = {k: round(1e3 * sec / runs(stage_of(k)), 4) for k, sec in summary.get("profile_s", {}).items()}
     # host time of the steps alone: sphsim --profile times them from the first snapshot's copies
     # done to the last step done (older binaries: the whole loop minus the time on snapshots)
     if summary.get("steps_timed", 0) > 0:
