@@ -33,8 +33,9 @@ static inline uint cell_linear(key_t key, __constant const grid_params *gp)
 /* One work-item per sorted slot i: a run of equal keys starts where the previous key
  * differs and ends where the next one does. */
 __kernel void cell_table(__global const key_t *keys, const uint n, __constant const grid_params *gp,
-                         __global uint *cell_start, __global uint *cell_end)
+                         __global uint *cell_start, __global uint *cell_end, __global const uint *go)
 {
+    if (go[0] == 0u) return; /* this step keeps the last grid (grid.h) */
     const uint i = get_global_id(0);
     if (i >= n) return;
     const key_t k = keys[i];

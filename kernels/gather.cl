@@ -1,13 +1,14 @@
 /* gather.cl: dst[i] = src[idx[i]] for the particle arrays, one kernel per element size
- * (1, 2, 4, 8 and 16 bytes), so every per-particle array follows the grid's sorted order. */
+ * (1, 2, 4, 8 and 16 bytes), so every per-particle array follows the grid's sorted order.
+ * go[0] == 0 (a step that keeps the last grid, see grid.h): dst[i] = src[i], a copy. */
 
 #define GRID_GATHER(name, type)                                                                    \
     __kernel void name(__global const type *src, __global const uint *idx, const uint n,           \
-                       __global type *dst)                                                         \
+                       __global type *dst, __global const uint *go)                                \
     {                                                                                              \
         const uint i = get_global_id(0);                                                           \
         if (i >= n) return;                                                                        \
-        dst[i] = src[idx[i]];                                                                      \
+        dst[i] = src[go[0] ? idx[i] : i];                                                          \
     }
 
 GRID_GATHER(grid_gather_1, uchar)

@@ -23,8 +23,9 @@ static inline int grid_coord_outside(float x, float origin, float cell_inv, uint
 
 __kernel void grid_keys(__global const float4 *pos, const uint n, __constant const grid_params *gp,
                         __global key_t *keys, __global uint *flags, __global uint *cell_start,
-                        __global uint *cell_end)
+                        __global uint *cell_end, __global const uint *go)
 {
+    if (go[0] == 0u) return; /* this step keeps the last grid (grid.h) */
     const uint i = get_global_id(0);
     if (i < gp->n_cells) {
         cell_start[i] = 0;

@@ -250,6 +250,8 @@ sph_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sph_error *e)
     DEVICE_ARG(e, g->k_keys, 4, flag_buf);
     DEVICE_ARG(e, g->k_keys, 5, g->cell_start);
     DEVICE_ARG(e, g->k_keys, 6, g->cell_end);
+    cl_mem go = grid_sort_go(g->sort);
+    DEVICE_ARG(e, g->k_keys, 7, go);
     /* max(n, n_cells) work-items: the keys, and the emptied cell table */
     SPH_TRY(run1d(g, g->k_keys, n > g->gp.n_cells ? n : g->gp.n_cells, prof ? &g->ev_keys : NULL, e));
 
@@ -261,6 +263,7 @@ sph_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sph_error *e)
     DEVICE_ARG(e, g->k_table, 2, g->params);
     DEVICE_ARG(e, g->k_table, 3, g->cell_start);
     DEVICE_ARG(e, g->k_table, 4, g->cell_end);
+    DEVICE_ARG(e, g->k_table, 5, go);
     SPH_TRY(run1d(g, g->k_table, n, prof ? &g->ev_table : NULL, e));
     return SPH_OK;
 }
@@ -286,10 +289,13 @@ sph_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t
     DEVICE_ARG(e, k, 1, idx);
     DEVICE_ARG(e, k, 2, n32);
     DEVICE_ARG(e, k, 3, dst);
+    cl_mem go = grid_sort_go(g->sort);
+    DEVICE_ARG(e, k, 4, go);
     return run1d(g, k, n, NULL, e);
 }
 
 cl_mem grid_index(const grid *g) { return grid_sort_index(g->sort); }
+void grid_set_go(grid *g, cl_mem go) { grid_sort_set_go(g->sort, go); }
 cl_mem grid_keys(const grid *g) { return grid_sort_keys_out(g->sort); }
 cl_mem grid_cell_start(const grid *g) { return g->cell_start; }
 cl_mem grid_cell_end(const grid *g) { return g->cell_end; }

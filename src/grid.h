@@ -31,6 +31,13 @@ sph_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sph_error *e)
  * dst must not be src. */
 sph_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t n, sph_error *e);
 
+/* The go word (a device buffer; its first uint is read by every kernel of grid_build and
+ * grid_gather when they run): 0 makes grid_build keep the last keys, order and cell table and
+ * grid_gather copy (dst[i] = src[i]), so a step can keep the last grid without the host knowing
+ * in advance; the SPH neighbour lists use it (sph.h). NULL (the default) is a word that always
+ * holds 1. */
+void grid_set_go(grid *g, cl_mem go);
+
 /* Device buffers after grid_build: permutation (uint, sorted slot -> old slot), sorted keys
  * (uint or ulong), cell_start / cell_end (uint, n_cells each; empty cells have start == end),
  * and the grid_params as a __constant buffer. */

@@ -15,6 +15,8 @@ struct grid_sort {
     cl_mem keys[2], idx[2]; /* ping-pong; keys[0] is the input */
     cl_mem hist;            /* uint [radix][groups] */
     cl_mem digit_total;     /* uint [radix] */
+    cl_mem one;             /* one uint holding 1: the default go word */
+    cl_mem go;              /* the go word the kernels read (grid_sort_set_go) */
 };
 
 static void config_defaults(const grid_sort_config *cfg, unsigned key_bits, unsigned *bits, unsigned *wg,
@@ -90,7 +92,10 @@ sph_status grid_sort_create(grid_sort **out, sph_device *d, int key64, unsigned 
     s->n_max = n_max;
 
     char opts[256];
-    snprintf(opts, sizeof opts, "-DKEY64=%d -DRADIX_BITS=%u -DWG=%u -DITEMS=%u", key64 ? 1 : 0, bits, wg, items);
+    /* kernels/sort.cl: return early on a go word of 0, except on PoCL */
+    const int go_return = strstr(d->platform_name, "Portable Computing Language") == NULL;
+    snprintf(opts, sizeof opts, "-DKEY64=%d -DRADIX_BITS=%u -DWG=%u -DITEMS=%u -DSORT_GO_RETURN=%d", key64 ? 1 : 0,
+             bits, wg, items, go_return);
     sph_status st = device_build(d, "sort.cl", opts, &s->prog, e);
     if (st == SPH_OK) st = device_kernel(s->prog, "sort_count", &s->k_count, e);
     if (st == SPH_OK) st = device_kernel(s->prog, "sort_scan", &s->k_scan, e);
@@ -103,6 +108,12 @@ sph_status grid_sort_create(grid_sort **out, sph_device *d, int key64, unsigned 
     size_t radix = (size_t)1 << bits;
     if (st == SPH_OK) st = device_alloc(d, radix * groups_for(n_max, s->tile) * 4, "grid sort histogram", &s->hist, e);
     if (st == SPH_OK) st = device_alloc(d, radix * 4, "grid sort digit totals", &s->digit_total, e);
+    if (st == SPH_OK) st = device_alloc(d, 4, "grid sort go word", &s->one, e);
+    if (st == SPH_OK) {
+        const cl_uint one = 1;
+        st = device_write(d, s->one, 0, 4, &one, e);
+    }
+    s->go = s->one;
     if (st != SPH_OK) {
         grid_sort_destroy(s);
         return st;
@@ -124,6 +135,7 @@ void grid_sort_destroy(grid_sort *s)
     }
     if (s->hist) clReleaseMemObject(s->hist);
     if (s->digit_total) clReleaseMemObject(s->digit_total);
+    if (s->one) clReleaseMemObject(s->one);
     free(s);
 }
 
@@ -131,6 +143,8 @@ cl_mem grid_sort_keys_in(const grid_sort *s) { return s->keys[0]; }
 cl_mem grid_sort_keys_out(const grid_sort *s) { return s->keys[s->passes & 1]; }
 cl_mem grid_sort_index(const grid_sort *s) { return s->idx[s->passes & 1]; }
 unsigned grid_sort_passes(const grid_sort *s) { return s->passes; }
+void grid_sort_set_go(grid_sort *s, cl_mem go) { s->go = go ? go : s->one; }
+cl_mem grid_sort_go(const grid_sort *s) { return s->go; }
 unsigned grid_sort_tile(const grid_sort *s) { return s->tile; }
 
 static sph_status enqueue(grid_sort *s, cl_kernel k, size_t groups, size_t local, cl_event *ev, sph_error *e)
@@ -158,11 +172,13 @@ sph_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *last
         DEVICE_ARG(e, s->k_count, 2, shift);
         DEVICE_ARG(e, s->k_count, 3, groups);
         DEVICE_ARG(e, s->k_count, 4, s->hist);
+        DEVICE_ARG(e, s->k_count, 5, s->go);
         SPH_TRY(enqueue(s, s->k_count, groups, s->wg, p == 0 ? first : NULL, e));
 
         DEVICE_ARG(e, s->k_scan, 0, s->hist);
         DEVICE_ARG(e, s->k_scan, 1, groups);
         DEVICE_ARG(e, s->k_scan, 2, s->digit_total);
+        DEVICE_ARG(e, s->k_scan, 3, s->go);
         SPH_TRY(enqueue(s, s->k_scan, radix, s->wg, NULL, e));
 
         DEVICE_ARG(e, s->k_scatter, 0, kin);
@@ -175,6 +191,7 @@ sph_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *last
         DEVICE_ARG(e, s->k_scatter, 7, s->digit_total);
         DEVICE_ARG(e, s->k_scatter, 8, kout);
         DEVICE_ARG(e, s->k_scatter, 9, iout);
+        DEVICE_ARG(e, s->k_scatter, 10, s->go);
         SPH_TRY(enqueue(s, s->k_scatter, groups, s->wg, p + 1 == s->passes ? last : NULL, e));
     }
     return SPH_OK;

@@ -924,6 +924,69 @@ static void test_gather_sizes(void **state)
     grid_destroy(g);
 }
 
+/* The go word (grid_set_go): with 0 a build keeps the last keys, permutation and cell table
+ * although the positions changed, and a gather copies; with 1 again the build matches a fresh
+ * grid of the new positions. 3D, 64-thread sort tiles and the default configuration. */
+static void test_go_word(void **state)
+{
+    (void)state;
+    const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    grid_params gp;
+    OK(grid_geometry(3, lo, hi, 0.1, 1.0, &gp, &E));
+    enum { N = 20011 };
+    float *a = malloc(N * 16), *b = malloc(N * 16);
+    assert_true(a && b);
+    for (int i = 0; i < N; ++i)
+        for (int k = 0; k < 4; ++k) a[4 * i + k] = k < 3 ? (float)rnd01() : 0.0f, b[4 * i + k] = k < 3 ? (float)rnd01() : 0.0f;
+    grid *g, *fresh;
+    OK(grid_create(&g, &dev, &gp, N, &E));
+    OK(grid_create(&fresh, &dev, &gp, N, &E));
+    const uint32_t zero = 0, one = 1;
+    cl_mem go = upload(&one, 4), b_a = upload(a, N * 16), b_b = upload(b, N * 16), b_out;
+    OK(device_alloc(&dev, N * 16, "gathered", &b_out, &E));
+    grid_set_go(g, go);
+    const size_t nc = gp.n_cells;
+    uint32_t *idx0 = malloc(4 * N), *idx1 = malloc(4 * N), *cs0 = malloc(4 * nc), *cs1 = malloc(4 * nc);
+    uint32_t *ce0 = malloc(4 * nc), *ce1 = malloc(4 * nc);
+    float *out = malloc(N * 16);
+    assert_true(idx0 && idx1 && cs0 && cs1 && ce0 && ce1 && out);
+    OK(grid_build(g, b_a, N, NULL, &E)); /* go = 1: the grid of a */
+    OK(device_read(&dev, grid_index(g), 0, 4 * N, idx0, &E));
+    OK(device_read(&dev, grid_cell_start(g), 0, 4 * nc, cs0, &E));
+    OK(device_read(&dev, grid_cell_end(g), 0, 4 * nc, ce0, &E));
+    OK(device_write(&dev, go, 0, 4, &zero, &E));
+    OK(grid_build(g, b_b, N, NULL, &E)); /* go = 0: keeps the grid of a */
+    OK(grid_gather(g, b_b, b_out, 16, N, &E));
+    OK(device_read(&dev, grid_index(g), 0, 4 * N, idx1, &E));
+    OK(device_read(&dev, grid_cell_start(g), 0, 4 * nc, cs1, &E));
+    OK(device_read(&dev, grid_cell_end(g), 0, 4 * nc, ce1, &E));
+    OK(device_read(&dev, b_out, 0, N * 16, out, &E));
+    assert_memory_equal(idx0, idx1, 4 * N);
+    assert_memory_equal(cs0, cs1, 4 * nc);
+    assert_memory_equal(ce0, ce1, 4 * nc);
+    assert_memory_equal(out, b, N * 16); /* a copy */
+    OK(device_write(&dev, go, 0, 4, &one, &E));
+    OK(grid_build(g, b_b, N, NULL, &E)); /* go = 1: the grid of b, as a fresh grid builds it */
+    OK(grid_build(fresh, b_b, N, NULL, &E));
+    OK(device_read(&dev, grid_index(g), 0, 4 * N, idx1, &E));
+    OK(device_read(&dev, grid_index(fresh), 0, 4 * N, idx0, &E));
+    assert_memory_equal(idx0, idx1, 4 * N);
+    OK(device_read(&dev, grid_cell_start(g), 0, 4 * nc, cs1, &E));
+    OK(device_read(&dev, grid_cell_start(fresh), 0, 4 * nc, cs0, &E));
+    assert_memory_equal(cs0, cs1, 4 * nc);
+    OK(grid_gather(g, b_b, b_out, 16, N, &E));
+    OK(device_read(&dev, b_out, 0, N * 16, out, &E));
+    for (int i = 0; i < N; ++i) assert_memory_equal(out + 4 * i, b + 4 * idx1[i], 16);
+    grid_set_go(g, NULL);
+    clReleaseMemObject(go);
+    clReleaseMemObject(b_a);
+    clReleaseMemObject(b_b);
+    clReleaseMemObject(b_out);
+    grid_destroy(g);
+    grid_destroy(fresh);
+    free(a); free(b); free(idx0); free(idx1); free(cs0); free(cs1); free(ce0); free(ce1); free(out);
+}
+
 static void test_empty_grid(void **state)
 {
     (void)state;
@@ -1039,6 +1102,7 @@ int main(void)
         cmocka_unit_test(test_neighbours_far_cells),
         cmocka_unit_test(test_determinism_and_flags),
         cmocka_unit_test(test_gather_sizes),
+        cmocka_unit_test(test_go_word),
         cmocka_unit_test(test_empty_grid),
         cmocka_unit_test(test_statistics_against_host_count),
         cmocka_unit_test(test_timing_and_bytes),
