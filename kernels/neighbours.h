@@ -29,17 +29,22 @@ inline int grid_cell_coord(float x, float origin, float cell_inv, uint ncell)
 
 /* Cell walk: runs the body once per cell of the block, in the same order as the neighbour
  * walks below, with that cell's particles in [j0, j1) (sorted indices; empty cells included). */
+/* Declares the cell block scanned around position xi, clipped to the grid: cells x0..x1,
+ * y0..y1, z0..z1 (inclusive; z0 = z1 = 0 in 2D). */
+#define NEIGHBOURS_BLOCK(gp, xi, x0, x1, y0, y1, z0, z1)                                           \
+    const int x0##_r_ = (int)(gp)->reach;                                                          \
+    const int x0##_cx_ = grid_cell_coord((xi).x, (gp)->origin[0], (gp)->cell_size_inv, (gp)->ncell[0]); \
+    const int x0##_cy_ = grid_cell_coord((xi).y, (gp)->origin[1], (gp)->cell_size_inv, (gp)->ncell[1]); \
+    const int x0##_cz_ = (gp)->dims == 3                                                           \
+        ? grid_cell_coord((xi).z, (gp)->origin[2], (gp)->cell_size_inv, (gp)->ncell[2]) : 0;       \
+    const int x0##_rz_ = (gp)->dims == 3 ? x0##_r_ : 0;                                            \
+    const int z0 = max(x0##_cz_ - x0##_rz_, 0), z1 = min(x0##_cz_ + x0##_rz_, (int)(gp)->ncell[2] - 1); \
+    const int y0 = max(x0##_cy_ - x0##_r_, 0), y1 = min(x0##_cy_ + x0##_r_, (int)(gp)->ncell[1] - 1); \
+    const int x0 = max(x0##_cx_ - x0##_r_, 0), x1 = min(x0##_cx_ + x0##_r_, (int)(gp)->ncell[0] - 1);
+
 #define NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, xi, j0, j1)                               \
     {                                                                                              \
-        const int nb_r_ = (int)(gp)->reach;                                                        \
-        const int nb_cx_ = grid_cell_coord((xi).x, (gp)->origin[0], (gp)->cell_size_inv, (gp)->ncell[0]); \
-        const int nb_cy_ = grid_cell_coord((xi).y, (gp)->origin[1], (gp)->cell_size_inv, (gp)->ncell[1]); \
-        const int nb_cz_ = (gp)->dims == 3                                                         \
-            ? grid_cell_coord((xi).z, (gp)->origin[2], (gp)->cell_size_inv, (gp)->ncell[2]) : 0;   \
-        const int nb_rz_ = (gp)->dims == 3 ? nb_r_ : 0;                                            \
-        const int nb_z0_ = max(nb_cz_ - nb_rz_, 0), nb_z1_ = min(nb_cz_ + nb_rz_, (int)(gp)->ncell[2] - 1); \
-        const int nb_y0_ = max(nb_cy_ - nb_r_, 0), nb_y1_ = min(nb_cy_ + nb_r_, (int)(gp)->ncell[1] - 1); \
-        const int nb_x0_ = max(nb_cx_ - nb_r_, 0), nb_x1_ = min(nb_cx_ + nb_r_, (int)(gp)->ncell[0] - 1); \
+        NEIGHBOURS_BLOCK(gp, xi, nb_x0_, nb_x1_, nb_y0_, nb_y1_, nb_z0_, nb_z1_)                   \
         for (int nb_z_ = nb_z0_; nb_z_ <= nb_z1_; ++nb_z_)                                         \
             for (int nb_y_ = nb_y0_; nb_y_ <= nb_y1_; ++nb_y_) {                                   \
                 const uint nb_row_ = (uint)nb_x0_ + (gp)->ncell[0] * ((uint)nb_y_ + (gp)->ncell[1] * (uint)nb_z_); \

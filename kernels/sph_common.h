@@ -53,6 +53,99 @@
 #define SPH_BOUNDARY_NEIGHBOURS_END NEIGHBOURS_END
 #endif
 
+#ifndef SPH_LIST_PACK
+#define SPH_LIST_PACK 1
+#endif
+
+/* Neighbour lists (-DSPH_LIST, docs/grid.md "Neighbour lists"): sph_list_build writes, for every
+ * particle i, the sorted indices j of all particles within list_radius = support (1 + skin) of
+ * it, in the order of the walk, to nl_list[k n + i] (k < list_cap, a multiple of 4), and their
+ * number to nl_count[i]; with -DSPH_LIST_PACK=4 (GPUs, sph.c) four to a uint4 instead, entry k at
+ * component k % 4 of ((uint4 *)nl_list)[(k / 4) n + i], so that a work-item reads and writes 16
+ * bytes at a time (PoCL, which vectorises across work-items, is faster with single entries).
+ * Work-items next to each other read and write next to each other. Until every particle has moved less than skin / 2 from where the lists were
+ * built, no pair can come within the support without being listed, so the loops read the list
+ * instead of walking the cells (and the grid is not rebuilt: the order stays). A particle with
+ * more than list_cap entries walks the cells of the kept grid instead, whose cells are at least
+ * support (1 + skin) wide (sim.c), so that walk still finds every neighbour. The body tests r2
+ * itself, as with the walks. j == i is listed (the density's self term). */
+#if SPH_LIST_PACK == 4
+#define NL_PTR_ __global const uint4 *
+#define NL_ELEM_ uint4
+/* j = entry k: a new uint4 every fourth entry, then its components in turn */
+#define NL_NEXT_(k, p, q, j)                                                                       \
+    if (((k) & 3u) == 0u) {                                                                        \
+        q = *(p);                                                                                  \
+        (p) += n;                                                                                  \
+    }                                                                                              \
+    j = (q).x;                                                                                     \
+    q = (q).yzwx;
+#else
+#define NL_PTR_ __global const uint *
+#define NL_ELEM_ uint
+#define NL_NEXT_(k, p, q, j)                                                                       \
+    j = *(p);                                                                                      \
+    (p) += n;
+#endif
+
+#define SPH_LIST_BEGIN(gp, cell_start, cell_end, xi, i, j)                                         \
+    {                                                                                              \
+        const uint nl_cnt_ = nl_count[i];                                                          \
+        const int nl_walk_ = nl_cnt_ > P->list_cap;                                                \
+        NL_PTR_ nl_p_ = (NL_PTR_)nl_list + (i);                                                    \
+        NL_ELEM_ nl_q_ = (NL_ELEM_)(0u);                                                           \
+        uint nl_k_ = 0u;                                                                           \
+        /* the cell walk's state, for the rare particle over list_cap */                           \
+        NEIGHBOURS_BLOCK(gp, xi, nl_x0_, nl_x1_, nl_y0_, nl_y1_, nl_z0_, nl_z1_)                   \
+        const uint nl_wx_ = (uint)(nl_x1_ - nl_x0_ + 1), nl_wy_ = (uint)(nl_y1_ - nl_y0_ + 1);     \
+        const uint nl_ncells_ = nl_walk_ ? nl_wx_ * nl_wy_ * (uint)(nl_z1_ - nl_z0_ + 1) : 0u;     \
+        uint nl_o_ = 0u, nl_j_ = 0u, nl_j1_ = 0u;                                                  \
+        for (;;) {                                                                                 \
+            uint j;                                                                                \
+            if (!nl_walk_) {                                                                       \
+                if (nl_k_ == nl_cnt_) break;                                                       \
+                NL_NEXT_(nl_k_, nl_p_, nl_q_, j);                                                  \
+                ++nl_k_;                                                                           \
+            } else {                                                                               \
+                while (nl_j_ == nl_j1_ && nl_o_ < nl_ncells_) {                                    \
+                    const uint nl_c_ = (uint)nl_x0_ + nl_o_ % nl_wx_ +                             \
+                        (gp)->ncell[0] * ((uint)nl_y0_ + nl_o_ / nl_wx_ % nl_wy_ +                 \
+                                          (gp)->ncell[1] * ((uint)nl_z0_ + nl_o_ / (nl_wx_ * nl_wy_))); \
+                    nl_j_ = (cell_start)[nl_c_];                                                   \
+                    nl_j1_ = (cell_end)[nl_c_];                                                    \
+                    ++nl_o_;                                                                       \
+                }                                                                                  \
+                if (nl_j_ == nl_j1_) break;                                                        \
+                j = nl_j_++;                                                                       \
+            }
+
+#define SPH_LIST_END                                                                               \
+        }                                                                                          \
+    }
+
+/* The neighbour loop of each SPH kernel: the list under -DSPH_LIST, else the loop's walk. */
+#ifdef SPH_LIST
+#define SPH_DENSITY_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j) SPH_LIST_BEGIN(gp, cs, ce, xi, i, j)
+#define SPH_DENSITY_LOOP_END SPH_LIST_END
+#define SPH_BOUNDARY_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j) SPH_LIST_BEGIN(gp, cs, ce, xi, i, j)
+#define SPH_BOUNDARY_LOOP_END SPH_LIST_END
+#define SPH_FORCES_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j) SPH_LIST_BEGIN(gp, cs, ce, xi, i, j)
+#define SPH_FORCES_LOOP_END SPH_LIST_END
+#else
+#define SPH_DENSITY_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j) SPH_DENSITY_NEIGHBOURS_BEGIN(gp, cs, ce, pos, xi, radius2, j)
+#define SPH_DENSITY_LOOP_END SPH_DENSITY_NEIGHBOURS_END
+#define SPH_BOUNDARY_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j) SPH_BOUNDARY_NEIGHBOURS_BEGIN(gp, cs, ce, pos, xi, radius2, j)
+#define SPH_BOUNDARY_LOOP_END SPH_BOUNDARY_NEIGHBOURS_END
+#define SPH_FORCES_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j) SPH_FORCES_NEIGHBOURS_BEGIN(gp, cs, ce, pos, xi, radius2, j)
+#define SPH_FORCES_LOOP_END SPH_FORCES_NEIGHBOURS_END
+#endif
+
+/* Qualifier of the read-only pointer arguments of the SPH loops: empty by default,
+ * -DSPH_RESTRICT=restrict to let the compiler use the read-only data path (a benchmark switch). */
+#ifndef SPH_RESTRICT
+#define SPH_RESTRICT
+#endif
+
 /* The particle (sorted index) of this work-item: work-group g takes block (g * stride) mod G of
  * `get_local_size(0)` consecutive particles, G = get_num_groups(0). stride is 1 on GPUs (block
  * g, the identity) and coprime to G on CPUs (sph.c), where it spreads the blocks of any

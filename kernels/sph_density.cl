@@ -13,12 +13,14 @@
 #include "sph_common.h"
 
 __kernel void sph_density(const uint n,
-                          __global const float4 *pos,   /* m, sorted */
-                          __global const float *mass,   /* kg, sorted */
-                          __global const uchar *type,   /* PTYPE_*, sorted */
-                          __global const uint *cell_start, __global const uint *cell_end,
+                          __global const float4 *SPH_RESTRICT pos,   /* m, sorted */
+                          __global const float *SPH_RESTRICT mass,   /* kg, sorted */
+                          __global const uchar *SPH_RESTRICT type,   /* PTYPE_*, sorted */
+                          __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                           __constant const grid_params *gp, __constant const sph_params *P,
                           __global float4 *aux,         /* (m, rho, p, p/rho^2), out (fluid) */
+                          __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST) */
+                          __global const uint *SPH_RESTRICT nl_count,
                           const uint stride)            /* work-group spread (sph_item) */
 {
     const uint i = sph_item(stride);
@@ -27,24 +29,26 @@ __kernel void sph_density(const uint n,
     const float4 x_i = pos[i];
     const float support2 = P->support2;
     float rho_i = 0.0f;
-    SPH_DENSITY_NEIGHBOURS_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, j)
+    SPH_DENSITY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, i, j)
         float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
         if (r2 >= support2) continue;
         rho_i += mass[j] * sph_W(r2, P);
-    SPH_DENSITY_NEIGHBOURS_END
+    SPH_DENSITY_LOOP_END
     const float p_i = sph_eos(rho_i, P);
     aux[i] = (float4)(mass[i], rho_i, p_i, p_i / (rho_i * rho_i));
 }
 
 __kernel void sph_boundary(const uint n,
-                           __global const float4 *pos,  /* m, sorted */
-                           __global const float *mass,  /* kg, sorted */
-                           __global const uchar *type,  /* PTYPE_*, sorted */
-                           __global const uint *cell_start, __global const uint *cell_end,
+                           __global const float4 *SPH_RESTRICT pos,  /* m, sorted */
+                           __global const float *SPH_RESTRICT mass,  /* kg, sorted */
+                           __global const uchar *SPH_RESTRICT type,  /* PTYPE_*, sorted */
+                           __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                            __constant const grid_params *gp, __constant const sph_params *P,
                            __global float4 *aux,        /* (m, rho, p, p/rho^2): fluid read, boundary written */
+                           __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST) */
+                           __global const uint *SPH_RESTRICT nl_count,
                            const uint stride)           /* work-group spread (sph_item) */
 {
     const uint i = sph_item(stride);
@@ -54,7 +58,7 @@ __kernel void sph_boundary(const uint n,
     const float support2 = P->support2;
     float sum_W = 0.0f, sum_pW = 0.0f;          /* 1/m^dims, Pa/m^dims */
     float4 sum_rho_dx_W = (float4)(0.0f);        /* kg/m^(2+dims) */
-    SPH_BOUNDARY_NEIGHBOURS_BEGIN(gp, cell_start, cell_end, pos, x_w, support2, j)
+    SPH_BOUNDARY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_w, support2, i, j)
         if (type[j] != PTYPE_FLUID) continue;
         float4 dx = x_w - pos[j]; /* dx = x_w - x_f */
         dx.w = 0.0f;
@@ -65,7 +69,7 @@ __kernel void sph_boundary(const uint n,
         sum_W += W;
         sum_pW += a_j.z * W;
         sum_rho_dx_W += (a_j.y * W) * dx;
-    SPH_BOUNDARY_NEIGHBOURS_END
+    SPH_BOUNDARY_LOOP_END
     float p_w = 0.0f;
     if (sum_W > 0.0f) {
         const float g_dot = P->gravity[0] * sum_rho_dx_W.x + P->gravity[1] * sum_rho_dx_W.y +
@@ -88,4 +92,73 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
     const float rho_i = aux[i].y;
     rho[i] = rho_i;
     pressure[i] = sph_eos(rho_i, P);
+}
+
+/* Neighbour lists (-DSPH_LIST; sph_common.h, docs/grid.md). lstate: [0] go (this step rebuilds
+ * the grid and the lists), [1] need (set by sph_forces when a particle moved more than skin / 2
+ * from where the lists were built), [2] number of rebuilds so far. */
+
+/* One work-item, first in a step: go = need (or force), need = 0, and count the rebuild. The
+ * grid kernels (grid.h) and sph_list_build read go, so the device decides each step without the
+ * host. The host forces a rebuild in every step that writes a snapshot, so that a run resumed
+ * from a snapshot (which starts with a rebuild) continues bit for bit as the original run. */
+__kernel void sph_list_go(__global uint *lstate, const uint force)
+{
+    const uint g = lstate[1] != 0u || force != 0u ? 1u : 0u;
+    lstate[0] = g;
+    lstate[1] = 0u;
+    lstate[2] += g;
+}
+
+/* When go: the list of every particle (all j within list_radius, walk order), its
+ * length, and the position it was built at. */
+__kernel void sph_list_build(const uint n,
+                             __global const float4 *SPH_RESTRICT pos, /* m, sorted */
+                             __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
+                             __constant const grid_params *gp, __constant const sph_params *P,
+                             __global const uint *lstate,
+                             __global uint *nl_list,       /* out (layout: sph_common.h) */
+                             __global uint *nl_count,      /* out */
+                             __global float4 *pos_ref,     /* out: x_i at the build */
+                             const uint stride)            /* work-group spread (sph_item) */
+{
+    if (lstate[0] == 0u) return;
+    const uint i = sph_item(stride);
+    if (i >= n) return;
+    const float4 x_i = pos[i];
+    const float radius2 = P->list_radius2;
+    const uint cap = P->list_cap;
+#if SPH_LIST_PACK == 4
+    __global uint4 *out = (__global uint4 *)nl_list + i;
+    uint4 q = (uint4)(0u);
+#else
+    __global uint *out = nl_list + i;
+#endif
+    uint c = 0u;
+    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
+        float4 dx = x_i - pos[j];
+        dx.w = 0.0f;
+        if (dot(dx, dx) >= radius2) continue;
+        if (c < cap) {
+#if SPH_LIST_PACK == 4
+            q = (uint4)(q.yzw, j); /* q collects four entries, then goes out in one 16-byte store */
+            if ((c & 3u) == 3u) {
+                *out = q;
+                out += n;
+            }
+#else
+            *out = j;
+            out += n;
+#endif
+        }
+        ++c;
+    NEIGHBOURS_END
+#if SPH_LIST_PACK == 4
+    const uint rest = min(c, cap) & 3u; /* entries still in q, at its end */
+    if (rest == 1u) *out = (uint4)(q.w, 0u, 0u, 0u);
+    else if (rest == 2u) *out = (uint4)(q.zw, 0u, 0u);
+    else if (rest == 3u) *out = (uint4)(q.yzw, 0u);
+#endif
+    nl_count[i] = c;
+    pos_ref[i] = x_i;
 }

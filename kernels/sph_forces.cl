@@ -22,15 +22,19 @@
 #include "sph_common.h"
 
 __kernel void sph_forces(const uint n,
-                         __global const float4 *pos,      /* m, sorted */
-                         __global const float4 *vel,      /* m/s, sorted */
-                         __global const uchar *type,      /* PTYPE_* */
-                         __global const float4 *aux,      /* (+-m, rho, p, p/rho^2) (sph_density) */
-                         __global const uint *cell_start, __global const uint *cell_end,
+                         __global const float4 *SPH_RESTRICT pos,      /* m, sorted */
+                         __global const float4 *SPH_RESTRICT vel,      /* m/s, sorted */
+                         __global const uchar *SPH_RESTRICT type,      /* PTYPE_* */
+                         __global const float4 *SPH_RESTRICT aux,      /* (+-m, rho, p, p/rho^2) (sph_density) */
+                         __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                          __constant const grid_params *gp, __constant const sph_params *P,
                          __global float4 *pos_next,       /* m, out */
                          __global float4 *vel_next,       /* m/s, out */
                          __global uint *flags,            /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */
+                         __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST) */
+                         __global const uint *SPH_RESTRICT nl_count,
+                         __global const float4 *SPH_RESTRICT pos_ref, /* x_i where the lists were built */
+                         __global uint *lstate,           /* [1] need: OR-ed 1 when x_i moved > skin/2 */
                          const uint stride)               /* work-group spread (sph_item) */
 {
     const uint i = sph_item(stride);
@@ -53,7 +57,7 @@ __kernel void sph_forces(const uint n,
 #endif
     float4 acc = (float4)(0.0f);                   /* m/s^2 */
 
-    SPH_FORCES_NEIGHBOURS_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, j)
+    SPH_FORCES_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, i, j)
         float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
@@ -86,7 +90,7 @@ __kernel void sph_forces(const uint n,
         acc += coef * dx;
         acc += (2.0f * P->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + eta2)) * v_ij;
 #endif
-    SPH_FORCES_NEIGHBOURS_END
+    SPH_FORCES_LOOP_END
 
     { /* barrier of the tank faces */
         const float *xi = (const float *)&x_i;
@@ -141,4 +145,12 @@ __kernel void sph_forces(const uint n,
     pos_next[i] = x_next;
     vel_next[i] = v_next;
     if (bad) atomic_or(flags, bad);
+#ifdef SPH_LIST
+    { /* moved more than skin / 2 since the lists were built: the next step rebuilds them (a NaN
+       * position compares false here; the flags above stop the run) */
+        float4 d = x_next - pos_ref[i];
+        d.w = 0.0f;
+        if (dot(d, d) > P->skin_half2 && lstate[1] == 0u) atomic_or(lstate + 1, 1u);
+    }
+#endif
 }

@@ -33,6 +33,11 @@ typedef struct sph_params {
     float wall_d0;      /* m: range of the tank-face barrier, 0.4 dx (dx = particle spacing) */
     float wall_k;       /* 1/s^2: stiffness of the barrier, min((c0 / (2 d0))^2, 1/dt^2) */
     sph_u32 dims;       /* 2 or 3 (also -DDIMS) */
+    /* neighbour lists (-DSPH_LIST; docs/grid.md, "Neighbour lists") */
+    float list_radius2; /* m^2: (support (1 + skin))^2, the radius a list is built with */
+    float skin_half2;   /* m^2: (support skin / 2)^2; a particle farther than this from where the
+                           lists were built makes the next step rebuild the grid and the lists */
+    sph_u32 list_cap;   /* entries per particle; a particle with more falls back to the cell walk */
 } sph_params;
 
 #endif

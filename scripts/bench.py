@@ -29,6 +29,7 @@ STAGES = [
     ("sort", ("sort_",)),
     ("cell_table", ("cell_table",)),
     ("reorder", ("grid_gather",)),
+    ("lists", ("sph_list_",)),
     ("density", ("sph_density", "sph_boundary")),
     ("forces+integrate", ("sph_forces",)),
     ("contacts", ("contact_resolve", "contact_integrate")),
@@ -113,7 +114,10 @@ def run_case(args, name, n, tmp):
     row = {"scene": name, "target_n": int(n), "N": npart, "steps": summary["steps"],
            "neighbours": summary.get("mean_neighbours", float("nan")),
            "candidates": summary.get("mean_candidates", float("nan")),
-           "device_bytes_per_particle": info["estimated_device_bytes"] / max(npart, 1),
+           # device memory, with the neighbour lists when the run used them
+           "device_bytes_per_particle": (info["estimated_device_bytes"] + (
+               info.get("estimated_list_bytes", 0) if summary.get("neighbour_lists") else 0)) / max(npart, 1),
+           "list_rebuilds": summary.get("list_rebuilds", 0),
            "device": summary["device"]}
     stage_s = {s: 0.0 for s, _ in STAGES}
     stage_s["other"] = 0.0
@@ -126,7 +130,7 @@ def run_case(args, name, n, tmp):
     builds = summary["steps"] + 1
 
     def runs(stage):
-        return builds if stage in ("keys", "sort", "cell_table", "reorder", "density") else max(summary["steps"], 1)
+        return builds if stage in ("keys", "sort", "cell_table", "reorder", "lists", "density") else max(summary["steps"], 1)
 
     per_step = 0.0
     for s, sec in stage_s.items():
@@ -174,22 +178,22 @@ def main():
     ok = [r for r in rows if "error" not in r]
     cols = ["scene", "N", "neighbours", "candidates"] + [f"ms_{s}" for s, _ in STAGES] + \
         ["ms_other", "ms_step_kernels", "ms_step_wall", "ms_per_step_per_million", "particle_steps_per_s",
-         "device_bytes_per_particle", "device"]
+         "device_bytes_per_particle", "list_rebuilds", "device"]
     if ok:
         with open(args.out + ".csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=cols + ["target_n", "steps"], extrasaction="ignore")
             w.writeheader()
             for r in ok:
                 w.writerow(r)
-        hdr = ("scene", "N", "nbrs", "cand", "keys", "sort", "table", "reord", "dens", "force", "contact", "kern ms",
-               "wall ms", "ms/M", "Mpart-step/s", "B/part")
-        print(("{:<13}{:>11}" + "{:>7}" * 2 + "{:>8}" * 7 + "{:>9}{:>9}{:>9}{:>13}{:>7}").format(*hdr))
+        hdr = ("scene", "N", "nbrs", "cand", "keys", "sort", "table", "reord", "lists", "dens", "force", "contact",
+               "kern ms", "wall ms", "ms/M", "Mpart-step/s", "B/part", "rebuilds")
+        print(("{:<13}{:>11}" + "{:>7}" * 2 + "{:>8}" * 8 + "{:>9}{:>9}{:>9}{:>13}{:>7}{:>9}").format(*hdr))
         for r in ok:
-            print(("{:<13}{:>11}" + "{:>7.1f}" * 2 + "{:>8.3f}" * 7 + "{:>9.3f}{:>9.3f}{:>9.3f}{:>13.2f}{:>7.0f}").format(
+            print(("{:<13}{:>11}" + "{:>7.1f}" * 2 + "{:>8.3f}" * 8 + "{:>9.3f}{:>9.3f}{:>9.3f}{:>13.2f}{:>7.0f}{:>9}").format(
                 r["scene"], r["N"], r["neighbours"], r["candidates"], r["ms_keys"], r["ms_sort"], r["ms_cell_table"],
-                r["ms_reorder"], r["ms_density"], r["ms_forces+integrate"], r["ms_contacts"], r["ms_step_kernels"],
-                r["ms_step_wall"], r["ms_per_step_per_million"], r["particle_steps_per_s"] / 1e6,
-                r["device_bytes_per_particle"]))
+                r["ms_reorder"], r["ms_lists"], r["ms_density"], r["ms_forces+integrate"], r["ms_contacts"],
+                r["ms_step_kernels"], r["ms_step_wall"], r["ms_per_step_per_million"], r["particle_steps_per_s"] / 1e6,
+                r["device_bytes_per_particle"], r["list_rebuilds"]))
         try:
             import matplotlib
             matplotlib.use("Agg")

@@ -361,6 +361,20 @@ char *device_kernel_source(const char *file, sph_error *e)
     return b.s;
 }
 
+/* The build log of prog (malloc'd, NUL-terminated; NULL when out of memory). */
+static char *build_log(const sph_device *d, cl_program prog)
+{
+    size_t log_size = 0;
+    clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
+    char *log = malloc(log_size + 1);
+    if (log) {
+        log[0] = 0;
+        clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL);
+        log[log_size] = 0;
+    }
+    return log;
+}
+
 sph_status device_build(sph_device *d, const char *file, const char *options, cl_program *out, sph_error *e)
 {
     *out = NULL;
@@ -375,19 +389,19 @@ sph_status device_build(sph_device *d, const char *file, const char *options, cl
     CL_CHECK_ERR(e, err, "clCreateProgramWithSource");
     err = clBuildProgram(prog, 1, &d->device, opts, NULL, NULL);
     if (err != CL_SUCCESS) {
-        size_t log_size = 0;
-        clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
-        char *log = malloc(log_size + 1);
-        if (log) {
-            log[0] = 0;
-            clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL);
-            log[log_size] = 0;
-        }
+        char *log = build_log(d, prog);
         SPH_FAIL(e, SPH_E_DEVICE, "building kernels/%s for %s failed (%s)\nbuild options: %s\nbuild log:\n%.1500s", file,
                  d->name, sph_cl_error_name(err), opts, log ? log : "(none)");
         free(log);
         clReleaseProgram(prog);
         return SPH_E_DEVICE;
+    }
+    /* SPHSIM_BUILD_LOG, a developers' knob (docs/performance.md): print the build log of every
+     * program, e.g. the register counts NVIDIA's compiler reports with -cl-nv-verbose */
+    if (getenv("SPHSIM_BUILD_LOG")) {
+        char *log = build_log(d, prog);
+        fprintf(stderr, "build log of kernels/%s (%s):\n%s\n", file, opts, log ? log : "(none)");
+        free(log);
     }
     *out = prog;
     return SPH_OK;

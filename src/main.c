@@ -11,6 +11,7 @@
 #include "output.h"
 #include "scene.h"
 #include "sim.h"
+#include "sph.h"
 
 static volatile sig_atomic_t stop_signal = 0;
 
@@ -59,15 +60,17 @@ static long snapshots_of(const scene *s)
 static void print_check(const scene *s)
 {
     size_t dev = sim_device_bytes(s);
+    /* SPH neighbour lists, on top, when the device holds them (grid.neighbour_list) */
+    size_t lists = s->mode == MODE_SPH && s->neighbour_list != NLIST_OFF ? sph_list_bytes(s, (size_t)s->n_total) : 0;
     /* per particle and snapshot: position, velocity (3 x 4 B each), density, pressure, mass,
      * radius (4 B), id (4 B), type (1 B), at most */
     double out = (double)snapshots_of(s) * (double)s->n_total * 37.0;
     printf("%s\n", s->resolved_json ? s->resolved_json : "{}");
     printf("{\"check\":{\"particles\":%ld,\"fluid_particles\":%ld,\"boundary_particles\":%ld,\"spheres\":%ld,"
            "\"smoothing_length_m\":%.9g,\"support_radius_m\":%.9g,\"dt_s\":%.9g,\"steps\":%ld,\"snapshots\":%ld,"
-           "\"estimated_device_bytes\":%zu,\"estimated_output_bytes\":%.0f}}\n",
+           "\"estimated_device_bytes\":%zu,\"estimated_list_bytes\":%zu,\"estimated_output_bytes\":%.0f}}\n",
            s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, s->h, s->support, s->dt, s->n_steps, snapshots_of(s),
-           dev, out);
+           dev, lists, out);
     fprintf(stderr,
             "scene %s is valid: %ld particles (%ld fluid, %ld boundary, %ld spheres), h = %.4g m, dt = %.4g s, %ld steps, "
             "%ld snapshots, about %.3g MB of device memory and %.3g MB of output\n",
@@ -87,6 +90,7 @@ static void print_summary(const char *out, const sim_result *r, sph_status st, c
     printf(",\"particles\":%ld,\"steps\":%ld,\"last_step\":%ld,\"simulated_time_s\":%.9g,\"wall_time_s\":%.4f,"
            "\"particle_steps_per_s\":%.6g,\"snapshots\":%ld,\"particles_outside\":%ld",
            r->n_particles, r->steps, r->last_step, r->sim_time, r->wall_time, pps, r->snapshots, r->n_outside);
+    if (r->lists) printf(",\"neighbour_lists\":true,\"list_rebuilds\":%ld", r->list_rebuilds);
     if (r->mean_candidates > 0)
         printf(",\"mean_neighbours\":%.4g,\"mean_candidates\":%.4g", r->mean_neighbours, r->mean_candidates);
     if (r->n_prof > 0) {

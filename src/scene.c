@@ -74,7 +74,9 @@ static const char *const GROUP_KEYS[] = {"count", "radius", "density", "region",
                                          "seed",  "velocity", "velocity_jitter"};
 static const char *const TIME_KEYS[] = {"end", "dt", "cfl", "max_speed"};
 static const char *const OUTPUT_KEYS[] = {"interval", "fields"};
-static const char *const GRID_KEYS[] = {"cell_ratio"};
+static const char *const GRID_KEYS[] = {"cell_ratio", "neighbour_list", "skin"};
+static const char *const NLIST_NAMES[] = {"auto", "on", "off"};
+static const int NLIST_VALUES[] = {NLIST_AUTO, NLIST_ON, NLIST_OFF};
 
 /* Named sections, for "this key belongs elsewhere" suggestions. */
 typedef struct section {
@@ -1123,6 +1125,9 @@ static sph_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     old = vkey(v, "grid");
     if (grid) SPH_TRY(check_keys(v, grid, GRID_KEYS, COUNT(GRID_KEYS)));
     SPH_TRY(vnum(v, grid, "cell_ratio", 0, 1.0, rng(0, 2, 4, 1), &s->cell_ratio, NULL));
+    SPH_TRY(venum(v, grid, "neighbour_list", NLIST_NAMES, NLIST_VALUES, COUNT(NLIST_NAMES), NLIST_AUTO,
+                  &s->neighbour_list));
+    SPH_TRY(vnum(v, grid, "skin", 0, 0.1, rng(0, 1, 1, 1), &s->skin, NULL));
     vpop(v, old);
 
     /* ---- time step (docs/scene-format.md, "Time step") ---- */
@@ -1232,6 +1237,8 @@ static sph_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
         if (s->fields & (unsigned)FIELD_VALUES[k]) cJSON_AddItemToArray(rf, cJSON_CreateString(FIELD_NAMES[k]));
     cJSON *rgr = cJSON_AddObjectToObject(res, "grid");
     add_num(rgr, "cell_ratio", s->cell_ratio);
+    cJSON_AddStringToObject(rgr, "neighbour_list", NLIST_NAMES[s->neighbour_list]);
+    add_num(rgr, "skin", s->skin);
 
     cJSON *d = cJSON_AddObjectToObject(res, "derived");
     add_num(d, "n_fluid", (double)s->n_fluid);

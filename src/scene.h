@@ -14,6 +14,10 @@
 #define SCENE_MAX_GROUPS 64
 #define SCENE_MAX_SETS 256
 
+/* "grid.neighbour_list" (docs/scene-format.md): neighbour lists with a skin for the SPH loops;
+ * auto = on when the device memory holds them. */
+typedef enum { NLIST_AUTO = 0, NLIST_ON = 1, NLIST_OFF = 2 } scene_nlist;
+
 typedef enum { MODE_SPH = 0, MODE_PARTICLES = 1 } scene_mode;                    /* "sph" | "particles" */
 typedef enum { KERNEL_POLY6 = 0, KERNEL_CUBIC = 1, KERNEL_WENDLAND = 2 } scene_kernel; /* "poly6" | "cubic_spline" | "wendland" */
 typedef enum { EOS_LINEAR = 0, EOS_TAIT = 1 } scene_eos;                           /* "linear" | "tait" */
@@ -97,6 +101,8 @@ typedef struct scene {
 
     /* "grid" */
     double cell_ratio;       /* "grid.cell_ratio": cell size / search radius; default 1, range (0, 4] */
+    int neighbour_list;      /* "grid.neighbour_list": NLIST_AUTO (default), NLIST_ON, NLIST_OFF (SPH) */
+    double skin;             /* "grid.skin": list radius = support (1 + skin); default 0.1, range [0, 1] */
 
     /* ---- derived ---- */
     long n_fluid, n_boundary, n_spheres, n_total;

@@ -23,8 +23,10 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The grid box covers the tank plus the boundary layers (SPH) or one radius (spheres). */
-static sph_status sim_grid_geometry(const scene *s, grid_params *gp, sph_error *e)
+/* The grid box covers the tank plus the boundary layers (SPH) or one radius (spheres). With
+ * neighbour lists the cells are (1 + skin) times wider, so that the kept grid stays valid while
+ * particles move up to skin / 2 (sph.h). */
+static sph_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sph_error *e)
 {
     double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
     double margin = s->mode == MODE_SPH ? (s->boundary_layers + 1) * s->spacing : s->support;
@@ -32,7 +34,7 @@ static sph_status sim_grid_geometry(const scene *s, grid_params *gp, sph_error *
         lo[a] = s->tank.min[a] - margin;
         hi[a] = s->tank.max[a] + margin;
     }
-    return grid_geometry(s->dims, lo, hi, s->support, s->cell_ratio, gp, e);
+    return grid_geometry(s->dims, lo, hi, s->support, s->cell_ratio * (lists ? 1.0 + s->skin : 1.0), gp, e);
 }
 
 /* Bytes per particle of dev_state (see state.h). */
@@ -49,7 +51,7 @@ size_t sim_device_bytes(const scene *s)
     grid_params gp;
     sph_error e;
     size_t n = (size_t)s->n_total;
-    size_t grid_b = sim_grid_geometry(s, &gp, &e) == SPH_OK ? grid_bytes(&gp, n) : 0;
+    size_t grid_b = sim_grid_geometry(s, 0, &gp, &e) == SPH_OK ? grid_bytes(&gp, n) : 0;
     size_t solver_b = s->mode == MODE_PARTICLES ? contact_bytes(s, n) : 0; /* contact scratch and slots */
     return n * state_bytes_per_particle(s) + grid_b + solver_b;
 }
@@ -449,6 +451,27 @@ static sph_status snapshot_failed(sim_ctx *c, sim_result *r, sph_status st, sph_
     return st;
 }
 
+/* Neighbour lists for the SPH loops (grid.neighbour_list): "on", or "auto" when the device
+ * memory holds them next to the rest (`need` bytes) within 90 % and the list fits one buffer
+ * (docs/performance.md: faster on the H200 and on PoCL). *list_n = n with lists, 0 without. */
+static sph_status sim_list_choice(sim_ctx *c, size_t n, size_t need, size_t *list_n, sph_error *e)
+{
+    const scene *s = c->s;
+    *list_n = 0;
+    if (s->mode != MODE_SPH || s->neighbour_list == NLIST_OFF || n == 0) return SPH_OK;
+    const size_t bytes = sph_list_bytes(s, n), one = n * (size_t)sph_list_cap(s) * 4;
+    const int fits = (double)(need + bytes) <= 0.9 * (double)c->dev.global_mem && one <= c->dev.max_alloc;
+    if (s->neighbour_list == NLIST_ON && !fits)
+        return SPH_FAIL(e, SPH_E_DEVICE,
+                        "grid.neighbour_list: \"on\" needs %.3g GB of device memory for the lists (%u entries per "
+                        "particle, one buffer of %.3g GB) besides %.3g GB for the rest, but %s has %.3g GB (at most "
+                        "%.3g GB in one buffer); use \"auto\" or \"off\", or a smaller grid.skin",
+                        bytes / 1e9, sph_list_cap(s), one / 1e9, need / 1e9, c->dev.name, c->dev.global_mem / 1e9,
+                        c->dev.max_alloc / 1e9);
+    if (s->neighbour_list == NLIST_ON || fits) *list_n = n;
+    return SPH_OK;
+}
+
 static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
 {
     const scene *s = c->s;
@@ -520,14 +543,23 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         return st;
     }
 
+    size_t list_n = 0;
+    if ((st = sim_list_choice(c, n, need, &list_n, e)) != SPH_OK) {
+        free(order);
+        free(cstate);
+        return st;
+    }
+    r->lists = list_n > 0;
     grid_params gp;
-    if ((st = sim_grid_geometry(s, &gp, e)) == SPH_OK) st = grid_create(&c->g, &c->dev, &gp, n, e);
+    if ((st = sim_grid_geometry(s, list_n > 0, &gp, e)) == SPH_OK) st = grid_create(&c->g, &c->dev, &gp, n, e);
     if (st == SPH_OK) st = state_alloc(c, n, e);
     if (st == SPH_OK) st = state_upload(c, order, e);
     free(order);
     if (st == SPH_OK && !c->st.radius) memset(c->sorted.radius, 0, n * sizeof *c->sorted.radius); /* not read back */
     if (st == SPH_OK)
-        st = s->mode == MODE_SPH ? sph_create(&c->sph, &c->dev, s, e) : contact_create(&c->contact, &c->dev, s, e);
+        st = s->mode == MODE_SPH ? sph_create(&c->sph, &c->dev, s, list_n, e)
+                                 : contact_create(&c->contact, &c->dev, s, e);
+    if (st == SPH_OK && c->sph) grid_set_go(c->g, sph_go_buffer(c->sph));
     /* after the upload, before the first rebuild: the first step carries the impulses the
      * stored snapshot's next step carried */
     if (st == SPH_OK && c->contact && cstate) {
@@ -560,9 +592,12 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     for (;;) {
         r->last_step = step; /* what the summary reports when a failure ends the run here */
         r->sim_time = step * s->dt;
+        int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
+        /* neighbour lists: rebuild or keep, decided on the device; always rebuilt at a snapshot,
+         * where a resumed run starts */
+        if (c->sph) SPH_TRY(sph_begin_step(c->sph, is_output, e));
         SPH_TRY(rebuild(c, e));
         if (c->sph) SPH_TRY(sph_density(c->sph, c->g, &c->st, e));
-        int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
         if (o->profile && t_steps0 >= 0 && step >= s->n_steps) {
             clFinish(c->dev.queue);
             r->t_steps = now_s() - t_steps0;
@@ -596,6 +631,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         progress(c, step, first_step, t0, &last_print, 0);
     }
     clFinish(c->dev.queue);
+    if (c->sph) SPH_TRY(sph_list_rebuilds(c->sph, &r->list_rebuilds, e));
     sph_status wst = sync_writer(c, r, e); /* the last snapshots */
     if (wst != SPH_OK) return snapshot_failed(c, r, wst, e);
     if (o->profile) r->n_prof = device_profile(&c->dev, r->prof, 32);

@@ -34,6 +34,8 @@ typedef struct sim_result {
     double wall_time;       /* s */
     long snapshots;         /* snapshots written in this run */
     long n_outside;         /* particles found outside the tank */
+    int lists;              /* the SPH loops used neighbour lists (grid.neighbour_list) */
+    long list_rebuilds;     /* with lists: steps that rebuilt the grid and the lists */
     double mean_neighbours, mean_candidates; /* when stats */
     double t_output;        /* s the time loop spent on snapshots: enqueueing their copies, waiting
                                for a free staging buffer and for the last snapshots at the end */

@@ -18,8 +18,17 @@ struct sph_solver {
     sph_params params;
     cl_program prog_density, prog_forces;
     cl_kernel k_density, k_boundary, k_pressure, k_forces;
+    cl_kernel k_list_go, k_list_build; /* neighbour lists only */
     cl_mem params_buf; /* __constant sph_params */
     size_t local;      /* work-group size of the SPH kernels (the host rounds the global size up) */
+    /* neighbour lists (sph.h); when off, the kernels get `dummy` for these arguments */
+    int lists;
+    size_t list_n;     /* particles the lists hold */
+    cl_mem nl_list;    /* uint [list_cap][n_max] */
+    cl_mem nl_count;   /* uint [n_max] */
+    cl_mem pos_ref;    /* float4 [n_max] */
+    cl_mem lstate;     /* uint [3]: go, need, rebuilds (kernels/sph_density.cl) */
+    cl_mem dummy;      /* one uint */
 };
 
 /* Work-group size of the SPH kernels: 64 (64, 128 and 256 within 1.5 % on the H200; on PoCL 64
@@ -77,6 +86,25 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     p->wall_d0 = (float)d0;
     p->wall_k = (float)(s->dt > 0.0 ? fmin(omega * omega, 1.0 / (s->dt * s->dt)) : omega * omega);
     p->dims = (sph_u32)dims;
+    const double rl = p->support * (1.0 + s->skin), half = 0.5 * p->support * s->skin;
+    p->list_radius2 = (float)(rl * rl);
+    p->skin_half2 = (float)(half * half);
+    p->list_cap = 0; /* set by sph_create */
+}
+
+unsigned sph_list_cap(const scene *s)
+{
+    /* particles of a lattice of spacing dx within support (1 + skin), plus 20 % for compression
+     * and irregular packing, rounded up to a multiple of 4 */
+    const double r = 2.0 * s->h * (1.0 + s->skin) / s->spacing;
+    const double expect = s->dims == 3 ? 4.0 / 3.0 * M_PI * r * r * r : M_PI * r * r;
+    const double cap = ceil((1.2 * expect + 8.0) / 4.0) * 4.0;
+    return cap < 4096.0 ? (unsigned)cap : 4096u;
+}
+
+size_t sph_list_bytes(const scene *s, size_t n)
+{
+    return n * ((size_t)sph_list_cap(s) * 4 + 4 + 16) + 3 * 4;
 }
 
 double sph_lattice_sum(int kernel, int dims, double h, double dx)
@@ -243,7 +271,7 @@ sph_status sph_prepare(const scene *s, particles *p, sph_error *e)
     return hydrostatic_init(s, p, m, e);
 }
 
-sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, sph_error *e)
+sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t list_n, sph_error *e)
 {
     *out = NULL;
     if (sc->dims != 2 && sc->dims != 3) return SPH_FAIL(e, SPH_E_SCENE, "dimensions: expected 2 or 3, got %d", sc->dims);
@@ -252,14 +280,25 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, sph_erro
     s->d = d;
     s->local = sph_local_size();
     sph_params_from_scene(sc, &s->params);
+    s->lists = list_n > 0;
+    s->list_n = list_n;
+    if (s->lists) s->params.list_cap = sph_list_cap(sc);
     static const char *kernel_opt[] = {"KERNEL_POLY6", "KERNEL_CUBIC", "KERNEL_WENDLAND"};
     /* SPHSIM_SPH_OPTIONS, a developers' knob for benchmarks (docs/performance.md), appends build
      * options such as -DSPH_FORCES_PLAIN (kernels/sph_common.h). */
     const char *extra = getenv("SPHSIM_SPH_OPTIONS");
     char opts[512];
-    snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s %s", sc->dims, kernel_opt[sc->kernel],
+    /* list entries one (CPUs) or four (GPUs) to a load, kernels/sph_common.h; SPHSIM_LIST_PACK
+     * (1 or 4) overrides it for benchmarks */
+    const char *pack_env = getenv("SPHSIM_LIST_PACK");
+    const int pack = pack_env && (!strcmp(pack_env, "1") || !strcmp(pack_env, "4")) ? atoi(pack_env)
+                     : d->is_gpu                                                     ? 4
+                                                                                      : 1;
+    char list_opt[48] = "";
+    if (s->lists) snprintf(list_opt, sizeof list_opt, " -DSPH_LIST -DSPH_LIST_PACK=%d", pack);
+    snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s%s %s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
-             sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL", extra ? extra : "");
+             sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL", list_opt, extra ? extra : "");
     sph_status st;
     if ((st = device_build(d, "sph_density.cl", opts, &s->prog_density, e)) != SPH_OK ||
         (st = device_build(d, "sph_forces.cl", opts, &s->prog_forces, e)) != SPH_OK ||
@@ -268,9 +307,25 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, sph_erro
         (st = device_kernel(s->prog_density, "sph_pressure", &s->k_pressure, e)) != SPH_OK ||
         (st = device_kernel(s->prog_forces, "sph_forces", &s->k_forces, e)) != SPH_OK ||
         (st = device_alloc(d, sizeof s->params, "SPH parameters", &s->params_buf, e)) != SPH_OK ||
-        (st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPH_OK) {
+        (st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPH_OK ||
+        (st = device_alloc(d, 4, "SPH unused argument", &s->dummy, e)) != SPH_OK) {
         sph_destroy(s);
         return st;
+    }
+    if (s->lists) {
+        /* go = need = 1: the first step builds the lists (and sph_enqueue, which never runs
+         * sph_list_go, rebuilds them every time) */
+        const cl_uint init[3] = {1, 1, 0};
+        if ((st = device_kernel(s->prog_density, "sph_list_go", &s->k_list_go, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_density, "sph_list_build", &s->k_list_build, e)) != SPH_OK ||
+            (st = device_alloc(d, list_n * s->params.list_cap * 4, "SPH neighbour lists", &s->nl_list, e)) != SPH_OK ||
+            (st = device_alloc(d, list_n * 4, "SPH neighbour counts", &s->nl_count, e)) != SPH_OK ||
+            (st = device_alloc(d, list_n * 16, "SPH list positions", &s->pos_ref, e)) != SPH_OK ||
+            (st = device_alloc(d, sizeof init, "SPH list state", &s->lstate, e)) != SPH_OK ||
+            (st = device_write(d, s->lstate, 0, sizeof init, init, e)) != SPH_OK) {
+            sph_destroy(s);
+            return st;
+        }
     }
     *out = s;
     return SPH_OK;
@@ -283,6 +338,11 @@ void sph_destroy(sph_solver *s)
     if (s->k_boundary) clReleaseKernel(s->k_boundary);
     if (s->k_pressure) clReleaseKernel(s->k_pressure);
     if (s->k_forces) clReleaseKernel(s->k_forces);
+    if (s->k_list_go) clReleaseKernel(s->k_list_go);
+    if (s->k_list_build) clReleaseKernel(s->k_list_build);
+    cl_mem ms[5] = {s->nl_list, s->nl_count, s->pos_ref, s->lstate, s->dummy};
+    for (int k = 0; k < 5; ++k)
+        if (ms[k]) clReleaseMemObject(ms[k]);
     if (s->prog_density) clReleaseProgram(s->prog_density);
     if (s->prog_forces) clReleaseProgram(s->prog_forces);
     if (s->params_buf) clReleaseMemObject(s->params_buf);
@@ -327,9 +387,62 @@ static sph_status run_density_stage(sph_solver *s, cl_kernel k, cl_uint n, cl_me
     DEVICE_ARG(e, k, 6, grid_params_buf);
     DEVICE_ARG(e, k, 7, s->params_buf);
     DEVICE_ARG(e, k, 8, st->aux);
+    cl_mem nl_list = s->lists ? s->nl_list : s->dummy, nl_count = s->lists ? s->nl_count : s->dummy;
+    DEVICE_ARG(e, k, 9, nl_list);
+    DEVICE_ARG(e, k, 10, nl_count);
     const cl_uint stride = sph_stride(s, n);
-    DEVICE_ARG(e, k, 9, stride);
+    DEVICE_ARG(e, k, 11, stride);
     return device_run1d(s->d, k, st->n, s->local, e);
+}
+
+/* When go: the neighbour lists of the current (sorted) positions. */
+static sph_status run_list_build(sph_solver *s, cl_uint n, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                                 dev_state *st, sph_error *e)
+{
+    cl_kernel k = s->k_list_build;
+    DEVICE_ARG(e, k, 0, n);
+    DEVICE_ARG(e, k, 1, st->pos);
+    DEVICE_ARG(e, k, 2, cell_start);
+    DEVICE_ARG(e, k, 3, cell_end);
+    DEVICE_ARG(e, k, 4, grid_params_buf);
+    DEVICE_ARG(e, k, 5, s->params_buf);
+    DEVICE_ARG(e, k, 6, s->lstate);
+    DEVICE_ARG(e, k, 7, s->nl_list);
+    DEVICE_ARG(e, k, 8, s->nl_count);
+    DEVICE_ARG(e, k, 9, s->pos_ref);
+    const cl_uint stride = sph_stride(s, n);
+    DEVICE_ARG(e, k, 10, stride);
+    return device_run1d(s->d, k, st->n, s->local, e);
+}
+
+int sph_lists(const sph_solver *s) { return s->lists; }
+cl_mem sph_go_buffer(const sph_solver *s) { return s->lists ? s->lstate : NULL; }
+
+sph_status sph_begin_step(sph_solver *s, int force, sph_error *e)
+{
+    if (!s->lists) return SPH_OK;
+    const cl_uint f = force ? 1u : 0u;
+    DEVICE_ARG(e, s->k_list_go, 0, s->lstate);
+    DEVICE_ARG(e, s->k_list_go, 1, f);
+    return device_launch(s->d, s->k_list_go, 1, 1, NULL, e);
+}
+
+sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e)
+{
+    if (!s->lists || cap > s->params.list_cap)
+        return SPH_FAIL(e, SPH_E_DEVICE, "sph_set_list_cap: %u entries, the lists hold %u", cap, s->params.list_cap);
+    s->params.list_cap = cap;
+    return device_write(s->d, s->params_buf, 0, sizeof s->params, &s->params, e);
+}
+
+sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e)
+{
+    *rebuilds = 0;
+    if (!s->lists) return SPH_OK;
+    cl_uint v[3];
+    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e));
+    *rebuilds = (long)v[2];
+    return SPH_OK;
 }
 
 sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
@@ -338,6 +451,9 @@ sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end
     if (st->n == 0) return SPH_OK;
     if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
     const cl_uint n = (cl_uint)st->n;
+    if (s->lists && st->n > s->list_n)
+        return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
+    if (s->lists) SPH_TRY(run_list_build(s, n, cell_start, cell_end, grid_params_buf, st, e));
     SPH_TRY(run_density_stage(s, s->k_density, n, cell_start, cell_end, grid_params_buf, st, e));
     return run_density_stage(s, s->k_boundary, n, cell_start, cell_end, grid_params_buf, st, e);
 }
@@ -347,6 +463,8 @@ sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end,
 {
     if (st->n == 0) return SPH_OK;
     if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
+    if (s->lists && st->n > s->list_n)
+        return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
     const cl_uint n = (cl_uint)st->n;
     cl_kernel k = s->k_forces;
     DEVICE_ARG(e, k, 0, n);
@@ -361,8 +479,14 @@ sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end,
     DEVICE_ARG(e, k, 9, st->pos_next);
     DEVICE_ARG(e, k, 10, st->vel_next);
     DEVICE_ARG(e, k, 11, st->flags);
+    cl_mem nl_list = s->lists ? s->nl_list : s->dummy, nl_count = s->lists ? s->nl_count : s->dummy;
+    cl_mem pos_ref = s->lists ? s->pos_ref : s->dummy, lstate = s->lists ? s->lstate : s->dummy;
+    DEVICE_ARG(e, k, 12, nl_list);
+    DEVICE_ARG(e, k, 13, nl_count);
+    DEVICE_ARG(e, k, 14, pos_ref);
+    DEVICE_ARG(e, k, 15, lstate);
     const cl_uint stride = sph_stride(s, n);
-    DEVICE_ARG(e, k, 12, stride);
+    DEVICE_ARG(e, k, 16, stride);
     return device_run1d(s->d, k, st->n, s->local, e);
 }
 

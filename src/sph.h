@@ -31,7 +31,27 @@ sph_status sph_prepare(const scene *s, particles *p, sph_error *e);
 /* Sum of W(|k| dx) over the infinite lattice of spacing dx (1/m^dims), kernel = scene_kernel. */
 double sph_lattice_sum(int kernel, int dims, double h, double dx);
 
-sph_status sph_create(sph_solver **out, sph_device *d, const scene *s, sph_error *e);
+/* list_n > 0: with neighbour lists for up to list_n particles (sph_list_bytes of device
+ * memory); 0: the loops walk the grid's cells. */
+sph_status sph_create(sph_solver **out, sph_device *d, const scene *s, size_t list_n, sph_error *e);
+
+/* Neighbour lists (docs/grid.md, "Neighbour lists"): each particle's list holds every particle
+ * within support (1 + grid.skin), built at a grid rebuild; the SPH loops read it instead of
+ * walking cells, and the grid and lists are rebuilt only in the step after some particle moved
+ * more than skin / 2 from where they were built. The device decides: sph_begin_step, enqueued
+ * first in every step, sets the go word (sph_go_buffer, for grid_set_go) that the grid kernels
+ * and the list build read; `force` makes the step rebuild regardless (sim.c forces it in every
+ * step that writes a snapshot, so that --resume continues bit for bit). */
+unsigned sph_list_cap(const scene *s);              /* entries per particle */
+size_t sph_list_bytes(const scene *s, size_t n);    /* device bytes of the lists for n particles */
+int sph_lists(const sph_solver *s);
+cl_mem sph_go_buffer(const sph_solver *s);          /* NULL without lists */
+sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);
+/* Tests: shorten the lists to `cap` entries (<= sph_list_cap), so that particles with more
+ * neighbours take the fallback walk. */
+sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e);
+/* Grid and list rebuilds so far (blocks on a small read; 0 without lists). */
+sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e);
 void sph_destroy(sph_solver *s);
 
 /* The two halves of a step, enqueued separately so that sim.c can write a snapshot whose

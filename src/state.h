@@ -3,7 +3,8 @@
  * Convention for one step (see sim.c):
  *   1. grid_build() computes keys from `pos_next` (the positions written by the last step,
  *      or the initial upload), sorts, and builds the cell table; its permutation `idx` maps
- *      sorted slot -> slot in the previous order.
+ *      sorted slot -> slot in the previous order. In a step whose go word is 0 (SPH neighbour
+ *      lists, grid.h) the build keeps everything and the gathers below copy.
  *   2. sim gathers every per-particle array through idx: pos_next -> pos, vel_next -> vel,
  *      id -> id_next then swaps, and the same for type, mass, radius.
  *   3. the solver reads pos/vel (sorted) and writes pos_next/vel_next for every particle

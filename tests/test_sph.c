@@ -267,7 +267,8 @@ typedef struct run {
     uint32_t *order;
 } run;
 
-static void run_alloc(sph_device *d, run *r, size_t n, const scene *s)
+/* cell: the cell size of the host grid (>= the support radius) */
+static void run_alloc_cell(sph_device *d, run *r, size_t n, const scene *s, double cell)
 {
     sph_error e;
     memset(r, 0, sizeof *r);
@@ -277,7 +278,7 @@ static void run_alloc(sph_device *d, run *r, size_t n, const scene *s)
         lo[k] = s->tank.min[k];
         hi[k] = s->tank.max[k];
     }
-    ref_sph_grid_params(s->dims, lo, hi, 2.0 * s->h, &r->gp);
+    ref_sph_grid_params(s->dims, lo, hi, cell, &r->gp);
     assert_int_equal(device_alloc(d, 16 * n, "pos", &r->st.pos, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 16 * n, "vel", &r->st.vel, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 16 * n, "pos_next", &r->st.pos_next, &e), SPH_OK);
@@ -293,6 +294,8 @@ static void run_alloc(sph_device *d, run *r, size_t n, const scene *s)
     r->order = calloc(n, sizeof *r->order);
     assert_non_null(r->order);
 }
+
+static void run_alloc(sph_device *d, run *r, size_t n, const scene *s) { run_alloc_cell(d, r, n, s, 2.0 * s->h); }
 
 static void run_free(run *r)
 {
@@ -372,15 +375,21 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
     free(b5);
 }
 
-static sph_solver *make_solver(sph_device *d, const scene *s)
+/* lists: 0 the cell walk; 1 neighbour lists for n particles; 2 lists of 3 entries, so that every
+ * particle overflows its list and takes the fallback walk */
+static sph_solver *make_solver_lists(sph_device *d, const scene *s, int lists, size_t n)
 {
     sph_solver *sol = NULL;
     sph_error e;
-    sph_status st = sph_create(&sol, d, s, &e);
+    sph_status st = sph_create(&sol, d, s, lists ? n : 0, &e);
     if (st != SPH_OK) fprintf(stderr, "sph_create: %s\n", e.msg);
     assert_int_equal(st, SPH_OK);
+    assert_int_equal(sph_lists(sol), lists != 0);
+    if (lists == 2) assert_int_equal(sph_set_list_cap(sol, 3, &e), SPH_OK);
     return sol;
 }
+
+static sph_solver *make_solver(sph_device *d, const scene *s) { return make_solver_lists(d, s, 0, 0); }
 
 /* Perturb fluid particles: positions by up to +-0.15 dx, velocities up to +-1 m/s per axis. */
 static void perturb(const scene *s, particles *p, uint64_t seed)
@@ -413,9 +422,60 @@ static const scheme schemes[] = {
  * extrapolated pressure); x_next and v_next relative to the largest change in the step
  * (displacement v dt, velocity change a dt), which is the part the step computes. Viscosity is
  * made strong (alpha 0.5, mu 20 Pa s) so that a wrong viscosity term cannot hide under pressure. */
+/* One device step (rho_d .. v_d, particle order) against the double-precision brute-force
+ * reference (rho_r .. v_r) for the particles p the step started from. */
+static void compare_step(const particles *p, const double *rho_r, const double *p_r, const double *x_r,
+                         const double *v_r, const float *rho_d, const float *p_d, const float *x_d, const float *v_d,
+                         const char *label)
+{
+    const size_t n = p->n;
+    double e_rho = 0, dx_max = 0, dv_max = 0, e_x = 0, e_v = 0, rho_min = 1e30, rho_max = 0;
+    double e_p = 0, p_max = 0, pw_max = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double er = fabs(rho_d[i] - rho_r[i]) / rho_r[i];
+        if (er > e_rho) e_rho = er;
+        e_p = fmax(e_p, fabs(p_d[i] - p_r[i]));
+        p_max = fmax(p_max, p_r[i]);
+        if (p->type[i] == PTYPE_BOUNDARY) pw_max = fmax(pw_max, p_r[i]);
+        if (p->type[i] != PTYPE_FLUID) {
+            for (int a = 0; a < 4; ++a) { /* boundary particles never move: exactly */
+                assert_true(x_d[4 * i + a] == p->pos[4 * i + a]);
+                assert_true(v_d[4 * i + a] == 0.0f);
+            }
+            continue;
+        }
+        if (rho_r[i] < rho_min) rho_min = rho_r[i];
+        if (rho_r[i] > rho_max) rho_max = rho_r[i];
+        for (int a = 0; a < 3; ++a) {
+            const double ddx = fabs(x_r[4 * i + a] - p->pos[4 * i + a]);
+            const double ddv = fabs(v_r[4 * i + a] - p->vel[4 * i + a]);
+            if (ddx > dx_max) dx_max = ddx;
+            if (ddv > dv_max) dv_max = ddv;
+            const double ex = fabs(x_d[4 * i + a] - x_r[4 * i + a]);
+            const double ev = fabs(v_d[4 * i + a] - v_r[4 * i + a]);
+            if (ex > e_x) e_x = ex;
+            if (ev > e_v) e_v = ev;
+        }
+    }
+    e_x /= dx_max;
+    e_v /= dv_max;
+    e_p /= p_max;
+    print_message("  %s n = %4zu: rho %.0f..%.0f, max |a dt| = %.3g m/s; "
+                  "max p %.3g Pa (walls %.3g Pa); max rel err rho %.1e, p %.1e, x_next %.1e, v_next %.1e\n",
+                  label, n, rho_min, rho_max, dv_max,
+                  p_max, pw_max, e_rho, e_p, e_x, e_v);
+    assert_true(rho_max - rho_min > 10.0); /* the perturbation really changed densities */
+    assert_true(pw_max > 0.01 * p_max);    /* the walls felt the fluid */
+    assert_true(e_rho < 2e-6);
+    assert_true(e_p < 5e-5); /* k drho with drho/rho ~ 5e-7 float sums */
+    assert_true(e_x < 1e-3);
+    assert_true(e_v < 1e-3);
+}
+
 static void test_step_vs_reference(void **state)
 {
     fixture *f = *state;
+    for (int lists = 0; lists <= 2; ++lists)
     for (int dims = 2; dims <= 3; ++dims)
         for (size_t si = 0; si < sizeof schemes / sizeof schemes[0]; ++si) {
             const scheme *sc = &schemes[si];
@@ -439,61 +499,109 @@ static void test_step_vs_reference(void **state)
             unsigned flags_r;
             ref_sph_step(&s, &p, rho_r, p_r, x_r, v_r, &flags_r);
 
-            sph_solver *sol = make_solver(&f->d, &s);
+            s.skin = 0.1;
+            sph_solver *sol = make_solver_lists(&f->d, &s, lists, n);
             run r;
             run_alloc(&f->d, &r, n, &s);
             run_upload(&f->d, &r, &p);
             uint32_t flags_d = 0;
             run_step(&f->d, sol, &r, n, rho_d, p_d, x_d, v_d, &flags_d);
 
-            double e_rho = 0, dx_max = 0, dv_max = 0, e_x = 0, e_v = 0, rho_min = 1e30, rho_max = 0;
-            double e_p = 0, p_max = 0, pw_max = 0;
-            for (size_t i = 0; i < n; ++i) {
-                const double er = fabs(rho_d[i] - rho_r[i]) / rho_r[i];
-                if (er > e_rho) e_rho = er;
-                e_p = fmax(e_p, fabs(p_d[i] - p_r[i]));
-                p_max = fmax(p_max, p_r[i]);
-                if (p.type[i] == PTYPE_BOUNDARY) pw_max = fmax(pw_max, p_r[i]);
-                if (p.type[i] != PTYPE_FLUID) {
-                    for (int a = 0; a < 4; ++a) { /* boundary particles never move: exactly */
-                        assert_true(x_d[4 * i + a] == p.pos[4 * i + a]);
-                        assert_true(v_d[4 * i + a] == 0.0f);
-                    }
-                    continue;
-                }
-                if (rho_r[i] < rho_min) rho_min = rho_r[i];
-                if (rho_r[i] > rho_max) rho_max = rho_r[i];
-                for (int a = 0; a < 3; ++a) {
-                    const double ddx = fabs(x_r[4 * i + a] - p.pos[4 * i + a]);
-                    const double ddv = fabs(v_r[4 * i + a] - p.vel[4 * i + a]);
-                    if (ddx > dx_max) dx_max = ddx;
-                    if (ddv > dv_max) dv_max = ddv;
-                    const double ex = fabs(x_d[4 * i + a] - x_r[4 * i + a]);
-                    const double ev = fabs(v_d[4 * i + a] - v_r[4 * i + a]);
-                    if (ex > e_x) e_x = ex;
-                    if (ev > e_v) e_v = ev;
-                }
-            }
-            e_x /= dx_max;
-            e_v /= dv_max;
-            e_p /= p_max;
-            print_message("  %dD %-8s %-6s %-10s n = %4zu: rho %.0f..%.0f, max |a dt| = %.3g m/s; "
-                          "max p %.3g Pa (walls %.3g Pa); max rel err rho %.1e, p %.1e, x_next %.1e, v_next %.1e\n",
-                          dims, kname[sc->kernel], sc->eos == EOS_LINEAR ? "linear" : "tait",
-                          sc->visc == VISC_LAPLACIAN ? "laplacian" : "artificial", n, rho_min, rho_max, dv_max,
-                          p_max, pw_max, e_rho, e_p, e_x, e_v);
-            assert_true(rho_max - rho_min > 10.0); /* the perturbation really changed densities */
-            assert_true(pw_max > 0.01 * p_max);    /* the walls felt the fluid */
-            assert_true(e_rho < 2e-6);
-            assert_true(e_p < 5e-5); /* k drho with drho/rho ~ 5e-7 float sums */
-            assert_true(e_x < 1e-3);
-            assert_true(e_v < 1e-3);
+            char label[96];
+            snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s", lists == 0 ? "walk    " : lists == 1 ? "lists   " : "overflow",
+                     dims, kname[sc->kernel], sc->eos == EOS_LINEAR ? "linear" : "tait",
+                     sc->visc == VISC_LAPLACIAN ? "laplacian" : "artificial");
+            compare_step(&p, rho_r, p_r, x_r, v_r, rho_d, p_d, x_d, v_d, label);
             assert_int_equal(flags_d, flags_r);
             assert_int_equal(flags_d, 0);
 
             run_free(&r);
             sph_destroy(sol);
             particles_free(&p);
+            free(rho_r); free(p_r); free(x_r); free(v_r);
+            free(rho_d); free(p_d); free(x_d); free(v_d);
+        }
+}
+
+/* Neighbour lists kept over a step: lists built at positions X0 (in a grid of cells support
+ * (1 + skin) wide), then every fluid particle moved by up to 0.48 skin / 2 while the sorted order
+ * and the cell table stay as they were; the next step must keep the lists (go = 0) and still
+ * match the brute-force reference at the new positions, with full lists and with every particle
+ * over its list (the fallback walk on the kept grid). Then one particle moved beyond skin / 2
+ * must make the following step rebuild, and a forced step rebuilds. */
+static void test_list_keep(void **state)
+{
+    fixture *f = *state;
+    for (int lists = 1; lists <= 2; ++lists)
+        for (int dims = 2; dims <= 3; ++dims) {
+            scene s;
+            const int nt[3] = {12, 12, 6}, nf2[3] = {8, 8, 1}, nf3[3] = {5, 5, 4}, nt3[3] = {6, 6, 6};
+            ref_sph_scene(&s, dims, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, dims == 2 ? nt : nt3,
+                          dims == 2 ? nf2 : nf3);
+            s.alpha = 0.5;
+            s.skin = 0.2;
+            particles p;
+            sph_error e;
+            assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
+            assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+            perturb(&s, &p, 500 + (uint64_t)dims);
+            const size_t n = p.n;
+            sph_solver *sol = make_solver_lists(&f->d, &s, lists, n);
+            run r;
+            run_alloc_cell(&f->d, &r, n, &s, 2.0 * s.h * (1.0 + s.skin));
+            run_upload(&f->d, &r, &p);
+            /* step 1: go (the first step always builds), lists at X0 */
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+            assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+            /* move the fluid, keep the order and the cell table */
+            const double half = 0.5 * 2.0 * s.h * s.skin, step = 0.48 * half / sqrt((double)dims);
+            uint64_t seed = 42;
+            float *sorted = malloc(16 * n);
+            assert_non_null(sorted);
+            for (size_t i = 0; i < n; ++i)
+                if (p.type[i] == PTYPE_FLUID)
+                    for (int a = 0; a < dims; ++a) p.pos[4 * i + a] += (float)(step * ref_sph_rand(&seed));
+            for (size_t k = 0; k < n; ++k) memcpy(sorted + 4 * k, p.pos + 4 * r.order[k], 16);
+            assert_int_equal(device_write(&f->d, r.st.pos, 0, 16 * n, sorted, &e), SPH_OK);
+            /* step 2: keep */
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+            double *rho_r = malloc(8 * n), *p_r = malloc(8 * n), *x_r = malloc(32 * n), *v_r = malloc(32 * n);
+            float *rho_d = malloc(4 * n), *p_d = malloc(4 * n), *x_d = malloc(16 * n), *v_d = malloc(16 * n);
+            assert_true(rho_r && p_r && x_r && v_r && rho_d && p_d && x_d && v_d);
+            unsigned flags_r;
+            uint32_t flags_d = 0;
+            ref_sph_step(&s, &p, rho_r, p_r, x_r, v_r, &flags_r);
+            run_step(&f->d, sol, &r, n, rho_d, p_d, x_d, v_d, &flags_d);
+            char label[64];
+            snprintf(label, sizeof label, "kept %s %dD", lists == 1 ? "lists   " : "overflow", dims);
+            compare_step(&p, rho_r, p_r, x_r, v_r, rho_d, p_d, x_d, v_d, label);
+            assert_int_equal(flags_d, 0);
+            long rebuilds = 0;
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(rebuilds, 1); /* step 2 kept the lists */
+            /* the step's own motion stayed within skin / 2 of X0 here, so step 3 keeps them too */
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(rebuilds, 1);
+            /* one fluid particle moved more than skin / 2 from X0: sph_forces asks for a rebuild */
+            size_t k0 = 0;
+            while (p.type[r.order[k0]] != PTYPE_FLUID) ++k0;
+            sorted[4 * k0] += (float)(1.6 * half);
+            assert_int_equal(device_write(&f->d, r.st.pos, 0, 16 * n, sorted, &e), SPH_OK);
+            assert_int_equal(sph_enqueue(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(rebuilds, 2);
+            /* a forced step (sim.c: every snapshot step) rebuilds although nothing moved */
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+            assert_int_equal(sph_begin_step(sol, 1, &e), SPH_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(rebuilds, 3);
+
+            run_free(&r);
+            sph_destroy(sol);
+            particles_free(&p);
+            free(sorted);
             free(rho_r); free(p_r); free(x_r); free(v_r);
             free(rho_d); free(p_d); free(x_d); free(v_d);
         }
@@ -774,6 +882,7 @@ int main(void)
     };
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_step_vs_reference),
+        cmocka_unit_test(test_list_keep),
         cmocka_unit_test(test_rest_lattice),
         cmocka_unit_test(test_hydrostatic_init),
         cmocka_unit_test(test_conservation),
