@@ -57,9 +57,9 @@
 #define SPH_LIST_PACK 1
 #endif
 
-/* Neighbour lists (-DSPH_LIST, docs/grid.md "Neighbour lists"): sph_list_build writes, for every
- * particle i, the sorted indices j of all particles within list_radius = support (1 + skin) of
- * it, in the order of the walk, to nl_list[k n + i] (k < list_cap, a multiple of 4), and their
+/* Neighbour lists (-DSPH_LIST, docs/grid.md "Neighbour lists"): sph_list_build (called by
+ * sph_density in a step that rebuilds) writes, for every particle i, the sorted indices j of all
+ * particles within list_radius = support (1 + skin) of it, in the order of the walk, to nl_list[k n + i] (k < list_cap, a multiple of 4), and their
  * number to nl_count[i]; with -DSPH_LIST_PACK=4 (GPUs, sph.c) four to a uint4 instead, entry k at
  * component k % 4 of ((uint4 *)nl_list)[(k / 4) n + i], so that a work-item reads and writes 16
  * bytes at a time (PoCL, which vectorises across work-items, is faster with single entries).

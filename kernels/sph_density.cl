@@ -12,6 +12,57 @@
  * only fluid entries and writes only boundary entries of aux. */
 #include "sph_common.h"
 
+/* With lists (-DSPH_LIST), in a step whose go word is set: the list of particle i (every j within
+ * list_radius, in walk order; layout in sph_common.h), its length, the position it was built at,
+ * and, from the same walk, the density sum over j within the support, which visits the same j
+ * in the same order as the list loop would, so the sum is the same to the bit. */
+inline float sph_list_build(const uint n, const uint i, const float4 x_i, __global const float4 *pos,
+                            __global const float *mass, __global const uint *cell_start,
+                            __global const uint *cell_end, __constant const grid_params *gp,
+                            __constant const sph_params *P, __global uint *nl_list, __global uint *nl_count,
+                            __global float4 *pos_ref)
+{
+    const float radius2 = P->list_radius2, support2 = P->support2;
+    const uint cap = P->list_cap;
+#if SPH_LIST_PACK == 4
+    __global uint4 *out = (__global uint4 *)nl_list + i;
+    uint4 q = (uint4)(0u);
+#else
+    __global uint *out = nl_list + i;
+#endif
+    uint c = 0u;
+    float rho_i = 0.0f;
+    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
+        float4 dx = x_i - pos[j];
+        dx.w = 0.0f;
+        const float r2 = dot(dx, dx);
+        if (r2 >= radius2) continue;
+        if (c < cap) {
+#if SPH_LIST_PACK == 4
+            q = (uint4)(q.yzw, j); /* q collects four entries, then goes out in one 16-byte store */
+            if ((c & 3u) == 3u) {
+                *out = q;
+                out += n;
+            }
+#else
+            *out = j;
+            out += n;
+#endif
+        }
+        ++c;
+        if (r2 < support2) rho_i += mass[j] * sph_W(r2, P);
+    NEIGHBOURS_END
+#if SPH_LIST_PACK == 4
+    const uint rest = min(c, cap) & 3u; /* entries still in q, at its end */
+    if (rest == 1u) *out = (uint4)(q.w, 0u, 0u, 0u);
+    else if (rest == 2u) *out = (uint4)(q.zw, 0u, 0u);
+    else if (rest == 3u) *out = (uint4)(q.yzw, 0u);
+#endif
+    nl_count[i] = c;
+    pos_ref[i] = x_i;
+    return rho_i;
+}
+
 __kernel void sph_density(const uint n,
                           __global const float4 *SPH_RESTRICT pos,   /* m, sorted */
                           __global const float *SPH_RESTRICT mass,   /* kg, sorted */
@@ -19,23 +70,34 @@ __kernel void sph_density(const uint n,
                           __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                           __constant const grid_params *gp, __constant const sph_params *P,
                           __global float4 *aux,         /* (m, rho, p, p/rho^2), out (fluid) */
-                          __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST) */
-                          __global const uint *SPH_RESTRICT nl_count,
+                          __global uint *nl_list,       /* neighbour lists (-DSPH_LIST): read, or */
+                          __global uint *nl_count,      /* written when lstate[0] (go) is set */
+                          __global float4 *pos_ref,     /* lists: x_i where they were built, written on go */
+                          __global const uint *lstate,  /* lists: [0] go */
                           const uint stride)            /* work-group spread (sph_item) */
 {
     const uint i = sph_item(stride);
     if (i >= n) return;
-    if (type[i] != PTYPE_FLUID) return; /* boundary: sph_boundary */
+    const int fluid = type[i] == PTYPE_FLUID; /* boundary: sph_boundary */
     const float4 x_i = pos[i];
-    const float support2 = P->support2;
     float rho_i = 0.0f;
-    SPH_DENSITY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, i, j)
-        float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
-        dx.w = 0.0f;
-        const float r2 = dot(dx, dx);
-        if (r2 >= support2) continue;
-        rho_i += mass[j] * sph_W(r2, P);
-    SPH_DENSITY_LOOP_END
+#ifdef SPH_LIST
+    if (lstate[0] != 0u) { /* a rebuild step: every particle's list, and the density on the way */
+        rho_i = sph_list_build(n, i, x_i, pos, mass, cell_start, cell_end, gp, P, nl_list, nl_count, pos_ref);
+        if (!fluid) return;
+    } else
+#endif
+    {
+        if (!fluid) return;
+        const float support2 = P->support2;
+        SPH_DENSITY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, i, j)
+            float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
+            dx.w = 0.0f;
+            const float r2 = dot(dx, dx);
+            if (r2 >= support2) continue;
+            rho_i += mass[j] * sph_W(r2, P);
+        SPH_DENSITY_LOOP_END
+    }
     const float p_i = sph_eos(rho_i, P);
     aux[i] = (float4)(mass[i], rho_i, p_i, p_i / (rho_i * rho_i));
 }
@@ -99,7 +161,7 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
  * from where the lists were built), [2] number of rebuilds so far. */
 
 /* One work-item, first in a step: go = need (or force), need = 0, and count the rebuild. The
- * grid kernels (grid.h) and sph_list_build read go, so the device decides each step without the
+ * grid kernels (grid.h) and sph_density (which then builds the lists) read go, so the device decides each step without the
  * host. The host forces a rebuild in every step that writes a snapshot, so that a run resumed
  * from a snapshot (which starts with a rebuild) continues bit for bit as the original run. */
 __kernel void sph_list_go(__global uint *lstate, const uint force)
@@ -108,57 +170,4 @@ __kernel void sph_list_go(__global uint *lstate, const uint force)
     lstate[0] = g;
     lstate[1] = 0u;
     lstate[2] += g;
-}
-
-/* When go: the list of every particle (all j within list_radius, walk order), its
- * length, and the position it was built at. */
-__kernel void sph_list_build(const uint n,
-                             __global const float4 *SPH_RESTRICT pos, /* m, sorted */
-                             __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
-                             __constant const grid_params *gp, __constant const sph_params *P,
-                             __global const uint *lstate,
-                             __global uint *nl_list,       /* out (layout: sph_common.h) */
-                             __global uint *nl_count,      /* out */
-                             __global float4 *pos_ref,     /* out: x_i at the build */
-                             const uint stride)            /* work-group spread (sph_item) */
-{
-    if (lstate[0] == 0u) return;
-    const uint i = sph_item(stride);
-    if (i >= n) return;
-    const float4 x_i = pos[i];
-    const float radius2 = P->list_radius2;
-    const uint cap = P->list_cap;
-#if SPH_LIST_PACK == 4
-    __global uint4 *out = (__global uint4 *)nl_list + i;
-    uint4 q = (uint4)(0u);
-#else
-    __global uint *out = nl_list + i;
-#endif
-    uint c = 0u;
-    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
-        float4 dx = x_i - pos[j];
-        dx.w = 0.0f;
-        if (dot(dx, dx) >= radius2) continue;
-        if (c < cap) {
-#if SPH_LIST_PACK == 4
-            q = (uint4)(q.yzw, j); /* q collects four entries, then goes out in one 16-byte store */
-            if ((c & 3u) == 3u) {
-                *out = q;
-                out += n;
-            }
-#else
-            *out = j;
-            out += n;
-#endif
-        }
-        ++c;
-    NEIGHBOURS_END
-#if SPH_LIST_PACK == 4
-    const uint rest = min(c, cap) & 3u; /* entries still in q, at its end */
-    if (rest == 1u) *out = (uint4)(q.w, 0u, 0u, 0u);
-    else if (rest == 2u) *out = (uint4)(q.zw, 0u, 0u);
-    else if (rest == 3u) *out = (uint4)(q.yzw, 0u);
-#endif
-    nl_count[i] = c;
-    pos_ref[i] = x_i;
 }

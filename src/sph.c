@@ -18,7 +18,7 @@ struct sph_solver {
     sph_params params;
     cl_program prog_density, prog_forces;
     cl_kernel k_density, k_boundary, k_pressure, k_forces;
-    cl_kernel k_list_go, k_list_build; /* neighbour lists only */
+    cl_kernel k_list_go;     /* neighbour lists only */
     cl_mem params_buf; /* __constant sph_params */
     size_t local;      /* work-group size of the SPH kernels (the host rounds the global size up) */
     /* neighbour lists (sph.h); when off, the kernels get `dummy` for these arguments */
@@ -317,7 +317,6 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
          * sph_list_go, rebuilds them every time) */
         const cl_uint init[3] = {1, 1, 0};
         if ((st = device_kernel(s->prog_density, "sph_list_go", &s->k_list_go, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_density, "sph_list_build", &s->k_list_build, e)) != SPH_OK ||
             (st = device_alloc(d, list_n * s->params.list_cap * 4, "SPH neighbour lists", &s->nl_list, e)) != SPH_OK ||
             (st = device_alloc(d, list_n * 4, "SPH neighbour counts", &s->nl_count, e)) != SPH_OK ||
             (st = device_alloc(d, list_n * 16, "SPH list positions", &s->pos_ref, e)) != SPH_OK ||
@@ -339,7 +338,6 @@ void sph_destroy(sph_solver *s)
     if (s->k_pressure) clReleaseKernel(s->k_pressure);
     if (s->k_forces) clReleaseKernel(s->k_forces);
     if (s->k_list_go) clReleaseKernel(s->k_list_go);
-    if (s->k_list_build) clReleaseKernel(s->k_list_build);
     cl_mem ms[5] = {s->nl_list, s->nl_count, s->pos_ref, s->lstate, s->dummy};
     for (int k = 0; k < 5; ++k)
         if (ms[k]) clReleaseMemObject(ms[k]);
@@ -374,9 +372,11 @@ static cl_uint sph_stride(const sph_solver *s, cl_uint n)
     return st;
 }
 
-/* sph_density and sph_boundary take the same arguments: set them on `k` and launch it. */
-static sph_status run_density_stage(sph_solver *s, cl_kernel k, cl_uint n, cl_mem cell_start, cl_mem cell_end,
-                                    cl_mem grid_params_buf, dev_state *st, sph_error *e)
+/* sph_density and sph_boundary take the same first arguments; sph_density (`density`) also the
+ * list build's outputs and the go word (it builds the lists in a rebuild step). Set them on `k`
+ * and launch it. */
+static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, cl_uint n, cl_mem cell_start,
+                                    cl_mem cell_end, cl_mem grid_params_buf, dev_state *st, sph_error *e)
 {
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
@@ -390,28 +390,13 @@ static sph_status run_density_stage(sph_solver *s, cl_kernel k, cl_uint n, cl_me
     cl_mem nl_list = s->lists ? s->nl_list : s->dummy, nl_count = s->lists ? s->nl_count : s->dummy;
     DEVICE_ARG(e, k, 9, nl_list);
     DEVICE_ARG(e, k, 10, nl_count);
+    if (density) {
+        cl_mem pos_ref = s->lists ? s->pos_ref : s->dummy, lstate = s->lists ? s->lstate : s->dummy;
+        DEVICE_ARG(e, k, 11, pos_ref);
+        DEVICE_ARG(e, k, 12, lstate);
+    }
     const cl_uint stride = sph_stride(s, n);
-    DEVICE_ARG(e, k, 11, stride);
-    return device_run1d(s->d, k, st->n, s->local, e);
-}
-
-/* When go: the neighbour lists of the current (sorted) positions. */
-static sph_status run_list_build(sph_solver *s, cl_uint n, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                                 dev_state *st, sph_error *e)
-{
-    cl_kernel k = s->k_list_build;
-    DEVICE_ARG(e, k, 0, n);
-    DEVICE_ARG(e, k, 1, st->pos);
-    DEVICE_ARG(e, k, 2, cell_start);
-    DEVICE_ARG(e, k, 3, cell_end);
-    DEVICE_ARG(e, k, 4, grid_params_buf);
-    DEVICE_ARG(e, k, 5, s->params_buf);
-    DEVICE_ARG(e, k, 6, s->lstate);
-    DEVICE_ARG(e, k, 7, s->nl_list);
-    DEVICE_ARG(e, k, 8, s->nl_count);
-    DEVICE_ARG(e, k, 9, s->pos_ref);
-    const cl_uint stride = sph_stride(s, n);
-    DEVICE_ARG(e, k, 10, stride);
+    DEVICE_ARG(e, k, density ? 13 : 11, stride);
     return device_run1d(s->d, k, st->n, s->local, e);
 }
 
@@ -453,9 +438,8 @@ sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end
     const cl_uint n = (cl_uint)st->n;
     if (s->lists && st->n > s->list_n)
         return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
-    if (s->lists) SPH_TRY(run_list_build(s, n, cell_start, cell_end, grid_params_buf, st, e));
-    SPH_TRY(run_density_stage(s, s->k_density, n, cell_start, cell_end, grid_params_buf, st, e));
-    return run_density_stage(s, s->k_boundary, n, cell_start, cell_end, grid_params_buf, st, e);
+    SPH_TRY(run_density_stage(s, s->k_density, 1, n, cell_start, cell_end, grid_params_buf, st, e));
+    return run_density_stage(s, s->k_boundary, 0, n, cell_start, cell_end, grid_params_buf, st, e);
 }
 
 sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
