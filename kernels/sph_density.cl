@@ -82,13 +82,14 @@ __kernel void sph_density(const uint n,
     const float4 x_i = pos[i];
     float rho_i = 0.0f;
 #ifdef SPH_LIST
-    if (lstate[0] != 0u) { /* a rebuild step: every particle's list, and the density on the way */
-        rho_i = sph_list_build(n, i, x_i, pos, mass, cell_start, cell_end, gp, P, nl_list, nl_count, pos_ref);
-        if (!fluid) return;
-    } else
+    /* a rebuild step: every particle's list, and the density on the way */
+    const int build = lstate[0] != 0u;
+    if (build) rho_i = sph_list_build(n, i, x_i, pos, mass, cell_start, cell_end, gp, P, nl_list, nl_count, pos_ref);
+#else
+    const int build = 0;
 #endif
-    {
-        if (!fluid) return;
+    if (!fluid) return;
+    if (!build) {
         const float support2 = P->support2;
         SPH_DENSITY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, i, j)
             float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
@@ -161,8 +162,8 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
  * from where the lists were built), [2] number of rebuilds so far. */
 
 /* One work-item, first in a step: go = need (or force), need = 0, and count the rebuild. The
- * grid kernels (grid.h) and sph_density (which then builds the lists) read go, so the device decides each step without the
- * host. The host forces a rebuild in every step that writes a snapshot, so that a run resumed
+ * grid kernels (grid.h) and sph_density (which then builds the lists) read go, so the device
+ * decides each step without the host. The host forces a rebuild in every step that writes a snapshot, so that a run resumed
  * from a snapshot (which starts with a rebuild) continues bit for bit as the original run. */
 __kernel void sph_list_go(__global uint *lstate, const uint force)
 {

@@ -472,6 +472,26 @@ static void compare_step(const particles *p, const double *rho_r, const double *
     assert_true(e_v < 1e-3);
 }
 
+/* One step of the solver on run r (uploaded from p) and of the double-precision brute-force
+ * reference on p; the results must agree (compare_step) and neither may raise a flag. */
+static void step_vs_reference(fixture *f, sph_solver *sol, run *r, const scene *s, const particles *p,
+                              const char *label)
+{
+    const size_t n = p->n;
+    double *rho_r = malloc(8 * n), *p_r = malloc(8 * n), *x_r = malloc(32 * n), *v_r = malloc(32 * n);
+    float *rho_d = malloc(4 * n), *p_d = malloc(4 * n), *x_d = malloc(16 * n), *v_d = malloc(16 * n);
+    assert_true(rho_r && p_r && x_r && v_r && rho_d && p_d && x_d && v_d);
+    unsigned flags_r;
+    uint32_t flags_d = 0;
+    ref_sph_step(s, p, rho_r, p_r, x_r, v_r, &flags_r);
+    run_step(&f->d, sol, r, n, rho_d, p_d, x_d, v_d, &flags_d);
+    compare_step(p, rho_r, p_r, x_r, v_r, rho_d, p_d, x_d, v_d, label);
+    assert_int_equal(flags_d, flags_r);
+    assert_int_equal(flags_d, 0);
+    free(rho_r); free(p_r); free(x_r); free(v_r);
+    free(rho_d); free(p_d); free(x_d); free(v_d);
+}
+
 static void test_step_vs_reference(void **state)
 {
     fixture *f = *state;
@@ -493,33 +513,20 @@ static void test_step_vs_reference(void **state)
             perturb(&s, &p, 1000 + si);
             const size_t n = p.n;
 
-            double *rho_r = malloc(8 * n), *p_r = malloc(8 * n), *x_r = malloc(32 * n), *v_r = malloc(32 * n);
-            float *rho_d = malloc(4 * n), *p_d = malloc(4 * n), *x_d = malloc(16 * n), *v_d = malloc(16 * n);
-            assert_true(rho_r && p_r && x_r && v_r && rho_d && p_d && x_d && v_d);
-            unsigned flags_r;
-            ref_sph_step(&s, &p, rho_r, p_r, x_r, v_r, &flags_r);
-
             s.skin = 0.1;
             sph_solver *sol = make_solver_lists(&f->d, &s, lists, n);
             run r;
             run_alloc(&f->d, &r, n, &s);
             run_upload(&f->d, &r, &p);
-            uint32_t flags_d = 0;
-            run_step(&f->d, sol, &r, n, rho_d, p_d, x_d, v_d, &flags_d);
-
             char label[96];
             snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s", lists == 0 ? "walk    " : lists == 1 ? "lists   " : "overflow",
                      dims, kname[sc->kernel], sc->eos == EOS_LINEAR ? "linear" : "tait",
                      sc->visc == VISC_LAPLACIAN ? "laplacian" : "artificial");
-            compare_step(&p, rho_r, p_r, x_r, v_r, rho_d, p_d, x_d, v_d, label);
-            assert_int_equal(flags_d, flags_r);
-            assert_int_equal(flags_d, 0);
+            step_vs_reference(f, sol, &r, &s, &p, label);
 
             run_free(&r);
             sph_destroy(sol);
             particles_free(&p);
-            free(rho_r); free(p_r); free(x_r); free(v_r);
-            free(rho_d); free(p_d); free(x_d); free(v_d);
         }
 }
 
@@ -565,17 +572,9 @@ static void test_list_keep(void **state)
             assert_int_equal(device_write(&f->d, r.st.pos, 0, 16 * n, sorted, &e), SPH_OK);
             /* step 2: keep */
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-            double *rho_r = malloc(8 * n), *p_r = malloc(8 * n), *x_r = malloc(32 * n), *v_r = malloc(32 * n);
-            float *rho_d = malloc(4 * n), *p_d = malloc(4 * n), *x_d = malloc(16 * n), *v_d = malloc(16 * n);
-            assert_true(rho_r && p_r && x_r && v_r && rho_d && p_d && x_d && v_d);
-            unsigned flags_r;
-            uint32_t flags_d = 0;
-            ref_sph_step(&s, &p, rho_r, p_r, x_r, v_r, &flags_r);
-            run_step(&f->d, sol, &r, n, rho_d, p_d, x_d, v_d, &flags_d);
             char label[64];
             snprintf(label, sizeof label, "kept %s %dD", lists == 1 ? "lists   " : "overflow", dims);
-            compare_step(&p, rho_r, p_r, x_r, v_r, rho_d, p_d, x_d, v_d, label);
-            assert_int_equal(flags_d, 0);
+            step_vs_reference(f, sol, &r, &s, &p, label);
             long rebuilds = 0;
             assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
             assert_int_equal(rebuilds, 1); /* step 2 kept the lists */
@@ -602,8 +601,6 @@ static void test_list_keep(void **state)
             sph_destroy(sol);
             particles_free(&p);
             free(sorted);
-            free(rho_r); free(p_r); free(x_r); free(v_r);
-            free(rho_d); free(p_d); free(x_d); free(v_d);
         }
 }
 
