@@ -1,6 +1,8 @@
-/* sph_density.cl: writes aux, the packed per-particle SPH state, of every particle in sorted order:
- *   aux_i = (m_i for fluid / -m_i for boundary, rho_i (kg/m^3), p_i (Pa), p_i / rho_i^2)
- * (docs/physics.md, "Device data layout"): the forces loop reads one float4 per neighbour.
+/* sph_density.cl: the per-particle SPH state of every particle in sorted order, packed into the
+ * spare fourth components of the particle arrays (docs/physics.md, "Device data layout"):
+ *   pos_i.w = m_i (kg, carried by every step), vel_i.w = rho_i (kg/m^3, written here),
+ *   p_rho2_i = p_i / rho_i^2 (a float array, written here)
+ * so a density loop reads one float4 per neighbour and the forces loop three loads.
  *   sph_density  (fluid i):    rho_i = sum_j m_j W(|x_i - x_j|, h)   (j over fluid and boundary,
  *                              j = i included; boundary m_b = rho0 / sum_lattice W), p_i = EOS(rho_i)
  *   sph_boundary (boundary w): pressure extrapolated from the fluid (Adami, Hu & Adams 2012, eq. 27,
@@ -8,8 +10,9 @@
  *                              p_w = (sum_f p_f W_wf + g . sum_f rho_f (x_w - x_f) W_wf) / sum_f W_wf,
  *                              clamped at >= 0 (0 without fluid neighbours); rho_w = EOS^-1(p_w)
  *   sph_pressure:              p_i = EOS(rho_i) again, for output.
- * Gathers over the neighbour grid: no atomics; sums run in sorted order. sph_boundary reads
- * only fluid entries and writes only boundary entries of aux. */
+ * Gathers over the neighbour grid: no atomics; sums run in sorted order. sph_density writes only
+ * vel[i].w (which no density loop reads) and p_rho2; sph_boundary reads only fluid entries and
+ * writes only boundary entries. */
 #include "sph_common.h"
 
 /* With lists (-DSPH_LIST), in a step whose go word is set: the list of particle i (every j within
@@ -17,7 +20,7 @@
  * and, from the same walk, the density sum over j within the support, which visits the same j
  * in the same order as the list loop would, so the sum is the same to the bit. */
 inline float sph_list_build(const uint n, const uint i, const float4 x_i, __global const float4 *pos,
-                            __global const float *mass, __global const uint *cell_start,
+                            __global const uint *cell_start,
                             __global const uint *cell_end, __constant const grid_params *gp,
                             __constant const sph_params *P, __global uint *nl_list, __global uint *nl_count,
                             __global float4 *pos_ref)
@@ -33,7 +36,8 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, __glob
     uint c = 0u;
     float rho_i = 0.0f;
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
-        float4 dx = x_i - pos[j];
+        const float4 x_j = pos[j]; /* (x_j, m_j) */
+        float4 dx = x_i - x_j;
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
         if (r2 >= radius2) continue;
@@ -50,7 +54,7 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, __glob
 #endif
         }
         ++c;
-        if (r2 < support2) rho_i += mass[j] * sph_W(r2, P);
+        if (r2 < support2) rho_i += x_j.w * sph_W(r2, P);
     NEIGHBOURS_END
 #if SPH_LIST_PACK == 4
     const uint rest = min(c, cap) & 3u; /* entries still in q, at its end */
@@ -64,12 +68,12 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, __glob
 }
 
 __kernel void sph_density(const uint n,
-                          __global const float4 *SPH_RESTRICT pos,   /* m, sorted */
-                          __global const float *SPH_RESTRICT mass,   /* kg, sorted */
+                          __global const float4 *SPH_RESTRICT pos,   /* (x (m), mass (kg)), sorted */
+                          __global float *vel,          /* float4 (v, rho): rho (kg/m^3) out (fluid) */
                           __global const uchar *SPH_RESTRICT type,   /* PTYPE_*, sorted */
                           __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                           __constant const grid_params *gp, __constant const sph_params *P,
-                          __global float4 *aux,         /* (m, rho, p, p/rho^2), out (fluid) */
+                          __global float *p_rho2,       /* p/rho^2, out (fluid) */
                           __global uint *nl_list,       /* neighbour lists (-DSPH_LIST): read, or */
                           __global uint *nl_count,      /* written when lstate[0] (go) is set */
                           __global float4 *pos_ref,     /* lists: x_i where they were built, written on go */
@@ -84,7 +88,7 @@ __kernel void sph_density(const uint n,
 #ifdef SPH_LIST
     /* a rebuild step: every particle's list, and the density on the way */
     const int build = lstate[0] != 0u;
-    if (build) rho_i = sph_list_build(n, i, x_i, pos, mass, cell_start, cell_end, gp, P, nl_list, nl_count, pos_ref);
+    if (build) rho_i = sph_list_build(n, i, x_i, pos, cell_start, cell_end, gp, P, nl_list, nl_count, pos_ref);
 #else
     const int build = 0;
 #endif
@@ -92,24 +96,26 @@ __kernel void sph_density(const uint n,
     if (!build) {
         const float support2 = P->support2;
         SPH_DENSITY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, i, j)
-            float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
+            const float4 x_j = pos[j]; /* (x_j, m_j) */
+            float4 dx = x_i - x_j;       /* dx = x_i - x_j */
             dx.w = 0.0f;
             const float r2 = dot(dx, dx);
             if (r2 >= support2) continue;
-            rho_i += mass[j] * sph_W(r2, P);
+            rho_i += x_j.w * sph_W(r2, P);
         SPH_DENSITY_LOOP_END
     }
     const float p_i = sph_eos(rho_i, P);
-    aux[i] = (float4)(mass[i], rho_i, p_i, p_i / (rho_i * rho_i));
+    vel[4 * i + 3] = rho_i;
+    p_rho2[i] = p_i / (rho_i * rho_i);
 }
 
 __kernel void sph_boundary(const uint n,
-                           __global const float4 *SPH_RESTRICT pos,  /* m, sorted */
-                           __global const float *SPH_RESTRICT mass,  /* kg, sorted */
+                           __global const float4 *SPH_RESTRICT pos,  /* (x (m), mass (kg)), sorted */
+                           __global float *vel,         /* float4 (v, rho): fluid rho read, boundary rho written */
                            __global const uchar *SPH_RESTRICT type,  /* PTYPE_*, sorted */
                            __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                            __constant const grid_params *gp, __constant const sph_params *P,
-                           __global float4 *aux,        /* (m, rho, p, p/rho^2): fluid read, boundary written */
+                           __global float *p_rho2,      /* p/rho^2: boundary written */
                            __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST) */
                            __global const uint *SPH_RESTRICT nl_count,
                            const uint stride)           /* work-group spread (sph_item) */
@@ -128,10 +134,15 @@ __kernel void sph_boundary(const uint n,
         const float r2 = dot(dx, dx);
         if (r2 >= support2) continue;
         const float W = sph_W(r2, P);
-        const float4 a_j = aux[j];
+        const float rho_j = vel[4 * j + 3];
+#ifdef SPH_BOUNDARY_P_RHO2
+        const float p_j = p_rho2[j] * rho_j * rho_j;
+#else
+        const float p_j = sph_eos(rho_j, P); /* the value sph_density computed, to the bit */
+#endif
         sum_W += W;
-        sum_pW += a_j.z * W;
-        sum_rho_dx_W += (a_j.y * W) * dx;
+        sum_pW += p_j * W;
+        sum_rho_dx_W += (rho_j * W) * dx;
     SPH_BOUNDARY_LOOP_END
     float p_w = 0.0f;
     if (sum_W > 0.0f) {
@@ -140,19 +151,20 @@ __kernel void sph_boundary(const uint n,
         p_w = fmax((sum_pW + g_dot) / sum_W, 0.0f);
     }
     const float rho_w = sph_eos_rho(p_w, P);
-    aux[i] = (float4)(-mass[i], rho_w, p_w, p_w / (rho_w * rho_w)); /* m < 0 marks a wall */
+    vel[4 * i + 3] = rho_w; /* the wall's velocity stays 0 (sph_forces) */
+    p_rho2[i] = p_w / (rho_w * rho_w);
 }
 
 /* pressure_i = EOS(rho_i) for output (the same function the density stage applies; for boundary
  * particles rho_w = EOS^-1(p_w) gives p_w back). */
 __kernel void sph_pressure(const uint n, __constant const sph_params *P,
-                           __global const float4 *aux,  /* (m, rho, p, p/rho^2) */
+                           __global const float4 *vel,  /* (v, rho) */
                            __global float *rho,         /* kg/m^3, out */
                            __global float *pressure)    /* Pa, out */
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
-    const float rho_i = aux[i].y;
+    const float rho_i = vel[i].w;
     rho[i] = rho_i;
     pressure[i] = sph_eos(rho_i, P);
 }

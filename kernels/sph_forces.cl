@@ -15,17 +15,17 @@
  * barrier along the face's inward normal n stops splashing droplets, which have p = 0, before
  * they cross it, wherever they hit it (docs/physics.md, "Barrier"):
  *   a_i += K (d0 - d) n,      d = distance of x_i from the face,  K = min((c0 / (2 d0))^2, 1/dt^2)
- * Neighbour data come packed, one float4 per particle written by the density stage
- * (aux_j = (+-m_j, rho_j, p_j, p_j/rho_j^2), m < 0 marking a wall particle; docs/physics.md);
- * vel[j] is read for fluid neighbours only.
+ * Neighbour data come packed (docs/physics.md, "Device data layout"): pos_j = (x_j, m_j),
+ * vel_j = (v_j, rho_j) with rho_j written by the density stage (v = 0 for walls), and
+ * p_rho2_j = p_j / rho_j^2: three loads per neighbour.
  * A gather over the neighbour grid: no float atomics; only the flag word is OR-ed atomically. */
 #include "sph_common.h"
 
 __kernel void sph_forces(const uint n,
-                         __global const float4 *SPH_RESTRICT pos,      /* m, sorted */
-                         __global const float4 *SPH_RESTRICT vel,      /* m/s, sorted */
+                         __global const float4 *SPH_RESTRICT pos,      /* (x (m), m (kg)), sorted */
+                         __global const float4 *SPH_RESTRICT vel,      /* (v (m/s), rho (kg/m^3)), sorted */
                          __global const uchar *SPH_RESTRICT type,      /* PTYPE_* */
-                         __global const float4 *SPH_RESTRICT aux,      /* (+-m, rho, p, p/rho^2) (sph_density) */
+                         __global const float *SPH_RESTRICT p_rho2,    /* p/rho^2 (sph_density) */
                          __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                          __constant const grid_params *gp, __constant const sph_params *P,
                          __global float4 *pos_next,       /* m, out */
@@ -46,9 +46,8 @@ __kernel void sph_forces(const uint n,
         return;
     }
     const float4 v_i = vel[i];
-    const float4 a_i = aux[i];
-    const float rho_i = a_i.y;
-    const float p_rho2_i = a_i.w;                  /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
+    const float rho_i = v_i.w;
+    const float p_rho2_i = p_rho2[i];              /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
     const float support2 = P->support2;
     const float eta2 = P->eta2;                    /* m^2 */
 #if defined(VISC_ARTIFICIAL)
@@ -58,21 +57,21 @@ __kernel void sph_forces(const uint n,
     float4 acc = (float4)(0.0f);                   /* m/s^2 */
 
     SPH_FORCES_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, i, j)
-        float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
+        const float4 x_j = pos[j]; /* (x_j, m_j) */
+        float4 dx = x_i - x_j;     /* dx = x_i - x_j */
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
         if (r2 >= support2 || r2 == 0.0f) continue; /* r2 == 0 also skips j == i */
         const float r = sqrt(r2);
         const float F = sph_F(r, P); /* grad_i W_ij = F dx */
-        const float4 a_j = aux[j];
-        const int fluid_j = a_j.x > 0.0f;          /* walls carry -m */
-        const float m_j = fabs(a_j.x);
-        const float rho_j = a_j.y;
-        const float p_rho2_j = a_j.w;
-        const float4 v_j = fluid_j ? vel[j] : (float4)(0.0f); /* walls at rest */
+        const float m_j = x_j.w;
+        const float4 v_j = vel[j]; /* (v_j, rho_j); walls at rest carry v = 0 */
+        const float rho_j = v_j.w;
+        const float p_rho2_j = p_rho2[j];
         /* pressure */
         float coef = -m_j * (p_rho2_i + p_rho2_j) * F;
-        const float4 v_ij = v_i - v_j;
+        float4 v_ij = v_i - v_j;
+        v_ij.w = 0.0f;
 #if defined(VISC_ARTIFICIAL)
         const float vr = dot(v_ij, dx);
         if (vr < 0.0f) {
@@ -110,7 +109,7 @@ __kernel void sph_forces(const uint n,
     float4 v_next = v_i + acc * dt;
     v_next.w = 0.0f;
     float4 x_next = x_i + v_next * dt;
-    x_next.w = 0.0f;
+    x_next.w = x_i.w; /* the mass rides along */
 
     uint bad = 0u;
     const int finite = isfinite(x_next.x) && isfinite(x_next.y) && isfinite(x_next.z) &&

@@ -41,7 +41,7 @@ static sph_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, 
 static size_t state_bytes_per_particle(const scene *s)
 {
     size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 2 * 4 /* mass */ + 2 * 4 /* id */ + 2 * 1 /* type */;
-    if (s->mode == MODE_SPH) b += 16;          /* aux: (+-m, rho, p, p/rho^2) */
+    if (s->mode == MODE_SPH) b += 4;           /* p_rho2 (m and rho ride in pos.w and vel.w) */
     if (s->mode == MODE_PARTICLES) b += 2 * 4; /* radius */
     return b;
 }
@@ -132,7 +132,7 @@ static void release_mem(cl_mem *m)
 
 static void state_release(dev_state *st)
 {
-    cl_mem *all[] = {&st->pos, &st->vel, &st->pos_next, &st->vel_next, &st->aux, &st->mass,
+    cl_mem *all[] = {&st->pos, &st->vel, &st->pos_next, &st->vel_next, &st->p_rho2, &st->mass,
                      &st->mass_tmp, &st->radius, &st->radius_tmp, &st->id, &st->id_tmp, &st->type, &st->type_tmp,
                      &st->flags};
     for (size_t i = 0; i < sizeof all / sizeof *all; ++i) release_mem(all[i]);
@@ -153,7 +153,7 @@ static sph_status state_alloc(sim_ctx *c, size_t n, sph_error *e)
     SPH_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
     SPH_TRY(device_alloc(d, n, "types", &st->type, e));
     SPH_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
-    if (c->s->mode == MODE_SPH) SPH_TRY(device_alloc(d, n * 16, "SPH densities and pressures", &st->aux, e));
+    if (c->s->mode == MODE_SPH) SPH_TRY(device_alloc(d, n * 4, "SPH pressures", &st->p_rho2, e));
     if (c->s->mode == MODE_PARTICLES) {
         SPH_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
         SPH_TRY(device_alloc(d, n * 4, "radii (scratch)", &st->radius_tmp, e));
@@ -175,6 +175,7 @@ static sph_status state_upload(sim_ctx *c, const uint32_t *order, sph_error *e)
         size_t k = order ? order[i] : i;
         memcpy(&q->pos[4 * i], &p->pos[4 * k], 16);
         memcpy(&q->vel[4 * i], &p->vel[4 * k], 16);
+        if (c->s->mode == MODE_SPH) q->pos[4 * i + 3] = p->mass[k]; /* the mass rides in pos.w (state.h) */
         q->mass[i] = p->mass[k];
         q->radius[i] = p->radius[k];
         q->id[i] = p->id[k];
@@ -233,8 +234,8 @@ static sph_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, s
     dev_state *st = &c->st;
     sph_device *d = &c->dev;
     size_t n = st->n;
-    /* Output rho (unpacked from st->aux) and pressure = EOS(rho) (sph_pressure), computed into
-     * the scratch id_tmp and mass_tmp (unused between rebuilds), never into st->aux: the next
+    /* Output rho (unpacked from vel.w) and pressure = EOS(rho) (sph_pressure), computed into
+     * the scratch id_tmp and mass_tmp (unused between rebuilds), never into st->p_rho2: the next
      * step's forces read the pressure the density stage left (p_w of the boundary, not
      * EOS(EOS^-1(p_w))), so writing a snapshot does not change the trajectory and --resume (no
      * snapshot at its first step) stays bit-identical to an uninterrupted run. */

@@ -380,13 +380,13 @@ static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, cl_
 {
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
-    DEVICE_ARG(e, k, 2, st->mass);
+    DEVICE_ARG(e, k, 2, st->vel);
     DEVICE_ARG(e, k, 3, st->type);
     DEVICE_ARG(e, k, 4, cell_start);
     DEVICE_ARG(e, k, 5, cell_end);
     DEVICE_ARG(e, k, 6, grid_params_buf);
     DEVICE_ARG(e, k, 7, s->params_buf);
-    DEVICE_ARG(e, k, 8, st->aux);
+    DEVICE_ARG(e, k, 8, st->p_rho2);
     cl_mem nl_list = s->lists ? s->nl_list : s->dummy, nl_count = s->lists ? s->nl_count : s->dummy;
     DEVICE_ARG(e, k, 9, nl_list);
     DEVICE_ARG(e, k, 10, nl_count);
@@ -455,7 +455,7 @@ sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end,
     DEVICE_ARG(e, k, 1, st->pos);
     DEVICE_ARG(e, k, 2, st->vel);
     DEVICE_ARG(e, k, 3, st->type);
-    DEVICE_ARG(e, k, 4, st->aux);
+    DEVICE_ARG(e, k, 4, st->p_rho2);
     DEVICE_ARG(e, k, 5, cell_start);
     DEVICE_ARG(e, k, 6, cell_end);
     DEVICE_ARG(e, k, 7, grid_params_buf);
@@ -504,7 +504,7 @@ sph_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_mem p
     cl_kernel k = s->k_pressure;
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, s->params_buf);
-    DEVICE_ARG(e, k, 2, st->aux);
+    DEVICE_ARG(e, k, 2, st->vel);
     DEVICE_ARG(e, k, 3, rho);
     DEVICE_ARG(e, k, 4, pressure);
     return device_run1d(s->d, k, st->n, s->local, e);

@@ -55,7 +55,8 @@ sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e);
 void sph_destroy(sph_solver *s);
 
 /* The two halves of a step, enqueued separately so that sim.c can write a snapshot whose
- * density belongs to its positions: sph_density fills st->aux from st->pos (sorted);
+ * density belongs to its positions: sph_density writes rho into the w components of st->vel and
+ * p/rho^2 into st->p_rho2 from st->pos (sorted; pos.w holds each particle's mass);
  * sph_forces computes accelerations and the leapfrog update into pos_next/vel_next.
  * sph_step = sph_density + sph_forces. None of them blocks the host. */
 sph_status sph_density(sph_solver *s, grid *g, dev_state *st, sph_error *e);
@@ -75,7 +76,7 @@ sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end,
 /* The parameters the solver uploaded. */
 const sph_params *sph_get_params(const sph_solver *s);
 
-/* Enqueue, for output: unpack rho (float, kg/m^3) from st->aux and fill pressure (float, Pa)
+/* Enqueue, for output: unpack rho (float, kg/m^3) from st->vel's w and fill pressure (float, Pa)
  * with EOS(rho), in sorted order. rho and pressure are n-float buffers (scratch will do). */
 sph_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_mem pressure, sph_error *e);
 

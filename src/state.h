@@ -8,7 +8,9 @@
  *   2. sim gathers every per-particle array through idx: pos_next -> pos, vel_next -> vel,
  *      id -> id_next then swaps, and the same for type, mass, radius.
  *   3. the solver reads pos/vel (sorted) and writes pos_next/vel_next for every particle
- *      (fixed boundary particles copy theirs unchanged); aux (rho, p) is written in sorted order.
+ *      (fixed boundary particles copy theirs unchanged). SPH packs its per-particle state into
+ *      the spare fourth components: pos.w = mass (set at upload, carried by every step and
+ *      gather), vel.w = rho (written by the density stage each step), plus p_rho2.
  * So between steps the current state is in *_next order for pos/vel and in primary order for
  * the rest; at output, sim reads pos_next/vel_next with id/type/mass/radius. */
 #ifndef SPHSIM_STATE_H
@@ -18,10 +20,11 @@
 
 typedef struct dev_state {
     size_t n;        /* particles */
-    cl_mem pos, vel; /* float4, sorted order (read by solvers) */
-    cl_mem pos_next, vel_next; /* float4, written by solvers */
-    cl_mem aux;      /* float4 (SPH only, else NULL), written by sph_density each step, sorted:
-                        (m for fluid / -m for boundary (kg), rho (kg/m^3), p (Pa), p/rho^2) */
+    cl_mem pos, vel; /* float4, sorted order (read by solvers); SPH: pos.w = m (kg), vel.w = rho
+                        (kg/m^3, written by sph_density and sph_boundary each step) */
+    cl_mem pos_next, vel_next; /* float4, written by solvers (SPH: pos_next.w = m) */
+    cl_mem p_rho2;   /* float (SPH only, else NULL), written by the density stage each step,
+                        sorted: p/rho^2 (m^5/(kg s^2)) */
     cl_mem mass, mass_tmp;     /* float, kg */
     cl_mem radius, radius_tmp; /* float, m (particle mode only, else NULL) */
     cl_mem id, id_tmp;         /* uint */
