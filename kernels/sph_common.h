@@ -71,13 +71,28 @@
  * entries walks the cells of the kept grid instead, whose cells are at least support (1 + skin)
  * wide (sim.c), so that walk still finds every neighbour. The body tests r2 itself, as with the
  * walks; j == i is listed (the density's self term). SPH_LIST_BEGIN uses the kernel's n, P,
- * nl_list and nl_count. */
+ * nl_list .. nl_list3 and nl_count. */
+/* A list longer than the largest buffer the device allows is split over up to four buffers
+ * (arguments nl_list, nl_list1 .. nl_list3, sph.c): entries k of part k / list_split, a multiple
+ * of 4, at the same layout within their part. */
+inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint *l1, __global uint *l2,
+                                    __global uint *l3)
+{
+    return part == 0u ? l0 : part == 1u ? l1 : part == 2u ? l2 : l3;
+}
+#define SPH_LIST_PART_(part)                                                                       \
+    sph_list_part(part, (__global uint *)nl_list, (__global uint *)nl_list1, (__global uint *)nl_list2, \
+                  (__global uint *)nl_list3)
+
 #if SPH_LIST_PACK == 4
 #define NL_PTR_ __global const uint4 *
 #define NL_ELEM_ uint4
-/* j = entry k: a new uint4 every fourth entry, then its components in turn */
+#define SPH_LIST_OUT_ __global uint4
+/* j = entry k: a new uint4 every fourth entry (from the next part at a part's end), then its
+ * components in turn */
 #define NL_NEXT_(k, p, q, j)                                                                       \
     if (((k) & 3u) == 0u) {                                                                        \
+        NL_PART_SWITCH_(k, p)                                                                      \
         q = *(p);                                                                                  \
         (p) += n;                                                                                  \
     }                                                                                              \
@@ -86,9 +101,24 @@
 #else
 #define NL_PTR_ __global const uint *
 #define NL_ELEM_ uint
+#define SPH_LIST_OUT_ __global uint
 #define NL_NEXT_(k, p, q, j)                                                                       \
+    NL_PART_SWITCH_(k, p)                                                                          \
     j = *(p);                                                                                      \
     (p) += n;
+#endif
+#ifndef SPH_LIST_PARTS
+#define SPH_LIST_PARTS 1 /* buffers the lists take (sph.c passes -DSPH_LIST_PARTS) */
+#endif
+#if SPH_LIST_PARTS > 1
+#define NL_PART_SWITCH_(k, p)                                                                      \
+    if ((k) == nl_part_end_) {                                                                     \
+        ++nl_part_;                                                                                \
+        nl_part_end_ += P->list_split;                                                             \
+        (p) = (NL_PTR_)SPH_LIST_PART_(nl_part_) + i;                                               \
+    }
+#else
+#define NL_PART_SWITCH_(k, p) /* one buffer: the check measured 5 % of the step on the H200 */
 #endif
 
 #define SPH_LIST_BEGIN(gp, cell_start, cell_end, xi, i, j)                                         \
@@ -98,6 +128,7 @@
         NL_PTR_ nl_p_ = (NL_PTR_)nl_list + (i);                                                    \
         NL_ELEM_ nl_q_ = (NL_ELEM_)(0u);                                                           \
         uint nl_k_ = 0u;                                                                           \
+        uint nl_part_ = 0u, nl_part_end_ = P->list_split; /* with SPH_LIST_PARTS > 1 */            \
         /* the cell walk's state, for the rare particle over list_cap */                           \
         NEIGHBOURS_BLOCK(gp, xi, nl_x0_, nl_x1_, nl_y0_, nl_y1_, nl_z0_, nl_z1_)                   \
         const uint nl_wx_ = (uint)(nl_x1_ - nl_x0_ + 1), nl_wy_ = (uint)(nl_y1_ - nl_y0_ + 1);     \

@@ -31,7 +31,9 @@ __kernel void sph_forces(const uint n,
                          __global float4 *pos_next,       /* m, out */
                          __global float4 *vel_next,       /* m/s, out */
                          __global uint *flags,            /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */
-                         __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST) */
+                         __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3 */
+                         __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,
+                         __global const uint *SPH_RESTRICT nl_list3,
                          __global const uint *SPH_RESTRICT nl_count,
                          __global const float4 *SPH_RESTRICT pos_ref, /* x_i where the lists were built */
                          __global uint *lstate,           /* [1] need: OR-ed 1 when x_i moved > skin/2 */

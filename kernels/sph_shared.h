@@ -38,6 +38,9 @@ typedef struct sph_params {
     float skin_half2;   /* m^2: (support skin / 2)^2; a particle farther than this from where the
                            lists were built makes the next step rebuild the grid and the lists */
     sph_u32 list_cap;   /* entries per particle; a particle with more falls back to the cell walk */
+    sph_u32 list_split; /* entries per list buffer (a multiple of 4): entry k is in part
+                           k / list_split (more than one part when the list exceeds the largest
+                           buffer the device allows) */
 } sph_params;
 
 #endif

@@ -26,7 +26,7 @@ static double now_s(void)
 /* The grid box covers the tank plus the boundary layers (SPH) or one radius (spheres). With
  * neighbour lists the cells are (1 + skin) times wider, so that the kept grid stays valid while
  * particles move up to skin / 2 (sph.h). */
-static sph_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sph_error *e)
+sph_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sph_error *e)
 {
     double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
     double margin = s->mode == MODE_SPH ? (s->boundary_layers + 1) * s->spacing : s->support;
@@ -34,7 +34,12 @@ static sph_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, 
         lo[a] = s->tank.min[a] - margin;
         hi[a] = s->tank.max[a] + margin;
     }
-    return grid_geometry(s->dims, lo, hi, s->support, s->cell_ratio * (lists ? 1.0 + s->skin : 1.0), gp, e);
+    /* with lists the cells are at least the list radius support (1 + skin) wide, so that the
+     * cell either side holds every list candidate: a cell_ratio below 1 is raised to 1 (below 1,
+     * cells of cell_ratio (1 + skin) support with one cell either side would miss candidates
+     * between cell_ratio (1 + skin) and (1 + skin) support away) */
+    const double ratio = lists ? fmax(s->cell_ratio, 1.0) * (1.0 + s->skin) : s->cell_ratio;
+    return grid_geometry(s->dims, lo, hi, s->support, ratio, gp, e);
 }
 
 /* Bytes per particle of dev_state (see state.h). */
@@ -453,22 +458,24 @@ static sph_status snapshot_failed(sim_ctx *c, sim_result *r, sph_status st, sph_
 }
 
 /* Neighbour lists for the SPH loops (grid.neighbour_list): "on", or "auto" when the device
- * memory holds them next to the rest (`need` bytes) within 90 % and the list fits one buffer
+ * memory holds them next to the rest (`need` bytes) within 90 % and the list fits in
+ * SPH_LIST_MAX_PARTS buffers
  * (docs/performance.md: faster on the H200 and on PoCL). *list_n = n with lists, 0 without. */
 static sph_status sim_list_choice(sim_ctx *c, size_t n, size_t need, size_t *list_n, sph_error *e)
 {
     const scene *s = c->s;
     *list_n = 0;
     if (s->mode != MODE_SPH || s->neighbour_list == NLIST_OFF || n == 0) return SPH_OK;
-    const size_t bytes = sph_list_bytes(s, n), one = n * (size_t)sph_list_cap(s) * 4;
-    const int fits = (double)(need + bytes) <= 0.9 * (double)c->dev.global_mem && one <= c->dev.max_alloc;
+    const size_t bytes = sph_list_bytes(s, n);
+    const int fits = (double)(need + bytes) <= 0.9 * (double)c->dev.global_mem &&
+                     sph_list_parts(n, sph_list_cap(s), c->dev.max_alloc) != 0;
     if (s->neighbour_list == NLIST_ON && !fits)
         return SPH_FAIL(e, SPH_E_DEVICE,
                         "grid.neighbour_list: \"on\" needs %.3g GB of device memory for the lists (%u entries per "
-                        "particle, one buffer of %.3g GB) besides %.3g GB for the rest, but %s has %.3g GB (at most "
+                        "particle, in at most %d buffers) besides %.3g GB for the rest, but %s has %.3g GB (at most "
                         "%.3g GB in one buffer); use \"auto\" or \"off\", or a smaller grid.skin",
-                        bytes / 1e9, sph_list_cap(s), one / 1e9, need / 1e9, c->dev.name, c->dev.global_mem / 1e9,
-                        c->dev.max_alloc / 1e9);
+                        bytes / 1e9, sph_list_cap(s), SPH_LIST_MAX_PARTS, need / 1e9, c->dev.name,
+                        c->dev.global_mem / 1e9, c->dev.max_alloc / 1e9);
     if (s->neighbour_list == NLIST_ON || fits) *list_n = n;
     return SPH_OK;
 }

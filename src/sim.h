@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "device.h"
+#include "grid.h"
 #include "scene.h"
 
 typedef enum { PROGRESS_AUTO = 0, PROGRESS_PLAIN, PROGRESS_JSON, PROGRESS_NONE } sim_progress;
@@ -46,6 +47,10 @@ typedef struct sim_result {
     int n_prof;
     int stop_signal;        /* signal that stopped the run, or 0 */
 } sim_result;
+
+/* The neighbour grid of scene s (lists: with SPH neighbour lists, whose cells are
+ * max(cell_ratio, 1) (1 + skin) times the support radius). */
+sph_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sph_error *e);
 
 /* Device bytes needed for n particles of scene s (estimate used by --check and before runs). */
 size_t sim_device_bytes(const scene *s);

@@ -24,7 +24,8 @@ struct sph_solver {
     /* neighbour lists (sph.h); when off, the kernels get `dummy` for these arguments */
     int lists;
     size_t list_n;     /* particles the lists hold */
-    cl_mem nl_list;    /* uint [list_cap][n_max] */
+    cl_mem nl_list[SPH_LIST_MAX_PARTS]; /* uint [list_split][n_max] each: entries k of part
+                                           k / list_split (unused parts: dummy) */
     cl_mem nl_count;   /* uint [n_max] */
     cl_mem pos_ref;    /* float4 [n_max] */
     cl_mem lstate;     /* uint [3]: go, need, rebuilds (kernels/sph_density.cl) */
@@ -100,6 +101,19 @@ unsigned sph_list_cap(const scene *s)
     const double expect = s->dims == 3 ? 4.0 / 3.0 * M_PI * r * r * r : M_PI * r * r;
     const double cap = ceil((1.2 * expect + 8.0) / 4.0) * 4.0;
     return cap < 4096.0 ? (unsigned)cap : 4096u;
+}
+
+/* Entries per part of a list of `cap` entries over `parts` buffers: a multiple of 4, so that
+ * a packed uint4 never straddles two parts. */
+static unsigned list_split(unsigned cap, unsigned parts) { return (cap + 4 * parts - 1) / (4 * parts) * 4; }
+
+unsigned sph_list_parts(size_t n, unsigned cap, unsigned long long max_alloc)
+{
+    unsigned parts = 1;
+    const char *v = getenv("SPHSIM_LIST_PARTS");
+    if (v && *v >= '1' && *v <= '0' + SPH_LIST_MAX_PARTS && v[1] == '\0') parts = (unsigned)(*v - '0');
+    while (parts <= SPH_LIST_MAX_PARTS && (unsigned long long)n * list_split(cap, parts) * 4 > max_alloc) ++parts;
+    return parts <= SPH_LIST_MAX_PARTS ? parts : 0;
 }
 
 size_t sph_list_bytes(const scene *s, size_t n)
@@ -294,8 +308,15 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     const int pack = pack_env && (!strcmp(pack_env, "1") || !strcmp(pack_env, "4")) ? atoi(pack_env)
                      : d->is_gpu                                                     ? 4
                                                                                       : 1;
-    char list_opt[48] = "";
-    if (s->lists) snprintf(list_opt, sizeof list_opt, " -DSPH_LIST -DSPH_LIST_PACK=%d", pack);
+    char list_opt[64] = "";
+    const unsigned parts = s->lists ? sph_list_parts(list_n, s->params.list_cap, d->max_alloc) : 0;
+    if (s->lists && parts == 0) {
+        const unsigned cap = s->params.list_cap;
+        free(s);
+        return SPH_FAIL(e, SPH_E_DEVICE, "the neighbour lists of %zu particles (%u entries each) exceed %d buffers of %.3g GB",
+                        list_n, cap, SPH_LIST_MAX_PARTS, d->max_alloc / 1e9);
+    }
+    if (s->lists) snprintf(list_opt, sizeof list_opt, " -DSPH_LIST -DSPH_LIST_PACK=%d -DSPH_LIST_PARTS=%u", pack, parts);
     snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s%s %s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
              sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL", list_opt, extra ? extra : "");
@@ -316,8 +337,18 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
         /* go = need = 1: the first step builds the lists (and sph_enqueue, which never runs
          * sph_list_go, rebuilds them every time) */
         const cl_uint init[3] = {1, 1, 0};
-        if ((st = device_kernel(s->prog_density, "sph_list_go", &s->k_list_go, e)) != SPH_OK ||
-            (st = device_alloc(d, list_n * s->params.list_cap * 4, "SPH neighbour lists", &s->nl_list, e)) != SPH_OK ||
+        s->params.list_split = list_split(s->params.list_cap, parts);
+        for (unsigned k = 0; k < parts; ++k)
+            if ((st = device_alloc(d, list_n * s->params.list_split * 4, "SPH neighbour lists", &s->nl_list[k], e)) != SPH_OK) {
+                sph_destroy(s);
+                return st;
+            }
+        for (unsigned k = parts; k < SPH_LIST_MAX_PARTS; ++k) {
+            s->nl_list[k] = s->dummy;
+            clRetainMemObject(s->dummy);
+        }
+        if ((st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_density, "sph_list_go", &s->k_list_go, e)) != SPH_OK ||
             (st = device_alloc(d, list_n * 4, "SPH neighbour counts", &s->nl_count, e)) != SPH_OK ||
             (st = device_alloc(d, list_n * 16, "SPH list positions", &s->pos_ref, e)) != SPH_OK ||
             (st = device_alloc(d, sizeof init, "SPH list state", &s->lstate, e)) != SPH_OK ||
@@ -338,8 +369,10 @@ void sph_destroy(sph_solver *s)
     if (s->k_pressure) clReleaseKernel(s->k_pressure);
     if (s->k_forces) clReleaseKernel(s->k_forces);
     if (s->k_list_go) clReleaseKernel(s->k_list_go);
-    cl_mem ms[5] = {s->nl_list, s->nl_count, s->pos_ref, s->lstate, s->dummy};
-    for (int k = 0; k < 5; ++k)
+    for (int k = 0; k < SPH_LIST_MAX_PARTS; ++k)
+        if (s->nl_list[k]) clReleaseMemObject(s->nl_list[k]);
+    cl_mem ms[4] = {s->nl_count, s->pos_ref, s->lstate, s->dummy};
+    for (int k = 0; k < 4; ++k)
         if (ms[k]) clReleaseMemObject(ms[k]);
     if (s->prog_density) clReleaseProgram(s->prog_density);
     if (s->prog_forces) clReleaseProgram(s->prog_forces);
@@ -372,6 +405,16 @@ static cl_uint sph_stride(const sph_solver *s, cl_uint n)
     return st;
 }
 
+/* The list parts, arguments first .. first + SPH_LIST_MAX_PARTS - 1 of k (dummy without lists). */
+static sph_status set_list_args(sph_solver *s, cl_kernel k, cl_uint first, sph_error *e)
+{
+    for (cl_uint p = 0; p < SPH_LIST_MAX_PARTS; ++p) {
+        cl_mem m = s->lists ? s->nl_list[p] : s->dummy;
+        DEVICE_ARG(e, k, first + p, m);
+    }
+    return SPH_OK;
+}
+
 /* sph_density and sph_boundary take the same first arguments; sph_density (`density`) also the
  * list build's outputs and the go word (it builds the lists in a rebuild step). Set them on `k`
  * and launch it. */
@@ -387,16 +430,16 @@ static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, cl_
     DEVICE_ARG(e, k, 6, grid_params_buf);
     DEVICE_ARG(e, k, 7, s->params_buf);
     DEVICE_ARG(e, k, 8, st->p_rho2);
-    cl_mem nl_list = s->lists ? s->nl_list : s->dummy, nl_count = s->lists ? s->nl_count : s->dummy;
-    DEVICE_ARG(e, k, 9, nl_list);
-    DEVICE_ARG(e, k, 10, nl_count);
+    SPH_TRY(set_list_args(s, k, 9, e));
+    cl_mem nl_count = s->lists ? s->nl_count : s->dummy;
+    DEVICE_ARG(e, k, 9 + SPH_LIST_MAX_PARTS, nl_count);
     if (density) {
         cl_mem pos_ref = s->lists ? s->pos_ref : s->dummy, lstate = s->lists ? s->lstate : s->dummy;
-        DEVICE_ARG(e, k, 11, pos_ref);
-        DEVICE_ARG(e, k, 12, lstate);
+        DEVICE_ARG(e, k, 10 + SPH_LIST_MAX_PARTS, pos_ref);
+        DEVICE_ARG(e, k, 11 + SPH_LIST_MAX_PARTS, lstate);
     }
     const cl_uint stride = sph_stride(s, n);
-    DEVICE_ARG(e, k, density ? 13 : 11, stride);
+    DEVICE_ARG(e, k, (density ? 12 : 10) + SPH_LIST_MAX_PARTS, stride);
     return device_run1d(s->d, k, st->n, s->local, e);
 }
 
@@ -463,14 +506,14 @@ sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end,
     DEVICE_ARG(e, k, 9, st->pos_next);
     DEVICE_ARG(e, k, 10, st->vel_next);
     DEVICE_ARG(e, k, 11, st->flags);
-    cl_mem nl_list = s->lists ? s->nl_list : s->dummy, nl_count = s->lists ? s->nl_count : s->dummy;
+    cl_mem nl_count = s->lists ? s->nl_count : s->dummy;
     cl_mem pos_ref = s->lists ? s->pos_ref : s->dummy, lstate = s->lists ? s->lstate : s->dummy;
-    DEVICE_ARG(e, k, 12, nl_list);
-    DEVICE_ARG(e, k, 13, nl_count);
-    DEVICE_ARG(e, k, 14, pos_ref);
-    DEVICE_ARG(e, k, 15, lstate);
+    SPH_TRY(set_list_args(s, k, 12, e));
+    DEVICE_ARG(e, k, 12 + SPH_LIST_MAX_PARTS, nl_count);
+    DEVICE_ARG(e, k, 13 + SPH_LIST_MAX_PARTS, pos_ref);
+    DEVICE_ARG(e, k, 14 + SPH_LIST_MAX_PARTS, lstate);
     const cl_uint stride = sph_stride(s, n);
-    DEVICE_ARG(e, k, 16, stride);
+    DEVICE_ARG(e, k, 15 + SPH_LIST_MAX_PARTS, stride);
     return device_run1d(s->d, k, st->n, s->local, e);
 }
 

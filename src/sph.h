@@ -42,7 +42,12 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *s, size_t li
  * first in every step, sets the go word (sph_go_buffer, for grid_set_go) that the grid kernels
  * and the list build read; `force` makes the step rebuild regardless (sim.c forces it in every
  * step that writes a snapshot, so that --resume continues bit for bit). */
+#define SPH_LIST_MAX_PARTS 4 /* the list may be split over this many buffers (sph_list_parts) */
 unsigned sph_list_cap(const scene *s);              /* entries per particle */
+/* Buffers the lists of n particles with `cap` entries take, each at most max_alloc bytes (1 to
+ * SPH_LIST_MAX_PARTS; 0 when even that many are too small). SPHSIM_LIST_PARTS (1-4, tests)
+ * raises it. */
+unsigned sph_list_parts(size_t n, unsigned cap, unsigned long long max_alloc);
 size_t sph_list_bytes(const scene *s, size_t n);    /* device bytes of the lists for n particles */
 int sph_lists(const sph_solver *s);
 cl_mem sph_go_buffer(const sph_solver *s);          /* NULL without lists */

@@ -17,6 +17,7 @@
 
 #include "device.h"
 #include "ref_sph.h"
+#include "sim.h"
 #include "sph.h"
 #include "../kernels/sph_kernel_fns.h"
 
@@ -379,12 +380,15 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
 }
 
 /* lists: 0 the cell walk; 1 neighbour lists for n particles; 2 lists of 3 entries, so that every
- * particle overflows its list and takes the fallback walk */
+ * particle overflows its list and takes the fallback walk; 3 lists split over three buffers (as
+ * when they exceed the device's largest buffer), so that most lists run over two parts */
 static sph_solver *make_solver_lists(sph_device *d, const scene *s, int lists, size_t n)
 {
     sph_solver *sol = NULL;
     sph_error e;
+    if (lists == 3) setenv("SPHSIM_LIST_PARTS", "3", 1);
     sph_status st = sph_create(&sol, d, s, lists ? n : 0, &e);
+    if (lists == 3) unsetenv("SPHSIM_LIST_PARTS");
     if (st != SPH_OK) fprintf(stderr, "sph_create: %s\n", e.msg);
     assert_int_equal(st, SPH_OK);
     assert_int_equal(sph_lists(sol), lists != 0);
@@ -499,7 +503,7 @@ static void step_vs_reference(fixture *f, sph_solver *sol, run *r, const scene *
 static void test_step_vs_reference(void **state)
 {
     fixture *f = *state;
-    for (int lists = 0; lists <= 2; ++lists)
+    for (int lists = 0; lists <= 3; ++lists)
     for (int dims = 2; dims <= 3; ++dims)
         for (size_t si = 0; si < sizeof schemes / sizeof schemes[0]; ++si) {
             const scheme *sc = &schemes[si];
@@ -523,7 +527,7 @@ static void test_step_vs_reference(void **state)
             run_alloc(&f->d, &r, n, &s);
             run_upload(&f->d, &r, &p);
             char label[96];
-            snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s", lists == 0 ? "walk    " : lists == 1 ? "lists   " : "overflow",
+            snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s", lists == 0 ? "walk    " : lists == 1 ? "lists   " : lists == 2 ? "overflow" : "3 parts ",
                      dims, kname[sc->kernel], sc->eos == EOS_LINEAR ? "linear" : "tait",
                      sc->visc == VISC_LAPLACIAN ? "laplacian" : "artificial");
             step_vs_reference(f, sol, &r, &s, &p, label);
@@ -876,6 +880,35 @@ static void test_flags(void **state)
     free(v);
 }
 
+/* The grid sim.c builds: with neighbour lists every cell is at least the list radius
+ * support (1 + skin) wide and one cell either side is scanned, whatever grid.cell_ratio says
+ * (below 1 it would otherwise miss list candidates); without, cells follow cell_ratio. */
+static void test_list_grid_cells(void **state)
+{
+    (void)state;
+    scene s;
+    const int nt[3] = {12, 12, 12}, nf[3] = {4, 4, 4};
+    ref_sph_scene(&s, 3, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
+    s.mode = MODE_SPH;
+    s.skin = 0.1;
+    const double ratios[] = {0.5, 0.95, 1.0, 1.5};
+    for (size_t k = 0; k < sizeof ratios / sizeof ratios[0]; ++k) {
+        s.cell_ratio = ratios[k];
+        grid_params gp;
+        sph_error e;
+        assert_int_equal(sim_grid_geometry(&s, 1, &gp, &e), SPH_OK);
+        const double list_radius = s.support * (1.0 + s.skin);
+        assert_true(gp.cell_size >= list_radius);
+        assert_true(gp.cell_size <= fmax(ratios[k], 1.0) * list_radius * 1.001);
+        assert_int_equal(gp.reach, 1);
+        const double cell_lists = gp.cell_size;
+        assert_int_equal(sim_grid_geometry(&s, 0, &gp, &e), SPH_OK);
+        assert_true(fabs(gp.cell_size - fmax(ratios[k] * s.support, s.support / gp.reach)) <= 1e-3 * s.support);
+        print_message("  cell_ratio %.2f: cells %.4g m with lists (list radius %.4g m), %.4g m without (reach %u)\n",
+                      ratios[k], cell_lists, list_radius, (double)gp.cell_size, gp.reach);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest host[] = {
@@ -883,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_viscosity_kernel_2d_3d),
         cmocka_unit_test(test_kernel_lattice),
         cmocka_unit_test(test_params_and_prepare),
+        cmocka_unit_test(test_list_grid_cells),
     };
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_step_vs_reference),
