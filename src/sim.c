@@ -42,6 +42,18 @@ sph_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sph_err
     return grid_geometry(s->dims, lo, hi, s->support, ratio, gp, e);
 }
 
+/* With SPH neighbour lists, does the host read each step's rebuild decision (one small blocking
+ * read per step) and skip the grid's kernels and copies in steps that keep it? On CPU devices:
+ * there a wait costs little, and PoCL's sort cannot return early before its barriers, so it
+ * would run its passes over empty tiles (docs/grid.md). On GPUs the device decides alone and the
+ * host never waits inside a step. SPHSIM_GO_ON_HOST (0 or 1) overrides it (tests, benchmarks). */
+static int go_on_host(const sph_device *d)
+{
+    const char *v = getenv("SPHSIM_GO_ON_HOST");
+    if (v && (!strcmp(v, "0") || !strcmp(v, "1"))) return v[0] == '1';
+    return !d->is_gpu;
+}
+
 /* Bytes per particle of dev_state (see state.h). */
 static size_t state_bytes_per_particle(const scene *s)
 {
@@ -63,6 +75,7 @@ size_t sim_device_bytes(const scene *s)
 
 typedef struct sim_ctx {
     const scene *s;
+    int go_on_host;      /* SPH lists: the host reads each step's go word (go_on_host()) */
     const sim_options *o;
     sph_device dev;
     grid *g;
@@ -568,6 +581,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         st = s->mode == MODE_SPH ? sph_create(&c->sph, &c->dev, s, list_n, e)
                                  : contact_create(&c->contact, &c->dev, s, e);
     if (st == SPH_OK && c->sph) grid_set_go(c->g, sph_go_buffer(c->sph));
+    if (st == SPH_OK && c->sph && sph_lists(c->sph)) c->go_on_host = go_on_host(&c->dev);
     /* after the upload, before the first rebuild: the first step carries the impulses the
      * stored snapshot's next step carried */
     if (st == SPH_OK && c->contact && cstate) {
@@ -604,7 +618,17 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         /* neighbour lists: rebuild or keep, decided on the device; always rebuilt at a snapshot,
          * where a resumed run starts */
         if (c->sph) SPH_TRY(sph_begin_step(c->sph, is_output, e));
-        SPH_TRY(rebuild(c, e));
+        int go = 1;
+        if (c->go_on_host) SPH_TRY(sph_read_go(c->sph, &go, e));
+        if (go) {
+            SPH_TRY(rebuild(c, e));
+        } else {
+            /* the host knows this step keeps the grid: the last step's output is the sorted
+             * state already, so swap instead of copying, and skip the grid kernels (on PoCL the
+             * sort cannot skip its passes itself, see grid_sort.c) */
+            swap_mem(&c->st.pos, &c->st.pos_next);
+            swap_mem(&c->st.vel, &c->st.vel_next);
+        }
         if (c->sph) SPH_TRY(sph_density(c->sph, c->g, &c->st, e));
         if (o->profile && t_steps0 >= 0 && step >= s->n_steps) {
             clFinish(c->dev.queue);

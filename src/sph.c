@@ -455,6 +455,16 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e)
     return device_launch(s->d, s->k_list_go, 1, 1, NULL, e);
 }
 
+sph_status sph_read_go(sph_solver *s, int *go, sph_error *e)
+{
+    *go = 1;
+    if (!s->lists) return SPH_OK;
+    cl_uint g = 1;
+    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof g, &g, e));
+    *go = g != 0;
+    return SPH_OK;
+}
+
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e)
 {
     if (!s->lists || cap > s->params.list_cap)

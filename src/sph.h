@@ -52,6 +52,10 @@ size_t sph_list_bytes(const scene *s, size_t n);    /* device bytes of the lists
 int sph_lists(const sph_solver *s);
 cl_mem sph_go_buffer(const sph_solver *s);          /* NULL without lists */
 sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);
+/* The go word of the step sph_begin_step just enqueued (blocks until the device has run it):
+ * 1 rebuild, 0 keep; 1 without lists. For devices where a wait costs less than the work a
+ * kept step still does (sim.c, CPU devices). */
+sph_status sph_read_go(sph_solver *s, int *go, sph_error *e);
 /* Tests: shorten the lists to `cap` entries (<= sph_list_cap), so that particles with more
  * neighbours take the fallback walk. */
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e);

@@ -63,8 +63,9 @@ def work(tmp_path_factory):
     return d
 
 
-def sphsim(*args, check_rc=None, timeout=120):
-    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+def sphsim(*args, check_rc=None, timeout=120, env=None):
+    p = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                       env=None if env is None else {**os.environ, **env})
     if check_rc is not None:
         assert p.returncode == check_rc, f"sphsim {' '.join(map(str, args))}: exit {p.returncode}, " \
                                          f"expected {check_rc}\n{p.stderr[-2000:]}"
@@ -453,6 +454,23 @@ def test_same_scene_same_device_is_bit_identical(work, resume_ref):
     again = work / "resA_again.h5"
     sphsim(work / "resume.json", "-o", again, "--quiet", check_rc=0)
     assert_same_files(resume_ref, again, ignore_attrs={"start_time", "device"})
+
+
+def test_rebuild_decided_on_host_or_device_is_bit_identical(work, resume_ref):
+    """With neighbour lists, GPUs decide on the device whether a step rebuilds the grid (the host
+    never waits); CPU devices read that decision on the host and skip the grid's kernels and
+    copies in steps that keep it. Both ways must give the same file, bit for bit, and the run
+    must have kept the grid in some steps and rebuilt it in others."""
+    runs = {}
+    for where in ("0", "1"):
+        out = work / f"go_on_host_{where}.h5"
+        p = sphsim(work / "resume.json", "-o", out, "--quiet", check_rc=0, env={"SPHSIM_GO_ON_HOST": where})
+        runs[where] = (out, summary(p.stdout))
+    for out, sm in runs.values():
+        assert sm["neighbour_lists"] is True
+        assert 0 < sm["list_rebuilds"] < sm["steps"]
+        assert_same_files(resume_ref, out, ignore_attrs={"start_time", "device"})
+    assert runs["0"][1]["list_rebuilds"] == runs["1"][1]["list_rebuilds"]
 
 
 def test_snapshot_every_step_matches_sparse_output(work):
