@@ -90,9 +90,9 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #define SPH_LIST_OUT_ __global uint4
 /* j = entry k: a new uint4 every fourth entry (from the next part at a part's end), then its
  * components in turn */
-#define NL_NEXT_(k, p, q, j)                                                                       \
+#define NL_NEXT_(k, p, q, j, i)                                                                    \
     if (((k) & 3u) == 0u) {                                                                        \
-        NL_PART_SWITCH_(k, p)                                                                      \
+        NL_PART_SWITCH_(k, p, i)                                                                   \
         q = *(p);                                                                                  \
         (p) += n;                                                                                  \
     }                                                                                              \
@@ -102,8 +102,8 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #define NL_PTR_ __global const uint *
 #define NL_ELEM_ uint
 #define SPH_LIST_OUT_ __global uint
-#define NL_NEXT_(k, p, q, j)                                                                       \
-    NL_PART_SWITCH_(k, p)                                                                          \
+#define NL_NEXT_(k, p, q, j, i)                                                                    \
+    NL_PART_SWITCH_(k, p, i)                                                                       \
     j = *(p);                                                                                      \
     (p) += n;
 #endif
@@ -111,14 +111,14 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #define SPH_LIST_PARTS 1 /* buffers the lists take (sph.c passes -DSPH_LIST_PARTS) */
 #endif
 #if SPH_LIST_PARTS > 1
-#define NL_PART_SWITCH_(k, p)                                                                      \
+#define NL_PART_SWITCH_(k, p, i)                                                                   \
     if ((k) == nl_part_end_) {                                                                     \
         ++nl_part_;                                                                                \
         nl_part_end_ += P->list_split;                                                             \
-        (p) = (NL_PTR_)SPH_LIST_PART_(nl_part_) + i;                                               \
+        (p) = (NL_PTR_)SPH_LIST_PART_(nl_part_) + (i);                                             \
     }
 #else
-#define NL_PART_SWITCH_(k, p) /* one buffer: the check measured 5 % of the step on the H200 */
+#define NL_PART_SWITCH_(k, p, i) /* one buffer: the check measured 5 % of the step on the H200 */
 #endif
 
 #define SPH_LIST_BEGIN(gp, cell_start, cell_end, xi, i, j)                                         \
@@ -138,7 +138,7 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
             uint j;                                                                                \
             if (!nl_walk_) {                                                                       \
                 if (nl_k_ == nl_cnt_) break;                                                       \
-                NL_NEXT_(nl_k_, nl_p_, nl_q_, j);                                                  \
+                NL_NEXT_(nl_k_, nl_p_, nl_q_, j, i);                                               \
                 ++nl_k_;                                                                           \
             } else {                                                                               \
                 while (nl_j_ == nl_j1_ && nl_o_ < nl_ncells_) {                                    \

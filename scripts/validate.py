@@ -258,7 +258,7 @@ FINDINGS = """### Reading these results
   and within 2.8–3.0 % for T ≥ 2. With
   μ = 0.5 Pa s it is unstable (physics.md, "Stability of the poly6 scheme").
 * **3D dam break** (the column spans the tank's 0.6 m width, a/Δx = 20). α = 0.02 matches the 2D
-  picture (13 % ahead near T ≈ 1.2, within 5.4 % for T ≥ 2). With α = 0.1 the front falls behind
+  picture (13 % ahead near T ≈ 1.2, within 5.6–5.7 % for T ≥ 2). With α = 0.1 the front falls behind
   late (−13 % at T ≈ 2.9): the artificial viscosity against the side walls (v_w = 0) acts as wall
   friction over the whole depth of the channel.
 * **Defaults.** Wendland C2, h = 1.3 Δx, Tait with γ = 7 and c₀ = 10 √(2 g H) validate well.

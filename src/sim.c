@@ -479,7 +479,7 @@ static sph_status sim_list_choice(sim_ctx *c, size_t n, size_t need, size_t *lis
     const scene *s = c->s;
     *list_n = 0;
     if (s->mode != MODE_SPH || s->neighbour_list == NLIST_OFF || n == 0) return SPH_OK;
-    const size_t bytes = sph_list_bytes(s, n);
+    const size_t bytes = sph_list_bytes(s, n, c->dev.max_alloc);
     const int fits = (double)(need + bytes) <= 0.9 * (double)c->dev.global_mem &&
                      sph_list_parts(n, sph_list_cap(s), c->dev.max_alloc) != 0;
     if (s->neighbour_list == NLIST_ON && !fits)
@@ -615,8 +615,8 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         r->last_step = step; /* what the summary reports when a failure ends the run here */
         r->sim_time = step * s->dt;
         int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
-        /* neighbour lists: rebuild or keep, decided on the device; always rebuilt at a snapshot,
-         * where a resumed run starts */
+        /* neighbour lists: rebuild or keep, decided on the device (and read by the host on CPU
+         * devices, go_on_host); always rebuilt at a snapshot, where a resumed run starts */
         if (c->sph) SPH_TRY(sph_begin_step(c->sph, is_output, e));
         int go = 1;
         if (c->go_on_host) SPH_TRY(sph_read_go(c->sph, &go, e));

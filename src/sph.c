@@ -116,9 +116,12 @@ unsigned sph_list_parts(size_t n, unsigned cap, unsigned long long max_alloc)
     return parts <= SPH_LIST_MAX_PARTS ? parts : 0;
 }
 
-size_t sph_list_bytes(const scene *s, size_t n)
+size_t sph_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
 {
-    return n * ((size_t)sph_list_cap(s) * 4 + 4 + 16) + 3 * 4;
+    const unsigned cap = sph_list_cap(s);
+    const unsigned parts = max_alloc ? sph_list_parts(n, cap, max_alloc) : 1;
+    const size_t entries = parts ? (size_t)parts * list_split(cap, parts) : cap;
+    return n * (entries * 4 + 4 + 16) + 3 * 4;
 }
 
 double sph_lattice_sum(int kernel, int dims, double h, double dx)

@@ -48,7 +48,9 @@ unsigned sph_list_cap(const scene *s);              /* entries per particle */
  * SPH_LIST_MAX_PARTS; 0 when even that many are too small). SPHSIM_LIST_PARTS (1-4, tests)
  * raises it. */
 unsigned sph_list_parts(size_t n, unsigned cap, unsigned long long max_alloc);
-size_t sph_list_bytes(const scene *s, size_t n);    /* device bytes of the lists for n particles */
+/* Device bytes of the lists for n particles, split as a device whose largest buffer is
+ * max_alloc bytes would split them (0: in one buffer). */
+size_t sph_list_bytes(const scene *s, size_t n, unsigned long long max_alloc);
 int sph_lists(const sph_solver *s);
 cl_mem sph_go_buffer(const sph_solver *s);          /* NULL without lists */
 sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);

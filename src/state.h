@@ -4,15 +4,19 @@
  *   1. grid_build() computes keys from `pos_next` (the positions written by the last step,
  *      or the initial upload), sorts, and builds the cell table; its permutation `idx` maps
  *      sorted slot -> slot in the previous order. In a step whose go word is 0 (SPH neighbour
- *      lists, grid.h) the build keeps everything and the gathers below copy.
+ *      lists, grid.h) the build keeps everything and the gathers below copy; on CPU devices
+ *      the host reads that word instead and, in such a step, skips steps 1 and 2 and swaps
+ *      pos <-> pos_next and vel <-> vel_next (sim.c, go_on_host).
  *   2. sim gathers every per-particle array through idx: pos_next -> pos, vel_next -> vel,
- *      id -> id_next then swaps, and the same for type, mass, radius.
+ *      id -> id_tmp then swaps, and the same for type, mass, radius.
  *   3. the solver reads pos/vel (sorted) and writes pos_next/vel_next for every particle
- *      (fixed boundary particles copy theirs unchanged). SPH packs its per-particle state into
- *      the spare fourth components: pos.w = mass (set at upload, carried by every step and
- *      gather), vel.w = rho (written by the density stage each step), plus p_rho2.
- * So between steps the current state is in *_next order for pos/vel and in primary order for
- * the rest; at output, sim reads pos_next/vel_next with id/type/mass/radius. */
+ *      (fixed boundary particles: the same position and zero velocity). SPH packs its
+ *      per-particle state into the spare fourth components: pos.w = mass (set at upload,
+ *      carried by every step and gather), vel.w = rho (written by the density stage each step),
+ *      plus p_rho2.
+ * So between steps the current state is in pos_next/vel_next, in the order of id/type/mass/
+ * radius; a snapshot is read after steps 1-2 and the density stage of a step that always
+ * rebuilds, from pos/vel with id/type/mass/radius (sim.c, enqueue_read_back). */
 #ifndef SPHSIM_STATE_H
 #define SPHSIM_STATE_H
 

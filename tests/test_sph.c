@@ -381,14 +381,17 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
 
 /* lists: 0 the cell walk; 1 neighbour lists for n particles; 2 lists of 3 entries, so that every
  * particle overflows its list and takes the fallback walk; 3 lists split over three buffers (as
- * when they exceed the device's largest buffer), so that most lists run over two parts */
+ * when they exceed the device's largest buffer), so that most lists run over two parts; 4 the
+ * same with four entries per load (the GPUs' layout, whatever the device) */
 static sph_solver *make_solver_lists(sph_device *d, const scene *s, int lists, size_t n)
 {
     sph_solver *sol = NULL;
     sph_error e;
-    if (lists == 3) setenv("SPHSIM_LIST_PARTS", "3", 1);
+    if (lists >= 3) setenv("SPHSIM_LIST_PARTS", "3", 1);
+    if (lists == 4) setenv("SPHSIM_LIST_PACK", "4", 1);
     sph_status st = sph_create(&sol, d, s, lists ? n : 0, &e);
-    if (lists == 3) unsetenv("SPHSIM_LIST_PARTS");
+    if (lists >= 3) unsetenv("SPHSIM_LIST_PARTS");
+    if (lists == 4) unsetenv("SPHSIM_LIST_PACK");
     if (st != SPH_OK) fprintf(stderr, "sph_create: %s\n", e.msg);
     assert_int_equal(st, SPH_OK);
     assert_int_equal(sph_lists(sol), lists != 0);
@@ -503,7 +506,7 @@ static void step_vs_reference(fixture *f, sph_solver *sol, run *r, const scene *
 static void test_step_vs_reference(void **state)
 {
     fixture *f = *state;
-    for (int lists = 0; lists <= 3; ++lists)
+    for (int lists = 0; lists <= 4; ++lists)
     for (int dims = 2; dims <= 3; ++dims)
         for (size_t si = 0; si < sizeof schemes / sizeof schemes[0]; ++si) {
             const scheme *sc = &schemes[si];
@@ -527,7 +530,7 @@ static void test_step_vs_reference(void **state)
             run_alloc(&f->d, &r, n, &s);
             run_upload(&f->d, &r, &p);
             char label[96];
-            snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s", lists == 0 ? "walk    " : lists == 1 ? "lists   " : lists == 2 ? "overflow" : "3 parts ",
+            snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s", lists == 0 ? "walk    " : lists == 1 ? "lists   " : lists == 2 ? "overflow" : lists == 3 ? "3 parts " : "3 parts4",
                      dims, kname[sc->kernel], sc->eos == EOS_LINEAR ? "linear" : "tait",
                      sc->visc == VISC_LAPLACIAN ? "laplacian" : "artificial");
             step_vs_reference(f, sol, &r, &s, &p, label);
