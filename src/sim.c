@@ -57,9 +57,9 @@ static int go_on_host(const sph_device *d)
 /* Bytes per particle of dev_state (see state.h). */
 static size_t state_bytes_per_particle(const scene *s)
 {
-    size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 2 * 4 /* mass */ + 2 * 4 /* id */ + 2 * 1 /* type */;
-    if (s->mode == MODE_SPH) b += 4;           /* p_rho2 (m and rho ride in pos.w and vel.w) */
-    if (s->mode == MODE_PARTICLES) b += 2 * 4; /* radius */
+    size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 2 * 4 /* id */ + 2 * 1 /* type */;
+    if (s->mode == MODE_SPH) b += 4;               /* p_rho2 (m and rho ride in pos.w and vel.w) */
+    if (s->mode == MODE_PARTICLES) b += 2 * 4 + 2 * 4; /* mass, radius */
     return b;
 }
 
@@ -165,14 +165,14 @@ static sph_status state_alloc(sim_ctx *c, size_t n, sph_error *e)
     SPH_TRY(device_alloc(d, n * 16, "velocities", &st->vel, e));
     SPH_TRY(device_alloc(d, n * 16, "next positions", &st->pos_next, e));
     SPH_TRY(device_alloc(d, n * 16, "next velocities", &st->vel_next, e));
-    SPH_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
-    SPH_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
     SPH_TRY(device_alloc(d, n * 4, "ids", &st->id, e));
     SPH_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
     SPH_TRY(device_alloc(d, n, "types", &st->type, e));
     SPH_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
     if (c->s->mode == MODE_SPH) SPH_TRY(device_alloc(d, n * 4, "SPH pressures", &st->p_rho2, e));
     if (c->s->mode == MODE_PARTICLES) {
+        SPH_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
+        SPH_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
         SPH_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
         SPH_TRY(device_alloc(d, n * 4, "radii (scratch)", &st->radius_tmp, e));
     }
@@ -203,7 +203,7 @@ static sph_status state_upload(sim_ctx *c, const uint32_t *order, sph_error *e)
     dev_state *st = &c->st;
     SPH_TRY(device_write(d, st->pos_next, 0, n * 16, q->pos, e));
     SPH_TRY(device_write(d, st->vel_next, 0, n * 16, q->vel, e));
-    SPH_TRY(device_write(d, st->mass, 0, n * 4, q->mass, e));
+    if (st->mass) SPH_TRY(device_write(d, st->mass, 0, n * 4, q->mass, e));
     SPH_TRY(device_write(d, st->id, 0, n * 4, q->id, e));
     SPH_TRY(device_write(d, st->type, 0, n, q->type, e));
     if (st->radius) SPH_TRY(device_write(d, st->radius, 0, n * 4, q->radius, e));
@@ -229,8 +229,10 @@ static sph_status rebuild(sim_ctx *c, sph_error *e)
     swap_mem(&st->id, &st->id_tmp);
     SPH_TRY(grid_gather(c->g, st->type, st->type_tmp, 1, n, e));
     swap_mem(&st->type, &st->type_tmp);
-    SPH_TRY(grid_gather(c->g, st->mass, st->mass_tmp, 4, n, e));
-    swap_mem(&st->mass, &st->mass_tmp);
+    if (st->mass) { /* particle mode (SPH carries the mass in pos.w) */
+        SPH_TRY(grid_gather(c->g, st->mass, st->mass_tmp, 4, n, e));
+        swap_mem(&st->mass, &st->mass_tmp);
+    }
     if (st->radius) {
         SPH_TRY(grid_gather(c->g, st->radius, st->radius_tmp, 4, n, e));
         swap_mem(&st->radius, &st->radius_tmp);
@@ -253,15 +255,19 @@ static sph_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, s
     sph_device *d = &c->dev;
     size_t n = st->n;
     /* Output rho (unpacked from vel.w) and pressure = EOS(rho) (sph_pressure), computed into
-     * the scratch id_tmp and mass_tmp (unused between rebuilds), never into st->p_rho2: the next
-     * step's forces read the pressure the density stage left (p_w of the boundary, not
-     * EOS(EOS^-1(p_w))), so writing a snapshot does not change the trajectory and --resume (no
-     * snapshot at its first step) stays bit-identical to an uninterrupted run. */
-    cl_mem out_rho = st->id_tmp, out_pressure = st->mass_tmp;
+     * scratch, never into st->p_rho2: the next step's forces read the pressure the density stage
+     * left (p_w of the boundary, not EOS(EOS^-1(p_w))), so writing a snapshot does not change
+     * the trajectory and --resume (no snapshot at its first step) stays bit-identical to an
+     * uninterrupted run. The scratch: id_tmp (unused between rebuilds) and vel_next, whose
+     * content the gather of this snapshot step (which always rebuilds) has taken and which the
+     * step's forces overwrite only after these copies (in-order queue). SPH masses come back in
+     * pos.w (the writer unpacks them). */
+    cl_mem out_rho = st->id_tmp, out_pressure = st->vel_next;
     if (c->sph) SPH_TRY(sph_pressure(c->sph, st, out_rho, out_pressure, e));
     read_req rd[8] = {{st->pos, n * 16, q->pos}, {st->vel, n * 16, q->vel}, {st->id, n * 4, q->id},
-               {st->type, n, q->type}, {st->mass, n * 4, q->mass}};
-    int nrd = 5;
+                      {st->type, n, q->type}};
+    int nrd = 4;
+    if (st->mass) rd[nrd++] = (read_req){st->mass, n * 4, q->mass};
     if (c->sph) {
         rd[nrd++] = (read_req){out_rho, n * 4, q->rho};
         rd[nrd++] = (read_req){out_pressure, n * 4, q->pressure};

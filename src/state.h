@@ -8,7 +8,8 @@
  *      the host reads that word instead and, in such a step, skips steps 1 and 2 and swaps
  *      pos <-> pos_next and vel <-> vel_next (sim.c, go_on_host).
  *   2. sim gathers every per-particle array through idx: pos_next -> pos, vel_next -> vel,
- *      id -> id_tmp then swaps, and the same for type, mass, radius.
+ *      id -> id_tmp then swaps, and the same for type, mass and radius (the last two in
+ *      particle mode only).
  *   3. the solver reads pos/vel (sorted) and writes pos_next/vel_next for every particle
  *      (fixed boundary particles: the same position and zero velocity). SPH packs its
  *      per-particle state into the spare fourth components: pos.w = mass (set at upload,
@@ -29,7 +30,7 @@ typedef struct dev_state {
     cl_mem pos_next, vel_next; /* float4, written by solvers (SPH: pos_next.w = m) */
     cl_mem p_rho2;   /* float (SPH only, else NULL), written by the density stage each step,
                         sorted: p/rho^2 (m^5/(kg s^2)) */
-    cl_mem mass, mass_tmp;     /* float, kg */
+    cl_mem mass, mass_tmp;     /* float, kg (particle mode only, else NULL: SPH keeps it in pos.w) */
     cl_mem radius, radius_tmp; /* float, m (particle mode only, else NULL) */
     cl_mem id, id_tmp;         /* uint */
     cl_mem type, type_tmp;     /* uchar */

@@ -57,11 +57,13 @@ static long count_outside(const scene *s, const particles *p)
 
 /* Wait for the copies of one snapshot, scatter it into id order and write it; *n_outside: the
  * particles found outside the tank so far (the caller publishes it under the lock). */
-static sph_status write_one(snapshot_writer *w, const particles *q, snapshot_job *job, long *n_outside, sph_error *e)
+static sph_status write_one(snapshot_writer *w, particles *q, snapshot_job *job, long *n_outside, sph_error *e)
 {
     cl_int err = clWaitForEvents(1, &job->ready);
     if (err != CL_SUCCESS)
         return SPH_FAIL(e, SPH_E_DEVICE, "reading a snapshot back from the device failed: %s", sph_cl_error_name(err));
+    if (w->s->mode == MODE_SPH) /* SPH keeps the mass in pos.w on the device (state.h) */
+        for (size_t i = 0; i < q->n; ++i) q->mass[i] = q->pos[4 * i + 3];
     particles *p = w->hp;
     SPH_TRY(particles_scatter_by_id(q, p, e));
     output_snapshot_info si = {0};
