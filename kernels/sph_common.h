@@ -92,7 +92,7 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
  * components in turn */
 #define NL_NEXT_(k, p, q, j, i)                                                                    \
     if (((k) & 3u) == 0u) {                                                                        \
-        NL_PART_SWITCH_(k, p, i)                                                                   \
+        NL_PART_SWITCH_(k, nl_part_, nl_part_end_, p, NL_PTR_, i)                                  \
         q = *(p);                                                                                  \
         (p) += n;                                                                                  \
     }                                                                                              \
@@ -103,22 +103,24 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #define NL_ELEM_ uint
 #define SPH_LIST_OUT_ __global uint
 #define NL_NEXT_(k, p, q, j, i)                                                                    \
-    NL_PART_SWITCH_(k, p, i)                                                                       \
+    NL_PART_SWITCH_(k, nl_part_, nl_part_end_, p, NL_PTR_, i)                                      \
     j = *(p);                                                                                      \
     (p) += n;
 #endif
 #ifndef SPH_LIST_PARTS
 #define SPH_LIST_PARTS 1 /* buffers the lists take (sph.c passes -DSPH_LIST_PARTS) */
 #endif
+/* Entry k of particle i starts the next part: advance (part, end) and point p, of type T, at
+ * particle i's entries there. Used by the list build (sph_density.cl) and the list loop. */
 #if SPH_LIST_PARTS > 1
-#define NL_PART_SWITCH_(k, p, i)                                                                   \
-    if ((k) == nl_part_end_) {                                                                     \
-        ++nl_part_;                                                                                \
-        nl_part_end_ += P->list_split;                                                             \
-        (p) = (NL_PTR_)SPH_LIST_PART_(nl_part_) + (i);                                             \
+#define NL_PART_SWITCH_(k, part, end, p, T, i)                                                     \
+    if ((k) == (end)) {                                                                            \
+        ++(part);                                                                                  \
+        (end) += P->list_split;                                                                    \
+        (p) = (T)SPH_LIST_PART_(part) + (i);                                                       \
     }
 #else
-#define NL_PART_SWITCH_(k, p, i) /* one buffer: the check measured 5 % of the step on the H200 */
+#define NL_PART_SWITCH_(k, part, end, p, T, i) /* one buffer: the check cost 5 % on the H200 */
 #endif
 
 #define SPH_LIST_BEGIN(gp, cell_start, cell_end, xi, i, j)                                         \

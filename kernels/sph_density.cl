@@ -27,8 +27,8 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, __glob
                             __global float4 *pos_ref)
 {
     const float radius2 = P->list_radius2, support2 = P->support2;
-    const uint cap = P->list_cap, split = P->list_split;
-    uint part_end = split, part = 0u; /* entries before part_end go to part `part` */
+    const uint cap = P->list_cap;
+    uint part = 0u, part_end = P->list_split; /* entries before part_end go to part `part` */
     SPH_LIST_OUT_ *out = (SPH_LIST_OUT_ *)nl_list + i;
 #if SPH_LIST_PACK == 4
     uint4 q = (uint4)(0u);
@@ -42,13 +42,7 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, __glob
         const float r2 = dot(dx, dx);
         if (r2 >= radius2) continue;
         if (c < cap) {
-#if SPH_LIST_PARTS > 1
-            if (c == part_end) { /* the next part (split is a multiple of 4) */
-                ++part;
-                part_end += split;
-                out = (SPH_LIST_OUT_ *)sph_list_part(part, nl_list, nl_list1, nl_list2, nl_list3) + i;
-            }
-#endif
+            NL_PART_SWITCH_(c, part, part_end, out, SPH_LIST_OUT_ *, i) /* split: a multiple of 4 */
 #if SPH_LIST_PACK == 4
             q = (uint4)(q.yzw, j); /* q collects four entries, then goes out in one 16-byte store */
             if ((c & 3u) == 3u) {
