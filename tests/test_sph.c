@@ -503,25 +503,31 @@ static void step_vs_reference(fixture *f, sph_solver *sol, run *r, const scene *
     free(rho_d); free(p_d); free(x_d); free(v_d);
 }
 
+/* The small tank of the step tests (dx 1 cm, h 1.3 dx, alpha 0.5), its particles prepared
+ * (hydrostatic start) and perturbed with `seed`. */
+static void perturbed_scene(scene *s, particles *p, int dims, const scheme *sc, uint64_t seed)
+{
+    const int nt[3] = {12, 12, 6}, nf2[3] = {8, 8, 1}, nf3[3] = {5, 5, 4}, nt3[3] = {6, 6, 6};
+    ref_sph_scene(s, dims, sc->kernel, sc->eos, sc->visc, 0.01, 1.3, dims == 2 ? nt : nt3, dims == 2 ? nf2 : nf3);
+    s->alpha = 0.5;
+    sph_error e;
+    assert_int_equal(ref_sph_particles(s, p, &e), SPH_OK);
+    assert_int_equal(sph_prepare(s, p, &e), SPH_OK);
+    perturb(s, p, seed);
+}
+
 static void test_step_vs_reference(void **state)
 {
     fixture *f = *state;
+    static const char *const mode[5] = {"walk    ", "lists   ", "overflow", "3 parts ", "3 parts4"};
     for (int lists = 0; lists <= 4; ++lists)
     for (int dims = 2; dims <= 3; ++dims)
         for (size_t si = 0; si < sizeof schemes / sizeof schemes[0]; ++si) {
             const scheme *sc = &schemes[si];
             scene s;
-            const int nt[3] = {12, 12, 6}, nf2[3] = {8, 8, 1}, nf3[3] = {5, 5, 4};
-            const int nt3[3] = {6, 6, 6};
-            ref_sph_scene(&s, dims, sc->kernel, sc->eos, sc->visc, 0.01, 1.3, dims == 2 ? nt : nt3,
-                          dims == 2 ? nf2 : nf3);
-            s.alpha = 0.5;
-            s.mu = 20.0;
             particles p;
-            sph_error e;
-            assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
-            assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
-            perturb(&s, &p, 1000 + si);
+            perturbed_scene(&s, &p, dims, sc, 1000 + si);
+            s.mu = 20.0;
             const size_t n = p.n;
 
             s.skin = 0.1;
@@ -530,8 +536,7 @@ static void test_step_vs_reference(void **state)
             run_alloc(&f->d, &r, n, &s);
             run_upload(&f->d, &r, &p);
             char label[96];
-            snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s", lists == 0 ? "walk    " : lists == 1 ? "lists   " : lists == 2 ? "overflow" : lists == 3 ? "3 parts " : "3 parts4",
-                     dims, kname[sc->kernel], sc->eos == EOS_LINEAR ? "linear" : "tait",
+            snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s", mode[lists], dims, kname[sc->kernel], sc->eos == EOS_LINEAR ? "linear" : "tait",
                      sc->visc == VISC_LAPLACIAN ? "laplacian" : "artificial");
             step_vs_reference(f, sol, &r, &s, &p, label);
 
@@ -552,17 +557,12 @@ static void test_list_keep(void **state)
     fixture *f = *state;
     for (int lists = 1; lists <= 2; ++lists)
         for (int dims = 2; dims <= 3; ++dims) {
+            static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
             scene s;
-            const int nt[3] = {12, 12, 6}, nf2[3] = {8, 8, 1}, nf3[3] = {5, 5, 4}, nt3[3] = {6, 6, 6};
-            ref_sph_scene(&s, dims, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, dims == 2 ? nt : nt3,
-                          dims == 2 ? nf2 : nf3);
-            s.alpha = 0.5;
-            s.skin = 0.2;
             particles p;
+            perturbed_scene(&s, &p, dims, &wcsph, 500 + (uint64_t)dims);
+            s.skin = 0.2;
             sph_error e;
-            assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
-            assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
-            perturb(&s, &p, 500 + (uint64_t)dims);
             const size_t n = p.n;
             sph_solver *sol = make_solver_lists(&f->d, &s, lists, n);
             run r;
