@@ -18,8 +18,11 @@
 /* With lists (-DSPH_LIST), in a step whose go word is set: the list of particle i (every j within
  * list_radius, in walk order; layout in sph_common.h), its length, the position it was built at,
  * and, from the same walk, the density sum over j within the support, which visits the same j
- * in the same order as the list loop would, so the sum is the same to the bit. */
-inline float sph_list_build(const uint n, const uint i, const float4 x_i, __global const float4 *pos,
+ * in the same order as the list loop would, so the sum is the same to the bit. A boundary
+ * particle's list holds only its fluid neighbours: sph_boundary, the only loop over it, skips
+ * the others, and most wall particles (those away from the fluid) get empty lists. */
+inline float sph_list_build(const uint n, const uint i, const float4 x_i, const int fluid_i,
+                            __global const float4 *pos, __global const uchar *type,
                             __global const uint *cell_start,
                             __global const uint *cell_end, __constant const grid_params *gp,
                             __constant const sph_params *P, __global uint *nl_list, __global uint *nl_list1,
@@ -41,6 +44,7 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, __glob
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
         if (r2 >= radius2) continue;
+        if (!fluid_i && type[j] != PTYPE_FLUID) continue;
         if (c < cap) {
             NL_PART_SWITCH_(c, part, part_end, out, SPH_LIST_OUT_ *, i) /* split: a multiple of 4 */
 #if SPH_LIST_PACK == 4
@@ -90,8 +94,8 @@ __kernel void sph_density(const uint n,
 #ifdef SPH_LIST
     /* a rebuild step: every particle's list, and the density on the way */
     const int build = lstate[0] != 0u;
-    if (build) rho_i = sph_list_build(n, i, x_i, pos, cell_start, cell_end, gp, P, nl_list, nl_list1, nl_list2, nl_list3,
-                                          nl_count, pos_ref);
+    if (build) rho_i = sph_list_build(n, i, x_i, fluid, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1,
+                                      nl_list2, nl_list3, nl_count, pos_ref);
 #else
     const int build = 0;
 #endif
@@ -133,7 +137,7 @@ __kernel void sph_boundary(const uint n,
     float sum_W = 0.0f, sum_pW = 0.0f;          /* 1/m^dims, Pa/m^dims */
     float4 sum_rho_dx_W = (float4)(0.0f);        /* kg/m^(2+dims) */
     SPH_BOUNDARY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_w, support2, i, j)
-        if (type[j] != PTYPE_FLUID) continue;
+        if (type[j] != PTYPE_FLUID) continue; /* (a list holds fluid only; the cell walk does not) */
         float4 dx = x_w - pos[j]; /* dx = x_w - x_f */
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
