@@ -30,20 +30,20 @@ static inline uint cell_linear(key_t key, __constant const grid_params *gp)
     return cx + gp->ncell[0] * (cy + gp->ncell[1] * cz);
 }
 
-/* One work-item per sorted slot i: a run of equal keys starts where the previous key
- * differs and ends where the next one does. */
+/* Sorted slot i (a loop with the launch's stride, grid.c run_strided): a run of equal keys
+ * starts where the previous key differs and ends where the next one does. */
 __kernel void cell_table(__global const key_t *keys, const uint n, __constant const grid_params *gp,
                          __global uint *cell_start, __global uint *cell_end, __global const uint *go)
 {
-    if (go[0] == 0u) return; /* this step keeps the last grid (grid.h) */
-    const uint i = get_global_id(0);
-    if (i >= n) return;
-    const key_t k = keys[i];
-    const int first = i == 0 || keys[i - 1] != k;
-    const int last = i + 1 == n || keys[i + 1] != k;
-    if (first || last) {
-        const uint c = cell_linear(k, gp);
-        if (first) cell_start[c] = i;
-        if (last) cell_end[c] = i + 1;
+    if ((go[0] & GO_REBUILD) == 0u) return; /* this step keeps the last grid (grid.h) */
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
+        const key_t k = keys[i];
+        const int first = i == 0 || keys[i - 1] != k;
+        const int last = i + 1 == n || keys[i + 1] != k;
+        if (first || last) {
+            const uint c = cell_linear(k, gp);
+            if (first) cell_start[c] = i;
+            if (last) cell_end[c] = i + 1;
+        }
     }
 }

@@ -21,17 +21,10 @@ static inline int grid_coord_outside(float x, float origin, float cell_inv, uint
     return !(c >= 0.0f && c < (float)ncell);
 }
 
-__kernel void grid_keys(__global const float4 *pos, const uint n, __constant const grid_params *gp,
-                        __global key_t *keys, __global uint *flags, __global uint *cell_start,
-                        __global uint *cell_end, __global const uint *go)
+/* The cell key of particle i, and its flags. */
+static inline void grid_key_one(const uint i, __global const float4 *pos, __constant const grid_params *gp,
+                                __global key_t *keys, __global uint *flags)
 {
-    if (go[0] == 0u) return; /* this step keeps the last grid (grid.h) */
-    const uint i = get_global_id(0);
-    if (i < gp->n_cells) {
-        cell_start[i] = 0;
-        cell_end[i] = 0;
-    }
-    if (i >= n) return;
     const float4 x = pos[i];
     const uint cx = (uint)grid_cell_coord(x.x, gp->origin[0], gp->cell_size_inv, gp->ncell[0]);
     const uint cy = (uint)grid_cell_coord(x.y, gp->origin[1], gp->cell_size_inv, gp->ncell[1]);
@@ -60,4 +53,24 @@ __kernel void grid_keys(__global const float4 *pos, const uint n, __constant con
         atomic_or(flags, FLAG_NONFINITE);
     else if (outside)
         atomic_or(flags, FLAG_OUTSIDE);
+}
+
+/* Loops over max(n, n_cells) items with the launch's stride (grid.c, run_strided), so that a
+ * step that keeps the grid launches few work-groups. */
+__kernel void grid_keys(__global const float4 *pos_main, const uint n, __constant const grid_params *gp,
+                        __global key_t *keys, __global uint *flags, __global uint *cell_start,
+                        __global uint *cell_end, __global const uint *go,
+                        __global const float4 *pos_alt) /* read instead with GO_ALT */
+{
+    const uint g = go[0];
+    if ((g & GO_REBUILD) == 0u) return; /* this step keeps the last grid (grid.h) */
+    __global const float4 *pos = (g & GO_ALT) ? pos_alt : pos_main;
+    const uint n_cells = gp->n_cells, total = max(n, n_cells);
+    for (uint i = get_global_id(0); i < total; i += get_global_size(0)) {
+        if (i < n_cells) {
+            cell_start[i] = 0;
+            cell_end[i] = 0;
+        }
+        if (i < n) grid_key_one(i, pos, gp, keys, flags);
+    }
 }

@@ -92,14 +92,14 @@ static uint wg_exclusive_scan(uint v, __local uint *buf, uint t, uint *total)
     return r;
 }
 
-/* The go word (grid_sort.h): with go[0] == 0 a pass treats every tile as empty, so it reads no
+/* The go word (grid_sort.h): without GO_REBUILD a pass treats every tile as empty, so it reads no
  * key and writes nothing. With -DSORT_GO_RETURN=1 (every platform but PoCL, grid_sort.c) the
  * kernels also return at once, which saves the empty passes' launches of work (about 0.9 ms per
  * step at 1.4x10^7 keys on the H200); PoCL 3 mishandles barriers after such a return (a radix-1
  * sort came out wrong), so there the empty tiles alone do it. */
 #if SORT_GO_RETURN
 #define SORT_GO_SKIP(go) \
-    if ((go)[0] == 0u) return;
+    if (((go)[0] & GO_REBUILD) == 0u) return;
 #else
 #define SORT_GO_SKIP(go)
 #endif
@@ -114,7 +114,7 @@ sort_count(__global const key_t *keys, const uint n, const uint shift, const uin
     __local uint seg[WG];
     const uint t = get_local_id(0), g = get_group_id(0);
     const uint base = g * TILE;
-    const uint n_tile = go[0] ? min((uint)TILE, n - base) : 0u;
+    const uint n_tile = (go[0] & GO_REBUILD) ? min((uint)TILE, n - base) : 0u;
 
     for (uint d = 0; d < RADIX; ++d) cnt[CPAD(d * WG + t)] = 0; /* own column only */
 #pragma unroll
@@ -188,7 +188,7 @@ sort_scatter(__global const key_t *keys_in, __global const uint *idx_in, const u
 
     const uint t = get_local_id(0), g = get_group_id(0);
     const uint base = g * TILE;
-    const uint n_tile = go[0] ? min((uint)TILE, n - base) : 0u;
+    const uint n_tile = (go[0] & GO_REBUILD) ? min((uint)TILE, n - base) : 0u;
 
     key_t k[ITEMS];
     uint v[ITEMS];

@@ -176,6 +176,16 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #define SPH_FORCES_LOOP_END SPH_FORCES_NEIGHBOURS_END
 #endif
 
+/* The two buffer pairs of the particle state, (pos, vel) and (pos_next, vel_next): a step
+ * reads one and sph_forces writes the other. With lists, a step that keeps them swaps their
+ * roles on the device instead of copying (sph_list_go sets GO_ALT in the go word lstate[0]; the
+ * kernels take both pairs and pick; docs/grid.md). Without lists the first pair is read. */
+#ifdef SPH_LIST
+#define SPH_ALT_(lstate) (((lstate)[0] & GO_ALT) != 0u)
+#else
+#define SPH_ALT_(lstate) 0
+#endif
+
 /* Qualifier of the read-only pointer arguments of the SPH loops: empty by default,
  * -DSPH_RESTRICT=restrict to let the compiler use the read-only data path (a benchmark switch). */
 #ifndef SPH_RESTRICT

@@ -73,8 +73,8 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
 }
 
 __kernel void sph_density(const uint n,
-                          __global const float4 *SPH_RESTRICT pos,   /* (x (m), mass (kg)), sorted */
-                          __global float4 *vel,         /* (v, rho): rho (kg/m^3) out (fluid) */
+                          __global const float4 *pos_a, /* (x (m), mass (kg)), sorted (or pos_b) */
+                          __global float4 *vel_a,       /* (v, rho): rho (kg/m^3) out (fluid) (or vel_b) */
                           __global const uchar *SPH_RESTRICT type,   /* PTYPE_*, sorted */
                           __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                           __constant const grid_params *gp, __constant const sph_params *P,
@@ -83,17 +83,22 @@ __kernel void sph_density(const uint n,
                           __global uint *nl_list1, __global uint *nl_list2, __global uint *nl_list3,
                           __global uint *nl_count,      /* written when lstate[0] (go) is set */
                           __global float4 *pos_ref,     /* lists: x_i where they were built, written on go */
-                          __global const uint *lstate,  /* lists: [0] go */
-                          const uint stride)            /* work-group spread (sph_item) */
+                          __global const uint *lstate,  /* lists: [0] go word (GO_REBUILD, GO_ALT) */
+                          const uint stride,            /* work-group spread (sph_item) */
+                          __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */
+                          __global float4 *vel_b)
 {
     const uint i = sph_item(stride);
     if (i >= n) return;
+    const int alt = SPH_ALT_(lstate);
+    __global const float4 *SPH_RESTRICT pos = alt ? pos_b : pos_a;
+    __global float4 *vel = alt ? vel_b : vel_a;
     const int fluid = type[i] == PTYPE_FLUID; /* boundary: sph_boundary */
     const float4 x_i = pos[i];
     float rho_i = 0.0f;
 #ifdef SPH_LIST
     /* a rebuild step: every particle's list, and the density on the way */
-    const int build = lstate[0] != 0u;
+    const int build = (lstate[0] & GO_REBUILD) != 0u;
     if (build) rho_i = sph_list_build(n, i, x_i, fluid, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1,
                                       nl_list2, nl_list3, nl_count, pos_ref);
 #else
@@ -117,8 +122,8 @@ __kernel void sph_density(const uint n,
 }
 
 __kernel void sph_boundary(const uint n,
-                           __global const float4 *SPH_RESTRICT pos,  /* (x (m), mass (kg)), sorted */
-                           __global float4 *vel,        /* (v, rho): fluid rho read, boundary rho written */
+                           __global const float4 *pos_a, /* (x (m), mass (kg)), sorted (or pos_b) */
+                           __global float4 *vel_a,      /* (v, rho): fluid rho read, boundary rho written (or vel_b) */
                            __global const uchar *SPH_RESTRICT type,  /* PTYPE_*, sorted */
                            __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                            __constant const grid_params *gp, __constant const sph_params *P,
@@ -127,11 +132,17 @@ __kernel void sph_boundary(const uint n,
                            __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,
                            __global const uint *SPH_RESTRICT nl_list3,
                            __global const uint *SPH_RESTRICT nl_count,
-                           const uint stride)           /* work-group spread (sph_item) */
+                           const uint stride,           /* work-group spread (sph_item) */
+                           __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */
+                           __global float4 *vel_b,
+                           __global const uint *lstate) /* lists: [0] go word */
 {
     const uint i = sph_item(stride);
     if (i >= n) return;
     if (type[i] != PTYPE_BOUNDARY) return;
+    const int alt = SPH_ALT_(lstate);
+    __global const float4 *SPH_RESTRICT pos = alt ? pos_b : pos_a;
+    __global float4 *vel = alt ? vel_b : vel_a;
     const float4 x_w = pos[i];
     const float support2 = P->support2;
     float sum_W = 0.0f, sum_pW = 0.0f;          /* 1/m^dims, Pa/m^dims */
@@ -176,18 +187,25 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
     pressure[i] = sph_eos(rho_i, P);
 }
 
-/* Neighbour lists (-DSPH_LIST; sph_common.h, docs/grid.md). lstate: [0] go (this step rebuilds
- * the grid and the lists), [1] need (set by sph_forces when a particle moved more than skin / 2
- * from where the lists were built), [2] number of rebuilds so far. */
+/* Neighbour lists (-DSPH_LIST; sph_common.h, docs/grid.md). lstate: [0] the go word: GO_REBUILD
+ * (this step rebuilds the grid and the lists) and GO_ALT (the state is in the second buffer
+ * pair), [1] need (set by sph_forces when a particle moved more than skin / 2 from where the
+ * lists were built), [2] number of rebuilds so far. */
 
-/* One work-item, first in a step: go = need (or force), need = 0, and count the rebuild. The
- * grid kernels (grid.h) and sph_density (which then builds the lists) read go, so the device
- * decides each step without the host. The host forces a rebuild in every step that writes a snapshot, so that a run resumed
- * from a snapshot (which starts with a rebuild) continues bit for bit as the original run. */
-__kernel void sph_list_go(__global uint *lstate, const uint force)
+/* One work-item, first in a step: GO_REBUILD = need (or force), need = 0, and count the
+ * rebuild. The grid kernels (grid.h) and sph_density (which then builds the lists) read it, so
+ * the device decides each step without the host. The host forces a rebuild in every step that
+ * writes a snapshot, so that a run resumed from a snapshot (which starts with a rebuild)
+ * continues bit for bit as the original run. With `swap` set (the host does not read the
+ * decision, sim.c), a step that keeps the grid flips GO_ALT: the last step's output becomes the
+ * state read, and nothing is copied; a rebuild gathers from the output into the other pair and
+ * keeps GO_ALT. */
+__kernel void sph_list_go(__global uint *lstate, const uint force, const uint swap)
 {
     const uint g = lstate[1] != 0u || force != 0u ? 1u : 0u;
-    lstate[0] = g;
+    uint alt = lstate[0] & GO_ALT;
+    if (!g && swap) alt ^= GO_ALT;
+    lstate[0] = (g ? GO_REBUILD : 0u) | alt;
     lstate[1] = 0u;
     lstate[2] += g;
 }

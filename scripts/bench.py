@@ -28,7 +28,7 @@ STAGES = [
     ("keys", ("grid_keys",)),
     ("sort", ("sort_",)),
     ("cell_table", ("cell_table",)),
-    ("reorder", ("grid_gather",)),
+    ("reorder", ("grid_gather", "grid_copy")),
     ("lists", ("sph_list_",)),
     ("density", ("sph_density", "sph_boundary")),
     ("forces+integrate", ("sph_forces",)),

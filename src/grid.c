@@ -19,6 +19,7 @@ struct grid {
     cl_program prog_keys, prog_table, prog_gather, prog_stats;
     cl_kernel k_keys, k_table, k_stats;
     cl_kernel k_gather[5]; /* element sizes 1, 2, 4, 8, 16 */
+    cl_kernel k_gather_state, k_copy_state; /* grid_gather_state */
     grid_sort *sort;
     cl_mem params;     /* grid_params, __constant */
     cl_mem cell_start; /* uint [n_cells] */
@@ -171,6 +172,8 @@ sph_status grid_create(grid **out, sph_device *d, const grid_params *gp, size_t 
     if (st == SPH_OK) st = device_kernel(g->prog_table, "cell_table", &g->k_table, e);
     if (st == SPH_OK) st = build(g, "gather.cl", &g->prog_gather, e);
     for (int i = 0; i < 5 && st == SPH_OK; ++i) st = device_kernel(g->prog_gather, gather_names[i], &g->k_gather[i], e);
+    if (st == SPH_OK) st = device_kernel(g->prog_gather, "grid_gather_state", &g->k_gather_state, e);
+    if (st == SPH_OK) st = device_kernel(g->prog_gather, "grid_copy_state", &g->k_copy_state, e);
     if (st == SPH_OK) st = device_alloc(d, sizeof(grid_params), "grid parameters", &g->params, e);
     if (st == SPH_OK) st = device_alloc(d, (size_t)gp->n_cells * 4, "grid cell_start table", &g->cell_start, e);
     if (st == SPH_OK) st = device_alloc(d, (size_t)gp->n_cells * 4, "grid cell_end table", &g->cell_end, e);
@@ -214,6 +217,8 @@ void grid_destroy(grid *g)
         if (ks[i]) clReleaseKernel(ks[i]);
     for (int i = 0; i < 5; ++i)
         if (g->k_gather[i]) clReleaseKernel(g->k_gather[i]);
+    if (g->k_gather_state) clReleaseKernel(g->k_gather_state);
+    if (g->k_copy_state) clReleaseKernel(g->k_copy_state);
     cl_program ps[4] = {g->prog_keys, g->prog_table, g->prog_gather, g->prog_stats};
     for (int i = 0; i < 4; ++i)
         if (ps[i]) clReleaseProgram(ps[i]);
@@ -233,7 +238,18 @@ static sph_status run1d(grid *g, cl_kernel k, size_t n, cl_event *ev, sph_error 
     return device_launch(g->d, k, (n + local - 1) / local * local, local, ev, e);
 }
 
-sph_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sph_error *e)
+/* Enqueue a kernel that loops over its n items with the launch's stride: at most 16
+ * work-groups per compute unit (enough to fill a GPU), so that a launch whose go word makes it
+ * return at once costs a few microseconds, not one work-group per 256 particles. */
+static sph_status run_strided(grid *g, cl_kernel k, size_t n, cl_event *ev, sph_error *e)
+{
+    if (n == 0) return SPH_OK;
+    size_t local = g->d->max_wg < GRID_LOCAL ? g->d->max_wg : GRID_LOCAL;
+    size_t groups = (n + local - 1) / local, cap = 16 * (size_t)(g->d->compute_units ? g->d->compute_units : 1);
+    return device_launch(g->d, k, (groups < cap ? groups : cap) * local, local, ev, e);
+}
+
+sph_status grid_build(grid *g, cl_mem pos, cl_mem pos_alt, size_t n, cl_mem flags, sph_error *e)
 {
     if (n > g->n_max)
         return SPH_FAIL(e, SPH_E_DEVICE, "grid_build: %zu particles, the grid was created for %zu", n, g->n_max);
@@ -252,8 +268,10 @@ sph_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sph_error *e)
     DEVICE_ARG(e, g->k_keys, 6, g->cell_end);
     cl_mem go = grid_sort_go(g->sort);
     DEVICE_ARG(e, g->k_keys, 7, go);
+    cl_mem alt = pos_alt ? pos_alt : pos;
+    DEVICE_ARG(e, g->k_keys, 8, alt);
     /* max(n, n_cells) work-items: the keys, and the emptied cell table */
-    SPH_TRY(run1d(g, g->k_keys, n > g->gp.n_cells ? n : g->gp.n_cells, prof ? &g->ev_keys : NULL, e));
+    SPH_TRY(run_strided(g, g->k_keys, n > g->gp.n_cells ? n : g->gp.n_cells, prof ? &g->ev_keys : NULL, e));
 
     SPH_TRY(grid_sort_run(g->sort, n, prof ? &g->ev_sort_first : NULL, prof ? &g->ev_sort_last : NULL, e));
 
@@ -264,7 +282,7 @@ sph_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sph_error *e)
     DEVICE_ARG(e, g->k_table, 3, g->cell_start);
     DEVICE_ARG(e, g->k_table, 4, g->cell_end);
     DEVICE_ARG(e, g->k_table, 5, go);
-    SPH_TRY(run1d(g, g->k_table, n, prof ? &g->ev_table : NULL, e));
+    SPH_TRY(run_strided(g, g->k_table, n, prof ? &g->ev_table : NULL, e));
     return SPH_OK;
 }
 
@@ -284,14 +302,37 @@ sph_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t
     if (n == 0) return SPH_OK;
     cl_kernel k = g->k_gather[which];
     const cl_uint n32 = (cl_uint)n;
-    cl_mem idx = grid_sort_index(g->sort);
+    cl_mem idx = grid_sort_index(g->sort), go = grid_sort_go(g->sort);
     DEVICE_ARG(e, k, 0, src);
     DEVICE_ARG(e, k, 1, idx);
     DEVICE_ARG(e, k, 2, n32);
     DEVICE_ARG(e, k, 3, dst);
-    cl_mem go = grid_sort_go(g->sort);
     DEVICE_ARG(e, k, 4, go);
     return run1d(g, k, n, NULL, e);
+}
+
+sph_status grid_gather_state(grid *g, cl_mem pos_src, cl_mem pos_dst, cl_mem vel_src, cl_mem vel_dst, cl_mem id,
+                             cl_mem id_tmp, cl_mem type, cl_mem type_tmp, size_t n, sph_error *e)
+{
+    if (n > g->n_max)
+        return SPH_FAIL(e, SPH_E_DEVICE, "grid_gather_state: %zu particles, the grid was created for %zu", n, g->n_max);
+    if (n == 0) return SPH_OK;
+    const cl_uint n32 = (cl_uint)n;
+    cl_mem idx = grid_sort_index(g->sort), go = grid_sort_go(g->sort);
+    cl_kernel k = g->k_gather_state;
+    const cl_mem args[9] = {pos_src, pos_dst, vel_src, vel_dst, id, id_tmp, type, type_tmp, idx};
+    for (cl_uint a = 0; a < 9; ++a) DEVICE_ARG(e, k, a, args[a]);
+    DEVICE_ARG(e, k, 9, n32);
+    DEVICE_ARG(e, k, 10, go);
+    SPH_TRY(run_strided(g, k, n, NULL, e));
+    k = g->k_copy_state;
+    DEVICE_ARG(e, k, 0, id_tmp);
+    DEVICE_ARG(e, k, 1, id);
+    DEVICE_ARG(e, k, 2, type_tmp);
+    DEVICE_ARG(e, k, 3, type);
+    DEVICE_ARG(e, k, 4, n32);
+    DEVICE_ARG(e, k, 5, go);
+    return run_strided(g, k, n, NULL, e);
 }
 
 cl_mem grid_index(const grid *g) { return grid_sort_index(g->sort); }

@@ -217,12 +217,20 @@ static void swap_mem(cl_mem *a, cl_mem *b)
     *b = t;
 }
 
-/* Grid rebuild on pos_next, then every per-particle array gathered into the new order. */
+/* Grid rebuild on pos_next, then every per-particle array gathered into the new order. With SPH
+ * lists whose buffer pairs the device swaps (sph.h), the rebuild, like the decision, happens on
+ * the device only if the go word says so, and reads whichever pair holds the last output: the
+ * keys and the gathers take both pairs (grid_gather_state). */
 static sph_status rebuild(sim_ctx *c, sph_error *e)
 {
     dev_state *st = &c->st;
     size_t n = st->n;
-    SPH_TRY(grid_build(c->g, st->pos_next, n, st->flags, e));
+    if (c->sph && sph_lists(c->sph) && !c->go_on_host) {
+        SPH_TRY(grid_build(c->g, st->pos_next, st->pos, n, st->flags, e));
+        return grid_gather_state(c->g, st->pos_next, st->pos, st->vel_next, st->vel, st->id, st->id_tmp, st->type,
+                                 st->type_tmp, n, e);
+    }
+    SPH_TRY(grid_build(c->g, st->pos_next, NULL, n, st->flags, e));
     SPH_TRY(grid_gather(c->g, st->pos_next, st->pos, 16, n, e));
     SPH_TRY(grid_gather(c->g, st->vel_next, st->vel, 16, n, e));
     SPH_TRY(grid_gather(c->g, st->id, st->id_tmp, 4, n, e));
@@ -346,6 +354,7 @@ static sph_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, lon
     particles *q = &c->sorted, *p = &c->hp;
     char why[512] = "no particle found in the current state (the flag was raised inside a step)";
     sync_writer(c, r, NULL); /* the writer is done with c->sorted and c->hp */
+    if (c->sph) SPH_TRY(sph_sync_pairs(c->sph, st, e)); /* the handles as the device uses them */
     r->last_step = step_hi;
     r->sim_time = step_hi * c->s->dt;
     SPH_TRY(device_read(&c->dev, rebuilt ? st->pos : st->pos_next, 0, n * 16, q->pos, e));
@@ -587,7 +596,10 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         st = s->mode == MODE_SPH ? sph_create(&c->sph, &c->dev, s, list_n, e)
                                  : contact_create(&c->contact, &c->dev, s, e);
     if (st == SPH_OK && c->sph) grid_set_go(c->g, sph_go_buffer(c->sph));
-    if (st == SPH_OK && c->sph && sph_lists(c->sph)) c->go_on_host = go_on_host(&c->dev);
+    if (st == SPH_OK && c->sph && sph_lists(c->sph)) {
+        c->go_on_host = go_on_host(&c->dev);
+        sph_set_swap_on_device(c->sph, !c->go_on_host);
+    }
     /* after the upload, before the first rebuild: the first step carries the impulses the
      * stored snapshot's next step carried */
     if (st == SPH_OK && c->contact && cstate) {
@@ -643,6 +655,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         }
         if (is_output && !(o->resume_path && step == first_step)) {
             cl_uint flags[2] = {0, 0};
+            if (c->sph) SPH_TRY(sph_sync_pairs(c->sph, &c->st, e)); /* read from the handles */
             SPH_TRY(check_flags(c, r, last_check, step, 1, flags, e));
             last_check = step;
             sph_status wst = write_snapshot(c, step, flags, r, e);

@@ -19,6 +19,7 @@ struct sph_solver {
     cl_program prog_density, prog_forces;
     cl_kernel k_density, k_boundary, k_pressure, k_forces;
     cl_kernel k_list_go;     /* neighbour lists only */
+    cl_kernel k_forces_alt;  /* neighbour lists only: sph_forces with the buffer pairs swapped */
     cl_mem params_buf; /* __constant sph_params */
     size_t local;      /* work-group size of the SPH kernels (the host rounds the global size up) */
     /* neighbour lists (sph.h); when off, the kernels get `dummy` for these arguments */
@@ -28,7 +29,8 @@ struct sph_solver {
                                            k / list_split (unused parts: dummy) */
     cl_mem nl_count;   /* uint [n_max] */
     cl_mem pos_ref;    /* float4 [n_max] */
-    cl_mem lstate;     /* uint [3]: go, need, rebuilds (kernels/sph_density.cl) */
+    cl_mem lstate;     /* uint [3]: go word, need, rebuilds (kernels/sph_density.cl) */
+    int swap_on_device; /* sph_list_go swaps the buffer pairs in steps that keep the grid */
     cl_mem dummy;      /* one uint */
 };
 
@@ -299,6 +301,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     sph_params_from_scene(sc, &s->params);
     s->lists = list_n > 0;
     s->list_n = list_n;
+    s->swap_on_device = 1;
     if (s->lists) s->params.list_cap = sph_list_cap(sc);
     static const char *kernel_opt[] = {"KERNEL_POLY6", "KERNEL_CUBIC", "KERNEL_WENDLAND"};
     /* SPHSIM_SPH_OPTIONS, a developers' knob for benchmarks (docs/performance.md), appends build
@@ -352,6 +355,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
         }
         if ((st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_list_go", &s->k_list_go, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_forces, "sph_forces_alt", &s->k_forces_alt, e)) != SPH_OK ||
             (st = device_alloc(d, list_n * 4, "SPH neighbour counts", &s->nl_count, e)) != SPH_OK ||
             (st = device_alloc(d, list_n * 16, "SPH list positions", &s->pos_ref, e)) != SPH_OK ||
             (st = device_alloc(d, sizeof init, "SPH list state", &s->lstate, e)) != SPH_OK ||
@@ -372,6 +376,7 @@ void sph_destroy(sph_solver *s)
     if (s->k_pressure) clReleaseKernel(s->k_pressure);
     if (s->k_forces) clReleaseKernel(s->k_forces);
     if (s->k_list_go) clReleaseKernel(s->k_list_go);
+    if (s->k_forces_alt) clReleaseKernel(s->k_forces_alt);
     for (int k = 0; k < SPH_LIST_MAX_PARTS; ++k)
         if (s->nl_list[k]) clReleaseMemObject(s->nl_list[k]);
     cl_mem ms[4] = {s->nl_count, s->pos_ref, s->lstate, s->dummy};
@@ -419,8 +424,8 @@ static sph_status set_list_args(sph_solver *s, cl_kernel k, cl_uint first, sph_e
 }
 
 /* sph_density and sph_boundary take the same first arguments; sph_density (`density`) also the
- * list build's outputs and the go word (it builds the lists in a rebuild step). Set them on `k`
- * and launch it. */
+ * list build's outputs (it builds the lists in a rebuild step). Both take the second buffer pair
+ * and the go word last. Set them on `k` and launch it. */
 static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, cl_uint n, cl_mem cell_start,
                                     cl_mem cell_end, cl_mem grid_params_buf, dev_state *st, sph_error *e)
 {
@@ -436,25 +441,32 @@ static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, cl_
     SPH_TRY(set_list_args(s, k, 9, e));
     cl_mem nl_count = s->lists ? s->nl_count : s->dummy;
     DEVICE_ARG(e, k, 9 + SPH_LIST_MAX_PARTS, nl_count);
+    cl_mem lstate = s->lists ? s->lstate : s->dummy;
     if (density) {
-        cl_mem pos_ref = s->lists ? s->pos_ref : s->dummy, lstate = s->lists ? s->lstate : s->dummy;
+        cl_mem pos_ref = s->lists ? s->pos_ref : s->dummy;
         DEVICE_ARG(e, k, 10 + SPH_LIST_MAX_PARTS, pos_ref);
         DEVICE_ARG(e, k, 11 + SPH_LIST_MAX_PARTS, lstate);
     }
-    const cl_uint stride = sph_stride(s, n);
-    DEVICE_ARG(e, k, (density ? 12 : 10) + SPH_LIST_MAX_PARTS, stride);
+    const cl_uint stride = sph_stride(s, n), a = (density ? 12 : 10) + SPH_LIST_MAX_PARTS;
+    DEVICE_ARG(e, k, a, stride);
+    DEVICE_ARG(e, k, a + 1, st->pos_next);
+    DEVICE_ARG(e, k, a + 2, st->vel_next);
+    if (!density) DEVICE_ARG(e, k, a + 3, lstate);
     return device_run1d(s->d, k, st->n, s->local, e);
 }
 
 int sph_lists(const sph_solver *s) { return s->lists; }
 cl_mem sph_go_buffer(const sph_solver *s) { return s->lists ? s->lstate : NULL; }
 
+void sph_set_swap_on_device(sph_solver *s, int on) { s->swap_on_device = on != 0; }
+
 sph_status sph_begin_step(sph_solver *s, int force, sph_error *e)
 {
     if (!s->lists) return SPH_OK;
-    const cl_uint f = force ? 1u : 0u;
+    const cl_uint f = force ? 1u : 0u, swap = s->swap_on_device ? 1u : 0u;
     DEVICE_ARG(e, s->k_list_go, 0, s->lstate);
     DEVICE_ARG(e, s->k_list_go, 1, f);
+    DEVICE_ARG(e, s->k_list_go, 2, swap);
     return device_launch(s->d, s->k_list_go, 1, 1, NULL, e);
 }
 
@@ -462,10 +474,26 @@ sph_status sph_read_go(sph_solver *s, int *go, sph_error *e)
 {
     *go = 1;
     if (!s->lists) return SPH_OK;
-    cl_uint g = 1;
+    cl_uint g = GO_REBUILD;
     SPH_TRY(device_read(s->d, s->lstate, 0, sizeof g, &g, e));
-    *go = g != 0;
+    *go = (g & GO_REBUILD) != 0;
     return SPH_OK;
+}
+
+sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e)
+{
+    if (!s->lists) return SPH_OK;
+    cl_uint g = 0;
+    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof g, &g, e));
+    if (!(g & GO_ALT)) return SPH_OK;
+    cl_mem t = st->pos;
+    st->pos = st->pos_next;
+    st->pos_next = t;
+    t = st->vel;
+    st->vel = st->vel_next;
+    st->vel_next = t;
+    g &= ~GO_ALT;
+    return device_write(s->d, s->lstate, 0, sizeof g, &g, e);
 }
 
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e)
@@ -498,15 +526,10 @@ sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end
     return run_density_stage(s, s->k_boundary, 0, n, cell_start, cell_end, grid_params_buf, st, e);
 }
 
-sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                              dev_state *st, sph_error *e)
+/* Set sph_forces' (or sph_forces_alt's) arguments on k and launch it. */
+static sph_status run_forces(sph_solver *s, cl_kernel k, cl_uint n, cl_mem cell_start, cl_mem cell_end,
+                             cl_mem grid_params_buf, dev_state *st, sph_error *e)
 {
-    if (st->n == 0) return SPH_OK;
-    if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
-    if (s->lists && st->n > s->list_n)
-        return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
-    const cl_uint n = (cl_uint)st->n;
-    cl_kernel k = s->k_forces;
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
     DEVICE_ARG(e, k, 2, st->vel);
@@ -528,6 +551,21 @@ sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end,
     const cl_uint stride = sph_stride(s, n);
     DEVICE_ARG(e, k, 15 + SPH_LIST_MAX_PARTS, stride);
     return device_run1d(s->d, k, st->n, s->local, e);
+}
+
+sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                              dev_state *st, sph_error *e)
+{
+    if (st->n == 0) return SPH_OK;
+    if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
+    if (s->lists && st->n > s->list_n)
+        return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
+    const cl_uint n = (cl_uint)st->n;
+    /* with lists whose pairs the device swaps, both sph_forces and sph_forces_alt (the same
+     * arguments); the one whose pair the go word names runs, the other returns at once */
+    SPH_TRY(run_forces(s, s->k_forces, n, cell_start, cell_end, grid_params_buf, st, e));
+    if (s->lists && s->swap_on_device) SPH_TRY(run_forces(s, s->k_forces_alt, n, cell_start, cell_end, grid_params_buf, st, e));
+    return SPH_OK;
 }
 
 sph_status sph_enqueue(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, dev_state *st,

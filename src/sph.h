@@ -58,6 +58,17 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);
  * 1 rebuild, 0 keep; 1 without lists. For devices where a wait costs less than the work a
  * kept step still does (sim.c, CPU devices). */
 sph_status sph_read_go(sph_solver *s, int *go, sph_error *e);
+/* Buffer pairs (docs/grid.md, "Swapped buffers"). By default (on) a step that keeps the grid
+ * swaps, on the device, which of (pos, vel) and (pos_next, vel_next) the kernels read and which
+ * sph_forces writes (GO_ALT in the go word), so nothing is copied and the host never waits;
+ * the grid's keys and gathers then take both pairs (sim.c). Off: the go word never gets
+ * GO_ALT, for a host that reads each decision and swaps its own handles (sph_read_go). */
+void sph_set_swap_on_device(sph_solver *s, int on);
+/* Make the handles name the pairs as the device uses them: after the last enqueued step's
+ * density stage has run (blocks on a small read), swap st->pos <-> st->pos_next and st->vel <->
+ * st->vel_next if GO_ALT is set, and clear it. The host calls it before it reads the state
+ * (sim.c: at snapshots, after a failure). */
+sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e);
 /* Tests: shorten the lists to `cap` entries (<= sph_list_cap), so that particles with more
  * neighbours take the fallback walk. */
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e);

@@ -3,13 +3,16 @@
  * Convention for one step (see sim.c):
  *   1. grid_build() computes keys from `pos_next` (the positions written by the last step,
  *      or the initial upload), sorts, and builds the cell table; its permutation `idx` maps
- *      sorted slot -> slot in the previous order. In a step whose go word is 0 (SPH neighbour
- *      lists, grid.h) the build keeps everything and the gathers below copy; on CPU devices
- *      the host reads that word instead and, in such a step, skips steps 1 and 2 and swaps
- *      pos <-> pos_next and vel <-> vel_next (sim.c, go_on_host).
+ *      sorted slot -> slot in the previous order. In a step whose go word lacks GO_REBUILD (SPH
+ *      neighbour lists, grid.h) the build and the gathers keep everything, and the device swaps
+ *      the roles of (pos, vel) and (pos_next, vel_next) (GO_ALT, sph.h; the host's handles
+ *      follow at sph_sync_pairs); where the host reads that word instead (go_on_host, sim.c), it
+ *      skips steps 1 and 2 in such a step and swaps its handles pos <-> pos_next and
+ *      vel <-> vel_next.
  *   2. sim gathers every per-particle array through idx: pos_next -> pos, vel_next -> vel,
  *      id -> id_tmp then swaps, and the same for type, mass and radius (the last two in
- *      particle mode only).
+ *      particle mode only); with the pairs swapped on the device, grid_gather_state gathers
+ *      pos and vel from whichever pair holds the output, and id and type in place.
  *   3. the solver reads pos/vel (sorted) and writes pos_next/vel_next for every particle
  *      (fixed boundary particles: the same position and zero velocity). SPH packs its
  *      per-particle state into the spare fourth components: pos.w = mass (set at upload,

@@ -136,7 +136,7 @@ int main(int argc, char **argv)
             const double t_start = now_s();
             for (int rep = -1; rep < reps; ++rep) { /* rep -1: warm-up */
                 const double t0 = now_s();
-                if (grid_build(g, src, n, NULL, &e) != SPH_OK) return die(&e);
+                if (grid_build(g, src, NULL, n, NULL, &e) != SPH_OK) return die(&e);
                 if (s) {
                     /* the tuned sort on the keys the grid just wrote */
                     cl_event a, b;

@@ -689,7 +689,7 @@ static void rg_rebuild(rgsys *r)
     dev_state *st = &r->st;
     size_t n = st->n;
     cl_mem t;
-    assert_int_equal(grid_build(r->g, st->pos_next, n, st->flags, &e), SPH_OK);
+    assert_int_equal(grid_build(r->g, st->pos_next, NULL, n, st->flags, &e), SPH_OK);
     assert_int_equal(grid_gather(r->g, st->pos_next, st->pos, 16, n, &e), SPH_OK);
     assert_int_equal(grid_gather(r->g, st->vel_next, st->vel, 16, n, &e), SPH_OK);
     assert_int_equal(grid_gather(r->g, st->id, st->id_tmp, 4, n, &e), SPH_OK);

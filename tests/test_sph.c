@@ -574,18 +574,24 @@ static void test_list_keep(void **state)
             /* move the fluid, keep the order and the cell table */
             const double half = 0.5 * 2.0 * s.h * s.skin, step = 0.48 * half / sqrt((double)dims);
             uint64_t seed = 42;
-            float *sorted = malloc(16 * n);
-            assert_non_null(sorted);
+            float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n);
+            assert_true(sorted && sorted_v);
             for (size_t i = 0; i < n; ++i)
                 if (p.type[i] == PTYPE_FLUID)
                     for (int a = 0; a < dims; ++a) p.pos[4 * i + a] += (float)(step * ref_sph_rand(&seed));
             for (size_t k = 0; k < n; ++k) {
                 memcpy(sorted + 4 * k, p.pos + 4 * r.order[k], 16);
                 sorted[4 * k + 3] = p.mass[r.order[k]]; /* pos.w = m */
+                memcpy(sorted_v + 4 * k, p.vel + 4 * r.order[k], 16);
             }
-            assert_int_equal(device_write(&f->d, r.st.pos, 0, 16 * n, sorted, &e), SPH_OK);
-            /* step 2: keep */
+            /* step 2: keep. The device swaps the buffer pairs (sph_set_swap_on_device, the
+             * default): the handles follow it, and the moved state goes where it reads. */
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+            cl_mem pos0 = r.st.pos;
+            assert_int_equal(sph_sync_pairs(sol, &r.st, &e), SPH_OK);
+            assert_true(r.st.pos != pos0); /* a kept step swapped */
+            assert_int_equal(device_write(&f->d, r.st.pos, 0, 16 * n, sorted, &e), SPH_OK);
+            assert_int_equal(device_write(&f->d, r.st.vel, 0, 16 * n, sorted_v, &e), SPH_OK);
             char label[64];
             snprintf(label, sizeof label, "kept %s %dD", lists == 1 ? "lists   " : "overflow", dims);
             step_vs_reference(f, sol, &r, &s, &p, label);
@@ -596,11 +602,15 @@ static void test_list_keep(void **state)
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
             assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
             assert_int_equal(rebuilds, 1);
+            pos0 = r.st.pos;
+            assert_int_equal(sph_sync_pairs(sol, &r.st, &e), SPH_OK);
+            assert_true(r.st.pos != pos0);
             /* one fluid particle moved more than skin / 2 from X0: sph_forces asks for a rebuild */
             size_t k0 = 0;
             while (p.type[r.order[k0]] != PTYPE_FLUID) ++k0;
             sorted[4 * k0] += (float)(1.6 * half);
             assert_int_equal(device_write(&f->d, r.st.pos, 0, 16 * n, sorted, &e), SPH_OK);
+            assert_int_equal(device_write(&f->d, r.st.vel, 0, 16 * n, sorted_v, &e), SPH_OK);
             assert_int_equal(sph_enqueue(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
             assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
@@ -615,6 +625,7 @@ static void test_list_keep(void **state)
             sph_destroy(sol);
             particles_free(&p);
             free(sorted);
+            free(sorted_v);
         }
 }
 
