@@ -457,9 +457,10 @@ def test_same_scene_same_device_is_bit_identical(work, resume_ref):
 
 
 def test_rebuild_decided_on_host_or_device_is_bit_identical(work, resume_ref):
-    """With neighbour lists, GPUs decide on the device whether a step rebuilds the grid (the host
-    never waits); CPU devices read that decision on the host and skip the grid's kernels and
-    copies in steps that keep it. Both ways must give the same file, bit for bit, and the run
+    """With neighbour lists the host reads each step's rebuild decision and, in steps that keep
+    the grid, enqueues no grid kernels and swaps its buffer handles; with SPHSIM_GO_ON_HOST=0 the
+    device decides alone and swaps the buffer pairs itself, and the host's handles follow at
+    each snapshot (sph_sync_pairs). Both ways must give the same file, bit for bit, and the run
     must have kept the grid in some steps and rebuilt it in others."""
     runs = {}
     for where in ("0", "1"):
