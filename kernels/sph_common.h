@@ -182,8 +182,10 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
  * kernels take both pairs and pick; docs/grid.md). Without lists the first pair is read. */
 #ifdef SPH_LIST
 #define SPH_ALT_(lstate) (((lstate)[0] & GO_ALT) != 0u)
+#define SPH_REBUILT_(lstate) (((lstate)[0] & GO_REBUILD) != 0u) /* this step re-sorted */
 #else
 #define SPH_ALT_(lstate) 0
+#define SPH_REBUILT_(lstate) 1 /* the cell walk re-sorts every step */
 #endif
 
 /* Qualifier of the read-only pointer arguments of the SPH loops: empty by default,

@@ -1,7 +1,7 @@
 /* sph_forces.cl: writes pos_next and vel_next (and OR-s FLAG_* into flags): the acceleration of
  * every fluid particle from pressure, viscosity and gravity, then the kick-drift leapfrog
  *   v_next = v + a dt,   x_next = x + v_next dt          (v is the half-step velocity)
- * Boundary particles never move: x_next = x, v_next = 0.
+ * Boundary particles never move: x_next = x, v_next = 0 (written only in a step that re-sorted).
  *
  * For a fluid particle i and neighbour j (dx = x_i - x_j, r = |dx|, grad W_ij = F(r) dx):
  *   pressure (Monaghan 1992, symmetric):  a_i -= m_j (p_i/rho_i^2 + p_j/rho_j^2) grad W_ij
@@ -38,12 +38,17 @@ inline void sph_forces_one(const uint i, const uint n,
                            __global const uint *SPH_RESTRICT nl_count, __global const float4 *SPH_RESTRICT pos_ref,
                            __global uint *lstate)
 {
-    const float4 x_i = pos[i];
     if (type[i] != PTYPE_FLUID) {
-        pos_next[i] = x_i;
-        vel_next[i] = (float4)(0.0f);
+        /* A wall particle stays where it is, at rest. Its entries in the pair written here
+         * already say so unless this step re-sorted: the two pairs take turns between steps
+         * that keep the grid (sim.c), and the one written now was read in the last step. */
+        if (SPH_REBUILT_(lstate)) {
+            pos_next[i] = pos[i];
+            vel_next[i] = (float4)(0.0f);
+        }
         return;
     }
+    const float4 x_i = pos[i];
     const float4 v_i = vel[i];
     const float rho_i = v_i.w;
     const float p_rho2_i = p_rho2[i];              /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
