@@ -27,9 +27,9 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
                             __global const uint *cell_end, __constant const grid_params *gp,
                             __constant const sph_params *P, __global uint *nl_list, __global uint *nl_list1,
                             __global uint *nl_list2, __global uint *nl_list3, __global uint *nl_count,
-                            __global float4 *pos_ref)
+                            __global float4 *pos_ref, __global const uint *lstate)
 {
-    const float radius2 = P->list_radius2, support2 = P->support2;
+    const float radius2 = P->list_radius2[lstate[4]], support2 = P->support2;
     const uint cap = P->list_cap;
     uint part = 0u, part_end = P->list_split; /* entries before part_end go to part `part` */
     SPH_LIST_OUT_ *out = (SPH_LIST_OUT_ *)nl_list + i;
@@ -100,7 +100,7 @@ __kernel void sph_density(const uint n,
     /* a rebuild step: every particle's list, and the density on the way */
     const int build = (lstate[0] & GO_REBUILD) != 0u;
     if (build) rho_i = sph_list_build(n, i, x_i, fluid, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1,
-                                      nl_list2, nl_list3, nl_count, pos_ref);
+                                      nl_list2, nl_list3, nl_count, pos_ref, lstate);
 #else
     const int build = 0;
 #endif
@@ -189,23 +189,44 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
 
 /* Neighbour lists (-DSPH_LIST; sph_common.h, docs/grid.md). lstate: [0] the go word: GO_REBUILD
  * (this step rebuilds the grid and the lists) and GO_ALT (the state is in the second buffer
- * pair), [1] need (set by sph_forces when a particle moved more than skin / 2 from where the
- * lists were built), [2] number of rebuilds so far. */
+ * pair), [1] need (set by sph_forces when a particle moved more than skin_k / 2 from where the
+ * lists were built), [2] number of rebuilds so far, [3] steps the lists have been kept, [4] the
+ * skin level k of the lists (skin_k = skin / 2^k, sph_params). */
 
-/* One work-item, first in a step: GO_REBUILD = need (or force), need = 0, and count the
- * rebuild. The grid kernels (grid.h) and sph_density (which then builds the lists) read it, so
- * the device decides each step without the host. The host forces a rebuild in every step that
- * writes a snapshot, so that a run resumed from a snapshot (which starts with a rebuild)
- * continues bit for bit as the original run. With `swap` set (the host does not read the
- * decision, sim.c), a step that keeps the grid flips GO_ALT: the last step's output becomes the
- * state read, and nothing is copied; a rebuild gathers from the output into the other pair and
- * keeps GO_ALT. */
-__kernel void sph_list_go(__global uint *lstate, const uint force, const uint swap)
+/* One work-item, first in a step: decides whether the step rebuilds (GO_REBUILD), clears need,
+ * and counts the rebuild. The grid kernels (grid.h) and sph_density (which then builds the
+ * lists) read it, so the device decides each step without the host.
+ *   - force (the host forces a rebuild in every step that writes a snapshot, so that a run
+ *     resumed from a snapshot, which starts with a rebuild, continues bit for bit as the
+ *     original run): rebuild at level 0, the scene's skin;
+ *   - need: rebuild; one level up (a larger skin) if the lists lasted fewer than
+ *     skin_grow_age[k] steps;
+ *   - lists kept skin_shrink_age[k] steps: rebuild one level down (a smaller skin: shorter
+ *     lists, cheaper loops, while the flow is slow enough to keep them many steps).
+ * The ages come from a cost model (sph.c, sph_params_from_scene). Only integer state, so the
+ * decisions are the same on every run of the same steps. With `swap` set (the host does not
+ * read the decision, sim.c), a step that keeps the grid flips GO_ALT: the last step's output
+ * becomes the state read, and nothing is copied; a rebuild gathers from the output into the
+ * other pair and keeps GO_ALT. */
+__kernel void sph_list_go(__global uint *lstate, const uint force, const uint swap, __constant const sph_params *P)
 {
-    const uint g = lstate[1] != 0u || force != 0u ? 1u : 0u;
+    const uint need = lstate[1], age = lstate[3], k = lstate[4];
+    uint g = 0u, k2 = k;
+    if (force) {
+        g = 1u;
+        k2 = 0u;
+    } else if (need) {
+        g = 1u;
+        if (k > 0u && age < P->skin_grow_age[k]) k2 = k - 1u;
+    } else if (age >= P->skin_shrink_age[k]) {
+        g = 1u;
+        k2 = k + 1u;
+    }
     uint alt = lstate[0] & GO_ALT;
     if (!g && swap) alt ^= GO_ALT;
     lstate[0] = (g ? GO_REBUILD : 0u) | alt;
     lstate[1] = 0u;
     lstate[2] += g;
+    lstate[3] = g ? 0u : age + 1u;
+    lstate[4] = k2;
 }

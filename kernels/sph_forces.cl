@@ -149,11 +149,11 @@ inline void sph_forces_one(const uint i, const uint n,
     vel_next[i] = v_next;
     if (bad) atomic_or(flags, bad);
 #ifdef SPH_LIST
-    { /* moved more than skin / 2 since the lists were built: the next step rebuilds them (a NaN
+    { /* moved more than skin_k / 2 since the lists were built: the next step rebuilds them (a NaN
        * position compares false here; the flags above stop the run) */
         float4 d = x_next - pos_ref[i];
         d.w = 0.0f;
-        if (dot(d, d) > P->skin_half2 && lstate[1] == 0u) atomic_or(lstate + 1, 1u);
+        if (dot(d, d) > P->skin_half2[lstate[4]] && lstate[1] == 0u) atomic_or(lstate + 1, 1u);
     }
 #endif
 }

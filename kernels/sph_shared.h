@@ -8,6 +8,9 @@
 
 #include "shared.h"
 
+/* Levels of the adaptive list skin (docs/grid.md, "Neighbour lists"). */
+#define SPH_SKIN_LEVELS 4
+
 typedef struct sph_params {
     float h;            /* m: smoothing length */
     float h_inv;        /* 1/m */
@@ -33,10 +36,15 @@ typedef struct sph_params {
     float wall_d0;      /* m: range of the tank-face barrier, 0.4 dx (dx = particle spacing) */
     float wall_k;       /* 1/s^2: stiffness of the barrier, min((c0 / (2 d0))^2, 1/dt^2) */
     sph_u32 dims;       /* 2 or 3 (also -DDIMS) */
-    /* neighbour lists (-DSPH_LIST; docs/grid.md, "Neighbour lists") */
-    float list_radius2; /* m^2: (support (1 + skin))^2, the radius a list is built with */
-    float skin_half2;   /* m^2: (support skin / 2)^2; a particle farther than this from where the
-                           lists were built makes the next step rebuild the grid and the lists */
+    /* neighbour lists (-DSPH_LIST; docs/grid.md, "Neighbour lists"), built with the skin of
+     * level k (the go word's companion lstate[4], set by sph_list_go): skin_k = skin / 2^k */
+    float list_radius2[SPH_SKIN_LEVELS]; /* m^2: (support (1 + skin_k))^2, the radius of the lists */
+    float skin_half2[SPH_SKIN_LEVELS];   /* m^2: (support skin_k / 2)^2; a particle farther than
+                           this from where the lists were built makes the next step rebuild */
+    sph_u32 skin_shrink_age[SPH_SKIN_LEVELS]; /* lists at level k kept this many steps: rebuild
+                           them at level k + 1 (0xffffffff: never) */
+    sph_u32 skin_grow_age[SPH_SKIN_LEVELS];   /* lists at level k outgrown after fewer kept steps
+                           than this: rebuild them at level k - 1 */
     sph_u32 list_cap;   /* entries per particle; a particle with more falls back to the cell walk */
     sph_u32 list_split; /* entries per list buffer (a multiple of 4): entry k is in part
                            k / list_split (more than one part when the list exceeds the largest

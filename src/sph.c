@@ -29,7 +29,7 @@ struct sph_solver {
                                            k / list_split (unused parts: dummy) */
     cl_mem nl_count;   /* uint [n_max] */
     cl_mem pos_ref;    /* float4 [n_max] */
-    cl_mem lstate;     /* uint [3]: go word, need, rebuilds (kernels/sph_density.cl) */
+    cl_mem lstate;     /* uint [5]: go word, need, rebuilds, age, skin level (kernels/sph_density.cl) */
     int swap_on_device; /* sph_list_go swaps the buffer pairs in steps that keep the grid */
     cl_mem dummy;      /* one uint */
 };
@@ -48,9 +48,35 @@ static size_t sph_local_size(void)
     return 64;
 }
 
+/* Steps x skin at which a neighbour list's rebuild and its longer loops cost the same
+ * (set_skin_levels): measured on the H200 (docs/performance.md, "adaptive skin"). */
+#define SPH_SKIN_C 2.4
+
 /* Tank-face barrier (docs/physics.md): range d0 = SPH_WALL_D0 dx; stiffness K = (c0 / (2 d0))^2,
  * which stops a particle meeting the face at up to c0 / 2, capped at 1/dt^2 for stability. */
 #define SPH_WALL_D0 0.4
+
+/* Adaptive skin (docs/grid.md): level k lists use skin_k = skin / 2^k, k < levels. A step costs
+ * its list loops, which grow with the skin, plus a rebuild spread over the L steps the lists
+ * last, and L is proportional to skin_k at a given speed; if the loops grew as (1 + skin_k)^3
+ * the sum would be least where L = C / skin_k with C = (rebuild) / (3 x loops). The loops gain
+ * less from a smaller skin than that (docs/performance.md), so C = SPH_SKIN_C comes from a
+ * sweep on the H200 instead (0.3, 0.6, 1.2, 2.4). Lists kept 2 C / skin_k steps move down a
+ * level; lists outgrown within C / (4 skin_k) move up (a level's L halves, so the two rules
+ * cannot alternate). SPHSIM_SKIN_C overrides C (benchmarks). */
+static void set_skin_levels(sph_params *p, double skin, int levels)
+{
+    const char *cv = getenv("SPHSIM_SKIN_C"); /* benchmarks: another SPH_SKIN_C */
+    const double c = cv && atof(cv) > 0.0 ? atof(cv) : SPH_SKIN_C;
+    for (int k = 0; k < SPH_SKIN_LEVELS; ++k) {
+        const double sk = skin / (double)(1 << k), rl = p->support * (1.0 + sk), half = 0.5 * p->support * sk;
+        const double l_opt = sk > 0.0 ? c / sk : 0.0;
+        p->list_radius2[k] = (float)(rl * rl);
+        p->skin_half2[k] = (float)(half * half);
+        p->skin_shrink_age[k] = k + 1 < levels && sk > 0.0 ? (sph_u32)ceil(2.0 * l_opt) : 0xffffffffu;
+        p->skin_grow_age[k] = k > 0 ? (sph_u32)floor(0.25 * l_opt) : 0u;
+    }
+}
 
 void sph_params_from_scene(const scene *s, sph_params *p)
 {
@@ -89,10 +115,18 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     p->wall_d0 = (float)d0;
     p->wall_k = (float)(s->dt > 0.0 ? fmin(omega * omega, 1.0 / (s->dt * s->dt)) : omega * omega);
     p->dims = (sph_u32)dims;
-    const double rl = p->support * (1.0 + s->skin), half = 0.5 * p->support * s->skin;
-    p->list_radius2 = (float)(rl * rl);
-    p->skin_half2 = (float)(half * half);
+    set_skin_levels(p, s->skin, SPH_SKIN_LEVELS);
     p->list_cap = 0; /* set by sph_create */
+}
+
+/* Skin levels on a device: all of them on GPUs, where the cost model was measured; 1 (the
+ * scene's skin, as before the adaptive skin) on CPU devices, where it was not (one PoCL run of
+ * the 3D dam break took 5 % longer with it). SPHSIM_SKIN_LEVELS (1-4) overrides it. */
+static int skin_levels(const sph_device *d)
+{
+    const char *v = getenv("SPHSIM_SKIN_LEVELS");
+    if (v && v[0] >= '1' && v[0] < '1' + SPH_SKIN_LEVELS && !v[1]) return v[0] - '0';
+    return d->is_gpu ? SPH_SKIN_LEVELS : 1;
 }
 
 unsigned sph_list_cap(const scene *s)
@@ -299,6 +333,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     s->d = d;
     s->local = sph_local_size();
     sph_params_from_scene(sc, &s->params);
+    set_skin_levels(&s->params, sc->skin, skin_levels(d));
     s->lists = list_n > 0;
     s->list_n = list_n;
     s->swap_on_device = 1;
@@ -342,7 +377,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     if (s->lists) {
         /* go = need = 1: the first step builds the lists (and sph_enqueue, which never runs
          * sph_list_go, rebuilds them every time) */
-        const cl_uint init[3] = {1, 1, 0};
+        const cl_uint init[5] = {GO_REBUILD, 1, 0, 0, 0};
         s->params.list_split = list_split(s->params.list_cap, parts);
         for (unsigned k = 0; k < parts; ++k)
             if ((st = device_alloc(d, list_n * s->params.list_split * 4, "SPH neighbour lists", &s->nl_list[k], e)) != SPH_OK) {
@@ -467,6 +502,7 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e)
     DEVICE_ARG(e, s->k_list_go, 0, s->lstate);
     DEVICE_ARG(e, s->k_list_go, 1, f);
     DEVICE_ARG(e, s->k_list_go, 2, swap);
+    DEVICE_ARG(e, s->k_list_go, 3, s->params_buf);
     return device_launch(s->d, s->k_list_go, 1, 1, NULL, e);
 }
 
@@ -511,6 +547,16 @@ sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e)
     cl_uint v[3];
     SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e));
     *rebuilds = (long)v[2];
+    return SPH_OK;
+}
+
+sph_status sph_list_level(sph_solver *s, int *level, sph_error *e)
+{
+    *level = 0;
+    if (!s->lists) return SPH_OK;
+    cl_uint v[5];
+    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e));
+    *level = (int)v[4];
     return SPH_OK;
 }
 

@@ -36,12 +36,14 @@ double sph_lattice_sum(int kernel, int dims, double h, double dx);
 sph_status sph_create(sph_solver **out, sph_device *d, const scene *s, size_t list_n, sph_error *e);
 
 /* Neighbour lists (docs/grid.md, "Neighbour lists"): each particle's list holds every particle
- * within support (1 + grid.skin), built at a grid rebuild; the SPH loops read it instead of
+ * within support (1 + skin_k), built at a grid rebuild; the SPH loops read it instead of
  * walking cells, and the grid and lists are rebuilt only in the step after some particle moved
- * more than skin / 2 from where they were built. The device decides: sph_begin_step, enqueued
- * first in every step, sets the go word (sph_go_buffer, for grid_set_go) that the grid kernels
- * and the list build read; `force` makes the step rebuild regardless (sim.c forces it in every
- * step that writes a snapshot, so that --resume continues bit for bit). */
+ * more than skin_k / 2 from where they were built. skin_k = grid.skin / 2^k adapts to the flow:
+ * lists kept long are rebuilt with a smaller skin, lists outgrown quickly with a larger one.
+ * The device decides: sph_begin_step, enqueued first in every step, sets the go word
+ * (sph_go_buffer, for grid_set_go) that the grid kernels and the list build read; `force` makes
+ * the step rebuild regardless, at level 0 (sim.c forces it in every step that writes a
+ * snapshot, so that --resume continues bit for bit). */
 #define SPH_LIST_MAX_PARTS 4 /* the list may be split over this many buffers (sph_list_parts) */
 unsigned sph_list_cap(const scene *s);              /* entries per particle */
 /* Buffers the lists of n particles with `cap` entries take, each at most max_alloc bytes (1 to
@@ -74,6 +76,8 @@ sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e);
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e);
 /* Grid and list rebuilds so far (blocks on a small read; 0 without lists). */
 sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e);
+/* Skin level k of the current lists: their skin is grid.skin / 2^k (blocks; 0 without lists). */
+sph_status sph_list_level(sph_solver *s, int *level, sph_error *e);
 void sph_destroy(sph_solver *s);
 
 /* The two halves of a step, enqueued separately so that sim.c can write a snapshot whose

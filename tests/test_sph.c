@@ -553,6 +553,27 @@ static void test_step_vs_reference(void **state)
  * match the brute-force reference at the new positions, with full lists and with every particle
  * over its list (the fallback walk on the kept grid). Then one particle moved beyond skin / 2
  * must make the following step rebuild, and a forced step rebuilds. */
+/* The particles p, moved on the host, into the device state in r's sorted order (sorted and
+ * sorted_v: scratch of 4 n floats each), where the device reads them: the buffer pairs may have
+ * been swapped on the device (sph_sync_pairs makes r's handles follow). The other pair gets the
+ * same, as a step leaves it there for the walls (sph_forces writes a wall only in a step that
+ * re-sorted). Returns whether the pairs had been swapped. */
+static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p, float *sorted, float *sorted_v)
+{
+    sph_error e;
+    const size_t n = p->n;
+    for (size_t k = 0; k < n; ++k) {
+        memcpy(sorted + 4 * k, p->pos + 4 * r->order[k], 16);
+        sorted[4 * k + 3] = p->mass[r->order[k]]; /* pos.w = m */
+        memcpy(sorted_v + 4 * k, p->vel + 4 * r->order[k], 16);
+    }
+    const cl_mem pos0 = r->st.pos;
+    assert_int_equal(sph_sync_pairs(sol, &r->st, &e), SPH_OK);
+    const cl_mem bufs[4] = {r->st.pos, r->st.pos_next, r->st.vel, r->st.vel_next};
+    for (int b = 0; b < 4; ++b) assert_int_equal(device_write(&f->d, bufs[b], 0, 16 * n, b < 2 ? sorted : sorted_v, &e), SPH_OK);
+    return r->st.pos != pos0;
+}
+
 static void test_list_keep(void **state)
 {
     fixture *f = *state;
@@ -580,19 +601,10 @@ static void test_list_keep(void **state)
             for (size_t i = 0; i < n; ++i)
                 if (p.type[i] == PTYPE_FLUID)
                     for (int a = 0; a < dims; ++a) p.pos[4 * i + a] += (float)(step * ref_sph_rand(&seed));
-            for (size_t k = 0; k < n; ++k) {
-                memcpy(sorted + 4 * k, p.pos + 4 * r.order[k], 16);
-                sorted[4 * k + 3] = p.mass[r.order[k]]; /* pos.w = m */
-                memcpy(sorted_v + 4 * k, p.vel + 4 * r.order[k], 16);
-            }
             /* step 2: keep. The device swaps the buffer pairs (sph_set_swap_on_device, the
              * default): the handles follow it, and the moved state goes where it reads. */
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-            cl_mem pos0 = r.st.pos;
-            assert_int_equal(sph_sync_pairs(sol, &r.st, &e), SPH_OK);
-            assert_true(r.st.pos != pos0); /* a kept step swapped */
-            assert_int_equal(device_write(&f->d, r.st.pos, 0, 16 * n, sorted, &e), SPH_OK);
-            assert_int_equal(device_write(&f->d, r.st.vel, 0, 16 * n, sorted_v, &e), SPH_OK);
+            assert_true(upload_moved(f, sol, &r, &p, sorted, sorted_v)); /* a kept step swapped */
             char label[64];
             snprintf(label, sizeof label, "kept %s %dD", lists == 1 ? "lists   " : "overflow", dims);
             step_vs_reference(f, sol, &r, &s, &p, label);
@@ -603,15 +615,11 @@ static void test_list_keep(void **state)
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
             assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
             assert_int_equal(rebuilds, 1);
-            pos0 = r.st.pos;
-            assert_int_equal(sph_sync_pairs(sol, &r.st, &e), SPH_OK);
-            assert_true(r.st.pos != pos0);
             /* one fluid particle moved more than skin / 2 from X0: sph_forces asks for a rebuild */
             size_t k0 = 0;
             while (p.type[r.order[k0]] != PTYPE_FLUID) ++k0;
-            sorted[4 * k0] += (float)(1.6 * half);
-            assert_int_equal(device_write(&f->d, r.st.pos, 0, 16 * n, sorted, &e), SPH_OK);
-            assert_int_equal(device_write(&f->d, r.st.vel, 0, 16 * n, sorted_v, &e), SPH_OK);
+            p.pos[4 * r.order[k0]] += (float)(1.6 * half);
+            assert_true(upload_moved(f, sol, &r, &p, sorted, sorted_v));
             assert_int_equal(sph_enqueue(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
             assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
@@ -628,6 +636,101 @@ static void test_list_keep(void **state)
             free(sorted);
             free(sorted_v);
         }
+}
+
+/* The adaptive skin (sph_list_go): lists nothing outgrows are rebuilt one level down (half the
+ * skin) after skin_shrink_age[k] kept steps, down to the last level, which keeps them; lists
+ * built there with the small skin still give the brute-force step after every fluid particle
+ * moved by up to 0.48 of that skin / 2; a particle moved 1.6 x that skin / 2 (a fifth of the
+ * scene's skin / 2) makes the next step rebuild, one level up, since the lists were outgrown
+ * within skin_grow_age. The buffer pairs are not swapped here (the state has no gathers to move
+ * it between them; test_list_keep swaps them). */
+static void test_adaptive_skin(void **state)
+{
+    fixture *f = *state;
+    for (int dims = 2; dims <= 3; ++dims) {
+        static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
+        scene s;
+        particles p;
+        perturbed_scene(&s, &p, dims, &wcsph, 700 + (uint64_t)dims);
+        s.skin = 0.2;
+        sph_error e;
+        const size_t n = p.n;
+        setenv("SPHSIM_SKIN_LEVELS", "4", 1); /* (the default on GPUs only) */
+        sph_solver *sol = make_solver_lists(&f->d, &s, 1, n);
+        unsetenv("SPHSIM_SKIN_LEVELS");
+        sph_set_swap_on_device(sol, 0); /* the state stays in r.st.pos/vel (no grid gathers here) */
+        const sph_params *P = sph_get_params(sol);
+        run r;
+        run_alloc_cell(&f->d, &r, n, &s, 2.0 * s.h * (1.0 + s.skin));
+        run_upload(&f->d, &r, &p);
+        long rebuilds = 0, expect = 1;
+        int level = -1;
+        assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+        assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+        for (int k = 0; k < SPH_SKIN_LEVELS; ++k) {
+            const unsigned keep = k + 1 < SPH_SKIN_LEVELS ? P->skin_shrink_age[k] : 40;
+            assert_true(keep >= 2 && keep <= 200);
+            for (unsigned a = 0; a < keep; ++a) { /* kept */
+                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+                assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+                assert_int_equal(rebuilds, expect);
+                assert_int_equal(sph_list_level(sol, &level, &e), SPH_OK);
+                assert_int_equal(level, k);
+            }
+            if (k + 1 == SPH_SKIN_LEVELS) break;
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK); /* rebuilt one level down */
+            assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(rebuilds, ++expect);
+            assert_int_equal(sph_list_level(sol, &level, &e), SPH_OK);
+            assert_int_equal(level, k + 1);
+        }
+        /* lists at the last level, built at X0: move every fluid particle within its skin / 2, at
+         * rest, so that the step's own motion stays well within it */
+        const double half = 0.5 * 2.0 * s.h * s.skin / (1 << (SPH_SKIN_LEVELS - 1));
+        const double step = 0.48 * half / sqrt((double)dims);
+        uint64_t seed = 43;
+        float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n);
+        assert_true(sorted && sorted_v);
+        for (size_t i = 0; i < n; ++i)
+            if (p.type[i] == PTYPE_FLUID)
+                for (int a = 0; a < dims; ++a) p.pos[4 * i + a] += (float)(step * ref_sph_rand(&seed));
+        memset(p.vel, 0, 16 * n);
+        upload_moved(f, sol, &r, &p, sorted, sorted_v);
+        char label[64];
+        snprintf(label, sizeof label, "skin/%d  %dD", 1 << (SPH_SKIN_LEVELS - 1), dims);
+        step_vs_reference(f, sol, &r, &s, &p, label);
+        assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+        assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+        assert_int_equal(rebuilds, expect); /* still kept */
+        /* one particle moved 1.6 x this skin / 2 (a fifth of the scene's skin / 2), twice: the
+         * first rebuild keeps the level (the lists had lasted long), the second, at once, goes
+         * one level up */
+        size_t k0 = 0;
+        while (p.type[r.order[k0]] != PTYPE_FLUID) ++k0;
+        for (int twice = 0; twice < 2; ++twice) {
+            if (twice) { /* the next step keeps the new lists */
+                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+                assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+                assert_int_equal(rebuilds, expect);
+            }
+            p.pos[4 * r.order[k0]] += (float)(1.6 * half);
+            upload_moved(f, sol, &r, &p, sorted, sorted_v);
+            assert_int_equal(sph_enqueue(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(rebuilds, ++expect);
+            assert_int_equal(sph_list_level(sol, &level, &e), SPH_OK);
+            assert_int_equal(level, SPH_SKIN_LEVELS - 1 - twice);
+            assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK); /* the new lists */
+        }
+        run_free(&r);
+        sph_destroy(sol);
+        particles_free(&p);
+        free(sorted);
+        free(sorted_v);
+    }
 }
 
 /* A tank filled with fluid on the lattice, boundary shell included: after sph_prepare every
@@ -936,6 +1039,7 @@ int main(void)
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_step_vs_reference),
         cmocka_unit_test(test_list_keep),
+        cmocka_unit_test(test_adaptive_skin),
         cmocka_unit_test(test_rest_lattice),
         cmocka_unit_test(test_hydrostatic_init),
         cmocka_unit_test(test_conservation),

@@ -375,9 +375,10 @@ def test_stop_signal_finishes_snapshot_and_closes_cleanly(work, kill_ref, sig, c
 
 # ---------------------------------------------------------------------------- resume
 
-def stop_midway(scene, out, extra=(), grids=4):
+def stop_midway(scene, out, extra=(), grids=4, env=None):
     proc = subprocess.Popen([str(BIN), str(scene), "-o", str(out), "--quiet", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=None if env is None else {**os.environ, **env})
     wait_for_grids(out, grids, proc)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
@@ -419,6 +420,24 @@ def test_resume_sph_is_bit_identical(work, resume_ref):
                 assert r["provenance"]["sets"] == ["time.end=0.2"]
                 assert "resumed after snapshot %d" % ns_b in f["sphsim"].attrs["resumes"]
     assert resolved[0] == resolved[1]
+
+
+def test_resume_with_adaptive_skin_is_bit_identical(work, resume_ref):
+    """The adaptive list skin (the default on GPUs, forced here with SPHSIM_SKIN_LEVELS=4, and
+    with a shorter cost constant so that it adapts between this scene's close snapshots) keeps
+    its state on the device only and restarts at the scene's skin at every snapshot, so a run
+    stopped and resumed must still equal the uninterrupted run, bit for bit; and the skin must
+    have adapted (another rebuild count than with the fixed skin)."""
+    env = {"SPHSIM_SKIN_LEVELS": "4", "SPHSIM_SKIN_C": "0.3"}
+    a, b = work / "adaptA.h5", work / "adaptB.h5"
+    p = sphsim(work / "resume.json", "-o", a, "--quiet", check_rc=0, env=env)
+    fixed = summary(sphsim(work / "resume.json", "-o", work / "adapt_fixed.h5", "--quiet", check_rc=0,
+                           env={"SPHSIM_SKIN_LEVELS": "1"}).stdout)
+    assert summary(p.stdout)["list_rebuilds"] != fixed["list_rebuilds"]
+    stop_midway(work / "resume.json", b, env=env)
+    sphsim("--resume", b, "--quiet", check_rc=0, env=env)
+    check_output(b, N_TINY, clean=True)
+    assert_same_files(a, b)
 
 
 def test_resume_particles_is_bit_identical(work):
