@@ -326,10 +326,8 @@ sph_status grid_gather_state(grid *g, cl_mem pos_src, cl_mem pos_dst, cl_mem vel
     DEVICE_ARG(e, k, 10, go);
     SPH_TRY(run_strided(g, k, n, NULL, e));
     k = g->k_copy_state;
-    DEVICE_ARG(e, k, 0, id_tmp);
-    DEVICE_ARG(e, k, 1, id);
-    DEVICE_ARG(e, k, 2, type_tmp);
-    DEVICE_ARG(e, k, 3, type);
+    const cl_mem back[4] = {id_tmp, id, type_tmp, type};
+    for (cl_uint a = 0; a < 4; ++a) DEVICE_ARG(e, k, a, back[a]);
     DEVICE_ARG(e, k, 4, n32);
     DEVICE_ARG(e, k, 5, go);
     return run_strided(g, k, n, NULL, e);

@@ -574,22 +574,30 @@ static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p,
     return r->st.pos != pos0;
 }
 
+/* The set-up of the list tests: the perturbed tank (seed) with skin 0.2, its solver with lists
+ * (`lists` as for make_solver_lists) and a run on cells of the list radius, uploaded. */
+static sph_solver *list_test_setup(fixture *f, scene *s, particles *p, run *r, int dims, uint64_t seed, int lists)
+{
+    static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
+    perturbed_scene(s, p, dims, &wcsph, seed);
+    s->skin = 0.2;
+    sph_solver *sol = make_solver_lists(&f->d, s, lists, p->n);
+    run_alloc_cell(&f->d, r, p->n, s, 2.0 * s->h * (1.0 + s->skin));
+    run_upload(&f->d, r, p);
+    return sol;
+}
+
 static void test_list_keep(void **state)
 {
     fixture *f = *state;
     for (int lists = 1; lists <= 2; ++lists)
         for (int dims = 2; dims <= 3; ++dims) {
-            static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
             scene s;
             particles p;
-            perturbed_scene(&s, &p, dims, &wcsph, 500 + (uint64_t)dims);
-            s.skin = 0.2;
+            run r;
+            sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 500 + (uint64_t)dims, lists);
             sph_error e;
             const size_t n = p.n;
-            sph_solver *sol = make_solver_lists(&f->d, &s, lists, n);
-            run r;
-            run_alloc_cell(&f->d, &r, n, &s, 2.0 * s.h * (1.0 + s.skin));
-            run_upload(&f->d, &r, &p);
             /* step 1: go (the first step always builds), lists at X0 */
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
             assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
@@ -649,21 +657,16 @@ static void test_adaptive_skin(void **state)
 {
     fixture *f = *state;
     for (int dims = 2; dims <= 3; ++dims) {
-        static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
         scene s;
         particles p;
-        perturbed_scene(&s, &p, dims, &wcsph, 700 + (uint64_t)dims);
-        s.skin = 0.2;
-        sph_error e;
-        const size_t n = p.n;
+        run r;
         setenv("SPHSIM_SKIN_LEVELS", "4", 1); /* (the default on GPUs only) */
-        sph_solver *sol = make_solver_lists(&f->d, &s, 1, n);
+        sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 700 + (uint64_t)dims, 1);
         unsetenv("SPHSIM_SKIN_LEVELS");
         sph_set_swap_on_device(sol, 0); /* the state stays in r.st.pos/vel (no grid gathers here) */
         const sph_params *P = sph_get_params(sol);
-        run r;
-        run_alloc_cell(&f->d, &r, n, &s, 2.0 * s.h * (1.0 + s.skin));
-        run_upload(&f->d, &r, &p);
+        sph_error e;
+        const size_t n = p.n;
         long rebuilds = 0, expect = 1;
         int level = -1;
         assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
