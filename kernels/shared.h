@@ -28,6 +28,6 @@ typedef uint64_t sph_u64;
 /* Bits of the neighbour grid's go word (grid.h), which every grid kernel reads: */
 #define GO_REBUILD 1u /* this step rebuilds the grid (else it keeps the last one) */
 #define GO_ALT 2u     /* the particle state is in the alternate buffers (grid_build's pos_alt,
-                       * grid_gather_pair; the SPH neighbour lists swap buffers on the device) */
+                       * grid_gather_state; the SPH neighbour lists swap buffers on the device) */
 
 #endif

@@ -59,18 +59,19 @@
 
 /* Neighbour lists (-DSPH_LIST, docs/grid.md "Neighbour lists"). In a step that rebuilds,
  * sph_list_build (called by sph_density) writes for every particle i the sorted indices j of all
- * particles within list_radius = support (1 + skin) of it, in the order of the walk, to
+ * particles within list_radius = support (1 + skin_k) of it (skin_k: the skin of this
+ * generation of lists, sph_list_go; a wall particle lists fluid only), in the order of the walk, to
  * nl_list[k n + i] (k < list_cap, a multiple of 4), and their number to nl_count[i]. With
  * -DSPH_LIST_PACK=4 (GPUs, sph.c) four entries share a uint4: entry k is component k % 4 of
  * ((uint4 *)nl_list)[(k / 4) n + i], so a work-item reads and writes 16 bytes at a time (PoCL,
  * which vectorises across work-items, is faster with single entries). Either way neighbouring
  * work-items read and write neighbouring words.
- * As long as every particle is within skin / 2 of where it was at the build, no pair can come
+ * As long as every particle is within skin_k / 2 of where it was at the build, no pair can come
  * within the support without being listed, so the loops read the list instead of walking the
  * cells (and the grid is not rebuilt: the order stays). A particle with more than list_cap
- * entries walks the cells of the kept grid instead, whose cells are at least support (1 + skin)
- * wide (sim.c), so that walk still finds every neighbour. The body tests r2 itself, as with the
- * walks; j == i is listed (the density's self term). SPH_LIST_BEGIN uses the kernel's n, P,
+ * entries walks the cells of the kept grid instead, whose cells are at least support
+ * (1 + grid.skin) wide (sim.c), so that walk still finds every neighbour. The body tests r2
+ * itself, as with the walks; a fluid particle lists j == i (the density's self term). SPH_LIST_BEGIN uses the kernel's n, P,
  * nl_list .. nl_list3 and nl_count. */
 /* A list longer than the largest buffer the device allows is split over up to four buffers
  * (arguments nl_list, nl_list1 .. nl_list3, sph.c): entries k of part k / list_split, a multiple

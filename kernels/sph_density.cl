@@ -81,7 +81,7 @@ __kernel void sph_density(const uint n,
                           __global float *p_rho2,       /* p/rho^2, out (fluid) */
                           __global uint *nl_list,       /* neighbour lists (-DSPH_LIST), parts 0-3: read, or */
                           __global uint *nl_list1, __global uint *nl_list2, __global uint *nl_list3,
-                          __global uint *nl_count,      /* written when lstate[0] (go) is set */
+                          __global uint *nl_count,      /* written when the go word has GO_REBUILD */
                           __global float4 *pos_ref,     /* lists: x_i where they were built, written on go */
                           __global const uint *lstate,  /* lists: [0] go word (GO_REBUILD, GO_ALT) */
                           const uint stride,            /* work-group spread (sph_item) */
@@ -218,7 +218,7 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
     } else if (need) {
         g = 1u;
         if (k > 0u && age < P->skin_grow_age[k]) k2 = k - 1u;
-    } else if (age >= P->skin_shrink_age[k]) {
+    } else if (k + 1u < SPH_SKIN_LEVELS && age >= P->skin_shrink_age[k]) {
         g = 1u;
         k2 = k + 1u;
     }
@@ -227,6 +227,6 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
     lstate[0] = (g ? GO_REBUILD : 0u) | alt;
     lstate[1] = 0u;
     lstate[2] += g;
-    lstate[3] = g ? 0u : age + 1u;
+    lstate[3] = g ? 0u : age + (age < 0xffffffffu ? 1u : 0u);
     lstate[4] = k2;
 }

@@ -1,4 +1,5 @@
-/* sph_forces.cl: writes pos_next and vel_next (and OR-s FLAG_* into flags): the acceleration of
+/* sph_forces.cl: writes pos_next and vel_next (sph_forces_alt: the other way round) and OR-s
+ * FLAG_* into flags: the acceleration of
  * every fluid particle from pressure, viscosity and gravity, then the kick-drift leapfrog
  *   v_next = v + a dt,   x_next = x + v_next dt          (v is the half-step velocity)
  * Boundary particles never move: x_next = x, v_next = 0 (written only in a step that re-sorted).
@@ -177,7 +178,7 @@ inline void sph_forces_one(const uint i, const uint n,
     __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,       \
     __global const uint *SPH_RESTRICT nl_list3, __global const uint *SPH_RESTRICT nl_count,       \
     __global const float4 *SPH_RESTRICT pos_ref, /* x_i where the lists were built */             \
-    __global uint *lstate,           /* [0] go word; [1] need: OR-ed 1 when x_i moved > skin/2 */  \
+    __global uint *lstate,           /* [0] go word; [1] need: OR-ed 1 when x_i moved > skin_k/2 */ \
     const uint stride                /* work-group spread (sph_item) */
 #define SPH_IN_ __global const float4 *SPH_RESTRICT
 #define SPH_OUT_ __global float4 *

@@ -92,7 +92,7 @@ sph_status grid_sort_create(grid_sort **out, sph_device *d, int key64, unsigned 
     s->n_max = n_max;
 
     char opts[256];
-    /* kernels/sort.cl: return early on a go word of 0, except on PoCL */
+    /* kernels/sort.cl: return early on a go word without GO_REBUILD, except on PoCL */
     const int go_return = strstr(d->platform_name, "Portable Computing Language") == NULL;
     snprintf(opts, sizeof opts, "-DKEY64=%d -DRADIX_BITS=%u -DWG=%u -DITEMS=%u -DSORT_GO_RETURN=%d", key64 ? 1 : 0,
              bits, wg, items, go_return);

@@ -73,8 +73,9 @@ static void set_skin_levels(sph_params *p, double skin, int levels)
         const double l_opt = sk > 0.0 ? c / sk : 0.0;
         p->list_radius2[k] = (float)(rl * rl);
         p->skin_half2[k] = (float)(half * half);
-        p->skin_shrink_age[k] = k + 1 < levels && sk > 0.0 ? (sph_u32)ceil(2.0 * l_opt) : 0xffffffffu;
-        p->skin_grow_age[k] = k > 0 ? (sph_u32)floor(0.25 * l_opt) : 0u;
+        const double shrink = ceil(2.0 * l_opt), grow = floor(0.25 * l_opt); /* clamped to 32 bits */
+        p->skin_shrink_age[k] = k + 1 < levels && sk > 0.0 && shrink < 4294967295.0 ? (sph_u32)shrink : 0xffffffffu;
+        p->skin_grow_age[k] = k > 0 ? (sph_u32)fmin(grow, 4294967295.0) : 0u;
     }
 }
 
@@ -115,7 +116,7 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     p->wall_d0 = (float)d0;
     p->wall_k = (float)(s->dt > 0.0 ? fmin(omega * omega, 1.0 / (s->dt * s->dt)) : omega * omega);
     p->dims = (sph_u32)dims;
-    set_skin_levels(p, s->skin, SPH_SKIN_LEVELS);
+    set_skin_levels(p, s->skin, 1); /* the fixed skin; sph_create sets the device's levels */
     p->list_cap = 0; /* set by sph_create */
 }
 
@@ -336,7 +337,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     set_skin_levels(&s->params, sc->skin, skin_levels(d));
     s->lists = list_n > 0;
     s->list_n = list_n;
-    s->swap_on_device = 1;
+    s->swap_on_device = 0; /* sim.c turns it on when the device decides (SPHSIM_GO_ON_HOST=0) */
     if (s->lists) s->params.list_cap = sph_list_cap(sc);
     static const char *kernel_opt[] = {"KERNEL_POLY6", "KERNEL_CUBIC", "KERNEL_WENDLAND"};
     /* SPHSIM_SPH_OPTIONS, a developers' knob for benchmarks (docs/performance.md), appends build

@@ -57,14 +57,15 @@ int sph_lists(const sph_solver *s);
 cl_mem sph_go_buffer(const sph_solver *s);          /* NULL without lists */
 sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);
 /* The go word of the step sph_begin_step just enqueued (blocks until the device has run it):
- * 1 rebuild, 0 keep; 1 without lists. For devices where a wait costs less than the work a
- * kept step still does (sim.c, CPU devices). */
+ * 1 rebuild, 0 keep; 1 without lists. sim.c reads it every step by default: the wait costs
+ * less than the launches a kept step would otherwise still make (docs/grid.md). */
 sph_status sph_read_go(sph_solver *s, int *go, sph_error *e);
-/* Buffer pairs (docs/grid.md, "Swapped buffers"). By default (on) a step that keeps the grid
- * swaps, on the device, which of (pos, vel) and (pos_next, vel_next) the kernels read and which
- * sph_forces writes (GO_ALT in the go word), so nothing is copied and the host never waits;
- * the grid's keys and gathers then take both pairs (sim.c). Off: the go word never gets
- * GO_ALT, for a host that reads each decision and swaps its own handles (sph_read_go). */
+/* Buffer pairs (docs/grid.md, "Neighbour lists": the device decides). On: a step that keeps
+ * the grid swaps, on the device, which of (pos, vel) and (pos_next, vel_next) the kernels read
+ * and which sph_forces writes (GO_ALT in the go word), so nothing is copied and the host never
+ * waits; the grid's keys and gathers then take both pairs (sim.c, SPHSIM_GO_ON_HOST=0). Off
+ * (the default): the go word never gets GO_ALT, for a host that reads each decision and swaps
+ * its own handles (sph_read_go). */
 void sph_set_swap_on_device(sph_solver *s, int on);
 /* Make the handles name the pairs as the device uses them: after the last enqueued step's
  * density stage has run (blocks on a small read), swap st->pos <-> st->pos_next and st->vel <->

@@ -4,23 +4,27 @@
  *   1. grid_build() computes keys from `pos_next` (the positions written by the last step,
  *      or the initial upload), sorts, and builds the cell table; its permutation `idx` maps
  *      sorted slot -> slot in the previous order. In a step whose go word lacks GO_REBUILD (SPH
- *      neighbour lists, grid.h) the build and the gathers keep everything, and the device swaps
- *      the roles of (pos, vel) and (pos_next, vel_next) (GO_ALT, sph.h; the host's handles
- *      follow at sph_sync_pairs); where the host reads that word instead (go_on_host, sim.c), it
- *      skips steps 1 and 2 in such a step and swaps its handles pos <-> pos_next and
- *      vel <-> vel_next.
+ *      neighbour lists, grid.h) the grid is kept: the host, which reads that word (the
+ *      default, go_on_host in sim.c), skips steps 1 and 2 and swaps its handles
+ *      pos <-> pos_next and vel <-> vel_next; with SPHSIM_GO_ON_HOST=0 the host enqueues them
+ *      anyway, they keep everything, and the device swaps the roles of the two pairs (GO_ALT,
+ *      sph.h; the host's handles follow at sph_sync_pairs).
  *   2. sim gathers every per-particle array through idx: pos_next -> pos, vel_next -> vel,
  *      id -> id_tmp then swaps, and the same for type, mass and radius (the last two in
  *      particle mode only); with the pairs swapped on the device, grid_gather_state gathers
  *      pos and vel from whichever pair holds the output, and id and type in place.
  *   3. the solver reads pos/vel (sorted) and writes pos_next/vel_next for every particle
- *      (fixed boundary particles: the same position and zero velocity). SPH packs its
- *      per-particle state into the spare fourth components: pos.w = mass (set at upload,
- *      carried by every step and gather), vel.w = rho (written by the density stage each step),
- *      plus p_rho2.
- * So between steps the current state is in pos_next/vel_next, in the order of id/type/mass/
+ *      (fixed boundary particles: the same position and zero velocity; SPH writes them only in
+ *      a step that re-sorted, since in a kept step the pair it writes was read the step before
+ *      and holds them already). SPH packs its per-particle state into the spare fourth
+ *      components: pos.w = mass (set at upload, carried by every step and gather), vel.w = rho
+ *      (written by the density stage each step), plus p_rho2.
+ * So between steps the current state is in pos_next/vel_next (with the pairs swapped on the
+ * device: in the pair GO_ALT names, until sph_sync_pairs), in the order of id/type/mass/
  * radius; a snapshot is read after steps 1-2 and the density stage of a step that always
- * rebuilds, from pos/vel with id/type/mass/radius (sim.c, enqueue_read_back). */
+ * rebuilds, from pos/vel with id/type/mass/radius (sim.c, enqueue_read_back). Both pairs hold
+ * valid wall particles in the current order after every SPH step: nothing may use a pair as
+ * scratch except in a step that re-sorts (the snapshot's pressure in vel_next is one). */
 #ifndef SPHSIM_STATE_H
 #define SPHSIM_STATE_H
 

@@ -596,6 +596,7 @@ static void test_list_keep(void **state)
             particles p;
             run r;
             sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 500 + (uint64_t)dims, lists);
+            sph_set_swap_on_device(sol, 1); /* as with SPHSIM_GO_ON_HOST=0 */
             sph_error e;
             const size_t n = p.n;
             /* step 1: go (the first step always builds), lists at X0 */
@@ -609,8 +610,8 @@ static void test_list_keep(void **state)
             for (size_t i = 0; i < n; ++i)
                 if (p.type[i] == PTYPE_FLUID)
                     for (int a = 0; a < dims; ++a) p.pos[4 * i + a] += (float)(step * ref_sph_rand(&seed));
-            /* step 2: keep. The device swaps the buffer pairs (sph_set_swap_on_device, the
-             * default): the handles follow it, and the moved state goes where it reads. */
+            /* step 2: keep. The device swaps the buffer pairs (sph_set_swap_on_device): the
+             * handles follow it, and the moved state goes where it reads. */
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
             assert_true(upload_moved(f, sol, &r, &p, sorted, sorted_v)); /* a kept step swapped */
             char label[64];
@@ -651,8 +652,8 @@ static void test_list_keep(void **state)
  * built there with the small skin still give the brute-force step after every fluid particle
  * moved by up to 0.48 of that skin / 2; a particle moved 1.6 x that skin / 2 (a fifth of the
  * scene's skin / 2) makes the next step rebuild, one level up, since the lists were outgrown
- * within skin_grow_age. The buffer pairs are not swapped here (the state has no gathers to move
- * it between them; test_list_keep swaps them). */
+ * within skin_grow_age. The buffer pairs are not swapped here (the solver's default: the state
+ * has no gathers to move it between them; test_list_keep swaps them). */
 static void test_adaptive_skin(void **state)
 {
     fixture *f = *state;
@@ -663,7 +664,6 @@ static void test_adaptive_skin(void **state)
         setenv("SPHSIM_SKIN_LEVELS", "4", 1); /* (the default on GPUs only) */
         sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 700 + (uint64_t)dims, 1);
         unsetenv("SPHSIM_SKIN_LEVELS");
-        sph_set_swap_on_device(sol, 0); /* the state stays in r.st.pos/vel (no grid gathers here) */
         const sph_params *P = sph_get_params(sol);
         sph_error e;
         const size_t n = p.n;

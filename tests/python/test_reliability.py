@@ -422,16 +422,18 @@ def test_resume_sph_is_bit_identical(work, resume_ref):
     assert resolved[0] == resolved[1]
 
 
-def test_resume_with_adaptive_skin_is_bit_identical(work, resume_ref):
+@pytest.mark.parametrize("where", ["1", "0"])
+def test_resume_with_adaptive_skin_is_bit_identical(work, resume_ref, where):
     """The adaptive list skin (the default on GPUs, forced here with SPHSIM_SKIN_LEVELS=4, and
     with a shorter cost constant so that it adapts between this scene's close snapshots) keeps
     its state on the device only and restarts at the scene's skin at every snapshot, so a run
     stopped and resumed must still equal the uninterrupted run, bit for bit; and the skin must
-    have adapted (another rebuild count than with the fixed skin)."""
-    env = {"SPHSIM_SKIN_LEVELS": "4", "SPHSIM_SKIN_C": "0.3"}
-    a, b = work / "adaptA.h5", work / "adaptB.h5"
+    have adapted (another rebuild count than with the fixed skin). With the host reading the
+    rebuild decisions (the default) and with the device deciding alone (SPHSIM_GO_ON_HOST=0)."""
+    env = {"SPHSIM_SKIN_LEVELS": "4", "SPHSIM_SKIN_C": "0.3", "SPHSIM_GO_ON_HOST": where}
+    a, b = work / f"adaptA{where}.h5", work / f"adaptB{where}.h5"
     p = sphsim(work / "resume.json", "-o", a, "--quiet", check_rc=0, env=env)
-    fixed = summary(sphsim(work / "resume.json", "-o", work / "adapt_fixed.h5", "--quiet", check_rc=0,
+    fixed = summary(sphsim(work / "resume.json", "-o", work / f"adapt_fixed{where}.h5", "--quiet", check_rc=0,
                            env={"SPHSIM_SKIN_LEVELS": "1"}).stdout)
     assert summary(p.stdout)["list_rebuilds"] != fixed["list_rebuilds"]
     stop_midway(work / "resume.json", b, env=env)
