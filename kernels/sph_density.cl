@@ -203,7 +203,7 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
  *     skin_grow_age[k] steps;
  *   - lists kept skin_shrink_age[k] steps: rebuild one level down (a smaller skin: shorter
  *     lists, cheaper loops, while the flow is slow enough to keep them many steps).
- * The ages come from a cost model (sph.c, sph_params_from_scene). Only integer state, so the
+ * The ages come from a cost model (sph.c, set_skin_levels). Only integer state, so the
  * decisions are the same on every run of the same steps. With `swap` set (the host does not
  * read the decision, sim.c), a step that keeps the grid flips GO_ALT: the last step's output
  * becomes the state read, and nothing is copied; a rebuild gathers from the output into the

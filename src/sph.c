@@ -67,7 +67,7 @@ static size_t sph_local_size(void)
 static void set_skin_levels(sph_params *p, double skin, int levels)
 {
     const char *cv = getenv("SPHSIM_SKIN_C"); /* benchmarks: another SPH_SKIN_C */
-    const double c = cv && atof(cv) > 0.0 ? atof(cv) : SPH_SKIN_C;
+    const double cv_val = cv ? atof(cv) : 0.0, c = cv_val > 0.0 ? cv_val : SPH_SKIN_C;
     for (int k = 0; k < SPH_SKIN_LEVELS; ++k) {
         const double sk = skin / (double)(1 << k), rl = p->support * (1.0 + sk), half = 0.5 * p->support * sk;
         const double l_opt = sk > 0.0 ? c / sk : 0.0;
@@ -519,7 +519,7 @@ sph_status sph_read_go(sph_solver *s, int *go, sph_error *e)
 
 sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e)
 {
-    if (!s->lists) return SPH_OK;
+    if (!s->lists || !s->swap_on_device) return SPH_OK; /* GO_ALT is never set: no read needed */
     cl_uint g = 0;
     SPH_TRY(device_read(s->d, s->lstate, 0, sizeof g, &g, e));
     if (!(g & GO_ALT)) return SPH_OK;

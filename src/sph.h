@@ -69,8 +69,9 @@ sph_status sph_read_go(sph_solver *s, int *go, sph_error *e);
 void sph_set_swap_on_device(sph_solver *s, int on);
 /* Make the handles name the pairs as the device uses them: after the last enqueued step's
  * density stage has run (blocks on a small read), swap st->pos <-> st->pos_next and st->vel <->
- * st->vel_next if GO_ALT is set, and clear it. The host calls it before it reads the state
- * (sim.c: at snapshots, after a failure). */
+ * st->vel_next if GO_ALT is set, and clear it; nothing (no read) while the device does not swap
+ * the pairs. The host calls it before it reads the state (sim.c: at snapshots, after a
+ * failure). */
 sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e);
 /* Tests: shorten the lists to `cap` entries (<= sph_list_cap), so that particles with more
  * neighbours take the fallback walk. */

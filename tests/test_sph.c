@@ -574,6 +574,14 @@ static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p,
     return r->st.pos != pos0;
 }
 
+/* Move every fluid particle of p by up to `step` (m) along each axis, at random from `seed`. */
+static void nudge_fluid(const scene *s, particles *p, double step, uint64_t seed)
+{
+    for (size_t i = 0; i < p->n; ++i)
+        if (p->type[i] == PTYPE_FLUID)
+            for (int a = 0; a < s->dims; ++a) p->pos[4 * i + a] += (float)(step * ref_sph_rand(&seed));
+}
+
 /* The set-up of the list tests: the perturbed tank (seed) with skin 0.2, its solver with lists
  * (`lists` as for make_solver_lists) and a run on cells of the list radius, uploaded. */
 static sph_solver *list_test_setup(fixture *f, scene *s, particles *p, run *r, int dims, uint64_t seed, int lists)
@@ -604,12 +612,9 @@ static void test_list_keep(void **state)
             assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
             /* move the fluid, keep the order and the cell table */
             const double half = 0.5 * 2.0 * s.h * s.skin, step = 0.48 * half / sqrt((double)dims);
-            uint64_t seed = 42;
             float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n);
             assert_true(sorted && sorted_v);
-            for (size_t i = 0; i < n; ++i)
-                if (p.type[i] == PTYPE_FLUID)
-                    for (int a = 0; a < dims; ++a) p.pos[4 * i + a] += (float)(step * ref_sph_rand(&seed));
+            nudge_fluid(&s, &p, step, 42);
             /* step 2: keep. The device swaps the buffer pairs (sph_set_swap_on_device): the
              * handles follow it, and the moved state goes where it reads. */
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
@@ -693,12 +698,9 @@ static void test_adaptive_skin(void **state)
          * rest, so that the step's own motion stays well within it */
         const double half = 0.5 * 2.0 * s.h * s.skin / (1 << (SPH_SKIN_LEVELS - 1));
         const double step = 0.48 * half / sqrt((double)dims);
-        uint64_t seed = 43;
         float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n);
         assert_true(sorted && sorted_v);
-        for (size_t i = 0; i < n; ++i)
-            if (p.type[i] == PTYPE_FLUID)
-                for (int a = 0; a < dims; ++a) p.pos[4 * i + a] += (float)(step * ref_sph_rand(&seed));
+        nudge_fluid(&s, &p, step, 43);
         memset(p.vel, 0, 16 * n);
         upload_moved(f, sol, &r, &p, sorted, sorted_v);
         char label[64];
