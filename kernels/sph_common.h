@@ -124,10 +124,23 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #define NL_PART_SWITCH_(k, part, end, p, T, i) /* one buffer: the check cost 5 % on the H200 */
 #endif
 
+/* Each SPH loop over lists is compiled twice, by a constant `list_walk` of its kernel: the
+ * main kernel (list_walk 0) takes the particles whose list holds all their neighbours
+ * (nl_count <= list_cap) and reads it; its _walk twin (list_walk 1), launched after it over a
+ * few looping work-groups, takes the particles over list_cap and walks the cells, and returns at
+ * once when the last list build found none (lstate[5], counted by sph_list_build). One loop
+ * for both cost 10-12 % of the step on the H200: the walk's state and branch in the list loop
+ * (docs/performance.md, "the fallback walk apart"). SPH_LIST_MINE_: particle i is the kernel's. */
+#ifdef SPH_LIST
+#define SPH_LIST_MINE_(i, list_walk) ((nl_count[i] > P->list_cap) == (list_walk))
+#else
+#define SPH_LIST_MINE_(i, list_walk) 1 /* the cell walk: one kernel for all */
+#endif
+#define SPH_LIST_WALKERS_(lstate) ((lstate)[5] != 0u)
 #define SPH_LIST_BEGIN(gp, cell_start, cell_end, xi, i, j)                                         \
     {                                                                                              \
         const uint nl_cnt_ = nl_count[i];                                                          \
-        const int nl_walk_ = nl_cnt_ > P->list_cap;                                                \
+        const int nl_walk_ = list_walk; /* the kernel's constant: its particles walk */           \
         NL_PTR_ nl_p_ = (NL_PTR_)nl_list + (i);                                                    \
         NL_ELEM_ nl_q_ = (NL_ELEM_)(0u);                                                           \
         uint nl_k_ = 0u;                                                                           \

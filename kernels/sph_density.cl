@@ -27,7 +27,7 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
                             __global const uint *cell_end, __constant const grid_params *gp,
                             __constant const sph_params *P, __global uint *nl_list, __global uint *nl_list1,
                             __global uint *nl_list2, __global uint *nl_list3, __global uint *nl_count,
-                            __global float4 *pos_ref, __global const uint *lstate)
+                            __global float4 *pos_ref, __global uint *lstate)
 {
     const float radius2 = P->list_radius2[lstate[4]], support2 = P->support2;
     const uint cap = P->list_cap;
@@ -68,41 +68,39 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
     else if (rest == 3u) *out = (uint4)(q.yzw, 0u);
 #endif
     nl_count[i] = c;
+    if (c > cap) atomic_inc(lstate + 5); /* a particle the _walk kernels take */
     pos_ref[i] = x_i;
     return rho_i;
 }
 
-__kernel void sph_density(const uint n,
-                          __global const float4 *pos_a, /* (x (m), mass (kg)), sorted (or pos_b) */
-                          __global float4 *vel_a,       /* (v, rho): rho (kg/m^3) out (fluid) (or vel_b) */
-                          __global const uchar *SPH_RESTRICT type,   /* PTYPE_*, sorted */
-                          __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
-                          __constant const grid_params *gp, __constant const sph_params *P,
-                          __global float *p_rho2,       /* p/rho^2, out (fluid) */
-                          __global uint *nl_list,       /* neighbour lists (-DSPH_LIST), parts 0-3: read, or */
-                          __global uint *nl_list1, __global uint *nl_list2, __global uint *nl_list3,
-                          __global uint *nl_count,      /* written when the go word has GO_REBUILD */
-                          __global float4 *pos_ref,     /* lists: x_i where they were built, written on go */
-                          __global const uint *lstate,  /* lists: [0] go word (GO_REBUILD, GO_ALT) */
-                          const uint stride,            /* work-group spread (sph_item) */
-                          __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */
-                          __global float4 *vel_b)
+/* The density of particle i: rho_i and p_i / rho_i^2 (fluid), and with lists in a step whose
+ * go word has GO_REBUILD the lists of every particle. list_walk and may_build: constants of
+ * each kernel below (list_walk: sph_common.h, SPH_LIST_MINE_; may_build 0: sph_density_kept,
+ * for a step the host knows keeps the lists, carries no list-build code, which made its loop
+ * faster on the H200, docs/performance.md). */
+inline void sph_density_one(const uint n, const uint i, __global const float4 *SPH_RESTRICT pos,
+                            __global float4 *vel, __global const uchar *SPH_RESTRICT type,
+                            __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
+                            __constant const grid_params *gp, __constant const sph_params *P,
+                            __global float *p_rho2, __global uint *nl_list, __global uint *nl_list1,
+                            __global uint *nl_list2, __global uint *nl_list3, __global uint *nl_count,
+                            __global float4 *pos_ref, __global uint *lstate, const int list_walk,
+                            const int may_build)
 {
-    const uint i = sph_item(stride);
-    if (i >= n) return;
-    const int alt = SPH_ALT_(lstate);
-    __global const float4 *SPH_RESTRICT pos = alt ? pos_b : pos_a;
-    __global float4 *vel = alt ? vel_b : vel_a;
+#ifdef SPH_LIST
+    /* a rebuild step: every particle's list, and the density on the way (sph_density alone);
+     * otherwise the particles whose lists this kernel reads */
+    const int build = may_build && (lstate[0] & GO_REBUILD) != 0u;
+    if (build ? list_walk : !SPH_LIST_MINE_(i, list_walk)) return;
+#else
+    const int build = 0;
+#endif
     const int fluid = type[i] == PTYPE_FLUID; /* boundary: sph_boundary */
     const float4 x_i = pos[i];
     float rho_i = 0.0f;
 #ifdef SPH_LIST
-    /* a rebuild step: every particle's list, and the density on the way */
-    const int build = (lstate[0] & GO_REBUILD) != 0u;
     if (build) rho_i = sph_list_build(n, i, x_i, fluid, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1,
                                       nl_list2, nl_list3, nl_count, pos_ref, lstate);
-#else
-    const int build = 0;
 #endif
     if (!fluid) return;
     if (!build) {
@@ -121,28 +119,68 @@ __kernel void sph_density(const uint n,
     p_rho2[i] = p_i / (rho_i * rho_i);
 }
 
-__kernel void sph_boundary(const uint n,
-                           __global const float4 *pos_a, /* (x (m), mass (kg)), sorted (or pos_b) */
-                           __global float4 *vel_a,      /* (v, rho): fluid rho read, boundary rho written (or vel_b) */
-                           __global const uchar *SPH_RESTRICT type,  /* PTYPE_*, sorted */
-                           __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
-                           __constant const grid_params *gp, __constant const sph_params *P,
-                           __global float *p_rho2,      /* p/rho^2: boundary written */
-                           __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3 */
-                           __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,
-                           __global const uint *SPH_RESTRICT nl_list3,
-                           __global const uint *SPH_RESTRICT nl_count,
-                           const uint stride,           /* work-group spread (sph_item) */
-                           __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */
-                           __global float4 *vel_b,
-                           __global const uint *lstate) /* lists: [0] go word */
+#define SPH_DENSITY_ARGS                                                                           \
+    const uint n,                                                                                  \
+    __global const float4 *pos_a, /* (x (m), mass (kg)), sorted (or pos_b) */                      \
+    __global float4 *vel_a,       /* (v, rho): rho (kg/m^3) out (fluid) (or vel_b) */              \
+    __global const uchar *SPH_RESTRICT type,   /* PTYPE_*, sorted */                               \
+    __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
+    __constant const grid_params *gp, __constant const sph_params *P,                             \
+    __global float *p_rho2,       /* p/rho^2, out (fluid) */                                       \
+    __global uint *nl_list,       /* neighbour lists (-DSPH_LIST), parts 0-3: read, or */          \
+    __global uint *nl_list1, __global uint *nl_list2, __global uint *nl_list3,                     \
+    __global uint *nl_count,      /* written when the go word has GO_REBUILD */                    \
+    __global float4 *pos_ref,     /* lists: x_i where they were built, written on go */            \
+    __global uint *lstate,        /* lists: [0] go word (GO_REBUILD, GO_ALT), [5] walkers */      \
+    const uint stride,            /* work-group spread (sph_item) */                               \
+    __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */                   \
+    __global float4 *vel_b
+
+__kernel void sph_density(SPH_DENSITY_ARGS)
 {
     const uint i = sph_item(stride);
     if (i >= n) return;
-    if (type[i] != PTYPE_BOUNDARY) return;
     const int alt = SPH_ALT_(lstate);
-    __global const float4 *SPH_RESTRICT pos = alt ? pos_b : pos_a;
-    __global float4 *vel = alt ? vel_b : vel_a;
+    sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, p_rho2,
+                    nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, 1);
+}
+
+#ifdef SPH_LIST
+/* sph_density for a step that keeps the lists (the host read the go word: no GO_REBUILD). */
+__kernel void sph_density_kept(SPH_DENSITY_ARGS)
+{
+    const uint i = sph_item(stride);
+    if (i >= n) return;
+    const int alt = SPH_ALT_(lstate);
+    sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, p_rho2,
+                    nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, 0);
+}
+#endif
+
+#ifdef SPH_LIST
+/* The particles over list_cap in a step that keeps the lists (launched over a few work-groups
+ * that loop, sph.c; returns at once when the last build found none). */
+__kernel void sph_density_walk(SPH_DENSITY_ARGS)
+{
+    if (!SPH_LIST_WALKERS_(lstate) || (lstate[0] & GO_REBUILD) != 0u) return;
+    const int alt = SPH_ALT_(lstate);
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0))
+        sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, p_rho2,
+                        nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 1, 0);
+}
+#endif
+
+/* The pressure and density of wall particle i (list_walk as in sph_density_one). */
+inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT pos, __global float4 *vel,
+                             __global const uchar *SPH_RESTRICT type,
+                             __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
+                             __constant const grid_params *gp, __constant const sph_params *P,
+                             __global float *p_rho2, const uint n, __global const uint *SPH_RESTRICT nl_list,
+                             __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,
+                             __global const uint *SPH_RESTRICT nl_list3, __global const uint *SPH_RESTRICT nl_count,
+                             const int list_walk)
+{
+    if (type[i] != PTYPE_BOUNDARY || !SPH_LIST_MINE_(i, list_walk)) return;
     const float4 x_w = pos[i];
     const float support2 = P->support2;
     float sum_W = 0.0f, sum_pW = 0.0f;          /* 1/m^dims, Pa/m^dims */
@@ -173,6 +211,44 @@ __kernel void sph_boundary(const uint n,
     p_rho2[i] = p_w / (rho_w * rho_w);
 }
 
+#define SPH_BOUNDARY_ARGS                                                                          \
+    const uint n,                                                                                  \
+    __global const float4 *pos_a, /* (x (m), mass (kg)), sorted (or pos_b) */                      \
+    __global float4 *vel_a,      /* (v, rho): fluid rho read, boundary rho written (or vel_b) */   \
+    __global const uchar *SPH_RESTRICT type,  /* PTYPE_*, sorted */                                \
+    __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
+    __constant const grid_params *gp, __constant const sph_params *P,                             \
+    __global float *p_rho2,      /* p/rho^2: boundary written */                                   \
+    __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3 */      \
+    __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,       \
+    __global const uint *SPH_RESTRICT nl_list3,                                                   \
+    __global const uint *SPH_RESTRICT nl_count,                                                   \
+    const uint stride,           /* work-group spread (sph_item) */                                \
+    __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */                   \
+    __global float4 *vel_b,                                                                        \
+    __global const uint *lstate  /* lists: [0] go word, [5] walkers */
+
+__kernel void sph_boundary(SPH_BOUNDARY_ARGS)
+{
+    const uint i = sph_item(stride);
+    if (i >= n) return;
+    const int alt = SPH_ALT_(lstate);
+    sph_boundary_one(i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, p_rho2, n,
+                     nl_list, nl_list1, nl_list2, nl_list3, nl_count, 0);
+}
+
+#ifdef SPH_LIST
+/* The wall particles over list_cap (as sph_density_walk, in every step). */
+__kernel void sph_boundary_walk(SPH_BOUNDARY_ARGS)
+{
+    if (!SPH_LIST_WALKERS_(lstate)) return;
+    const int alt = SPH_ALT_(lstate);
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0))
+        sph_boundary_one(i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, p_rho2, n,
+                         nl_list, nl_list1, nl_list2, nl_list3, nl_count, 1);
+}
+#endif
+
 /* pressure_i = EOS(rho_i) for output (the same function the density stage applies; for boundary
  * particles rho_w = EOS^-1(p_w) gives p_w back). */
 __kernel void sph_pressure(const uint n, __constant const sph_params *P,
@@ -191,18 +267,22 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
  * (this step rebuilds the grid and the lists) and GO_ALT (the state is in the second buffer
  * pair), [1] need (set by sph_forces when a particle moved more than skin_k / 2 from where the
  * lists were built), [2] number of rebuilds so far, [3] steps the lists have been kept, [4] the
- * skin level k of the lists (skin_k = skin / 2^k, sph_params). */
+ * skin level k of the lists (skin_k = skin / 2^k, sph_params), [5] particles over list_cap at the
+ * last build (the _walk kernels' work; sph_common.h). */
 
 /* One work-item, first in a step: decides whether the step rebuilds (GO_REBUILD), clears need,
  * and counts the rebuild. The grid kernels (grid.h) and sph_density (which then builds the
  * lists) read it, so the device decides each step without the host.
- *   - force (the host forces a rebuild in every step that writes a snapshot, so that a run
- *     resumed from a snapshot, which starts with a rebuild, continues bit for bit as the
- *     original run): rebuild at level 0, the scene's skin;
- *   - need: rebuild; one level up (a larger skin) if the lists lasted fewer than
- *     skin_grow_age[k] steps;
- *   - lists kept skin_shrink_age[k] steps: rebuild one level down (a smaller skin: shorter
- *     lists, cheaper loops, while the flow is slow enough to keep them many steps).
+ *   - need (set by sph_forces) or force (the host forces a rebuild in every step that writes a
+ *     snapshot, so that a run resumed from a snapshot, which starts with a rebuild, continues
+ *     bit for bit as the original run): rebuild; with need, one level up (a larger skin) if the
+ *     lists lasted fewer than skin_grow_age[k] steps;
+ *   - otherwise (also when forced) lists kept skin_shrink_age[k] steps: rebuild one level down
+ *     (a smaller skin: shorter lists, cheaper loops, while the flow is slow enough to keep
+ *     them many steps).
+ * A snapshot stores the level its step's lists were built at (sph_state_save), and a resumed
+ * run starts there with need and age 0, which this rule keeps: it then decides as the
+ * original run did from that step on.
  * The ages come from a cost model (sph.c, set_skin_levels). Only integer state, so the
  * decisions are the same on every run of the same steps. With `swap` set (the host does not
  * read the decision, sim.c), a step that keeps the grid flips GO_ALT: the last step's output
@@ -211,12 +291,8 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
 __kernel void sph_list_go(__global uint *lstate, const uint force, const uint swap, __constant const sph_params *P)
 {
     const uint need = lstate[1], age = lstate[3], k = lstate[4];
-    uint g = 0u, k2 = k;
-    if (force) {
-        g = 1u;
-        k2 = 0u;
-    } else if (need) {
-        g = 1u;
+    uint g = force || need ? 1u : 0u, k2 = k;
+    if (need) {
         if (k > 0u && age < P->skin_grow_age[k]) k2 = k - 1u;
     } else if (k + 1u < SPH_SKIN_LEVELS && age >= P->skin_shrink_age[k]) {
         g = 1u;
@@ -229,4 +305,5 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
     lstate[2] += g;
     lstate[3] = g ? 0u : age + (age < 0xffffffffu ? 1u : 0u);
     lstate[4] = k2;
+    if (g) lstate[5] = 0u; /* counted again by the list build */
 }

@@ -23,7 +23,7 @@
 #include "sph_common.h"
 
 /* The step of fluid particle i (or the copy of wall particle i) from (pos, vel) into
- * (pos_next, vel_next). */
+ * (pos_next, vel_next). list_walk: a constant of each kernel (sph_common.h, SPH_LIST_MINE_). */
 inline void sph_forces_one(const uint i, const uint n,
                            __global const float4 *SPH_RESTRICT pos,      /* (x (m), m (kg)), sorted */
                            __global const float4 *SPH_RESTRICT vel,      /* (v (m/s), rho (kg/m^3)), sorted */
@@ -37,8 +37,9 @@ inline void sph_forces_one(const uint i, const uint n,
                            __global const uint *SPH_RESTRICT nl_list, __global const uint *SPH_RESTRICT nl_list1,
                            __global const uint *SPH_RESTRICT nl_list2, __global const uint *SPH_RESTRICT nl_list3,
                            __global const uint *SPH_RESTRICT nl_count, __global const float4 *SPH_RESTRICT pos_ref,
-                           __global uint *lstate)
+                           __global uint *lstate, const int list_walk)
 {
+    if (!SPH_LIST_MINE_(i, list_walk)) return; /* the other kernel's (sph_common.h) */
     if (type[i] != PTYPE_FLUID) {
         /* A wall particle stays where it is, at rest. Its entries in the pair written here
          * already say so unless this step re-sorted: the two pairs take turns between steps
@@ -183,12 +184,15 @@ inline void sph_forces_one(const uint i, const uint n,
 #define SPH_IN_ __global const float4 *SPH_RESTRICT
 #define SPH_OUT_ __global float4 *
 
+#define SPH_FORCES_ONE_(X0, V0, X1, V1, i, list_walk)                                              \
+    sph_forces_one(i, n, X0, V0, type, p_rho2, cell_start, cell_end, gp, P, X1, V1, flags, nl_list, nl_list1, \
+                   nl_list2, nl_list3, nl_count, pos_ref, lstate, list_walk)
+
 __kernel void sph_forces(SPH_FORCES_ARGS(SPH_IN_, SPH_IN_, SPH_OUT_, SPH_OUT_))
 {
     const uint i = sph_item(stride);
     if (i >= n || SPH_ALT_(lstate)) return;
-    sph_forces_one(i, n, pos, vel, type, p_rho2, cell_start, cell_end, gp, P, pos_next, vel_next, flags, nl_list,
-                   nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate);
+    SPH_FORCES_ONE_(pos, vel, pos_next, vel_next, i, 0);
 }
 
 #ifdef SPH_LIST
@@ -196,7 +200,19 @@ __kernel void sph_forces_alt(SPH_FORCES_ARGS(SPH_OUT_, SPH_OUT_, SPH_IN_, SPH_IN
 {
     const uint i = sph_item(stride);
     if (i >= n || !SPH_ALT_(lstate)) return;
-    sph_forces_one(i, n, pos_next, vel_next, type, p_rho2, cell_start, cell_end, gp, P, pos, vel, flags, nl_list,
-                   nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate);
+    SPH_FORCES_ONE_(pos_next, vel_next, pos, vel, i, 0);
+}
+
+/* The particles over list_cap (sph_common.h): launched over a few work-groups that loop. */
+__kernel void sph_forces_walk(SPH_FORCES_ARGS(SPH_IN_, SPH_IN_, SPH_OUT_, SPH_OUT_))
+{
+    if (!SPH_LIST_WALKERS_(lstate) || SPH_ALT_(lstate)) return;
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) SPH_FORCES_ONE_(pos, vel, pos_next, vel_next, i, 1);
+}
+
+__kernel void sph_forces_alt_walk(SPH_FORCES_ARGS(SPH_OUT_, SPH_OUT_, SPH_IN_, SPH_IN_))
+{
+    if (!SPH_LIST_WALKERS_(lstate) || !SPH_ALT_(lstate)) return;
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) SPH_FORCES_ONE_(pos_next, vel_next, pos, vel, i, 1);
 }
 #endif

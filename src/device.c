@@ -458,6 +458,13 @@ sph_status device_run1d(sph_device *d, cl_kernel k, size_t n, size_t local, sph_
     return device_launch(d, k, global, local, NULL, e);
 }
 
+sph_status device_run_strided(sph_device *d, cl_kernel k, size_t n, size_t local, cl_event *ev, sph_error *e)
+{
+    if (n == 0) return SPH_OK;
+    const size_t groups = (n + local - 1) / local, cap = 16 * (size_t)(d->compute_units ? d->compute_units : 1);
+    return device_launch(d, k, (groups < cap ? groups : cap) * local, local, ev, e);
+}
+
 sph_status device_write(sph_device *d, cl_mem buf, size_t offset, size_t bytes, const void *src, sph_error *e)
 {
     if (bytes == 0) return SPH_OK;

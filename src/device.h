@@ -69,6 +69,12 @@ sph_status device_alloc(sph_device *d, size_t bytes, const char *what, cl_mem *o
  * driver choose and launch exactly n). Kernels must ignore ids >= n. */
 sph_status device_run1d(sph_device *d, cl_kernel k, size_t n, size_t local, sph_error *e);
 
+/* Enqueue a kernel that loops over its n items with the stride of its global size: n work-items
+ * in groups of `local` (> 0), but at most 16 work-groups per compute unit (enough to fill a
+ * GPU), so that a launch that returns at once (a go word, nothing to do) costs a few
+ * microseconds, not one work-group per `local` items. `ev` as in device_launch. */
+sph_status device_run_strided(sph_device *d, cl_kernel k, size_t n, size_t local, cl_event *ev, sph_error *e);
+
 /* Enqueue a 1D range of exactly `global` work-items in groups of `local` (0 = driver's
  * choice). `ev` (may be NULL) receives the launch's event. Every launch goes through here, so
  * that --profile sees every kernel. */

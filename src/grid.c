@@ -238,15 +238,10 @@ static sph_status run1d(grid *g, cl_kernel k, size_t n, cl_event *ev, sph_error 
     return device_launch(g->d, k, (n + local - 1) / local * local, local, ev, e);
 }
 
-/* Enqueue a kernel that loops over its n items with the launch's stride: at most 16
- * work-groups per compute unit (enough to fill a GPU), so that a launch whose go word makes it
- * return at once costs a few microseconds, not one work-group per 256 particles. */
+/* A kernel that loops over its n items (device_run_strided). */
 static sph_status run_strided(grid *g, cl_kernel k, size_t n, cl_event *ev, sph_error *e)
 {
-    if (n == 0) return SPH_OK;
-    size_t local = g->d->max_wg < GRID_LOCAL ? g->d->max_wg : GRID_LOCAL;
-    size_t groups = (n + local - 1) / local, cap = 16 * (size_t)(g->d->compute_units ? g->d->compute_units : 1);
-    return device_launch(g->d, k, (groups < cap ? groups : cap) * local, local, ev, e);
+    return device_run_strided(g->d, k, n, g->d->max_wg < GRID_LOCAL ? g->d->max_wg : GRID_LOCAL, ev, e);
 }
 
 sph_status grid_build(grid *g, cl_mem pos, cl_mem pos_alt, size_t n, cl_mem flags, sph_error *e)

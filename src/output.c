@@ -967,9 +967,13 @@ static int write_device_order(output *o, const uint32_t *order, hsize_t k)
     return rc;
 }
 
-/* ---- the contact solver's carried state (opaque bytes, see output.h) ---- */
-#define RESTART_STATE "/sphsim/restart/contact_state"             /* uint8[2, W] */
-#define RESTART_STATE_BYTES "/sphsim/restart/contact_state_bytes" /* int64[2] */
+/* ---- the solver's restart state (opaque bytes, see output.h) ---- */
+#define RESTART_STATE "/sphsim/restart/solver_state"             /* uint8[2, W] */
+#define RESTART_STATE_BYTES "/sphsim/restart/solver_state_bytes" /* int64[2] */
+/* the same datasets under their names before the SPH solver stored a state too (particle-mode
+ * files of older versions), read when a file has no solver_state */
+#define RESTART_STATE_OLD "/sphsim/restart/contact_state"
+#define RESTART_STATE_BYTES_OLD "/sphsim/restart/contact_state_bytes"
 
 /* Write (or read) the block at `off` of `cnt` elements of dataset `path` (rank 1 or 2). */
 static int ds_block(hid_t f, const char *path, hid_t mtype, int rank, const hsize_t *off, const hsize_t *cnt, void *buf,
@@ -988,13 +992,14 @@ static int ds_block(hid_t f, const char *path, hid_t mtype, int rank, const hsiz
     return ok ? 0 : -1;
 }
 
-/* Bytes per row of the contact-state dataset: 0 when the file has none, -1 when it is unusable. */
-static long long state_width(hid_t f)
+/* Bytes per row of the state dataset `name` (with its lengths in `name_bytes`): 0 when the file
+ * has none, -1 when it is unusable. */
+static long long state_width_of(hid_t f, const char *name, const char *name_bytes)
 {
-    int have = link_exists(f, RESTART_STATE), have_len = link_exists(f, RESTART_STATE_BYTES);
+    int have = link_exists(f, name), have_len = link_exists(f, name_bytes);
     if (!have && !have_len) return 0;
     if (!have || !have_len) return -1;
-    hid_t ds = H5Dopen2(f, RESTART_STATE, H5P_DEFAULT);
+    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
     if (ds < 0) return -1;
     hid_t fs = H5Dget_space(ds);
     hsize_t dims[2] = {0, 0};
@@ -1007,7 +1012,9 @@ static long long state_width(hid_t f)
     return w;
 }
 
-/* The two contact-state datasets for rows of `width` bytes: contiguous, allocated and zeroed
+static long long state_width(hid_t f) { return state_width_of(f, RESTART_STATE, RESTART_STATE_BYTES); }
+
+/* The two solver-state datasets for rows of `width` bytes: contiguous, allocated and zeroed
  * now, so that every later snapshot rewrites them in place (no change to the file's metadata,
  * nothing new allocated: a kill cannot leave them pointing past the end of the file). */
 static int create_state(hid_t f, size_t width)
@@ -1032,7 +1039,7 @@ static int create_state(hid_t f, size_t width)
     return rc;
 }
 
-/* Snapshot k's contact state into row k % 2 (zero-padded to the row width), then its length
+/* Snapshot k's solver state into row k % 2 (zero-padded to the row width), then its length
  * (0 for none: a snapshot without one must not leave snapshot k - 2's state looking valid). */
 static int write_state(output *o, const void *blob, size_t bytes, hsize_t k)
 {
@@ -1252,8 +1259,8 @@ sph_status output_write_state(output *o, const particles *p, const output_snapsh
         g_h5_have = 0;
         if (w < 0 || (w > 0 && state_bytes > (size_t)w))
             return SPH_FAIL(e, SPH_E_IO,
-                            "cannot write snapshot %llu to '%s': its contact solver state has %zu bytes but the file's "
-                            "/sphsim/restart/contact_state holds %lld per snapshot",
+                            "cannot write snapshot %llu to '%s': its solver state has %zu bytes but the file's "
+                            "/sphsim/restart/solver_state holds %lld per snapshot",
                             (unsigned long long)k, o->path, state_bytes, w);
         if (w == 0) need += 2.0 * (double)state_bytes + 65536.0; /* created with this snapshot */
     }
@@ -1517,15 +1524,19 @@ sph_status output_read_state(const char *path, void **state, size_t *state_bytes
     }
     hsize_t ns = 0;
     sph_status r = read_nsteps(f, path, &ns, e);
-    long long w = r == SPH_OK && ns > 0 ? state_width(f) : 0;
+    const char *name = RESTART_STATE, *name_bytes = RESTART_STATE_BYTES;
+    if (!link_exists(f, name) && !link_exists(f, name_bytes)) {
+        name = RESTART_STATE_OLD;
+        name_bytes = RESTART_STATE_BYTES_OLD;
+    }
+    long long w = r == SPH_OK && ns > 0 ? state_width_of(f, name, name_bytes) : 0;
     int64_t len = 0;
     hsize_t k = ns > 0 ? ns - 1 : 0, off1 = k % 2, cnt1 = 1;
     /* an unreadable state is treated as none: the run resumes correctly, only not bit-identically */
-    if (w > 0 && ds_block(f, RESTART_STATE_BYTES, H5T_NATIVE_INT64, 1, &off1, &cnt1, &len, 0) == 0 && len > 0 &&
-        len <= w) {
+    if (w > 0 && ds_block(f, name_bytes, H5T_NATIVE_INT64, 1, &off1, &cnt1, &len, 0) == 0 && len > 0 && len <= w) {
         void *b = malloc((size_t)w);
         hsize_t off[2] = {k % 2, 0}, cnt[2] = {1, (hsize_t)w};
-        if (b && ds_block(f, RESTART_STATE, H5T_NATIVE_UINT8, 2, off, cnt, b, 0) == 0) {
+        if (b && ds_block(f, name, H5T_NATIVE_UINT8, 2, off, cnt, b, 0) == 0) {
             *state = b;
             *state_bytes = (size_t)len;
         } else {

@@ -38,17 +38,19 @@ sph_status output_open(output **o, const char *path, int overwrite, const scene 
 sph_status output_write(output *o, const particles *p, const output_snapshot_info *si, sph_error *e);
 
 /* output_write, storing with the snapshot the solver state a restart needs besides the
- * particles (the contact solver's carried impulses, contact_state_save; opaque here; NULL or
- * 0 bytes: none). Kept for the last snapshots only, like device_order:
- * /sphsim/restart/contact_state uint8[2, W], snapshot k in row k % 2 (zero-padded), W = the
- * first state's size (a larger one later is refused, SPH_E_IO, the file untouched), and
- * /sphsim/restart/contact_state_bytes int64[2], its length (0: none); both written before the
- * commit point. */
+ * particles (opaque here: the contact solver's carried impulses, contact_state_save, or the SPH
+ * neighbour lists' skin level, sph_state_save; NULL or 0 bytes: none). Kept for the last
+ * snapshots only, like device_order: /sphsim/restart/solver_state uint8[2, W], snapshot k in
+ * row k % 2 (zero-padded), W = the first state's size (a larger one later is refused, SPH_E_IO,
+ * the file untouched), and /sphsim/restart/solver_state_bytes int64[2], its length (0: none);
+ * both written before the commit point. */
 sph_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
                               size_t state_bytes, sph_error *e);
 
 /* For --resume: the state output_write_state stored with the last committed snapshot of
- * `path` (malloc'd), or NULL and 0 when it has none (SPH runs, older files). */
+ * `path` (malloc'd), or NULL and 0 when it has none (SPH without lists, older SPH files).
+ * Particle-mode files of older versions named the datasets contact_state and
+ * contact_state_bytes; those are read when solver_state is missing. */
 sph_status output_read_state(const char *path, void **state, size_t *state_bytes, sph_error *e);
 
 /* Close the file (also frees `o`); safe with NULL. */

@@ -459,6 +459,8 @@ static sph_status write_snapshot(sim_ctx *c, long step, const cl_uint flags[2], 
     }
     /* the contact impulses the next step carries (warm start), so --resume continues exactly */
     if (c->contact) SPH_TRY(contact_state_save(c->contact, grid_index(c->g), &c->st, &job.state, &job.state_bytes, e));
+    /* the skin level of the lists this step built, which the resumed run starts from */
+    if (c->sph) SPH_TRY(sph_state_save(c->sph, &job.state, &job.state_bytes, e));
     sph_status st = enqueue_read_back(c, q, &job.ready, e);
     if (st != SPH_OK) {
         if (job.ready) clReleaseEvent(job.ready);
@@ -515,7 +517,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     const sim_options *o = c->o;
     long first_step = 0;
     uint32_t *order = NULL;
-    void *cstate = NULL; /* --resume: the contact solver state stored with the last snapshot */
+    void *cstate = NULL; /* --resume: the solver state stored with the last snapshot */
     size_t cstate_bytes = 0;
     char *stored_json = NULL;
 
@@ -602,9 +604,11 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         sph_set_swap_on_device(c->sph, !c->go_on_host);
     }
     /* after the upload, before the first rebuild: the first step carries the impulses the
-     * stored snapshot's next step carried */
-    if (st == SPH_OK && c->contact && cstate) {
-        st = contact_state_restore(c->contact, &c->st, cstate, cstate_bytes, e);
+     * stored snapshot's next step carried (particles), or builds the lists at the skin level the
+     * stored snapshot's step built them at (SPH) */
+    if (st == SPH_OK && cstate) {
+        st = c->contact ? contact_state_restore(c->contact, &c->st, cstate, cstate_bytes, e)
+                        : sph_state_restore(c->sph, cstate, cstate_bytes, e);
         if (st == SPH_E_IO && e) {
             char msg[sizeof e->msg];
             memcpy(msg, e->msg, sizeof msg);

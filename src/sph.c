@@ -20,6 +20,9 @@ struct sph_solver {
     cl_kernel k_density, k_boundary, k_pressure, k_forces;
     cl_kernel k_list_go;     /* neighbour lists only */
     cl_kernel k_forces_alt;  /* neighbour lists only: sph_forces with the buffer pairs swapped */
+    /* neighbour lists only: the particles over list_cap (kernels/sph_common.h, SPH_LIST_MINE_) */
+    cl_kernel k_density_walk, k_boundary_walk, k_forces_walk, k_forces_alt_walk;
+    cl_kernel k_density_kept; /* sph_density without the list build, for a step known to keep */
     cl_mem params_buf; /* __constant sph_params */
     size_t local;      /* work-group size of the SPH kernels (the host rounds the global size up) */
     /* neighbour lists (sph.h); when off, the kernels get `dummy` for these arguments */
@@ -29,8 +32,13 @@ struct sph_solver {
                                            k / list_split (unused parts: dummy) */
     cl_mem nl_count;   /* uint [n_max] */
     cl_mem pos_ref;    /* float4 [n_max] */
-    cl_mem lstate;     /* uint [5]: go word, need, rebuilds, age, skin level (kernels/sph_density.cl) */
+    cl_mem lstate;     /* uint [6]: go word, need, rebuilds, age, skin level, particles over list_cap
+                          (kernels/sph_density.cl) */
     int swap_on_device; /* sph_list_go swaps the buffer pairs in steps that keep the grid */
+    int skin_levels;    /* levels of the adaptive skin on this device (skin_levels) */
+    int known_kept;     /* sph_read_go saw that this step keeps the lists: sph_density_kept */
+    int no_walkers;     /* sph_read_go saw this step keep lists that no particle overflows: the
+                           _walk kernels, which would return at once, are not launched */
     cl_mem dummy;      /* one uint */
 };
 
@@ -334,7 +342,8 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     s->d = d;
     s->local = sph_local_size();
     sph_params_from_scene(sc, &s->params);
-    set_skin_levels(&s->params, sc->skin, skin_levels(d));
+    s->skin_levels = skin_levels(d);
+    set_skin_levels(&s->params, sc->skin, s->skin_levels);
     s->lists = list_n > 0;
     s->list_n = list_n;
     s->swap_on_device = 0; /* sim.c turns it on when the device decides (SPHSIM_GO_ON_HOST=0) */
@@ -378,7 +387,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     if (s->lists) {
         /* go = need = 1: the first step builds the lists (and sph_enqueue, which never runs
          * sph_list_go, rebuilds them every time) */
-        const cl_uint init[5] = {GO_REBUILD, 1, 0, 0, 0};
+        const cl_uint init[6] = {GO_REBUILD, 1, 0, 0, 0, 0};
         s->params.list_split = list_split(s->params.list_cap, parts);
         for (unsigned k = 0; k < parts; ++k)
             if ((st = device_alloc(d, list_n * s->params.list_split * 4, "SPH neighbour lists", &s->nl_list[k], e)) != SPH_OK) {
@@ -392,6 +401,11 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
         if ((st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_list_go", &s->k_list_go, e)) != SPH_OK ||
             (st = device_kernel(s->prog_forces, "sph_forces_alt", &s->k_forces_alt, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_density, "sph_density_walk", &s->k_density_walk, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_density, "sph_density_kept", &s->k_density_kept, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_density, "sph_boundary_walk", &s->k_boundary_walk, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_forces, "sph_forces_walk", &s->k_forces_walk, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_forces, "sph_forces_alt_walk", &s->k_forces_alt_walk, e)) != SPH_OK ||
             (st = device_alloc(d, list_n * 4, "SPH neighbour counts", &s->nl_count, e)) != SPH_OK ||
             (st = device_alloc(d, list_n * 16, "SPH list positions", &s->pos_ref, e)) != SPH_OK ||
             (st = device_alloc(d, sizeof init, "SPH list state", &s->lstate, e)) != SPH_OK ||
@@ -413,6 +427,10 @@ void sph_destroy(sph_solver *s)
     if (s->k_forces) clReleaseKernel(s->k_forces);
     if (s->k_list_go) clReleaseKernel(s->k_list_go);
     if (s->k_forces_alt) clReleaseKernel(s->k_forces_alt);
+    cl_kernel more[5] = {s->k_density_walk, s->k_boundary_walk, s->k_forces_walk, s->k_forces_alt_walk,
+                         s->k_density_kept};
+    for (int k = 0; k < 5; ++k)
+        if (more[k]) clReleaseKernel(more[k]);
     for (int k = 0; k < SPH_LIST_MAX_PARTS; ++k)
         if (s->nl_list[k]) clReleaseMemObject(s->nl_list[k]);
     cl_mem ms[4] = {s->nl_count, s->pos_ref, s->lstate, s->dummy};
@@ -459,10 +477,17 @@ static sph_status set_list_args(sph_solver *s, cl_kernel k, cl_uint first, sph_e
     return SPH_OK;
 }
 
+/* Launch an SPH kernel over n particles: one work-item each, or for a _walk kernel (the
+ * particles over list_cap, usually none) a few work-groups that loop over them. */
+static sph_status run_sph_kernel(sph_solver *s, cl_kernel k, int walk, size_t n, sph_error *e)
+{
+    return walk ? device_run_strided(s->d, k, n, s->local, NULL, e) : device_run1d(s->d, k, n, s->local, e);
+}
+
 /* sph_density and sph_boundary take the same first arguments; sph_density (`density`) also the
  * list build's outputs (it builds the lists in a rebuild step). Both take the second buffer pair
  * and the go word last. Set them on `k` and launch it. */
-static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, cl_uint n, cl_mem cell_start,
+static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, int walk, cl_uint n, cl_mem cell_start,
                                     cl_mem cell_end, cl_mem grid_params_buf, dev_state *st, sph_error *e)
 {
     DEVICE_ARG(e, k, 0, n);
@@ -488,7 +513,7 @@ static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, cl_
     DEVICE_ARG(e, k, a + 1, st->pos_next);
     DEVICE_ARG(e, k, a + 2, st->vel_next);
     if (!density) DEVICE_ARG(e, k, a + 3, lstate);
-    return device_run1d(s->d, k, st->n, s->local, e);
+    return run_sph_kernel(s, k, walk, st->n, e);
 }
 
 int sph_lists(const sph_solver *s) { return s->lists; }
@@ -504,6 +529,7 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e)
     DEVICE_ARG(e, s->k_list_go, 1, f);
     DEVICE_ARG(e, s->k_list_go, 2, swap);
     DEVICE_ARG(e, s->k_list_go, 3, s->params_buf);
+    s->no_walkers = s->known_kept = 0; /* until sph_read_go knows */
     return device_launch(s->d, s->k_list_go, 1, 1, NULL, e);
 }
 
@@ -511,9 +537,12 @@ sph_status sph_read_go(sph_solver *s, int *go, sph_error *e)
 {
     *go = 1;
     if (!s->lists) return SPH_OK;
-    cl_uint g = GO_REBUILD;
-    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof g, &g, e));
-    *go = (g & GO_REBUILD) != 0;
+    cl_uint v[6] = {GO_REBUILD, 0, 0, 0, 0, 1};
+    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e)); /* as fast as the go word alone */
+    *go = (v[0] & GO_REBUILD) != 0;
+    /* a step that keeps lists without particles over list_cap launches no _walk kernels */
+    s->known_kept = !*go;
+    s->no_walkers = !*go && v[5] == 0;
     return SPH_OK;
 }
 
@@ -538,6 +567,10 @@ sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e)
     if (!s->lists || cap > s->params.list_cap)
         return SPH_FAIL(e, SPH_E_DEVICE, "sph_set_list_cap: %u entries, the lists hold %u", cap, s->params.list_cap);
     s->params.list_cap = cap;
+    s->no_walkers = 0;
+    /* lists built with the larger cap may now be over it: let the _walk kernels look */
+    const cl_uint walkers = 1;
+    SPH_TRY(device_write(s->d, s->lstate, 5 * sizeof walkers, sizeof walkers, &walkers, e));
     return device_write(s->d, s->params_buf, 0, sizeof s->params, &s->params, e);
 }
 
@@ -551,6 +584,16 @@ sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e)
     return SPH_OK;
 }
 
+sph_status sph_list_walkers(sph_solver *s, long *walkers, sph_error *e)
+{
+    *walkers = 0;
+    if (!s->lists) return SPH_OK;
+    cl_uint v[6];
+    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e));
+    *walkers = (long)v[5];
+    return SPH_OK;
+}
+
 sph_status sph_list_level(sph_solver *s, int *level, sph_error *e)
 {
     *level = 0;
@@ -561,6 +604,45 @@ sph_status sph_list_level(sph_solver *s, int *level, sph_error *e)
     return SPH_OK;
 }
 
+/* The restart state (sph.h): four uint32 words in the host's byte order: magic, version, skin
+ * level, 0. */
+#define SPH_STATE_MAGIC 0x4c485053u /* "SPHL" */
+#define SPH_STATE_VERSION 1u
+
+sph_status sph_state_save(sph_solver *s, void **blob, size_t *bytes, sph_error *e)
+{
+    *blob = NULL;
+    *bytes = 0;
+    if (!s->lists) return SPH_OK;
+    int level = 0;
+    SPH_TRY(sph_list_level(s, &level, e));
+    uint32_t *w = malloc(4 * sizeof *w);
+    if (!w) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+    w[0] = SPH_STATE_MAGIC;
+    w[1] = SPH_STATE_VERSION;
+    w[2] = (uint32_t)level;
+    w[3] = 0;
+    *blob = w;
+    *bytes = 4 * sizeof *w;
+    return SPH_OK;
+}
+
+sph_status sph_state_restore(sph_solver *s, const void *blob, size_t bytes, sph_error *e)
+{
+    if (!s->lists || !blob || bytes == 0) return SPH_OK;
+    uint32_t w[4];
+    if (bytes != sizeof w) return SPH_OK; /* another solver's or format's state: start cold */
+    memcpy(w, blob, sizeof w);
+    if (w[0] != SPH_STATE_MAGIC || w[1] != SPH_STATE_VERSION) return SPH_OK;
+    if (w[2] >= SPH_SKIN_LEVELS || w[3] != 0)
+        return SPH_FAIL(e, SPH_E_IO, "the stored neighbour-list state is damaged (skin level %u)", (unsigned)w[2]);
+    /* a device with fewer levels (a GPU run resumed on a CPU) takes its smallest skin */
+    const cl_uint level = w[2] < (uint32_t)s->skin_levels ? w[2] : (cl_uint)(s->skin_levels - 1);
+    /* go = rebuild, need = 0, age = 0: sph_list_go, forced at the first step, keeps the level */
+    const cl_uint init[5] = {GO_REBUILD, 0, 0, 0, level};
+    return device_write(s->d, s->lstate, 0, sizeof init, init, e);
+}
+
 sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
                                dev_state *st, sph_error *e)
 {
@@ -569,12 +651,17 @@ sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end
     const cl_uint n = (cl_uint)st->n;
     if (s->lists && st->n > s->list_n)
         return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
-    SPH_TRY(run_density_stage(s, s->k_density, 1, n, cell_start, cell_end, grid_params_buf, st, e));
-    return run_density_stage(s, s->k_boundary, 0, n, cell_start, cell_end, grid_params_buf, st, e);
+    cl_kernel kd = s->known_kept ? s->k_density_kept : s->k_density;
+    SPH_TRY(run_density_stage(s, kd, 1, 0, n, cell_start, cell_end, grid_params_buf, st, e));
+    const int walk = s->lists && !s->no_walkers;
+    if (walk) SPH_TRY(run_density_stage(s, s->k_density_walk, 1, 1, n, cell_start, cell_end, grid_params_buf, st, e));
+    SPH_TRY(run_density_stage(s, s->k_boundary, 0, 0, n, cell_start, cell_end, grid_params_buf, st, e));
+    if (walk) SPH_TRY(run_density_stage(s, s->k_boundary_walk, 0, 1, n, cell_start, cell_end, grid_params_buf, st, e));
+    return SPH_OK;
 }
 
 /* Set sph_forces' (or sph_forces_alt's) arguments on k and launch it. */
-static sph_status run_forces(sph_solver *s, cl_kernel k, cl_uint n, cl_mem cell_start, cl_mem cell_end,
+static sph_status run_forces(sph_solver *s, cl_kernel k, int walk, cl_uint n, cl_mem cell_start, cl_mem cell_end,
                              cl_mem grid_params_buf, dev_state *st, sph_error *e)
 {
     DEVICE_ARG(e, k, 0, n);
@@ -597,7 +684,7 @@ static sph_status run_forces(sph_solver *s, cl_kernel k, cl_uint n, cl_mem cell_
     DEVICE_ARG(e, k, 14 + SPH_LIST_MAX_PARTS, lstate);
     const cl_uint stride = sph_stride(s, n);
     DEVICE_ARG(e, k, 15 + SPH_LIST_MAX_PARTS, stride);
-    return device_run1d(s->d, k, st->n, s->local, e);
+    return run_sph_kernel(s, k, walk, st->n, e);
 }
 
 sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
@@ -610,8 +697,12 @@ sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end,
     const cl_uint n = (cl_uint)st->n;
     /* with lists whose pairs the device swaps, both sph_forces and sph_forces_alt (the same
      * arguments); the one whose pair the go word names runs, the other returns at once */
-    SPH_TRY(run_forces(s, s->k_forces, n, cell_start, cell_end, grid_params_buf, st, e));
-    if (s->lists && s->swap_on_device) SPH_TRY(run_forces(s, s->k_forces_alt, n, cell_start, cell_end, grid_params_buf, st, e));
+    SPH_TRY(run_forces(s, s->k_forces, 0, n, cell_start, cell_end, grid_params_buf, st, e));
+    if (s->lists && s->swap_on_device) SPH_TRY(run_forces(s, s->k_forces_alt, 0, n, cell_start, cell_end, grid_params_buf, st, e));
+    const int walk = s->lists && !s->no_walkers;
+    if (walk) SPH_TRY(run_forces(s, s->k_forces_walk, 1, n, cell_start, cell_end, grid_params_buf, st, e));
+    if (walk && s->swap_on_device)
+        SPH_TRY(run_forces(s, s->k_forces_alt_walk, 1, n, cell_start, cell_end, grid_params_buf, st, e));
     return SPH_OK;
 }
 

@@ -58,7 +58,9 @@ cl_mem sph_go_buffer(const sph_solver *s);          /* NULL without lists */
 sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);
 /* The go word of the step sph_begin_step just enqueued (blocks until the device has run it):
  * 1 rebuild, 0 keep; 1 without lists. sim.c reads it every step by default: the wait costs
- * less than the launches a kept step would otherwise still make (docs/grid.md). */
+ * less than the launches a kept step would otherwise still make (docs/grid.md). Read with it,
+ * the count of particles over list_cap: a step that keeps the lists then runs
+ * sph_density_kept (no list-build code) and, when none is over, no _walk kernels. */
 sph_status sph_read_go(sph_solver *s, int *go, sph_error *e);
 /* Buffer pairs (docs/grid.md, "Neighbour lists": the device decides). On: a step that keeps
  * the grid swaps, on the device, which of (pos, vel) and (pos_next, vel_next) the kernels read
@@ -78,8 +80,19 @@ sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e);
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e);
 /* Grid and list rebuilds so far (blocks on a small read; 0 without lists). */
 sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e);
+/* Particles over list_cap at the last list build, which the fallback walk takes (blocks; 0
+ * without lists; after sph_set_list_cap, at least 1 until the next build). */
+sph_status sph_list_walkers(sph_solver *s, long *walkers, sph_error *e);
 /* Skin level k of the current lists: their skin is grid.skin / 2^k (blocks; 0 without lists). */
 sph_status sph_list_level(sph_solver *s, int *level, sph_error *e);
+/* Restart state (sim.c stores it with every snapshot, output_write_state): the skin level of
+ * the lists of the step just enqueued (sph_state_save: a malloc'd blob, NULL and 0 bytes
+ * without lists; blocks on a small read). sph_state_restore, before a resumed run's first step,
+ * makes that step rebuild at the stored level, as the original run did at the snapshot, so the
+ * resumed run continues bit for bit. A blob of another format starts at level 0 (SPH_OK); a
+ * damaged one fails (SPH_E_IO). */
+sph_status sph_state_save(sph_solver *s, void **blob, size_t *bytes, sph_error *e);
+sph_status sph_state_restore(sph_solver *s, const void *blob, size_t bytes, sph_error *e);
 void sph_destroy(sph_solver *s);
 
 /* The two halves of a step, enqueued separately so that sim.c can write a snapshot whose

@@ -1,8 +1,9 @@
 /* test_output_state: the solver state stored with each snapshot for --resume
- * (output_write_state / output_read_state, /sphsim/restart/contact_state), read back with the
+ * (output_write_state / output_read_state, /sphsim/restart/solver_state), read back with the
  * HDF5 C API: row k % 2 and its length, zero padding, a snapshot without state, a larger state
  * refused with the file untouched, an uncommitted snapshot leaving the committed state intact,
- * appending after a reopen, and files without any state. */
+ * appending after a reopen, the datasets' older names (contact_state), and files without any
+ * state. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -97,7 +98,7 @@ static void raw(unsigned char **rows, hsize_t *width, int64_t len[2])
 {
     hid_t f = H5Fopen(g_path, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(f >= 0);
-    hid_t ds = H5Dopen2(f, "/sphsim/restart/contact_state", H5P_DEFAULT);
+    hid_t ds = H5Dopen2(f, "/sphsim/restart/solver_state", H5P_DEFAULT);
     assert_true(ds >= 0);
     hid_t sp = H5Dget_space(ds);
     hsize_t dims[2] = {0, 0};
@@ -109,7 +110,7 @@ static void raw(unsigned char **rows, hsize_t *width, int64_t len[2])
     assert_true(H5Dread(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, *rows) >= 0);
     H5Sclose(sp);
     H5Dclose(ds);
-    ds = H5Dopen2(f, "/sphsim/restart/contact_state_bytes", H5P_DEFAULT);
+    ds = H5Dopen2(f, "/sphsim/restart/solver_state_bytes", H5P_DEFAULT);
     assert_true(ds >= 0);
     assert_true(H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, len) >= 0);
     H5Dclose(ds);
@@ -184,6 +185,19 @@ static void test_state_rows(void **state)
     assert_int_equal(nsteps(), 6);
     expect_state(b5, 90);
 
+    /* a particle-mode file of an older version, whose datasets were named contact_state and
+     * contact_state_bytes: its state is read under those names */
+    {
+        hid_t f0 = H5Fopen(g_path, H5F_ACC_RDWR, H5P_DEFAULT);
+        assert_true(f0 >= 0);
+        assert_true(H5Lmove(f0, "/sphsim/restart/solver_state", f0, "/sphsim/restart/contact_state", H5P_DEFAULT,
+                            H5P_DEFAULT) >= 0);
+        assert_true(H5Lmove(f0, "/sphsim/restart/solver_state_bytes", f0, "/sphsim/restart/contact_state_bytes",
+                            H5P_DEFAULT, H5P_DEFAULT) >= 0);
+        H5Fclose(f0);
+    }
+    expect_state(b5, 90);
+
     /* a file written without any state has no such datasets, and reads none */
     assert_int_equal(output_open(&o, g_path, 1, &s, &ri, &e), SPH_OK);
     write_one(o, 0, NULL, 0, SPH_OK);
@@ -193,7 +207,7 @@ static void test_state_rows(void **state)
     hid_t f = H5Fopen(g_path, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(f >= 0);
     assert_true(H5Lexists(f, "/sphsim/restart", H5P_DEFAULT) > 0);
-    assert_int_equal(H5Lexists(f, "/sphsim/restart/contact_state", H5P_DEFAULT), 0);
+    assert_int_equal(H5Lexists(f, "/sphsim/restart/solver_state", H5P_DEFAULT), 0);
     H5Fclose(f);
 
     /* a missing file is an I/O error naming it */

@@ -382,7 +382,9 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
 /* lists: 0 the cell walk; 1 neighbour lists for n particles; 2 lists of 3 entries, so that every
  * particle overflows its list and takes the fallback walk; 3 lists split over three buffers (as
  * when they exceed the device's largest buffer), so that most lists run over two parts; 4 the
- * same with four entries per load (the GPUs' layout, whatever the device) */
+ * same with four entries per load (the GPUs' layout, whatever the device); 5 lists of half the
+ * entries, so that in the same step some particles read their lists and others (the fluid
+ * inside, with the most neighbours) walk, in the list kernels' _walk twins */
 static sph_solver *make_solver_lists(sph_device *d, const scene *s, int lists, size_t n)
 {
     sph_solver *sol = NULL;
@@ -396,6 +398,7 @@ static sph_solver *make_solver_lists(sph_device *d, const scene *s, int lists, s
     assert_int_equal(st, SPH_OK);
     assert_int_equal(sph_lists(sol), lists != 0);
     if (lists == 2) assert_int_equal(sph_set_list_cap(sol, 3, &e), SPH_OK);
+    if (lists == 5) assert_int_equal(sph_set_list_cap(sol, sph_get_params(sol)->list_cap / 8 * 4, &e), SPH_OK);
     return sol;
 }
 
@@ -520,8 +523,8 @@ static void perturbed_scene(scene *s, particles *p, int dims, const scheme *sc, 
 static void test_step_vs_reference(void **state)
 {
     fixture *f = *state;
-    static const char *const mode[5] = {"walk    ", "lists   ", "overflow", "3 parts ", "3 parts4"};
-    for (int lists = 0; lists <= 4; ++lists)
+    static const char *const mode[6] = {"walk    ", "lists   ", "overflow", "3 parts ", "3 parts4", "mixed   "};
+    for (int lists = 0; lists <= 5; ++lists)
     for (int dims = 2; dims <= 3; ++dims)
         for (size_t si = 0; si < sizeof schemes / sizeof schemes[0]; ++si) {
             const scheme *sc = &schemes[si];
@@ -552,7 +555,8 @@ static void test_step_vs_reference(void **state)
  * and the cell table stay as they were; the next step must keep the lists (go = 0) and still
  * match the brute-force reference at the new positions, with full lists and with every particle
  * over its list (the fallback walk on the kept grid). Then one particle moved beyond skin / 2
- * must make the following step rebuild, and a forced step rebuilds. */
+ * must make the following step rebuild, and a forced step rebuilds. With half the lists over
+ * (some particles in each kernel of a pair) the host reads the decisions, as sim.c does. */
 /* The particles p, moved on the host, into the device state in r's sorted order (sorted and
  * sorted_v: scratch of 4 n floats each), where the device reads them: the buffer pairs may have
  * been swapped on the device (sph_sync_pairs makes r's handles follow). The other pair gets the
@@ -598,18 +602,31 @@ static sph_solver *list_test_setup(fixture *f, scene *s, particles *p, run *r, i
 static void test_list_keep(void **state)
 {
     fixture *f = *state;
-    for (int lists = 1; lists <= 2; ++lists)
+    static const int modes[3] = {1, 2, 5}; /* full lists, every list over, half of them over */
+    for (int mi = 0; mi < 3; ++mi)
         for (int dims = 2; dims <= 3; ++dims) {
+            const int lists = modes[mi];
             scene s;
             particles p;
             run r;
             sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 500 + (uint64_t)dims, lists);
-            sph_set_swap_on_device(sol, 1); /* as with SPHSIM_GO_ON_HOST=0 */
+            /* the device decides and swaps the pairs, as with SPHSIM_GO_ON_HOST=0; with half the
+             * lists over, the host reads each decision instead (sim.c's default), which also
+             * tells it whether any list is over (sph_read_go) */
+            const int host = lists == 5;
+            sph_set_swap_on_device(sol, !host);
             sph_error e;
             const size_t n = p.n;
             /* step 1: go (the first step always builds), lists at X0 */
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
             assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+            /* the particles the build found over list_cap: none, all fluid, or some of it */
+            long walkers = -1, n_fluid = 0;
+            for (size_t i = 0; i < p.n; ++i) n_fluid += p.type[i] == PTYPE_FLUID;
+            assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPH_OK);
+            if (lists == 1) assert_int_equal(walkers, 0);
+            else if (lists == 2) assert_true(walkers >= n_fluid);
+            else assert_true(walkers > 0 && walkers < n_fluid);
             /* move the fluid, keep the order and the cell table */
             const double half = 0.5 * 2.0 * s.h * s.skin, step = 0.48 * half / sqrt((double)dims);
             float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n);
@@ -618,9 +635,17 @@ static void test_list_keep(void **state)
             /* step 2: keep. The device swaps the buffer pairs (sph_set_swap_on_device): the
              * handles follow it, and the moved state goes where it reads. */
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-            assert_true(upload_moved(f, sol, &r, &p, sorted, sorted_v)); /* a kept step swapped */
+            if (host) {
+                int go = -1;
+                assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK);
+                assert_int_equal(go, 0);
+            }
+            /* a kept step swapped on the device; the host would swap its own handles (sim.c),
+             * and upload_moved writes both pairs alike */
+            assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), !host);
             char label[64];
-            snprintf(label, sizeof label, "kept %s %dD", lists == 1 ? "lists   " : "overflow", dims);
+            snprintf(label, sizeof label, "kept %s %dD", lists == 1 ? "lists   " : lists == 2 ? "overflow" : "mixed   ",
+                     dims);
             step_vs_reference(f, sol, &r, &s, &p, label);
             long rebuilds = 0;
             assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
@@ -633,7 +658,7 @@ static void test_list_keep(void **state)
             size_t k0 = 0;
             while (p.type[r.order[k0]] != PTYPE_FLUID) ++k0;
             p.pos[4 * r.order[k0]] += (float)(1.6 * half);
-            assert_true(upload_moved(f, sol, &r, &p, sorted, sorted_v));
+            assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), !host);
             assert_int_equal(sph_enqueue(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
             assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
@@ -657,7 +682,9 @@ static void test_list_keep(void **state)
  * built there with the small skin still give the brute-force step after every fluid particle
  * moved by up to 0.48 of that skin / 2; a particle moved 1.6 x that skin / 2 (a fifth of the
  * scene's skin / 2) makes the next step rebuild, one level up, since the lists were outgrown
- * within skin_grow_age. The buffer pairs are not swapped here (the solver's default: the state
+ * within skin_grow_age. A forced rebuild keeps the level, and a solver restored from the saved
+ * state starts there (another state starts at level 0, a damaged one fails). The buffer pairs
+ * are not swapped here (the solver's default: the state
  * has no gathers to move it between them; test_list_keep swaps them). */
 static void test_adaptive_skin(void **state)
 {
@@ -730,6 +757,37 @@ static void test_adaptive_skin(void **state)
             assert_int_equal(level, SPH_SKIN_LEVELS - 1 - twice);
             assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK); /* the new lists */
         }
+        /* a forced rebuild (sim.c: a snapshot step) keeps the level; the restart state holds it,
+         * and a new solver restored from it starts its forced first step at that level */
+        assert_int_equal(sph_begin_step(sol, 1, &e), SPH_OK);
+        assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+        assert_int_equal(rebuilds, ++expect);
+        assert_int_equal(sph_list_level(sol, &level, &e), SPH_OK);
+        assert_int_equal(level, SPH_SKIN_LEVELS - 2);
+        void *blob = NULL;
+        size_t bytes = 0;
+        assert_int_equal(sph_state_save(sol, &blob, &bytes, &e), SPH_OK);
+        assert_true(blob != NULL && bytes == 16);
+        uint32_t bad[4];
+        memcpy(bad, blob, sizeof bad);
+        for (int variant = 0; variant < 3; ++variant) { /* the state, another format, a damaged one */
+            setenv("SPHSIM_SKIN_LEVELS", "4", 1);
+            sph_solver *sol2 = make_solver_lists(&f->d, &s, 1, n);
+            unsetenv("SPHSIM_SKIN_LEVELS");
+            uint32_t w[4];
+            memcpy(w, bad, sizeof w);
+            if (variant == 1) w[0] ^= 1u;                /* not the SPH lists' magic: start cold */
+            if (variant == 2) w[2] = SPH_SKIN_LEVELS;    /* no such level */
+            const sph_status rs = sph_state_restore(sol2, w, sizeof w, &e);
+            assert_int_equal(rs, variant == 2 ? SPH_E_IO : SPH_OK);
+            if (rs == SPH_OK) {
+                assert_int_equal(sph_begin_step(sol2, 1, &e), SPH_OK);
+                assert_int_equal(sph_list_level(sol2, &level, &e), SPH_OK);
+                assert_int_equal(level, variant == 0 ? SPH_SKIN_LEVELS - 2 : 0);
+            }
+            sph_destroy(sol2);
+        }
+        free(blob);
         run_free(&r);
         sph_destroy(sol);
         particles_free(&p);

@@ -426,10 +426,11 @@ def test_resume_sph_is_bit_identical(work, resume_ref):
 def test_resume_with_adaptive_skin_is_bit_identical(work, resume_ref, where):
     """The adaptive list skin (the default on GPUs, forced here with SPHSIM_SKIN_LEVELS=4, and
     with a shorter cost constant so that it adapts between this scene's close snapshots) keeps
-    its state on the device only and restarts at the scene's skin at every snapshot, so a run
-    stopped and resumed must still equal the uninterrupted run, bit for bit; and the skin must
-    have adapted (another rebuild count than with the fixed skin). With the host reading the
-    rebuild decisions (the default) and with the device deciding alone (SPHSIM_GO_ON_HOST=0)."""
+    its level across snapshots; every snapshot stores it (/sphsim/restart/solver_state), so a
+    run stopped and resumed must still equal the uninterrupted run, bit for bit (a resume that
+    ignores the stored level fails here); and the skin must have adapted (another rebuild count
+    than with the fixed skin). With the host reading the rebuild decisions (the default) and
+    with the device deciding alone (SPHSIM_GO_ON_HOST=0)."""
     env = {"SPHSIM_SKIN_LEVELS": "4", "SPHSIM_SKIN_C": "0.3", "SPHSIM_GO_ON_HOST": where}
     a, b = work / f"adaptA{where}.h5", work / f"adaptB{where}.h5"
     p = sphsim(work / "resume.json", "-o", a, "--quiet", check_rc=0, env=env)
