@@ -970,8 +970,8 @@ static int write_device_order(output *o, const uint32_t *order, hsize_t k)
 /* ---- the solver's restart state (opaque bytes, see output.h) ---- */
 #define RESTART_STATE "/sphsim/restart/solver_state"             /* uint8[2, W] */
 #define RESTART_STATE_BYTES "/sphsim/restart/solver_state_bytes" /* int64[2] */
-/* the same datasets under their names before the SPH solver stored a state too (particle-mode
- * files of older versions), read when a file has no solver_state */
+/* the same datasets under their names before the SPH solver stored a state too: particle-mode
+ * files of older versions have these, and keep them when appended to (state_names) */
 #define RESTART_STATE_OLD "/sphsim/restart/contact_state"
 #define RESTART_STATE_BYTES_OLD "/sphsim/restart/contact_state_bytes"
 
@@ -1012,7 +1012,22 @@ static long long state_width_of(hid_t f, const char *name, const char *name_byte
     return w;
 }
 
-static long long state_width(hid_t f) { return state_width_of(f, RESTART_STATE, RESTART_STATE_BYTES); }
+/* The state datasets' names in file f: the older ones when only those exist (a particle-mode
+ * file of an older version, read and appended to under them), else solver_state. */
+static void state_names(hid_t f, const char **name, const char **name_bytes)
+{
+    const int old = !link_exists(f, RESTART_STATE) && !link_exists(f, RESTART_STATE_BYTES) &&
+                    (link_exists(f, RESTART_STATE_OLD) || link_exists(f, RESTART_STATE_BYTES_OLD));
+    *name = old ? RESTART_STATE_OLD : RESTART_STATE;
+    *name_bytes = old ? RESTART_STATE_BYTES_OLD : RESTART_STATE_BYTES;
+}
+
+static long long state_width(hid_t f)
+{
+    const char *name, *name_bytes;
+    state_names(f, &name, &name_bytes);
+    return state_width_of(f, name, name_bytes);
+}
 
 /* The two solver-state datasets for rows of `width` bytes: contiguous, allocated and zeroed
  * now, so that every later snapshot rewrites them in place (no change to the file's metadata,
@@ -1044,7 +1059,9 @@ static int create_state(hid_t f, size_t width)
 static int write_state(output *o, const void *blob, size_t bytes, hsize_t k)
 {
     hid_t f = o->file;
-    long long w = state_width(f);
+    const char *name, *name_bytes;
+    state_names(f, &name, &name_bytes);
+    long long w = state_width_of(f, name, name_bytes);
     if (w < 0) return -1;
     if (!blob) bytes = 0;
     if (bytes == 0 && w == 0) return 0;
@@ -1058,11 +1075,11 @@ static int write_state(output *o, const void *blob, size_t bytes, hsize_t k)
         memcpy(o->buf, blob, bytes);
         memset((char *)o->buf + bytes, 0, (size_t)w - bytes);
         hsize_t off[2] = {k % 2, 0}, cnt[2] = {1, (hsize_t)w};
-        if (ds_block(f, RESTART_STATE, H5T_NATIVE_UINT8, 2, off, cnt, o->buf, 1) < 0) return -1;
+        if (ds_block(f, name, H5T_NATIVE_UINT8, 2, off, cnt, o->buf, 1) < 0) return -1;
     }
     int64_t len = (int64_t)bytes;
     hsize_t off1 = k % 2, cnt1 = 1;
-    return ds_block(f, RESTART_STATE_BYTES, H5T_NATIVE_INT64, 1, &off1, &cnt1, &len, 1);
+    return ds_block(f, name_bytes, H5T_NATIVE_INT64, 1, &off1, &cnt1, &len, 1);
 }
 
 /* Steps 1 and 2 of the commit protocol for snapshot k. */
@@ -1260,7 +1277,7 @@ sph_status output_write_state(output *o, const particles *p, const output_snapsh
         if (w < 0 || (w > 0 && state_bytes > (size_t)w))
             return SPH_FAIL(e, SPH_E_IO,
                             "cannot write snapshot %llu to '%s': its solver state has %zu bytes but the file's "
-                            "/sphsim/restart/solver_state holds %lld per snapshot",
+                            "/sphsim/restart datasets hold %lld per snapshot",
                             (unsigned long long)k, o->path, state_bytes, w);
         if (w == 0) need += 2.0 * (double)state_bytes + 65536.0; /* created with this snapshot */
     }
@@ -1524,11 +1541,8 @@ sph_status output_read_state(const char *path, void **state, size_t *state_bytes
     }
     hsize_t ns = 0;
     sph_status r = read_nsteps(f, path, &ns, e);
-    const char *name = RESTART_STATE, *name_bytes = RESTART_STATE_BYTES;
-    if (!link_exists(f, name) && !link_exists(f, name_bytes)) {
-        name = RESTART_STATE_OLD;
-        name_bytes = RESTART_STATE_BYTES_OLD;
-    }
+    const char *name, *name_bytes;
+    state_names(f, &name, &name_bytes);
     long long w = r == SPH_OK && ns > 0 ? state_width_of(f, name, name_bytes) : 0;
     int64_t len = 0;
     hsize_t k = ns > 0 ? ns - 1 : 0, off1 = k % 2, cnt1 = 1;

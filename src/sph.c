@@ -638,8 +638,10 @@ sph_status sph_state_restore(sph_solver *s, const void *blob, size_t bytes, sph_
         return SPH_FAIL(e, SPH_E_IO, "the stored neighbour-list state is damaged (skin level %u)", (unsigned)w[2]);
     /* a device with fewer levels (a GPU run resumed on a CPU) takes its smallest skin */
     const cl_uint level = w[2] < (uint32_t)s->skin_levels ? w[2] : (cl_uint)(s->skin_levels - 1);
-    /* go = rebuild, need = 0, age = 0: sph_list_go, forced at the first step, keeps the level */
-    const cl_uint init[5] = {GO_REBUILD, 0, 0, 0, level};
+    /* need = 1: the first step rebuilds, forced or not, and with the age at its largest the
+     * need does not move the level (sph_list_go); after it, level, age 0 and need 0, as in the
+     * original run after the snapshot step */
+    const cl_uint init[5] = {GO_REBUILD, 1, 0, 0xffffffffu, level};
     return device_write(s->d, s->lstate, 0, sizeof init, init, e);
 }
 

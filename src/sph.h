@@ -42,8 +42,9 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *s, size_t li
  * lists kept long are rebuilt with a smaller skin, lists outgrown quickly with a larger one.
  * The device decides: sph_begin_step, enqueued first in every step, sets the go word
  * (sph_go_buffer, for grid_set_go) that the grid kernels and the list build read; `force` makes
- * the step rebuild regardless, at level 0 (sim.c forces it in every step that writes a
- * snapshot, so that --resume continues bit for bit). */
+ * the step rebuild regardless, at the level the rules give (sim.c forces it in every step that
+ * writes a snapshot, and the snapshot stores the level, sph_state_save, so that --resume
+ * continues bit for bit). */
 #define SPH_LIST_MAX_PARTS 4 /* the list may be split over this many buffers (sph_list_parts) */
 unsigned sph_list_cap(const scene *s);              /* entries per particle */
 /* Buffers the lists of n particles with `cap` entries take, each at most max_alloc bytes (1 to
@@ -80,8 +81,9 @@ sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e);
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e);
 /* Grid and list rebuilds so far (blocks on a small read; 0 without lists). */
 sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e);
-/* Particles over list_cap at the last list build, which the fallback walk takes (blocks; 0
- * without lists; after sph_set_list_cap, at least 1 until the next build). */
+/* Particles over list_cap, which the fallback walk takes, counted by the list builds since the
+ * last rebuild sph_list_go decided (blocks; 0 without lists; after sph_set_list_cap, at least 1
+ * until the next such rebuild; sph_enqueue alone, which runs no sph_list_go, keeps adding). */
 sph_status sph_list_walkers(sph_solver *s, long *walkers, sph_error *e);
 /* Skin level k of the current lists: their skin is grid.skin / 2^k (blocks; 0 without lists). */
 sph_status sph_list_level(sph_solver *s, int *level, sph_error *e);

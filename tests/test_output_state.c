@@ -2,8 +2,8 @@
  * (output_write_state / output_read_state, /sphsim/restart/solver_state), read back with the
  * HDF5 C API: row k % 2 and its length, zero padding, a snapshot without state, a larger state
  * refused with the file untouched, an uncommitted snapshot leaving the committed state intact,
- * appending after a reopen, the datasets' older names (contact_state), and files without any
- * state. */
+ * appending after a reopen, the datasets' older names (contact_state: read, and appended to
+ * under them), and files without any state. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -197,6 +197,22 @@ static void test_state_rows(void **state)
         H5Fclose(f0);
     }
     expect_state(b5, 90);
+    /* ... and appended to under them (a resumed run of such a file), so that a snapshot that
+     * is then not committed leaves the committed state where the next resume reads it */
+    assert_int_equal(output_open_append(&o, g_path, &s, &ri, &e), SPH_OK);
+    write_one(o, 6, b2, 100, SPH_OK);
+    setenv("SPHSIM_TEST_OUTPUT_FAIL", "7", 1);
+    write_one(o, 7, b1, 60, SPH_E_IO);
+    unsetenv("SPHSIM_TEST_OUTPUT_FAIL");
+    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(nsteps(), 7);
+    expect_state(b2, 100);
+    {
+        hid_t f0 = H5Fopen(g_path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        assert_true(f0 >= 0);
+        assert_int_equal(H5Lexists(f0, "/sphsim/restart/solver_state", H5P_DEFAULT), 0);
+        H5Fclose(f0);
+    }
 
     /* a file written without any state has no such datasets, and reads none */
     assert_int_equal(output_open(&o, g_path, 1, &s, &ri, &e), SPH_OK);
