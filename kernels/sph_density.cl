@@ -136,25 +136,21 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */                   \
     __global float4 *vel_b
 
-__kernel void sph_density(SPH_DENSITY_ARGS)
-{
-    const uint i = sph_item(stride);
-    if (i >= n) return;
-    const int alt = SPH_ALT_(lstate);
-    sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, p_rho2,
-                    nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, 1);
-}
+/* The kernel body: particle i of this work-item, from the pair the go word names. */
+#define SPH_DENSITY_KERNEL_(may_build)                                                             \
+    {                                                                                              \
+        const uint i = sph_item(stride);                                                           \
+        if (i >= n) return;                                                                        \
+        const int alt = SPH_ALT_(lstate);                                                          \
+        sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, \
+                        p_rho2, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, may_build); \
+    }
+
+__kernel void sph_density(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(1)
 
 #ifdef SPH_LIST
 /* sph_density for a step that keeps the lists (the host read the go word: no GO_REBUILD). */
-__kernel void sph_density_kept(SPH_DENSITY_ARGS)
-{
-    const uint i = sph_item(stride);
-    if (i >= n) return;
-    const int alt = SPH_ALT_(lstate);
-    sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, p_rho2,
-                    nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, 0);
-}
+__kernel void sph_density_kept(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(0)
 #endif
 
 #ifdef SPH_LIST

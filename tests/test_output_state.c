@@ -76,6 +76,24 @@ static void write_one(output *o, int k, const void *state, size_t bytes, sph_sta
     if (st != want) fail_msg("output_write_state %d: got %d, want %d (%s)", k, st, want, st ? e.msg : "");
 }
 
+/* Reopen g_path for --resume, append snapshot k with `state` (committed), then snapshot k + 1
+ * with `next`, which fails after its rows are written (injected): not committed. NSteps is
+ * then k + 1. */
+static void append_then_fail(const scene *s, const output_run_info *ri, int k, const void *state, size_t bytes,
+                             const void *next, size_t next_bytes)
+{
+    output *o = NULL;
+    sph_error e;
+    char kk[16];
+    assert_int_equal(output_open_append(&o, g_path, s, ri, &e), SPH_OK);
+    write_one(o, k, state, bytes, SPH_OK);
+    snprintf(kk, sizeof kk, "%d", k + 1);
+    setenv("SPHSIM_TEST_OUTPUT_FAIL", kk, 1);
+    write_one(o, k + 1, next, next_bytes, SPH_E_IO);
+    unsetenv("SPHSIM_TEST_OUTPUT_FAIL");
+    assert_int_equal(output_close(o, &e), SPH_OK);
+}
+
 static void expect_state(const void *want, size_t want_bytes)
 {
     void *got = (void *)1;
@@ -174,14 +192,9 @@ static void test_state_rows(void **state)
     assert_int_equal(len[0], 0);
     assert_int_equal(len[1], 80);
     free(rows);
-    assert_int_equal(output_open_append(&o, g_path, &s, &ri, &e), SPH_OK);
-    write_one(o, 5, b5, 90, SPH_OK);
     /* snapshot 6 fails after its rows are written (injected): not committed, so the state of
      * snapshot 5 (row 1) is the one read back although row 0 was overwritten */
-    setenv("SPHSIM_TEST_OUTPUT_FAIL", "6", 1);
-    write_one(o, 6, b0, 100, SPH_E_IO);
-    unsetenv("SPHSIM_TEST_OUTPUT_FAIL");
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    append_then_fail(&s, &ri, 5, b5, 90, b0, 100);
     assert_int_equal(nsteps(), 6);
     expect_state(b5, 90);
 
@@ -199,12 +212,7 @@ static void test_state_rows(void **state)
     expect_state(b5, 90);
     /* ... and appended to under them (a resumed run of such a file), so that a snapshot that
      * is then not committed leaves the committed state where the next resume reads it */
-    assert_int_equal(output_open_append(&o, g_path, &s, &ri, &e), SPH_OK);
-    write_one(o, 6, b2, 100, SPH_OK);
-    setenv("SPHSIM_TEST_OUTPUT_FAIL", "7", 1);
-    write_one(o, 7, b1, 60, SPH_E_IO);
-    unsetenv("SPHSIM_TEST_OUTPUT_FAIL");
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    append_then_fail(&s, &ri, 6, b2, 100, b1, 60);
     assert_int_equal(nsteps(), 7);
     expect_state(b2, 100);
     {
