@@ -574,34 +574,34 @@ sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e)
     return device_write(s->d, s->params_buf, 0, sizeof s->params, &s->params, e);
 }
 
+/* Word k of the list state (kernels/sph_density.cl, sph_list_go), read (blocks); 0 without
+ * lists. */
+static sph_status read_lstate_word(sph_solver *s, int k, long *out, sph_error *e)
+{
+    *out = 0;
+    if (!s->lists) return SPH_OK;
+    cl_uint w = 0;
+    SPH_TRY(device_read(s->d, s->lstate, (size_t)k * sizeof w, sizeof w, &w, e));
+    *out = (long)w;
+    return SPH_OK;
+}
+
 sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e)
 {
-    *rebuilds = 0;
-    if (!s->lists) return SPH_OK;
-    cl_uint v[3];
-    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e));
-    *rebuilds = (long)v[2];
-    return SPH_OK;
+    return read_lstate_word(s, 2, rebuilds, e);
 }
 
 sph_status sph_list_walkers(sph_solver *s, long *walkers, sph_error *e)
 {
-    *walkers = 0;
-    if (!s->lists) return SPH_OK;
-    cl_uint v[6];
-    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e));
-    *walkers = (long)v[5];
-    return SPH_OK;
+    return read_lstate_word(s, 5, walkers, e);
 }
 
 sph_status sph_list_level(sph_solver *s, int *level, sph_error *e)
 {
-    *level = 0;
-    if (!s->lists) return SPH_OK;
-    cl_uint v[5];
-    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e));
-    *level = (int)v[4];
-    return SPH_OK;
+    long v = 0;
+    sph_status st = read_lstate_word(s, 4, &v, e);
+    *level = (int)v;
+    return st;
 }
 
 /* The restart state (sph.h): four uint32 words in the host's byte order: magic, version, skin
