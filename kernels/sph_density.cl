@@ -151,9 +151,7 @@ __kernel void sph_density(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(1)
 #ifdef SPH_LIST
 /* sph_density for a step that keeps the lists (the host read the go word: no GO_REBUILD). */
 __kernel void sph_density_kept(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(0)
-#endif
 
-#ifdef SPH_LIST
 /* The particles over list_cap in a step that keeps the lists (launched over a few work-groups
  * that loop, sph.c; returns at once when the last build found none). */
 __kernel void sph_density_walk(SPH_DENSITY_ARGS)
@@ -277,8 +275,9 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
  *     (a smaller skin: shorter lists, cheaper loops, while the flow is slow enough to keep
  *     them many steps).
  * A snapshot stores the level its step's lists were built at (sph_state_save), and a resumed
- * run starts there with need and age 0, which this rule keeps: it then decides as the
- * original run did from that step on.
+ * run starts there with need set and the age at its largest, so that its first step rebuilds
+ * at that level: after it, as after the original run's snapshot step, the level is the same,
+ * the age 0 and need clear, and the runs decide alike from there on.
  * The ages come from a cost model (sph.c, set_skin_levels). Only integer state, so the
  * decisions are the same on every run of the same steps. With `swap` set (the host does not
  * read the decision, sim.c), a step that keeps the grid flips GO_ALT: the last step's output
