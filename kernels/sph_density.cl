@@ -17,8 +17,9 @@
 
 /* With lists (-DSPH_LIST), in a step whose go word is set: the list of particle i (every j within
  * list_radius, in walk order; layout in sph_common.h), its length, the position it was built at,
- * and, from the same walk, the density sum over j within the support, which visits the same j
- * in the same order as the list loop would, so the sum is the same to the bit. A boundary
+ * and, with with_rho (a constant of the caller), from the same walk the density sum over j
+ * within the support, which visits the same j in the same order as the list loop would, so the
+ * sum is the same to the bit. A boundary
  * particle's list holds only its fluid neighbours: sph_boundary, the only loop over it, skips
  * the others, and most wall particles (those away from the fluid) get empty lists. */
 inline float sph_list_build(const uint n, const uint i, const float4 x_i, const int fluid_i,
@@ -27,7 +28,7 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
                             __global const uint *cell_end, __constant const grid_params *gp,
                             __constant const sph_params *P, __global uint *nl_list, __global uint *nl_list1,
                             __global uint *nl_list2, __global uint *nl_list3, __global uint *nl_count,
-                            __global float4 *pos_ref, __global uint *lstate)
+                            __global float4 *pos_ref, __global uint *lstate, const int with_rho)
 {
     const float radius2 = P->list_radius2[lstate[4]], support2 = P->support2;
     const uint cap = P->list_cap;
@@ -59,7 +60,7 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
 #endif
         }
         ++c;
-        if (r2 < support2) rho_i += x_j.w * sph_W(r2, P);
+        if (with_rho && r2 < support2) rho_i += x_j.w * sph_W(r2, P);
     NEIGHBOURS_END
 #if SPH_LIST_PACK == 4
     const uint rest = min(c, cap) & 3u; /* entries still in q, at its end */
@@ -100,7 +101,7 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     float rho_i = 0.0f;
 #ifdef SPH_LIST
     if (build) rho_i = sph_list_build(n, i, x_i, fluid, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1,
-                                      nl_list2, nl_list3, nl_count, pos_ref, lstate);
+                                      nl_list2, nl_list3, nl_count, pos_ref, lstate, 1);
 #endif
     if (!fluid) return;
     if (!build) {
@@ -152,16 +153,35 @@ __kernel void sph_density(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(1)
 /* sph_density for a step that keeps the lists (the host read the go word: no GO_REBUILD). */
 __kernel void sph_density_kept(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(0)
 
-/* The particles over list_cap in a step that keeps the lists (launched over a few work-groups
- * that loop, sph.c; returns at once when the last build found none). */
-__kernel void sph_density_walk(SPH_DENSITY_ARGS)
+/* The lists of every particle without the densities, for a step the host knows rebuilds them on
+ * a GPU (sph.c, lists_apart): sph_density_kept and sph_density_walk_built then take the
+ * densities from the new lists, the same sums to the bit. Without the density in its loop the
+ * build took 8.5 instead of 11.5 ms at 1.4x10^7 particles on the H200, and the step about 1 %
+ * less (docs/performance.md, eighth session). */
+__kernel void sph_lists_build(SPH_DENSITY_ARGS)
 {
-    if (!SPH_LIST_WALKERS_(lstate) || (lstate[0] & GO_REBUILD) != 0u) return;
-    const int alt = SPH_ALT_(lstate);
-    for (uint i = get_global_id(0); i < n; i += get_global_size(0))
-        sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, p_rho2,
-                        nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 1, 0);
+    const uint i = sph_item(stride);
+    if (i >= n) return;
+    __global const float4 *pos = SPH_ALT_(lstate) ? pos_b : pos_a;
+    sph_list_build(n, i, pos[i], type[i] == PTYPE_FLUID, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1,
+                   nl_list2, nl_list3, nl_count, pos_ref, lstate, 0);
 }
+
+/* The particles over list_cap (launched over a few work-groups that loop, sph.c; returns at once
+ * when the last build found none): sph_density_walk in a step that keeps the lists (in a
+ * rebuild step sph_density has done them), sph_density_walk_built after sph_lists_build. */
+#define SPH_DENSITY_WALK_KERNEL_(after_lists_build)                                                \
+    {                                                                                              \
+        if (!SPH_LIST_WALKERS_(lstate) || (!(after_lists_build) && (lstate[0] & GO_REBUILD) != 0u)) \
+            return;                                                                                \
+        const int alt = SPH_ALT_(lstate);                                                          \
+        for (uint i = get_global_id(0); i < n; i += get_global_size(0))                            \
+            sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, \
+                            p_rho2, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 1, 0); \
+    }
+
+__kernel void sph_density_walk(SPH_DENSITY_ARGS) SPH_DENSITY_WALK_KERNEL_(0)
+__kernel void sph_density_walk_built(SPH_DENSITY_ARGS) SPH_DENSITY_WALK_KERNEL_(1)
 #endif
 
 /* The pressure and density of wall particle i (list_walk as in sph_density_one). */

@@ -23,6 +23,9 @@ struct sph_solver {
     /* neighbour lists only: the particles over list_cap (kernels/sph_common.h, SPH_LIST_MINE_) */
     cl_kernel k_density_walk, k_boundary_walk, k_forces_walk, k_forces_alt_walk;
     cl_kernel k_density_kept; /* sph_density without the list build, for a step known to keep */
+    /* the lists alone, and the walkers' densities after them, for a step known to rebuild
+     * (lists_apart) */
+    cl_kernel k_lists_build, k_density_walk_built;
     cl_mem params_buf; /* __constant sph_params */
     size_t local;      /* work-group size of the SPH kernels (the host rounds the global size up) */
     /* neighbour lists (sph.h); when off, the kernels get `dummy` for these arguments */
@@ -37,6 +40,9 @@ struct sph_solver {
     int swap_on_device; /* sph_list_go swaps the buffer pairs in steps that keep the grid */
     int skin_levels;    /* levels of the adaptive skin on this device (skin_levels) */
     int known_kept;     /* sph_read_go saw that this step keeps the lists: sph_density_kept */
+    int known_rebuild;  /* sph_read_go saw that this step rebuilds them */
+    int lists_apart;    /* a known rebuild builds the lists alone (sph_lists_build), then takes
+                           the densities from them as a kept step does: GPUs (lists_apart_on) */
     int no_walkers;     /* sph_read_go saw this step keep lists that no particle overflows: the
                            _walk kernels, which would return at once, are not launched */
     cl_mem dummy;      /* one uint */
@@ -45,6 +51,20 @@ struct sph_solver {
 /* Work-group size of the SPH kernels: 64 (64, 128 and 256 within 1.5 % on the H200; on PoCL 64
  * and 128 within the noise once the work-groups are spread, see sph_stride).
  * SPHSIM_SPH_LOCAL overrides it for benchmarks. */
+/* Whether a step the host knows rebuilds the lists builds them alone and then takes the densities
+ * from them (sph_lists_build, sph_density_kept), instead of the density in the build's walk
+ * (sph_density): on GPUs, where that was 1 % faster on the H200 (the build's loop without the
+ * kernel sum: 8.5 + 1.6 against 11.5 ms at 1.4x10^7 particles); on CPUs the build alone saved
+ * less than the extra pass cost (PoCL, docs/performance.md, eighth session). Both give the same
+ * densities to the bit. SPHSIM_LIST_BUILD=apart or fused overrides it (tests, benchmarks). */
+static int lists_apart_on(const sph_device *d)
+{
+    const char *v = getenv("SPHSIM_LIST_BUILD");
+    if (v && !strcmp(v, "apart")) return 1;
+    if (v && !strcmp(v, "fused")) return 0;
+    return d->is_gpu;
+}
+
 static size_t sph_local_size(void)
 {
     const char *v = getenv("SPHSIM_SPH_LOCAL");
@@ -347,6 +367,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     s->lists = list_n > 0;
     s->list_n = list_n;
     s->swap_on_device = 0; /* sim.c turns it on when the device decides (SPHSIM_GO_ON_HOST=0) */
+    s->lists_apart = lists_apart_on(d);
     if (s->lists) s->params.list_cap = sph_list_cap(sc);
     static const char *kernel_opt[] = {"KERNEL_POLY6", "KERNEL_CUBIC", "KERNEL_WENDLAND"};
     /* SPHSIM_SPH_OPTIONS, a developers' knob for benchmarks (docs/performance.md), appends build
@@ -403,6 +424,8 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
             (st = device_kernel(s->prog_forces, "sph_forces_alt", &s->k_forces_alt, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_density_walk", &s->k_density_walk, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_density_kept", &s->k_density_kept, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_density, "sph_lists_build", &s->k_lists_build, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_density, "sph_density_walk_built", &s->k_density_walk_built, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_boundary_walk", &s->k_boundary_walk, e)) != SPH_OK ||
             (st = device_kernel(s->prog_forces, "sph_forces_walk", &s->k_forces_walk, e)) != SPH_OK ||
             (st = device_kernel(s->prog_forces, "sph_forces_alt_walk", &s->k_forces_alt_walk, e)) != SPH_OK ||
@@ -427,9 +450,9 @@ void sph_destroy(sph_solver *s)
     if (s->k_forces) clReleaseKernel(s->k_forces);
     if (s->k_list_go) clReleaseKernel(s->k_list_go);
     if (s->k_forces_alt) clReleaseKernel(s->k_forces_alt);
-    cl_kernel more[5] = {s->k_density_walk, s->k_boundary_walk, s->k_forces_walk, s->k_forces_alt_walk,
-                         s->k_density_kept};
-    for (int k = 0; k < 5; ++k)
+    cl_kernel more[7] = {s->k_density_walk, s->k_boundary_walk, s->k_forces_walk, s->k_forces_alt_walk,
+                         s->k_density_kept, s->k_lists_build, s->k_density_walk_built};
+    for (int k = 0; k < 7; ++k)
         if (more[k]) clReleaseKernel(more[k]);
     for (int k = 0; k < SPH_LIST_MAX_PARTS; ++k)
         if (s->nl_list[k]) clReleaseMemObject(s->nl_list[k]);
@@ -529,7 +552,7 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e)
     DEVICE_ARG(e, s->k_list_go, 1, f);
     DEVICE_ARG(e, s->k_list_go, 2, swap);
     DEVICE_ARG(e, s->k_list_go, 3, s->params_buf);
-    s->no_walkers = s->known_kept = 0; /* until sph_read_go knows */
+    s->no_walkers = s->known_kept = s->known_rebuild = 0; /* until sph_read_go knows */
     return device_launch(s->d, s->k_list_go, 1, 1, NULL, e);
 }
 
@@ -542,6 +565,7 @@ sph_status sph_read_go(sph_solver *s, int *go, sph_error *e)
     *go = (v[0] & GO_REBUILD) != 0;
     /* a step that keeps lists without particles over list_cap launches no _walk kernels */
     s->known_kept = !*go;
+    s->known_rebuild = *go;
     s->no_walkers = !*go && v[5] == 0;
     return SPH_OK;
 }
@@ -653,10 +677,16 @@ sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end
     const cl_uint n = (cl_uint)st->n;
     if (s->lists && st->n > s->list_n)
         return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
-    cl_kernel kd = s->known_kept ? s->k_density_kept : s->k_density;
+    cl_kernel kd = s->known_kept ? s->k_density_kept : s->k_density, kw = s->k_density_walk;
+    if (s->known_rebuild && s->lists_apart) {
+        /* the lists alone, then the densities from them as in a kept step */
+        SPH_TRY(run_density_stage(s, s->k_lists_build, 1, 0, n, cell_start, cell_end, grid_params_buf, st, e));
+        kd = s->k_density_kept;
+        kw = s->k_density_walk_built;
+    }
     SPH_TRY(run_density_stage(s, kd, 1, 0, n, cell_start, cell_end, grid_params_buf, st, e));
     const int walk = s->lists && !s->no_walkers;
-    if (walk) SPH_TRY(run_density_stage(s, s->k_density_walk, 1, 1, n, cell_start, cell_end, grid_params_buf, st, e));
+    if (walk) SPH_TRY(run_density_stage(s, kw, 1, 1, n, cell_start, cell_end, grid_params_buf, st, e));
     SPH_TRY(run_density_stage(s, s->k_boundary, 0, 0, n, cell_start, cell_end, grid_params_buf, st, e));
     if (walk) SPH_TRY(run_density_stage(s, s->k_boundary_walk, 0, 1, n, cell_start, cell_end, grid_params_buf, st, e));
     return SPH_OK;

@@ -535,13 +535,29 @@ static void test_step_vs_reference(void **state)
             const size_t n = p.n;
 
             s.skin = 0.1;
+            /* lists: the first step builds them. The host reads that decision in the overflow,
+             * "3 parts4" and mixed modes, as sim.c does by default, and launches the kernels
+             * of a step it knows rebuilds, here the lists alone and then the densities from
+             * them (GPUs' default); in the others the kernels read it on the device
+             * (SPHSIM_GO_ON_HOST=0) and the build sums the densities (sph_density) */
+            const int host = lists == 2 || lists == 4 || lists == 5;
+            setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
             sph_solver *sol = make_solver_lists(&f->d, &s, lists, n);
+            unsetenv("SPHSIM_LIST_BUILD");
             run r;
             run_alloc(&f->d, &r, n, &s);
             run_upload(&f->d, &r, &p);
+            if (host) {
+                sph_error e;
+                int go = -1;
+                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+                assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK);
+                assert_int_equal(go, 1);
+            }
             char label[96];
-            snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s", mode[lists], dims, kname[sc->kernel], sc->eos == EOS_LINEAR ? "linear" : "tait",
-                     sc->visc == VISC_LAPLACIAN ? "laplacian" : "artificial");
+            snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s %s", mode[lists], dims, kname[sc->kernel],
+                     sc->eos == EOS_LINEAR ? "linear" : "tait", sc->visc == VISC_LAPLACIAN ? "laplacian" : "artificial",
+                     host ? "host" : "");
             step_vs_reference(f, sol, &r, &s, &p, label);
 
             run_free(&r);
@@ -609,16 +625,23 @@ static void test_list_keep(void **state)
             scene s;
             particles p;
             run r;
-            sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 500 + (uint64_t)dims, lists);
             /* the device decides and swaps the pairs, as with SPHSIM_GO_ON_HOST=0; with half the
              * lists over, the host reads each decision instead (sim.c's default), which also
-             * tells it whether any list is over (sph_read_go) */
+             * tells it whether any list is over (sph_read_go), and builds the lists apart */
             const int host = lists == 5;
+            setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
+            sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 500 + (uint64_t)dims, lists);
+            unsetenv("SPHSIM_LIST_BUILD");
             sph_set_swap_on_device(sol, !host);
             sph_error e;
             const size_t n = p.n;
             /* step 1: go (the first step always builds), lists at X0 */
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+            if (host) {
+                int go = -1;
+                assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK);
+                assert_int_equal(go, 1);
+            }
             assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
             /* the particles the build found over list_cap: none, all fluid, or some of it */
             long walkers = -1, n_fluid = 0;
