@@ -27,7 +27,8 @@ sph_status particles_alloc(particles *p, size_t n, sph_error *e);
 void particles_free(particles *p);
 
 /* Scatter `sorted` (rows in device order, sorted->id[i] the particle id of row i) into `out`
- * in id order (same n); fails if an id is out of range (the device state is corrupted). */
+ * in id order (same n); fails if an id is out of range or appears twice (the device state is
+ * corrupted). */
 sph_status particles_scatter_by_id(const particles *sorted, particles *out, sph_error *e);
 
 #endif

@@ -1238,6 +1238,62 @@ static int resume_check(const char *path)
     return 0;
 }
 
+/* particles_scatter_by_id (the writer's id order): rows in a shuffled order come out in id
+ * order, every array with them; an id out of range or one that appears twice is refused. */
+static void test_scatter_by_id(void **state)
+{
+    (void)state;
+    const size_t n = 1000;
+    particles q, p;
+    sph_error e;
+    assert_int_equal(particles_alloc(&q, n, &e), SPH_OK);
+    assert_int_equal(particles_alloc(&p, n, &e), SPH_OK);
+    for (size_t i = 0; i < n; ++i) q.id[i] = (uint32_t)i;
+    uint64_t r = 12345;
+    for (size_t i = n - 1; i > 0; --i) { /* Fisher-Yates */
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        const size_t j = (size_t)((r >> 33) % (i + 1));
+        const uint32_t t = q.id[i];
+        q.id[i] = q.id[j];
+        q.id[j] = t;
+    }
+    for (size_t i = 0; i < n; ++i) { /* every value of row i tells its id */
+        const float k = (float)q.id[i];
+        for (int c = 0; c < 4; ++c) {
+            q.pos[4 * i + c] = k + 0.25f * (float)c;
+            q.vel[4 * i + c] = -k - 0.25f * (float)c;
+        }
+        q.rho[i] = 2.0f * k;
+        q.pressure[i] = 3.0f * k;
+        q.mass[i] = 4.0f * k;
+        q.radius[i] = 5.0f * k;
+        q.type[i] = (uint8_t)(q.id[i] % 3);
+    }
+    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
+    for (size_t k = 0; k < n; ++k) {
+        const float f = (float)k;
+        assert_int_equal(p.id[k], k);
+        for (int c = 0; c < 4; ++c) {
+            assert_true(p.pos[4 * k + c] == f + 0.25f * (float)c);
+            assert_true(p.vel[4 * k + c] == -f - 0.25f * (float)c);
+        }
+        assert_true(p.rho[k] == 2.0f * f && p.pressure[k] == 3.0f * f && p.mass[k] == 4.0f * f &&
+                    p.radius[k] == 5.0f * f);
+        assert_int_equal(p.type[k], k % 3);
+    }
+    const uint32_t keep = q.id[7];
+    q.id[7] = q.id[8]; /* twice */
+    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_E_DEVICE);
+    assert_non_null(strstr(e.msg, "twice"));
+    q.id[7] = (uint32_t)n; /* out of range */
+    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_E_DEVICE);
+    assert_non_null(strstr(e.msg, "out of range"));
+    q.id[7] = keep;
+    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
+    particles_free(&q);
+    particles_free(&p);
+}
+
 int main(void)
 {
     const char *loop = getenv("SPHSIM_OUTPUT_WRITER_LOOP");
@@ -1246,6 +1302,7 @@ int main(void)
     if (res && *res) return resume_check(res);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_xmf_path),
+        cmocka_unit_test(test_scatter_by_id),
         cmocka_unit_test_setup_teardown(test_layout_and_values, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_field_subset_2d, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_refuse_overwrite, setup_dir, teardown_dir),
