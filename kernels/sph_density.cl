@@ -77,8 +77,8 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
 /* The density of particle i: rho_i and p_i / rho_i^2 (fluid), and with lists in a step whose
  * go word has GO_REBUILD the lists of every particle. list_walk and may_build: constants of
  * each kernel below (list_walk: sph_common.h, SPH_LIST_MINE_; may_build 0: sph_density_kept,
- * for a step the host knows keeps the lists, carries no list-build code, which made its loop
- * faster on the H200, docs/performance.md). */
+ * for a step the host knows keeps the lists or has just built them with sph_lists_build,
+ * carries no list-build code, which made its loop faster on the H200, docs/performance.md). */
 inline void sph_density_one(const uint n, const uint i, __global const float4 *SPH_RESTRICT pos,
                             __global float4 *vel, __global const uchar *SPH_RESTRICT type,
                             __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
@@ -150,7 +150,8 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
 __kernel void sph_density(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(1)
 
 #ifdef SPH_LIST
-/* sph_density for a step that keeps the lists (the host read the go word: no GO_REBUILD). */
+/* sph_density reading the lists: in a step that keeps them (the host read the go word: no
+ * GO_REBUILD), or right after sph_lists_build. */
 __kernel void sph_density_kept(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(0)
 
 /* The lists of every particle without the densities, for a step the host knows rebuilds them on

@@ -213,10 +213,11 @@ static int ds_create(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t
  * row `start` (all columns). With rows == 0 this only sets the extent (grow or cut). */
 static int ds_write_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows)
 {
-    /* A snapshot's rows (at least one chunk: OUT_MIN_PARTICLE_CHUNK) bypass HDF5's chunk cache:
-     * whole chunks then go from buf to the file in one write each instead of through a copy in
-     * the cache, which took the writer's HDF5 time down by about a third (docs/performance.md,
-     * "the writer without the chunk cache"). The file is the same. */
+    /* A write of at least OUT_MIN_PARTICLE_CHUNK rows (a snapshot's per-particle rows, the
+     * smallest of their chunks; or Steps/Values rewritten after 1024 snapshots) bypasses HDF5's
+     * chunk cache: whole chunks then go from buf to the file in one write each instead of
+     * through a copy in the cache, which took the writer's HDF5 time down by about a third
+     * (docs/performance.md, "the writer without the chunk cache"). The datasets are the same. */
     hid_t dapl = H5P_DEFAULT;
     if (rows >= OUT_MIN_PARTICLE_CHUNK) {
         dapl = H5Pcreate(H5P_DATASET_ACCESS);

@@ -41,7 +41,7 @@ void particles_free(particles *p)
 /* As a gather (out[k] = sorted[inv[k]] for each array in turn, inv the inverse of the id
  * permutation) rather than one scatter of every array at once: the writes go in order and only
  * the reads jump, which took half the time (11x10^6 particles on this project's 2-core machine:
- * 1.79 -> 0.85 s for ids in random order, 0.29 -> 0.15 s for ids shuffled within windows of
+ * 1.79 -> 0.87 s for ids in random order, 0.29 -> 0.15 s for ids shuffled within windows of
  * 4096; docs/performance.md, eighth session). inv also shows an id that appears twice. */
 sph_status particles_scatter_by_id(const particles *q, particles *p, sph_error *e)
 {
@@ -53,8 +53,8 @@ sph_status particles_scatter_by_id(const particles *q, particles *p, sph_error *
         const uint32_t k = q->id[i];
         if (k >= n || inv[k] != UINT32_MAX) {
             free(inv);
-            return SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u %s: state corrupted", k,
-                            k >= n ? "out of range" : "twice");
+            return SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u %s (of %zu): state corrupted", k,
+                            k >= n ? "out of range" : "twice", n);
         }
         inv[k] = (uint32_t)i;
     }

@@ -48,9 +48,6 @@ struct sph_solver {
     cl_mem dummy;      /* one uint */
 };
 
-/* Work-group size of the SPH kernels: 64 (64, 128 and 256 within 1.5 % on the H200; on PoCL 64
- * and 128 within the noise once the work-groups are spread, see sph_stride).
- * SPHSIM_SPH_LOCAL overrides it for benchmarks. */
 /* Whether a step the host knows rebuilds the lists builds them alone and then takes the densities
  * from them (sph_lists_build, sph_density_kept), instead of the density in the build's walk
  * (sph_density): on GPUs, where that was 1 % faster on the H200 (the build's loop without the
@@ -65,6 +62,9 @@ static int lists_apart_on(const sph_device *d)
     return d->is_gpu;
 }
 
+/* Work-group size of the SPH kernels: 64 (64, 128 and 256 within 1.5 % on the H200; on PoCL 64
+ * and 128 within the noise once the work-groups are spread, see sph_stride).
+ * SPHSIM_SPH_LOCAL overrides it for benchmarks. */
 static size_t sph_local_size(void)
 {
     const char *v = getenv("SPHSIM_SPH_LOCAL");

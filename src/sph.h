@@ -61,7 +61,9 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);
  * 1 rebuild, 0 keep; 1 without lists. sim.c reads it every step by default: the wait costs
  * less than the launches a kept step would otherwise still make (docs/grid.md). Read with it,
  * the count of particles over list_cap: a step that keeps the lists then runs
- * sph_density_kept (no list-build code) and, when none is over, no _walk kernels. */
+ * sph_density_kept (no list-build code) and, when none is over, no _walk kernels; a step that
+ * rebuilds them runs, on GPUs, sph_lists_build and then sph_density_kept and
+ * sph_density_walk_built on the new lists (lists_apart in sph.c, docs/grid.md). */
 sph_status sph_read_go(sph_solver *s, int *go, sph_error *e);
 /* Buffer pairs (docs/grid.md, "Neighbour lists": the device decides). On: a step that keeps
  * the grid swaps, on the device, which of (pos, vel) and (pos_next, vel_next) the kernels read
