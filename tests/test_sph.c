@@ -520,6 +520,16 @@ static void perturbed_scene(scene *s, particles *p, int dims, const scheme *sc, 
     perturb(s, p, seed);
 }
 
+/* The host reads the go word of the step sph_begin_step enqueued (sim.c's default): `want`
+ * (1 rebuild, 0 keep). */
+static void expect_go(sph_solver *sol, int want)
+{
+    sph_error e;
+    int go = -1;
+    assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK);
+    assert_int_equal(go, want);
+}
+
 /* One host-decided rebuild step (a new solver's first) with the lists built `way`
  * (SPHSIM_LIST_BUILD: "apart", GPUs' default, or "fused", CPUs'): rho, p, x_next and v_next in
  * id order. */
@@ -533,10 +543,8 @@ static void host_rebuild_step(fixture *f, const scene *s, const particles *p, in
     run_alloc(&f->d, &r, p->n, s);
     run_upload(&f->d, &r, p);
     sph_error e;
-    int go = -1;
     assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-    assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK);
-    assert_int_equal(go, 1);
+    expect_go(sol, 1);
     uint32_t flags = 0;
     run_step(&f->d, sol, &r, p->n, rho, pr, x, v, &flags);
     assert_int_equal(flags, 0);
@@ -594,10 +602,8 @@ static void test_step_vs_reference(void **state)
             run_upload(&f->d, &r, &p);
             if (host) {
                 sph_error e;
-                int go = -1;
                 assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-                assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK);
-                assert_int_equal(go, 1);
+                expect_go(sol, 1);
             }
             char label[96];
             snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s %s", mode[lists], dims, kname[sc->kernel],
@@ -683,11 +689,7 @@ static void test_list_keep(void **state)
             const size_t n = p.n;
             /* step 1: go (the first step always builds), lists at X0 */
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-            if (host) {
-                int go = -1;
-                assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK);
-                assert_int_equal(go, 1);
-            }
+            if (host) expect_go(sol, 1);
             assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
             /* the particles the build found over list_cap: none, all fluid, or some of it */
             long walkers = -1, n_fluid = 0;
@@ -704,11 +706,7 @@ static void test_list_keep(void **state)
             /* step 2: keep. The device swaps the buffer pairs (sph_set_swap_on_device): the
              * handles follow it, and the moved state goes where it reads. */
             assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-            if (host) {
-                int go = -1;
-                assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK);
-                assert_int_equal(go, 0);
-            }
+            if (host) expect_go(sol, 0);
             /* a kept step swapped on the device; the host would swap its own handles (sim.c),
              * and upload_moved writes both pairs alike */
             assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), !host);
