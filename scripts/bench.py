@@ -3,13 +3,20 @@
 per particle, for standard scenes over a range of particle counts.
 
 Each case writes a scene to a temporary folder, runs `sphsim --profile --stats` for a fixed
-number of steps (a snapshot at the start and at the end only), and reads the JSON summary:
+number of steps (a snapshot at the start and at the end only), or with --until T to simulated
+time T (a developed flow: the first steps of a dam break, where the column has not moved yet,
+keep the neighbour lists longest and flatter the figure), and reads the JSON summary:
 stage times come from OpenCL profiling events (kernel time on the device), throughput from
 the wall clock minus the time spent writing snapshots. Prints a table, writes CSV and a PNG
 plot of time per step against N.
 
     scripts/bench.py                      # CPU sizes (1e4 .. 1e6), all scenes
     scripts/bench.py --sizes 1e5,1e6,1e7 --device gpu --out bench-h200
+    scripts/bench.py --scenes dam_break_3d --sizes 1e7 --until 0.6 --device gpu   # developed flow
+
+With --until, the time per step is also printed for each window of about 0.05 s of simulated
+time (from sphsim's progress lines, one every 2 s of wall time; windows shorter than that are
+merged), so that the phases of the flow can be told apart.
 """
 import argparse
 import csv
@@ -92,10 +99,10 @@ def run_case(args, name, n, tmp):
     if check.returncode != 0:
         return {"scene": name, "target_n": int(n), "error": check.stderr.strip()}
     info = json.loads(check.stdout.strip().splitlines()[-1])["check"]
-    steps = args.steps
-    end = steps * info["dt_s"]  # the scene's own (CFL) time step
+    # the scene's own (CFL) time step, or the developed flow's end time
+    end = args.until if args.until else args.steps * info["dt_s"]
     cmd = base + ["--set", f"time.end={end:.10g}", "--set", f"output.interval={end:.10g}", "-o", out, "--overwrite",
-                  "--profile", "--stats", "--progress=none", "--quiet"]
+                  "--profile", "--stats"] + (["--progress=json"] if args.until else ["--progress=none", "--quiet"])
     if args.device:
         cmd += ["--device", args.device]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -148,7 +155,33 @@ def run_case(args, name, n, tmp):
     row["ms_step_wall"] = 1e3 * wall / nwall
     row["particle_steps_per_s"] = npart * nwall / wall if wall > 0 else float("nan")
     row["ms_per_step_per_million"] = row["ms_step_wall"] / (npart / 1e6)
+    if args.until:
+        row["windows"] = progress_windows(p.stderr)
     return row
+
+
+def progress_windows(log, span=0.05):
+    """(t0, t1, steps, ms per step) over windows of at least `span` s of simulated time, from
+    sphsim's --progress=json lines (steps_per_s is the mean since the start, so the wall time
+    at a line is step / steps_per_s)."""
+    pts = []
+    for line in log.splitlines():
+        if line.startswith('{"progress"'):
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            if d.get("steps_per_s", 0) > 0:
+                pts.append((d["time"], d["step"], d["step"] / d["steps_per_s"]))
+    out = []
+    if not pts:
+        return out
+    a = pts[0]
+    for b in pts[1:]:
+        if (b[0] - a[0] >= span or b is pts[-1]) and b[1] > a[1]:
+            out.append((a[0], b[0], b[1] - a[1], 1e3 * (b[2] - a[2]) / (b[1] - a[1])))
+            a = b
+    return out
 
 
 def main():
@@ -157,6 +190,8 @@ def main():
     ap.add_argument("--sizes", default="1e4,1e5,1e6", help="comma-separated target particle counts")
     ap.add_argument("--scenes", default=",".join(SCENES), help="comma-separated: " + ", ".join(SCENES))
     ap.add_argument("--steps", type=int, default=20, help="steps per case (default 20)")
+    ap.add_argument("--until", type=float, default=None, metavar="T",
+                    help="run each case to simulated time T (s) instead of --steps steps: a developed flow")
     ap.add_argument("--device", default=None, help="sphsim --device selector")
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                     help="extra scene override for every case (repeatable), e.g. grid.cell_ratio=0.5")
@@ -175,6 +210,9 @@ def main():
                     print(f"{name} N={row['N']}: {row['ms_step_wall']:.3f} ms/step, "
                           f"{row['particle_steps_per_s'] / 1e6:.2f} M particle-steps/s; kernels, ms per step: "
                           + ", ".join(f"{k} {v}" for k, v in row["kernels_ms"].items()), file=sys.stderr, flush=True)
+                    for t0, t1, k, ms in row.get("windows", []):
+                        print(f"  t = {t0:.3f}-{t1:.3f} s: {k} steps, {ms:.3f} ms/step, "
+                              f"{ms / (row['N'] / 1e6):.3f} ms/step per million", file=sys.stderr, flush=True)
     ok = [r for r in rows if "error" not in r]
     cols = ["scene", "N", "neighbours", "candidates"] + [f"ms_{s}" for s, _ in STAGES] + \
         ["ms_other", "ms_step_kernels", "ms_step_wall", "ms_per_step_per_million", "particle_steps_per_s",

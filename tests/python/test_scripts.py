@@ -1,5 +1,6 @@
 """Tests of the post-processing scripts (scripts/plot_snapshot.py, animate.py, plot_surge_front.py,
-surface.py, martin_moyce.py) on real sphsim runs of tiny scenes: a 2D dam break (200 fluid
+surface.py, martin_moyce.py) and of the benchmark's developed-flow mode (bench.py --until) on real
+sphsim runs of tiny scenes: a 2D dam break (200 fluid
 particles), a 3D block (1000 fluid particles) and 16 discs in particle mode. Each script runs as
 a command, headless (no DISPLAY, MPLBACKEND unset), and its output is opened and checked.
 """
@@ -20,6 +21,7 @@ SCRIPTS = REPO / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
 import animate  # noqa: E402
+import bench  # noqa: E402
 import martin_moyce  # noqa: E402
 import plot_snapshot  # noqa: E402
 import plot_surge_front  # noqa: E402
@@ -132,6 +134,50 @@ def test_help(name):
 def test_sweep_help():
     p = subprocess.run(["sh", str(SCRIPTS / "sweep.sh"), "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "usage: scripts/sweep.sh" in p.stdout
+
+
+# ---------------------------------------------------------------------------------- bench.py --until
+
+def test_bench_progress_windows():
+    """Windows of at least 0.05 s of simulated time from sphsim's progress lines, whose
+    steps_per_s is the mean since the start: the wall time at a line is step / steps_per_s."""
+    lines = ["sphsim 0.1.0: a header line",
+             '{"progress":0.1,"step":100,"steps":1000,"time":0.02,"steps_per_s":50}',   # 2 s
+             '{"progress":0.2,"step":200,"steps":1000,"time":0.04,"steps_per_s":50}',   # 4 s
+             '{"progress":0.3,"step":300,"steps":1000,"time":0.07,"steps_per_s":50}',   # 6 s
+             '{"progress":0.4,"step":340,"steps":1000,"time":0.09,"steps_per_s":42.5},  # 8 s',
+             '{"progress":0.5,"step":350,"steps":1000,"time":0.10,"steps_per_s":35}']   # 10 s
+    w = bench.progress_windows("\n".join(lines))
+    # 0.02 -> 0.07 (200 steps in 4 s), then 0.07 -> 0.10 (the last line closes it: 50 steps in
+    # 4 s; the malformed line is skipped)
+    assert [(a, b, k) for a, b, k, _ in w] == [(0.02, 0.07, 200), (0.07, 0.10, 50)]
+    assert w[0][3] == pytest.approx(20.0) and w[1][3] == pytest.approx(80.0)
+    assert bench.progress_windows("no progress here") == []
+
+
+def test_bench_until(tmp_path):
+    """bench.py --until runs the case to that simulated time (its step count follows from the
+    scene's time step) and writes the row."""
+    out = tmp_path / "b"
+    p = subprocess.run([sys.executable, str(SCRIPTS / "bench.py"), "--sphsim", SPHSIM, "--scenes", "dam_break_2d",
+                        "--sizes", "2000", "--until", "0.05", "--out", str(out)],
+                       capture_output=True, text=True, env=env_headless(), timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    import csv
+    rows = list(csv.DictReader(open(str(out) + ".csv")))
+    assert len(rows) == 1 and rows[0]["scene"] == "dam_break_2d"
+    chk = subprocess.run([sys.executable, str(SCRIPTS / "bench.py"), "--sphsim", SPHSIM, "--scenes", "dam_break_2d",
+                          "--sizes", "2000", "--steps", "7", "--out", str(tmp_path / "c")],
+                         capture_output=True, text=True, env=env_headless(), timeout=300)
+    assert chk.returncode == 0, chk.stderr[-2000:]
+    row7 = list(csv.DictReader(open(str(tmp_path / "c") + ".csv")))[0]
+    assert int(row7["steps"]) == 7
+    scene = tmp_path / "scene.json"
+    scene.write_text(json.dumps(bench.scene_dam_break_2d(2000)))
+    c = subprocess.run([SPHSIM, str(scene), "--check"], capture_output=True, text=True)
+    dt = json.loads(c.stdout.strip().splitlines()[-1])["check"]["dt_s"]
+    assert abs(int(rows[0]["steps"]) - 0.05 / dt) <= 1.0
+    assert int(rows[0]["list_rebuilds"]) >= 1 and float(rows[0]["ms_step_wall"]) > 0
 
 
 # ---------------------------------------------------------------------------------- martin_moyce
