@@ -36,7 +36,7 @@ STAGES = [
     ("sort", ("sort_",)),
     ("cell_table", ("cell_table",)),
     ("reorder", ("grid_gather", "grid_copy")),
-    ("lists", ("sph_list_",)),
+    ("lists", ("sph_list_", "sph_lists_")),  # sph_list_go, sph_lists_build (GPUs: the build apart)
     ("density", ("sph_density", "sph_boundary")),
     ("forces+integrate", ("sph_forces",)),
     ("contacts", ("contact_resolve", "contact_integrate")),

@@ -155,6 +155,15 @@ def test_bench_progress_windows():
     assert bench.progress_windows("no progress here") == []
 
 
+def test_bench_stages():
+    """Every kernel of a step counts in its stage: the list build of GPUs (sph_lists_build) in
+    lists, the kept-step density in density; snapshot-only kernels in none."""
+    assert [bench.stage_of(k) for k in ("sph_list_go", "sph_lists_build", "sph_density_kept", "sph_density_walk_built",
+                                        "sph_forces_alt_walk", "grid_gather_16", "sort_scatter")] == \
+        ["lists", "lists", "density", "density", "forces+integrate", "reorder", "sort"]
+    assert bench.stage_of("sph_pressure") is None and bench.stage_of("something_new") == "other"
+
+
 def test_bench_until(tmp_path):
     """bench.py --until runs the case to that simulated time (its step count follows from the
     scene's time step) and writes the row."""
