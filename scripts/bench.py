@@ -16,7 +16,8 @@ plot of time per step against N.
 
 With --until, the time per step is also printed for each window of about 0.05 s of simulated
 time (from sphsim's progress lines, one every 2 s of wall time; windows shorter than that are
-merged), so that the phases of the flow can be told apart.
+merged), so that the phases of the flow can be told apart; the last window also holds the
+write of the end snapshot, which the table's wall time leaves out.
 """
 import argparse
 import csv

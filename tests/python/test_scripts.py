@@ -4,6 +4,7 @@ sphsim runs of tiny scenes: a 2D dam break (200 fluid
 particles), a 3D block (1000 fluid particles) and 16 discs in particle mode. Each script runs as
 a command, headless (no DISPLAY, MPLBACKEND unset), and its output is opened and checked.
 """
+import csv
 import json
 import math
 import os
@@ -164,23 +165,22 @@ def test_bench_stages():
     assert bench.stage_of("sph_pressure") is None and bench.stage_of("something_new") == "other"
 
 
-def test_bench_until(tmp_path):
-    """bench.py --until runs the case to that simulated time (its step count follows from the
-    scene's time step) and writes the row."""
-    out = tmp_path / "b"
+def bench_rows(out, *args):
+    """The CSV rows of scripts/bench.py on the 2D dam break of about 2000 particles."""
     p = subprocess.run([sys.executable, str(SCRIPTS / "bench.py"), "--sphsim", SPHSIM, "--scenes", "dam_break_2d",
-                        "--sizes", "2000", "--until", "0.05", "--out", str(out)],
+                        "--sizes", "2000", "--out", str(out), *args],
                        capture_output=True, text=True, env=env_headless(), timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
-    import csv
-    rows = list(csv.DictReader(open(str(out) + ".csv")))
+    with open(str(out) + ".csv") as f:
+        return list(csv.DictReader(f))
+
+
+def test_bench_until(tmp_path):
+    """bench.py --until runs the case to that simulated time (its step count follows from the
+    scene's time step) and writes the row; --steps runs that many."""
+    rows = bench_rows(tmp_path / "b", "--until", "0.05")
     assert len(rows) == 1 and rows[0]["scene"] == "dam_break_2d"
-    chk = subprocess.run([sys.executable, str(SCRIPTS / "bench.py"), "--sphsim", SPHSIM, "--scenes", "dam_break_2d",
-                          "--sizes", "2000", "--steps", "7", "--out", str(tmp_path / "c")],
-                         capture_output=True, text=True, env=env_headless(), timeout=300)
-    assert chk.returncode == 0, chk.stderr[-2000:]
-    row7 = list(csv.DictReader(open(str(tmp_path / "c") + ".csv")))[0]
-    assert int(row7["steps"]) == 7
+    assert int(bench_rows(tmp_path / "c", "--steps", "7")[0]["steps"]) == 7
     scene = tmp_path / "scene.json"
     scene.write_text(json.dumps(bench.scene_dam_break_2d(2000)))
     c = subprocess.run([SPHSIM, str(scene), "--check"], capture_output=True, text=True)
