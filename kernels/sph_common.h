@@ -134,7 +134,7 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #ifdef SPH_LIST
 #define SPH_LIST_MINE_(i, list_walk) ((nl_count[i] > P->list_cap) == (list_walk))
 #else
-#define SPH_LIST_MINE_(i, list_walk) 1 /* the cell walk: one kernel for all */
+#define SPH_LIST_MINE_(i, list_walk) ((list_walk) == 0) /* the cell walk: one kernel for all */
 #endif
 #define SPH_LIST_WALKERS_(lstate) ((lstate)[5] != 0u)
 #define SPH_LIST_BEGIN(gp, cell_start, cell_end, xi, i, j)                                         \
