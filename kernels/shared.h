@@ -29,5 +29,6 @@ typedef uint64_t sph_u64;
 #define GO_REBUILD 1u /* this step rebuilds the grid (else it keeps the last one) */
 #define GO_ALT 2u     /* the particle state is in the alternate buffers (grid_build's pos_alt,
                        * grid_gather_state; the SPH neighbour lists swap buffers on the device) */
+#define GO_CHECK 4u   /* SPH lists: undecided until the relative-motion check (sph_list_check) */
 
 #endif

@@ -66,7 +66,8 @@
  * ((uint4 *)nl_list)[(k / 4) n + i], so a work-item reads and writes 16 bytes at a time (PoCL,
  * which vectorises across work-items, is faster with single entries). Either way neighbouring
  * work-items read and write neighbouring words.
- * As long as every particle is within skin_k / 2 of where it was at the build, no pair can come
+ * As long as every particle is within skin_k / 2 of where it was at the build (or, checked by
+ * sph_list_check, no pair has moved skin_k closer), no pair can come
  * within the support without being listed, so the loops read the list instead of walking the
  * cells (and the grid is not rebuilt: the order stays). A particle with more than list_cap
  * entries walks the cells of the kept grid instead, whose cells are at least support

@@ -279,34 +279,53 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
 }
 
 /* Neighbour lists (-DSPH_LIST; sph_common.h, docs/grid.md). lstate: [0] the go word: GO_REBUILD
- * (this step rebuilds the grid and the lists) and GO_ALT (the state is in the second buffer
- * pair), [1] need (set by sph_forces when a particle moved more than skin_k / 2 from where the
- * lists were built), [2] number of rebuilds so far, [3] steps the lists have been kept, [4] the
- * skin level k of the lists (skin_k = skin / 2^k, sph_params), [5] particles over list_cap at the
- * last build (the _walk kernels' work; sph_common.h). */
+ * (this step rebuilds the grid and the lists), GO_ALT (the state is in the second buffer pair)
+ * and GO_CHECK (undecided until sph_list_check), [1] need (NEED_* bits, set by sph_forces when a
+ * fluid particle moved more than skin_k / 2 or at least skin_k from where the lists were built),
+ * [2] number of rebuilds so far, [3] steps the lists have been kept, [4] the skin level k of the
+ * lists (skin_k = skin / 2^k, sph_params), [5] particles over list_cap at the last build (the
+ * _walk kernels' work; sph_common.h), [6] and [7] the check's two maxima (float bits). */
 
-/* One work-item, first in a step: decides whether the step rebuilds (GO_REBUILD), clears need,
- * and counts the rebuild. The grid kernels (grid.h) and sph_density (which then builds the
- * lists) read it, so the device decides each step without the host.
- *   - need (set by sph_forces) or force (the host forces a rebuild in every step that writes a
- *     snapshot, so that a run resumed from a snapshot, which starts with a rebuild, continues
- *     bit for bit as the original run): rebuild; with need, one level up (a larger skin) if the
- *     lists lasted fewer than skin_grow_age[k] steps;
+/* One work-item, first in a step (pass 0): decides whether the step rebuilds (GO_REBUILD),
+ * clears need, and counts the rebuild. The grid kernels (grid.h) and sph_density (which then
+ * builds the lists) read it, so the device decides each step without the host.
+ *   - force (the host forces a rebuild in every step that writes a snapshot, so that a run
+ *     resumed from a snapshot, which starts with a rebuild, continues bit for bit as the
+ *     original run) or NEED_HARD, or NEED_SOFT without `check`: rebuild; with need, one level
+ *     up (a larger skin) if the lists lasted fewer than skin_grow_age[k] steps;
+ *   - NEED_SOFT alone with `check` (the host launches sph_list_check): GO_CHECK and nothing
+ *     else; sph_list_check measures the relative motion, and pass 1 then decides as above, with
+ *     need set when that motion could have brought an unlisted pair within the support;
  *   - otherwise (also when forced) lists kept skin_shrink_age[k] steps: rebuild one level down
  *     (a smaller skin: shorter lists, cheaper loops, while the flow is slow enough to keep
  *     them many steps).
+ * Pass 1 returns at once without GO_CHECK.
  * A snapshot stores the level its step's lists were built at (sph_state_save), and a resumed
  * run starts there with need set and the age at its largest, so that its first step rebuilds
  * at that level: after it, as after the original run's snapshot step, the level is the same,
  * the age 0 and need clear, and the runs decide alike from there on.
- * The ages come from a cost model (sph.c, set_skin_levels). Only integer state, so the
- * decisions are the same on every run of the same steps. With `swap` set (the host does not
- * read the decision, sim.c), a step that keeps the grid flips GO_ALT: the last step's output
- * becomes the state read, and nothing is copied; a rebuild gathers from the output into the
- * other pair and keeps GO_ALT. */
-__kernel void sph_list_go(__global uint *lstate, const uint force, const uint swap, __constant const sph_params *P)
+ * The ages come from a cost model (sph.c, set_skin_levels). Only integer state (and the check's
+ * maxima, which do not depend on the order of the work-items), so the decisions are the same on
+ * every run of the same steps. With `swap` set (the host does not read the decision, sim.c), a
+ * step that keeps the grid flips GO_ALT: the last step's output becomes the state read, and
+ * nothing is copied; a rebuild gathers from the output into the other pair and keeps GO_ALT. */
+__kernel void sph_list_go(__global uint *lstate, const uint force, const uint swap, __constant const sph_params *P,
+                          const uint pass, const uint check)
 {
-    const uint need = lstate[1], age = lstate[3], k = lstate[4];
+    const uint age = lstate[3], k = lstate[4];
+    uint alt = lstate[0] & GO_ALT, need;
+    if (pass == 0u) {
+        need = lstate[1];
+        if (check && !force && need == NEED_SOFT) {
+            lstate[0] = GO_CHECK | alt;
+            lstate[6] = 0u;
+            lstate[7] = 0u;
+            return;
+        }
+    } else {
+        if ((lstate[0] & GO_CHECK) == 0u) return;
+        need = as_float(lstate[6]) + as_float(lstate[7]) >= P->skin_rel[k] ? NEED_HARD : 0u;
+    }
     uint g = force || need ? 1u : 0u, k2 = k;
     if (need) {
         if (k > 0u && age < P->skin_grow_age[k]) k2 = k - 1u;
@@ -314,7 +333,6 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
         g = 1u;
         k2 = k + 1u;
     }
-    uint alt = lstate[0] & GO_ALT;
     if (!g && swap) alt ^= GO_ALT;
     lstate[0] = (g ? GO_REBUILD : 0u) | alt;
     lstate[1] = 0u;
@@ -322,4 +340,92 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
     lstate[3] = g ? 0u : age + (age < 0xffffffffu ? 1u : 0u);
     lstate[4] = k2;
     if (g) lstate[5] = 0u; /* counted again by the list build */
+}
+
+/* The reference of cell c: the d of its first fluid particle, in *u; 0 if it has none. */
+inline int sph_cell_ref(uint c, __global const float4 *x, __global const uchar *type, __global const uint *cell_start,
+                        __global const uint *cell_end, __global const float4 *pos_ref, float4 *u)
+{
+    const uint j1 = cell_end[c];
+    uint j = cell_start[c];
+    while (j < j1 && type[j] != PTYPE_FLUID) ++j;
+    if (j == j1) return 0;
+    *u = x[j] - pos_ref[j];
+    (*u).w = 0.0f;
+    return 1;
+}
+
+/* The relative-motion check of a step whose go word has GO_CHECK (returns at once otherwise):
+ * may the lists be kept although some fluid particle moved more than skin_k / 2? A pair that
+ * is not listed was more than R_l = R (1 + skin_k) apart at the build (R the support) and is
+ * still more than R apart if its relative displacement |d_i - d_j| < skin_k R (d = x - x_ref,
+ * x_ref = pos_ref, where the lists were built). sph_forces asked for a rebuild if any fluid
+ * particle has |d| >= skin_k R (NEED_HARD), which covers every fluid-wall pair (walls do not
+ * move) and every pair in cells of the kept grid at least three apart (at least 2 cells >= 2 R_l
+ * apart at the build). For fluid pairs in cells at most two apart, each cell c with fluid takes
+ * as its reference u_c the d of its first fluid particle (sorted order); then
+ *   |d_i - d_j| <= |d_i - u_c(i)| + |u_c(i) - u_c(j)| + |u_c(j) - d_j| <= 2 D + V,
+ * D = max over fluid of |d - u_c|, V = max over pairs of fluid cells at most two apart (in each
+ * axis) of |u_c - u_c'|. This kernel writes 2 D to lstate[6] and V to lstate[7] (atomic_max on
+ * the bits of floats >= 0, which order as uints); sph_list_go's pass 1 keeps the lists if
+ * 2 D + V < skin_rel = 0.999 skin_k R. In a flow that moves as a whole (the surge of a dam
+ * break), the relative motion is far smaller than the motion, and the lists last up to twice
+ * as many steps (docs/performance.md, tenth session). The state is the last step's output:
+ * pos_b (pos_next), or pos_a with GO_ALT. Work-item i takes fluid particle i (D) and cell i (V),
+ * launched over a few work-groups that loop (sph.c): V in the lanes of each cell's first fluid
+ * particle instead left most lanes of a warp idle, and cost 0.43 ms per step at 3.9x10^6
+ * particles on the H200 (docs/performance.md, tenth session). `red` holds two floats per
+ * work-item of a group. */
+__kernel void sph_list_check(const uint n, __global const float4 *pos_a, __global const float4 *pos_b,
+                             __global const uchar *type, __global const uint *cell_start,
+                             __global const uint *cell_end, __constant const grid_params *gp,
+                             __global const float4 *pos_ref, __global uint *lstate, __local float *red)
+{
+    const uint go = lstate[0];
+    if ((go & GO_CHECK) == 0u) return; /* the same for every work-item: none reaches the barrier */
+    __global const float4 *x = (go & GO_ALT) ? pos_a : pos_b;
+    const int r = gp->dims == 3 ? 2 : 0;
+    const uint nx = gp->ncell[0], ny = gp->ncell[1], n_cells = gp->n_cells, total = max(n, n_cells);
+    float dmax = 0.0f, vmax = 0.0f;
+    /* item i: fluid particle i (D) and cell i (V), as grid_keys loops over particles and cells */
+    for (uint i = get_global_id(0); i < total; i += get_global_size(0)) {
+        if (i < n && type[i] == PTYPE_FLUID) {
+            const float4 xr = pos_ref[i];
+            const int cx = grid_cell_coord(xr.x, gp->origin[0], gp->cell_size_inv, nx);
+            const int cy = grid_cell_coord(xr.y, gp->origin[1], gp->cell_size_inv, ny);
+            const int cz = gp->dims == 3 ? grid_cell_coord(xr.z, gp->origin[2], gp->cell_size_inv, gp->ncell[2]) : 0;
+            float4 u = (float4)(0.0f);
+            sph_cell_ref((uint)cx + nx * ((uint)cy + ny * (uint)cz), x, type, cell_start, cell_end, pos_ref, &u);
+            float4 e = x[i] - xr - u; /* (the cell holds i: it has a reference) */
+            e.w = 0.0f;
+            dmax = fmax(dmax, length(e));
+        }
+        float4 u = (float4)(0.0f);
+        if (i >= n_cells || !sph_cell_ref(i, x, type, cell_start, cell_end, pos_ref, &u)) continue;
+        /* V over the cells after cell i (in z, y, x order) at most two apart in each axis */
+        const int cx = (int)(i % nx), cy = (int)(i / nx % ny), cz = (int)(i / (nx * ny));
+        for (int oz = 0; oz <= r; ++oz)
+            for (int oy = oz > 0 ? -2 : 0; oy <= 2; ++oy)
+                for (int ox = oz > 0 || oy > 0 ? -2 : 1; ox <= 2; ++ox) {
+                    const int qx = cx + ox, qy = cy + oy, qz = cz + oz;
+                    if (qx < 0 || qy < 0 || qx >= (int)nx || qy >= (int)ny || qz >= (int)gp->ncell[2]) continue;
+                    float4 w;
+                    if (sph_cell_ref((uint)qx + nx * ((uint)qy + ny * (uint)qz), x, type, cell_start, cell_end, pos_ref,
+                                     &w))
+                        vmax = fmax(vmax, length(w - u));
+                }
+    }
+    /* the group's maxima, then one atomic each */
+    const uint l = get_local_id(0), ls = get_local_size(0);
+    red[l] = dmax;
+    red[ls + l] = vmax;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (l == 0u) {
+        for (uint k = 1u; k < ls; ++k) {
+            dmax = fmax(dmax, red[k]);
+            vmax = fmax(vmax, red[ls + k]);
+        }
+        atomic_max(lstate + 6, as_uint(2.0f * dmax));
+        atomic_max(lstate + 7, as_uint(vmax));
+    }
 }

@@ -151,11 +151,15 @@ inline void sph_forces_one(const uint i, const uint n,
     vel_next[i] = v_next;
     if (bad) atomic_or(flags, bad);
 #ifdef SPH_LIST
-    { /* moved more than skin_k / 2 since the lists were built: the next step rebuilds them (a NaN
-       * position compares false here; the flags above stop the run) */
+    { /* moved more than skin_k / 2 since the lists were built: the next step checks the relative
+       * motion or rebuilds (NEED_SOFT); at least skin_k: it rebuilds (NEED_HARD) (sph_list_go; a
+       * NaN position compares false here; the flags above stop the run) */
         float4 d = x_next - pos_ref[i];
         d.w = 0.0f;
-        if (dot(d, d) > P->skin_half2[lstate[4]] && lstate[1] == 0u) atomic_or(lstate + 1, 1u);
+        const uint k = lstate[4];
+        const float d2 = dot(d, d);
+        const uint bits = (d2 > P->skin_half2[k] ? NEED_SOFT : 0u) | (d2 >= P->skin2[k] ? NEED_HARD : 0u);
+        if (bits != 0u && (lstate[1] & bits) != bits) atomic_or(lstate + 1, bits);
     }
 #endif
 }

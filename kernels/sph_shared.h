@@ -11,6 +11,12 @@
 /* Levels of the adaptive list skin (docs/grid.md, "Neighbour lists"). */
 #define SPH_SKIN_LEVELS 4
 
+/* Bits of the list state's need word (lstate[1], set by sph_forces): a fluid particle moved
+ * more than skin_k / 2 (NEED_SOFT: the lists may still hold, sph_list_check decides) or at least
+ * skin_k (NEED_HARD: they must be rebuilt) from where the lists were built. */
+#define NEED_HARD 1u
+#define NEED_SOFT 2u
+
 typedef struct sph_params {
     float h;            /* m: smoothing length */
     float h_inv;        /* 1/m */
@@ -39,8 +45,13 @@ typedef struct sph_params {
     /* neighbour lists (-DSPH_LIST; docs/grid.md, "Neighbour lists"), built with the skin of
      * level k (the go word's companion lstate[4], set by sph_list_go): skin_k = skin / 2^k */
     float list_radius2[SPH_SKIN_LEVELS]; /* m^2: (support (1 + skin_k))^2, the radius of the lists */
-    float skin_half2[SPH_SKIN_LEVELS];   /* m^2: (support skin_k / 2)^2; a particle farther than
-                           this from where the lists were built makes the next step rebuild */
+    float skin_half2[SPH_SKIN_LEVELS];   /* m^2: (support skin_k / 2)^2; a fluid particle farther
+                           than this from where the lists were built makes the next step check
+                           the relative motion (sph_list_check), or rebuild without the check */
+    float skin2[SPH_SKIN_LEVELS];        /* m^2: (0.999 support skin_k)^2; a fluid particle this far
+                           from where the lists were built makes the next step rebuild */
+    float skin_rel[SPH_SKIN_LEVELS];     /* m: 0.999 support skin_k, the bound on the relative motion
+                           of two fluid particles that keeps the lists (sph_list_check) */
     sph_u32 skin_shrink_age[SPH_SKIN_LEVELS]; /* lists at level k kept this many steps: rebuild
                            them at level k + 1 (0xffffffff: never) */
     sph_u32 skin_grow_age[SPH_SKIN_LEVELS];   /* lists at level k outgrown after fewer kept steps

@@ -602,6 +602,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     if (st == SPH_OK && c->sph && sph_lists(c->sph)) {
         c->go_on_host = go_on_host();
         sph_set_swap_on_device(c->sph, !c->go_on_host);
+        sph_bind_check(c->sph, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g), &c->st);
     }
     /* after the upload, before the first rebuild: the first step carries the impulses the
      * stored snapshot's next step carried (particles), or builds the lists at the skin level the

@@ -19,6 +19,7 @@ struct sph_solver {
     cl_program prog_density, prog_forces;
     cl_kernel k_density, k_boundary, k_pressure, k_forces;
     cl_kernel k_list_go;     /* neighbour lists only */
+    cl_kernel k_list_check;  /* neighbour lists only: the relative-motion check */
     cl_kernel k_forces_alt;  /* neighbour lists only: sph_forces with the buffer pairs swapped */
     /* neighbour lists only: the particles over list_cap (kernels/sph_common.h, SPH_LIST_MINE_) */
     cl_kernel k_density_walk, k_boundary_walk, k_forces_walk, k_forces_alt_walk;
@@ -35,8 +36,13 @@ struct sph_solver {
                                            k / list_split (unused parts: dummy) */
     cl_mem nl_count;   /* uint [n_max] */
     cl_mem pos_ref;    /* float4 [n_max] */
-    cl_mem lstate;     /* uint [6]: go word, need, rebuilds, age, skin level, particles over list_cap
-                          (kernels/sph_density.cl) */
+    cl_mem lstate;     /* uint [8]: go word, need, rebuilds, age, skin level, particles over list_cap,
+                          the check's two maxima (kernels/sph_density.cl) */
+    /* the relative-motion check (sph_bind_check): the grid and state it reads; off (0) until
+     * bound, or with SPHSIM_LIST_CHECK=0 */
+    int check;
+    cl_mem check_cs, check_ce, check_gp;
+    const dev_state *check_st;
     int swap_on_device; /* sph_list_go swaps the buffer pairs in steps that keep the grid */
     int skin_levels;    /* levels of the adaptive skin on this device (skin_levels) */
     int known_kept;     /* sph_read_go saw that this step keeps the lists: sph_density_kept */
@@ -101,6 +107,9 @@ static void set_skin_levels(sph_params *p, double skin, int levels)
         const double l_opt = sk > 0.0 ? c / sk : 0.0;
         p->list_radius2[k] = (float)(rl * rl);
         p->skin_half2[k] = (float)(half * half);
+        const double full = 0.999 * p->support * sk; /* the 0.1 % margin covers float rounding */
+        p->skin2[k] = (float)(full * full);
+        p->skin_rel[k] = (float)full;
         const double shrink = ceil(2.0 * l_opt), grow = floor(0.25 * l_opt); /* clamped to 32 bits */
         p->skin_shrink_age[k] = k + 1 < levels && sk > 0.0 && shrink < 4294967295.0 ? (sph_u32)shrink : 0xffffffffu;
         p->skin_grow_age[k] = k > 0 ? (sph_u32)fmin(grow, 4294967295.0) : 0u;
@@ -408,7 +417,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     if (s->lists) {
         /* go = need = 1: the first step builds the lists (and sph_enqueue, which never runs
          * sph_list_go, rebuilds them every time) */
-        const cl_uint init[6] = {GO_REBUILD, 1, 0, 0, 0, 0};
+        const cl_uint init[8] = {GO_REBUILD, NEED_HARD, 0, 0, 0, 0, 0, 0};
         s->params.list_split = list_split(s->params.list_cap, parts);
         for (unsigned k = 0; k < parts; ++k)
             if ((st = device_alloc(d, list_n * s->params.list_split * 4, "SPH neighbour lists", &s->nl_list[k], e)) != SPH_OK) {
@@ -421,6 +430,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
         }
         if ((st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_list_go", &s->k_list_go, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_density, "sph_list_check", &s->k_list_check, e)) != SPH_OK ||
             (st = device_kernel(s->prog_forces, "sph_forces_alt", &s->k_forces_alt, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_density_walk", &s->k_density_walk, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_density_kept", &s->k_density_kept, e)) != SPH_OK ||
@@ -449,6 +459,7 @@ void sph_destroy(sph_solver *s)
     if (s->k_pressure) clReleaseKernel(s->k_pressure);
     if (s->k_forces) clReleaseKernel(s->k_forces);
     if (s->k_list_go) clReleaseKernel(s->k_list_go);
+    if (s->k_list_check) clReleaseKernel(s->k_list_check);
     if (s->k_forces_alt) clReleaseKernel(s->k_forces_alt);
     cl_kernel more[7] = {s->k_density_walk, s->k_boundary_walk, s->k_forces_walk, s->k_forces_alt_walk,
                          s->k_density_kept, s->k_lists_build, s->k_density_walk_built};
@@ -544,16 +555,59 @@ cl_mem sph_go_buffer(const sph_solver *s) { return s->lists ? s->lstate : NULL; 
 
 void sph_set_swap_on_device(sph_solver *s, int on) { s->swap_on_device = on != 0; }
 
-sph_status sph_begin_step(sph_solver *s, int force, sph_error *e)
+void sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, const dev_state *st)
 {
-    if (!s->lists) return SPH_OK;
-    const cl_uint f = force ? 1u : 0u, swap = s->swap_on_device ? 1u : 0u;
+    const char *v = getenv("SPHSIM_LIST_CHECK");
+    s->check = s->lists && !(v && !strcmp(v, "0"));
+    s->check_cs = cell_start;
+    s->check_ce = cell_end;
+    s->check_gp = grid_params_buf;
+    s->check_st = st;
+}
+
+/* sph_list_go's pass (0: the step's first decision; 1: after the check). */
+static sph_status launch_go(sph_solver *s, int force, cl_uint pass, sph_error *e)
+{
+    const cl_uint f = force ? 1u : 0u, swap = s->swap_on_device ? 1u : 0u, check = s->check ? 1u : 0u;
     DEVICE_ARG(e, s->k_list_go, 0, s->lstate);
     DEVICE_ARG(e, s->k_list_go, 1, f);
     DEVICE_ARG(e, s->k_list_go, 2, swap);
     DEVICE_ARG(e, s->k_list_go, 3, s->params_buf);
-    s->no_walkers = s->known_kept = s->known_rebuild = 0; /* until sph_read_go knows */
+    DEVICE_ARG(e, s->k_list_go, 4, pass);
+    DEVICE_ARG(e, s->k_list_go, 5, check);
     return device_launch(s->d, s->k_list_go, 1, 1, NULL, e);
+}
+
+/* The relative-motion check and the decision after it (both return at once on the device
+ * unless the go word has GO_CHECK). */
+static sph_status launch_check(sph_solver *s, sph_error *e)
+{
+    const dev_state *st = s->check_st;
+    const cl_uint n = (cl_uint)st->n;
+    cl_kernel k = s->k_list_check;
+    DEVICE_ARG(e, k, 0, n);
+    DEVICE_ARG(e, k, 1, st->pos);
+    DEVICE_ARG(e, k, 2, st->pos_next);
+    DEVICE_ARG(e, k, 3, st->type);
+    DEVICE_ARG(e, k, 4, s->check_cs);
+    DEVICE_ARG(e, k, 5, s->check_ce);
+    DEVICE_ARG(e, k, 6, s->check_gp);
+    DEVICE_ARG(e, k, 7, s->pos_ref);
+    DEVICE_ARG(e, k, 8, s->lstate);
+    CL_CHECK(e, clSetKernelArg(k, 9, 2 * s->local * sizeof(cl_float), NULL));
+    SPH_TRY(device_run_strided(s->d, k, st->n, s->local, NULL, e));
+    return launch_go(s, 0, 1, e);
+}
+
+sph_status sph_begin_step(sph_solver *s, int force, sph_error *e)
+{
+    if (!s->lists) return SPH_OK;
+    s->no_walkers = s->known_kept = s->known_rebuild = 0; /* until sph_read_go knows */
+    SPH_TRY(launch_go(s, force, 0, e));
+    /* a host that does not read the decision launches the check every step (sph_read_go
+     * launches it only when the go word asks for it) */
+    if (s->check && s->swap_on_device && s->check_st->n > 0) SPH_TRY(launch_check(s, e));
+    return SPH_OK;
 }
 
 sph_status sph_read_go(sph_solver *s, int *go, sph_error *e)
@@ -562,6 +616,11 @@ sph_status sph_read_go(sph_solver *s, int *go, sph_error *e)
     if (!s->lists) return SPH_OK;
     cl_uint v[6] = {GO_REBUILD, 0, 0, 0, 0, 1};
     SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e)); /* as fast as the go word alone */
+    if ((v[0] & GO_CHECK) && !s->swap_on_device) {
+        /* undecided: the relative-motion check and the decision after it, then read again */
+        SPH_TRY(launch_check(s, e));
+        SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e));
+    }
     *go = (v[0] & GO_REBUILD) != 0;
     /* a step that keeps lists without particles over list_cap launches no _walk kernels */
     s->known_kept = !*go;

@@ -38,7 +38,9 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *s, size_t li
 /* Neighbour lists (docs/grid.md, "Neighbour lists"): each particle's list holds every particle
  * within support (1 + skin_k), built at a grid rebuild; the SPH loops read it instead of
  * walking cells, and the grid and lists are rebuilt only in the step after some particle moved
- * more than skin_k / 2 from where they were built. skin_k = grid.skin / 2^k adapts to the flow:
+ * more than skin_k / 2 from where they were built (unless the relative-motion check,
+ * sph_bind_check, shows that no pair can have come skin_k closer). skin_k = grid.skin / 2^k
+ * adapts to the flow:
  * lists kept long are rebuilt with a smaller skin, lists outgrown quickly with a larger one.
  * The device decides: sph_begin_step, enqueued first in every step, sets the go word
  * (sph_go_buffer, for grid_set_go) that the grid kernels and the list build read; `force` makes
@@ -57,6 +59,14 @@ size_t sph_list_bytes(const scene *s, size_t n, unsigned long long max_alloc);
 int sph_lists(const sph_solver *s);
 cl_mem sph_go_buffer(const sph_solver *s);          /* NULL without lists */
 sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);
+/* The relative-motion check (kernels/sph_density.cl, sph_list_check): lists are kept while no
+ * fluid particle has moved skin_k from where they were built and the relative motion of fluid
+ * particles in nearby cells stays below skin_k, although some moved more than skin_k / 2. It
+ * reads the kept grid's cell table and the state st (the last step's output: st->pos_next, or
+ * st->pos when the device swapped the pairs), which the solver keeps until it is destroyed.
+ * Without it (until bound, or with SPHSIM_LIST_CHECK=0) a move of skin_k / 2 rebuilds. sim.c
+ * binds it once the grid and state exist. */
+void sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, const dev_state *st);
 /* The go word of the step sph_begin_step just enqueued (blocks until the device has run it):
  * 1 rebuild, 0 keep; 1 without lists. sim.c reads it every step by default: the wait costs
  * less than the launches a kept step would otherwise still make (docs/grid.md). Read with it,

@@ -744,6 +744,112 @@ static void test_list_keep(void **state)
         }
 }
 
+/* The relative-motion check (sph_bind_check; kernels/sph_density.cl, sph_list_check). Lists are
+ * built, then the fluid is moved on the host by d = a skin R along x (R the support; a given for
+ * fluid in cells of even and of odd x index, or for particles of even and of odd id), one step
+ * runs on the moved state (the fluid at rest: its own motion, a dt^2, is a few % of skin R), so that
+ * sph_forces flags the moves, and the next step decides: keep or rebuild (`want_rebuild`), read
+ * by the host (`host`) or not. A kept step must still match the brute-force reference. Moves
+ * with some |d| > skin R / 2 and every |d| < skin R leave the decision to the check: it keeps
+ * the lists when the fluid moved as a whole or cell by cell with relative moves below skin R,
+ * and rebuilds them when neighbouring cells (V) or particles of one cell (D) moved apart by
+ * more. */
+typedef struct check_case {
+    int by;               /* a_even / a_odd by the parity of: 0 the id, 1 the cell's x index at
+                             the build; 2: a_even for the first fluid particle of each cell in
+                             sorted order (the check's reference), a_odd for the others */
+    double a_even, a_odd; /* d / (skin R) along x */
+    int check;           /* 0: SPHSIM_LIST_CHECK=0 */
+    int want_rebuild;
+} check_case;
+
+static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
+{
+    static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
+    scene s;
+    particles p;
+    run r;
+    sph_error e;
+    perturbed_scene(&s, &p, dims, &wcsph, 900 + (uint64_t)dims);
+    s.skin = 0.1;
+    const size_t n = p.n;
+    for (size_t i = 0; i < n; ++i)
+        for (int a = 0; a < 3; ++a) p.vel[4 * i + a] = 0.0f;
+    if (!cc->check) setenv("SPHSIM_LIST_CHECK", "0", 1);
+    setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
+    sph_solver *sol = make_solver_lists(&f->d, &s, 1, n);
+    unsetenv("SPHSIM_LIST_BUILD");
+    run_alloc_cell(&f->d, &r, n, &s, 2.0 * s.h * (1.0 + s.skin));
+    run_upload(&f->d, &r, &p);
+    sph_set_swap_on_device(sol, !host);
+    sph_bind_check(sol, r.cs, r.ce, r.gpb, &r.st);
+    unsetenv("SPHSIM_LIST_CHECK");
+    /* step 1 builds the lists */
+    assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+    if (host) expect_go(sol, 1);
+    assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+    /* the move, from the cells of the build (the host's grid, in run_upload's sorted order) */
+    const double skin_r = 2.0 * s.h * s.skin;
+    long cell_prev = -1;
+    int rep_seen = 0;
+    double *shift = calloc(n, sizeof *shift);
+    assert_non_null(shift);
+    for (size_t k = 0; k < n; ++k) {
+        const size_t i = r.order[k];
+        const long cell = (long)ref_sph_cell_index(&r.gp, p.pos + 4 * i), cx = cell % (long)r.gp.ncell[0];
+        if (cell != cell_prev) rep_seen = 0;
+        cell_prev = cell;
+        if (p.type[i] != PTYPE_FLUID) continue;
+        const int even = cc->by == 0 ? i % 2 == 0 : cc->by == 1 ? cx % 2 == 0 : !rep_seen;
+        rep_seen = 1;
+        shift[i] = skin_r * (even ? cc->a_even : cc->a_odd);
+    }
+    for (size_t i = 0; i < n; ++i) p.pos[4 * i] += (float)shift[i];
+    free(shift);
+    float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n);
+    assert_true(sorted && sorted_v);
+    assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
+    assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+    /* step 2 decides */
+    assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+    if (host) expect_go(sol, cc->want_rebuild);
+    long rebuilds = 0;
+    assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+    char label[96];
+    snprintf(label, sizeof label, "check %dD %s %s %+.2f %+.2f%s", dims, host ? "host  " : "device",
+             cc->by == 0 ? "ids  " : cc->by == 1 ? "cells" : "firsts", cc->a_even, cc->a_odd,
+             cc->check ? "" : " (check off)");
+    printf("  %s: %s\n", label, rebuilds == 2 ? "rebuild" : "keep");
+    assert_int_equal(rebuilds, 1 + cc->want_rebuild);
+    if (!cc->want_rebuild) {
+        /* the kept lists at the moved state: the step must match the brute-force reference */
+        assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), !host);
+        step_vs_reference(f, sol, &r, &s, &p, label);
+    }
+    free(sorted);
+    free(sorted_v);
+    run_free(&r);
+    sph_destroy(sol);
+    particles_free(&p);
+}
+
+static void test_list_check(void **state)
+{
+    fixture *f = *state;
+    static const check_case cases[] = {
+        {1, 0.8, 0.8, 1, 0},   /* the fluid moved as a whole: kept */
+        {1, 0.8, 0.8, 0, 1},   /* the same without the check: rebuilt */
+        {1, 1.05, 1.05, 1, 1}, /* a move of skin R: rebuilt, whatever the relative motion */
+        {1, 0.8, 0.4, 1, 0},   /* cells 0.4 skin R apart: kept */
+        {1, 0.8, -0.3, 1, 1},  /* cells 1.1 skin R apart (V): rebuilt */
+        {0, 0.55, -0.55, 1, 1}, /* particles 1.1 skin R apart: rebuilt */
+        {2, 0.55, -0.55, 1, 1}  /* particles of one cell 1.1 skin R apart, references alike (D): rebuilt */
+    };
+    for (int dims = 2; dims <= 3; ++dims)
+        for (int host = 0; host <= 1; ++host)
+            for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) run_check_case(f, dims, host, &cases[k]);
+}
+
 /* The adaptive skin (sph_list_go): lists nothing outgrows are rebuilt one level down (half the
  * skin) after skin_shrink_age[k] kept steps, down to the last level, which keeps them; lists
  * built there with the small skin still give the brute-force step after every fluid particle
@@ -1169,6 +1275,7 @@ int main(void)
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_step_vs_reference),
         cmocka_unit_test(test_list_keep),
+        cmocka_unit_test(test_list_check),
         cmocka_unit_test(test_adaptive_skin),
         cmocka_unit_test(test_rest_lattice),
         cmocka_unit_test(test_hydrostatic_init),
