@@ -342,6 +342,10 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
     if (g) lstate[5] = 0u; /* counted again by the list build */
 }
 
+/* The larger of m and v, where a NaN v counts as infinite (a NaN position makes the check rebuild
+ * instead of hiding its neighbours' motion; fmax would drop it). */
+inline float sph_max_nan_inf(float m, float v) { return isnan(v) ? INFINITY : fmax(m, v); }
+
 /* The reference of cell c: the d of its first fluid particle, in *u; 0 if it has none. */
 inline int sph_cell_ref(uint c, __global const float4 *x, __global const uchar *type, __global const uint *cell_start,
                         __global const uint *cell_end, __global const float4 *pos_ref, float4 *u)
@@ -398,7 +402,7 @@ __kernel void sph_list_check(const uint n, __global const float4 *pos_a, __globa
             sph_cell_ref((uint)cx + nx * ((uint)cy + ny * (uint)cz), x, type, cell_start, cell_end, pos_ref, &u);
             float4 e = x[i] - xr - u; /* (the cell holds i: it has a reference) */
             e.w = 0.0f;
-            dmax = fmax(dmax, length(e));
+            dmax = sph_max_nan_inf(dmax, length(e));
         }
         float4 u = (float4)(0.0f);
         if (i >= n_cells || !sph_cell_ref(i, x, type, cell_start, cell_end, pos_ref, &u)) continue;
@@ -412,7 +416,7 @@ __kernel void sph_list_check(const uint n, __global const float4 *pos_a, __globa
                     float4 w;
                     if (sph_cell_ref((uint)qx + nx * ((uint)qy + ny * (uint)qz), x, type, cell_start, cell_end, pos_ref,
                                      &w))
-                        vmax = fmax(vmax, length(w - u));
+                        vmax = sph_max_nan_inf(vmax, length(w - u));
                 }
     }
     /* the group's maxima, then one atomic each */

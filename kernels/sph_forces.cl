@@ -158,7 +158,8 @@ inline void sph_forces_one(const uint i, const uint n,
         d.w = 0.0f;
         const uint k = lstate[4];
         const float d2 = dot(d, d);
-        const uint bits = (d2 > P->skin_half2[k] ? NEED_SOFT : 0u) | (d2 >= P->skin2[k] ? NEED_HARD : 0u);
+        const uint soft = d2 > P->skin_half2[k]; /* (hard implies soft, also with skin 0) */
+        const uint bits = soft ? NEED_SOFT | (d2 >= P->skin2[k] ? NEED_HARD : 0u) : 0u;
         if (bits != 0u && (lstate[1] & bits) != bits) atomic_or(lstate + 1, bits);
     }
 #endif

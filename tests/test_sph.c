@@ -757,10 +757,12 @@ static void test_list_keep(void **state)
 typedef struct check_case {
     int by;               /* a_even / a_odd by the parity of: 0 the id, 1 the cell's x index at
                              the build; 2: a_even for the first fluid particle of each cell in
-                             sorted order (the check's reference), a_odd for the others */
+                             sorted order (the check's reference), a_odd for the others; 3: 0 for
+                             the first, a_even / a_odd by the id's parity for the others */
     double a_even, a_odd; /* d / (skin R) along x */
     int check;           /* 0: SPHSIM_LIST_CHECK=0 */
     int want_rebuild;
+    int lists;           /* make_solver_lists' mode: 1 full lists, 5 half of them over (walks) */
 } check_case;
 
 static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
@@ -777,7 +779,7 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
         for (int a = 0; a < 3; ++a) p.vel[4 * i + a] = 0.0f;
     if (!cc->check) setenv("SPHSIM_LIST_CHECK", "0", 1);
     setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
-    sph_solver *sol = make_solver_lists(&f->d, &s, 1, n);
+    sph_solver *sol = make_solver_lists(&f->d, &s, cc->lists, n);
     unsetenv("SPHSIM_LIST_BUILD");
     run_alloc_cell(&f->d, &r, n, &s, 2.0 * s.h * (1.0 + s.skin));
     run_upload(&f->d, &r, &p);
@@ -788,6 +790,9 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
     if (host) expect_go(sol, 1);
     assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+    long walkers = -1;
+    assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPH_OK);
+    assert_true(cc->lists == 5 ? walkers > 0 : walkers == 0);
     /* the move, from the cells of the build (the host's grid, in run_upload's sorted order) */
     const double skin_r = 2.0 * s.h * s.skin;
     long cell_prev = -1;
@@ -800,9 +805,9 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
         if (cell != cell_prev) rep_seen = 0;
         cell_prev = cell;
         if (p.type[i] != PTYPE_FLUID) continue;
-        const int even = cc->by == 0 ? i % 2 == 0 : cc->by == 1 ? cx % 2 == 0 : !rep_seen;
+        const int even = cc->by == 0 || cc->by == 3 ? i % 2 == 0 : cc->by == 1 ? cx % 2 == 0 : !rep_seen;
+        shift[i] = cc->by == 3 && !rep_seen ? 0.0 : skin_r * (even ? cc->a_even : cc->a_odd);
         rep_seen = 1;
-        shift[i] = skin_r * (even ? cc->a_even : cc->a_odd);
     }
     for (size_t i = 0; i < n; ++i) p.pos[4 * i] += (float)shift[i];
     free(shift);
@@ -817,8 +822,9 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
     char label[96];
     snprintf(label, sizeof label, "check %dD %s %s %+.2f %+.2f%s", dims, host ? "host  " : "device",
-             cc->by == 0 ? "ids  " : cc->by == 1 ? "cells" : "firsts", cc->a_even, cc->a_odd,
-             cc->check ? "" : " (check off)");
+             cc->by == 0 ? "ids  " : cc->by == 1 ? "cells" : cc->by == 2 ? "firsts" : "others", cc->a_even,
+             cc->a_odd, cc->check ? "" : " (check off)");
+    if (cc->lists == 5) strncat(label, " (half the lists over)", sizeof label - strlen(label) - 1);
     printf("  %s: %s\n", label, rebuilds == 2 ? "rebuild" : "keep");
     assert_int_equal(rebuilds, 1 + cc->want_rebuild);
     if (!cc->want_rebuild) {
@@ -837,13 +843,17 @@ static void test_list_check(void **state)
 {
     fixture *f = *state;
     static const check_case cases[] = {
-        {1, 0.8, 0.8, 1, 0},   /* the fluid moved as a whole: kept */
-        {1, 0.8, 0.8, 0, 1},   /* the same without the check: rebuilt */
-        {1, 1.05, 1.05, 1, 1}, /* a move of skin R: rebuilt, whatever the relative motion */
-        {1, 0.8, 0.4, 1, 0},   /* cells 0.4 skin R apart: kept */
-        {1, 0.8, -0.3, 1, 1},  /* cells 1.1 skin R apart (V): rebuilt */
-        {0, 0.55, -0.55, 1, 1}, /* particles 1.1 skin R apart: rebuilt */
-        {2, 0.55, -0.55, 1, 1}  /* particles of one cell 1.1 skin R apart, references alike (D): rebuilt */
+        {1, 0.8, 0.8, 1, 0, 1},    /* the fluid moved as a whole: kept */
+        {1, 0.8, 0.8, 0, 1, 1},    /* the same without the check: rebuilt */
+        {1, 1.05, 1.05, 1, 1, 1},  /* a move of skin R: rebuilt, whatever the relative motion */
+        {1, 0.8, 0.4, 1, 0, 1},    /* cells 0.4 skin R apart: kept */
+        {1, 0.8, -0.05, 1, 0, 1},  /* cells 0.85 skin R apart, near the bound: kept */
+        {1, 0.8, -0.3, 1, 1, 1},   /* cells 1.1 skin R apart (V): rebuilt */
+        {0, 0.55, -0.55, 1, 1, 1}, /* particles 1.1 skin R apart: rebuilt */
+        {2, 0.55, -0.55, 1, 1, 1}, /* particles of one cell 1.1 skin R apart, references alike (D): rebuilt */
+        {3, 0.55, -0.55, 1, 1, 1}, /* the same, each 0.55 skin R from its reference (2 D): rebuilt */
+        {1, 0.8, 0.8, 1, 0, 5},    /* kept with some particles over their lists, which walk the */
+        {1, 0.8, 0.4, 1, 0, 5}     /* kept grid after moves beyond skin R / 2 */
     };
     for (int dims = 2; dims <= 3; ++dims)
         for (int host = 0; host <= 1; ++host)
