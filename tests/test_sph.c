@@ -654,17 +654,27 @@ static void nudge_fluid(const scene *s, particles *p, double step, uint64_t seed
             for (int a = 0; a < s->dims; ++a) p->pos[4 * i + a] += (float)(step * ref_sph_rand(&seed));
 }
 
-/* The set-up of the list tests: the perturbed tank (seed) with skin 0.2, its solver with lists
- * (`lists` as for make_solver_lists) and a run on cells of the list radius, uploaded. */
-static sph_solver *list_test_setup(fixture *f, scene *s, particles *p, run *r, int dims, uint64_t seed, int lists)
+/* The set-up of the list tests: the perturbed tank (seed) with `skin` (and the fluid at rest with
+ * `at_rest`), its solver with lists (`lists` as for make_solver_lists) and a run on cells of the
+ * list radius, uploaded. list_test_setup: skin 0.2, the perturbed velocities. */
+static sph_solver *list_test_setup_skin(fixture *f, scene *s, particles *p, run *r, int dims, uint64_t seed,
+                                        int lists, double skin, int at_rest)
 {
     static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
     perturbed_scene(s, p, dims, &wcsph, seed);
-    s->skin = 0.2;
+    s->skin = skin;
+    if (at_rest)
+        for (size_t i = 0; i < p->n; ++i)
+            for (int a = 0; a < 3; ++a) p->vel[4 * i + a] = 0.0f;
     sph_solver *sol = make_solver_lists(&f->d, s, lists, p->n);
     run_alloc_cell(&f->d, r, p->n, s, 2.0 * s->h * (1.0 + s->skin));
     run_upload(&f->d, r, p);
     return sol;
+}
+
+static sph_solver *list_test_setup(fixture *f, scene *s, particles *p, run *r, int dims, uint64_t seed, int lists)
+{
+    return list_test_setup_skin(f, s, p, r, dims, seed, lists, 0.2, 0);
 }
 
 static void test_list_keep(void **state)
@@ -767,22 +777,15 @@ typedef struct check_case {
 
 static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
 {
-    static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
     scene s;
     particles p;
     run r;
     sph_error e;
-    perturbed_scene(&s, &p, dims, &wcsph, 900 + (uint64_t)dims);
-    s.skin = 0.1;
-    const size_t n = p.n;
-    for (size_t i = 0; i < n; ++i)
-        for (int a = 0; a < 3; ++a) p.vel[4 * i + a] = 0.0f;
     if (!cc->check) setenv("SPHSIM_LIST_CHECK", "0", 1);
     setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
-    sph_solver *sol = make_solver_lists(&f->d, &s, cc->lists, n);
+    sph_solver *sol = list_test_setup_skin(f, &s, &p, &r, dims, 900 + (uint64_t)dims, cc->lists, 0.1, 1);
     unsetenv("SPHSIM_LIST_BUILD");
-    run_alloc_cell(&f->d, &r, n, &s, 2.0 * s.h * (1.0 + s.skin));
-    run_upload(&f->d, &r, &p);
+    const size_t n = p.n;
     sph_set_swap_on_device(sol, !host);
     sph_bind_check(sol, r.cs, r.ce, r.gpb, &r.st);
     unsetenv("SPHSIM_LIST_CHECK");
