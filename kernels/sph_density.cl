@@ -359,6 +359,28 @@ inline int sph_cell_ref(uint c, __global const float4 *x, __global const uchar *
     return 1;
 }
 
+/* The state the check reads: the last step's output, pos_b (pos_next), or pos_a with GO_ALT. */
+#define SPH_CHECK_STATE_(go) (((go) & GO_ALT) ? pos_a : pos_b)
+
+/* The relative-motion check, first pass (a step whose go word has GO_CHECK; returns at once
+ * otherwise): every cell's reference u_c (sph_list_check) into cref[c] with w = 1, or 0 with
+ * w = 0 for a cell without fluid, so that the second pass reads one float4 per cell instead of
+ * finding each cell's first fluid particle 63 times. */
+__kernel void sph_cell_refs(__global const float4 *pos_a, __global const float4 *pos_b, __global const uchar *type,
+                            __global const uint *cell_start, __global const uint *cell_end,
+                            __constant const grid_params *gp, __global const float4 *pos_ref,
+                            __global const uint *lstate, __global float4 *cref)
+{
+    const uint go = lstate[0];
+    if ((go & GO_CHECK) == 0u) return;
+    __global const float4 *x = SPH_CHECK_STATE_(go);
+    for (uint c = get_global_id(0); c < gp->n_cells; c += get_global_size(0)) {
+        float4 u = (float4)(0.0f);
+        if (sph_cell_ref(c, x, type, cell_start, cell_end, pos_ref, &u)) u.w = 1.0f;
+        cref[c] = u;
+    }
+}
+
 /* The relative-motion check of a step whose go word has GO_CHECK (returns at once otherwise):
  * may the lists be kept although some fluid particle moved more than skin_k / 2? A pair that
  * is not listed was more than R_l = R (1 + skin_k) apart at the build (R the support) and is
@@ -367,27 +389,27 @@ inline int sph_cell_ref(uint c, __global const float4 *x, __global const uchar *
  * particle has |d| >= skin_k R (NEED_HARD), which covers every fluid-wall pair (walls do not
  * move) and every pair in cells of the kept grid at least three apart (at least 2 cells >= 2 R_l
  * apart at the build). For fluid pairs in cells at most two apart, each cell c with fluid takes
- * as its reference u_c the d of its first fluid particle (sorted order); then
+ * as its reference u_c the d of its first fluid particle (sorted order; sph_cell_refs wrote them
+ * to cref); then
  *   |d_i - d_j| <= |d_i - u_c(i)| + |u_c(i) - u_c(j)| + |u_c(j) - d_j| <= 2 D + V,
  * D = max over fluid of |d - u_c|, V = max over pairs of fluid cells at most two apart (in each
  * axis) of |u_c - u_c'|. This kernel writes 2 D to lstate[6] and V to lstate[7] (atomic_max on
  * the bits of floats >= 0, which order as uints); sph_list_go's pass 1 keeps the lists if
  * 2 D + V < skin_rel = 0.999 skin_k R. In a flow that moves as a whole (the surge of a dam
  * break), the relative motion is far smaller than the motion, and the lists last up to twice
- * as many steps (docs/performance.md, tenth session). The state is the last step's output:
- * pos_b (pos_next), or pos_a with GO_ALT. Work-item i takes fluid particle i (D) and cell i (V),
- * launched over a few work-groups that loop (sph.c): V in the lanes of each cell's first fluid
- * particle instead left most lanes of a warp idle, and cost 0.43 ms per step at 3.9x10^6
- * particles on the H200 (docs/performance.md, tenth session). `red` holds two floats per
- * work-item of a group. */
+ * as many steps (docs/performance.md, tenth session). Work-item i takes fluid particle i (D) and
+ * cell i (V), launched over a few work-groups that loop (sph.c): V in the lanes of each cell's
+ * first fluid particle instead left most lanes of a warp idle, and cost 0.43 ms per step at
+ * 3.9x10^6 particles on the H200 (docs/performance.md, tenth session). `red` holds two floats
+ * per work-item of a group. */
 __kernel void sph_list_check(const uint n, __global const float4 *pos_a, __global const float4 *pos_b,
-                             __global const uchar *type, __global const uint *cell_start,
-                             __global const uint *cell_end, __constant const grid_params *gp,
-                             __global const float4 *pos_ref, __global uint *lstate, __local float *red)
+                             __global const uchar *type, __constant const grid_params *gp,
+                             __global const float4 *pos_ref, __global uint *lstate, __global const float4 *cref,
+                             __local float *red)
 {
     const uint go = lstate[0];
     if ((go & GO_CHECK) == 0u) return; /* the same for every work-item: none reaches the barrier */
-    __global const float4 *x = (go & GO_ALT) ? pos_a : pos_b;
+    __global const float4 *x = SPH_CHECK_STATE_(go);
     const int r = gp->dims == 3 ? 2 : 0;
     const uint nx = gp->ncell[0], ny = gp->ncell[1], n_cells = gp->n_cells, total = max(n, n_cells);
     float dmax = 0.0f, vmax = 0.0f;
@@ -398,14 +420,14 @@ __kernel void sph_list_check(const uint n, __global const float4 *pos_a, __globa
             const int cx = grid_cell_coord(xr.x, gp->origin[0], gp->cell_size_inv, nx);
             const int cy = grid_cell_coord(xr.y, gp->origin[1], gp->cell_size_inv, ny);
             const int cz = gp->dims == 3 ? grid_cell_coord(xr.z, gp->origin[2], gp->cell_size_inv, gp->ncell[2]) : 0;
-            float4 u = (float4)(0.0f);
-            sph_cell_ref((uint)cx + nx * ((uint)cy + ny * (uint)cz), x, type, cell_start, cell_end, pos_ref, &u);
-            float4 e = x[i] - xr - u; /* (the cell holds i: it has a reference) */
+            /* (the cell holds i: it has a reference, w = 1) */
+            float4 e = x[i] - xr - cref[(uint)cx + nx * ((uint)cy + ny * (uint)cz)];
             e.w = 0.0f;
             dmax = sph_max_nan_inf(dmax, length(e));
         }
-        float4 u = (float4)(0.0f);
-        if (i >= n_cells || !sph_cell_ref(i, x, type, cell_start, cell_end, pos_ref, &u)) continue;
+        if (i >= n_cells) continue;
+        const float4 u = cref[i];
+        if (u.w == 0.0f) continue;
         /* V over the cells after cell i (in z, y, x order) at most two apart in each axis */
         const int cx = (int)(i % nx), cy = (int)(i / nx % ny), cz = (int)(i / (nx * ny));
         for (int oz = 0; oz <= r; ++oz)
@@ -413,10 +435,8 @@ __kernel void sph_list_check(const uint n, __global const float4 *pos_a, __globa
                 for (int ox = oz > 0 || oy > 0 ? -2 : 1; ox <= 2; ++ox) {
                     const int qx = cx + ox, qy = cy + oy, qz = cz + oz;
                     if (qx < 0 || qy < 0 || qx >= (int)nx || qy >= (int)ny || qz >= (int)gp->ncell[2]) continue;
-                    float4 w;
-                    if (sph_cell_ref((uint)qx + nx * ((uint)qy + ny * (uint)qz), x, type, cell_start, cell_end, pos_ref,
-                                     &w))
-                        vmax = sph_max_nan_inf(vmax, length(w - u));
+                    const float4 w = cref[(uint)qx + nx * ((uint)qy + ny * (uint)qz)];
+                    if (w.w != 0.0f) vmax = sph_max_nan_inf(vmax, length(w - u)); /* (w - u).w = 0 */
                 }
     }
     /* the group's maxima, then one atomic each */

@@ -61,7 +61,7 @@ static void print_check(const scene *s)
 {
     size_t dev = sim_device_bytes(s);
     /* SPH neighbour lists, on top, when the device holds them (grid.neighbour_list) */
-    size_t lists = s->mode == MODE_SPH && s->neighbour_list != NLIST_OFF ? sph_list_bytes(s, (size_t)s->n_total, 0) : 0;
+    size_t lists = s->mode == MODE_SPH && s->neighbour_list != NLIST_OFF ? sim_list_bytes(s, (size_t)s->n_total, 0) : 0;
     /* per particle and snapshot: position, velocity (3 x 4 B each), density, pressure, mass,
      * radius (4 B), id (4 B), type (1 B), at most */
     double out = (double)snapshots_of(s) * (double)s->n_total * 37.0;

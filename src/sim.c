@@ -74,6 +74,15 @@ size_t sim_device_bytes(const scene *s)
     return n * state_bytes_per_particle(s) + grid_b + solver_b;
 }
 
+size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
+{
+    grid_params gp;
+    sph_error e;
+    /* the relative-motion check's reference per cell of the lists' grid (sph_bind_check) */
+    const size_t refs = sim_grid_geometry(s, 1, &gp, &e) == SPH_OK ? 16 * (size_t)gp.n_cells : 0;
+    return sph_list_bytes(s, n, max_alloc) + refs;
+}
+
 typedef struct sim_ctx {
     const scene *s;
     int go_on_host;      /* SPH lists: the host reads each step's go word (go_on_host()) */
@@ -497,7 +506,7 @@ static sph_status sim_list_choice(sim_ctx *c, size_t n, size_t need, size_t *lis
     const scene *s = c->s;
     *list_n = 0;
     if (s->mode != MODE_SPH || s->neighbour_list == NLIST_OFF || n == 0) return SPH_OK;
-    const size_t bytes = sph_list_bytes(s, n, c->dev.max_alloc);
+    const size_t bytes = sim_list_bytes(s, n, c->dev.max_alloc);
     const int fits = (double)(need + bytes) <= 0.9 * (double)c->dev.global_mem &&
                      sph_list_parts(n, sph_list_cap(s), c->dev.max_alloc) != 0;
     if (s->neighbour_list == NLIST_ON && !fits)
@@ -602,7 +611,8 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     if (st == SPH_OK && c->sph && sph_lists(c->sph)) {
         c->go_on_host = go_on_host();
         sph_set_swap_on_device(c->sph, !c->go_on_host);
-        sph_bind_check(c->sph, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g), &c->st);
+        st = sph_bind_check(c->sph, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g),
+                            grid_get_params(c->g)->n_cells, &c->st, e);
     }
     /* after the upload, before the first rebuild: the first step carries the impulses the
      * stored snapshot's next step carried (particles), or builds the lists at the skin level the

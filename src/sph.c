@@ -20,6 +20,7 @@ struct sph_solver {
     cl_kernel k_density, k_boundary, k_pressure, k_forces;
     cl_kernel k_list_go;     /* neighbour lists only */
     cl_kernel k_list_check;  /* neighbour lists only: the relative-motion check */
+    cl_kernel k_cell_refs;   /* neighbour lists only: its first pass, each cell's reference */
     cl_kernel k_forces_alt;  /* neighbour lists only: sph_forces with the buffer pairs swapped */
     /* neighbour lists only: the particles over list_cap (kernels/sph_common.h, SPH_LIST_MINE_) */
     cl_kernel k_density_walk, k_boundary_walk, k_forces_walk, k_forces_alt_walk;
@@ -42,6 +43,8 @@ struct sph_solver {
      * bound, or with SPHSIM_LIST_CHECK=0 */
     int check;
     cl_mem check_cs, check_ce, check_gp;
+    cl_mem check_cref; /* float4 [n_cells]: each cell's reference (sph_cell_refs) */
+    size_t check_ncells;
     const dev_state *check_st;
     int swap_on_device; /* sph_list_go swaps the buffer pairs in steps that keep the grid */
     int skin_levels;    /* levels of the adaptive skin on this device (skin_levels) */
@@ -431,6 +434,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
         if ((st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_list_go", &s->k_list_go, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_list_check", &s->k_list_check, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_density, "sph_cell_refs", &s->k_cell_refs, e)) != SPH_OK ||
             (st = device_kernel(s->prog_forces, "sph_forces_alt", &s->k_forces_alt, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_density_walk", &s->k_density_walk, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_density_kept", &s->k_density_kept, e)) != SPH_OK ||
@@ -460,6 +464,8 @@ void sph_destroy(sph_solver *s)
     if (s->k_forces) clReleaseKernel(s->k_forces);
     if (s->k_list_go) clReleaseKernel(s->k_list_go);
     if (s->k_list_check) clReleaseKernel(s->k_list_check);
+    if (s->k_cell_refs) clReleaseKernel(s->k_cell_refs);
+    if (s->check_cref) clReleaseMemObject(s->check_cref);
     if (s->k_forces_alt) clReleaseKernel(s->k_forces_alt);
     cl_kernel more[7] = {s->k_density_walk, s->k_boundary_walk, s->k_forces_walk, s->k_forces_alt_walk,
                          s->k_density_kept, s->k_lists_build, s->k_density_walk_built};
@@ -555,7 +561,8 @@ cl_mem sph_go_buffer(const sph_solver *s) { return s->lists ? s->lstate : NULL; 
 
 void sph_set_swap_on_device(sph_solver *s, int on) { s->swap_on_device = on != 0; }
 
-void sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, const dev_state *st)
+sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, size_t n_cells,
+                          const dev_state *st, sph_error *e)
 {
     const char *v = getenv("SPHSIM_LIST_CHECK");
     s->check = s->lists && !(v && !strcmp(v, "0"));
@@ -563,6 +570,14 @@ void sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem gr
     s->check_ce = cell_end;
     s->check_gp = grid_params_buf;
     s->check_st = st;
+    if (s->check_cref) clReleaseMemObject(s->check_cref);
+    s->check_cref = NULL;
+    s->check_ncells = n_cells;
+    if (!s->check) return SPH_OK;
+    const sph_status r = device_alloc(s->d, 16 * (n_cells ? n_cells : 1), "SPH cell references (list check)",
+                                      &s->check_cref, e);
+    if (r != SPH_OK) s->check = 0;
+    return r;
 }
 
 /* sph_list_go's pass (0: the step's first decision; 1: after the check). */
@@ -584,17 +599,27 @@ static sph_status launch_check(sph_solver *s, sph_error *e)
 {
     const dev_state *st = s->check_st;
     const cl_uint n = (cl_uint)st->n;
-    cl_kernel k = s->k_list_check;
+    cl_kernel k = s->k_cell_refs;
+    DEVICE_ARG(e, k, 0, st->pos);
+    DEVICE_ARG(e, k, 1, st->pos_next);
+    DEVICE_ARG(e, k, 2, st->type);
+    DEVICE_ARG(e, k, 3, s->check_cs);
+    DEVICE_ARG(e, k, 4, s->check_ce);
+    DEVICE_ARG(e, k, 5, s->check_gp);
+    DEVICE_ARG(e, k, 6, s->pos_ref);
+    DEVICE_ARG(e, k, 7, s->lstate);
+    DEVICE_ARG(e, k, 8, s->check_cref);
+    SPH_TRY(device_run_strided(s->d, k, s->check_ncells, s->local, NULL, e));
+    k = s->k_list_check;
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
     DEVICE_ARG(e, k, 2, st->pos_next);
     DEVICE_ARG(e, k, 3, st->type);
-    DEVICE_ARG(e, k, 4, s->check_cs);
-    DEVICE_ARG(e, k, 5, s->check_ce);
-    DEVICE_ARG(e, k, 6, s->check_gp);
-    DEVICE_ARG(e, k, 7, s->pos_ref);
-    DEVICE_ARG(e, k, 8, s->lstate);
-    CL_CHECK(e, clSetKernelArg(k, 9, 2 * s->local * sizeof(cl_float), NULL));
+    DEVICE_ARG(e, k, 4, s->check_gp);
+    DEVICE_ARG(e, k, 5, s->pos_ref);
+    DEVICE_ARG(e, k, 6, s->lstate);
+    DEVICE_ARG(e, k, 7, s->check_cref);
+    CL_CHECK(e, clSetKernelArg(k, 8, 2 * s->local * sizeof(cl_float), NULL));
     SPH_TRY(device_run_strided(s->d, k, st->n, s->local, NULL, e));
     return launch_go(s, 0, 1, e);
 }

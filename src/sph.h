@@ -65,8 +65,10 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);
  * reads the kept grid's cell table and the state st (the last step's output: st->pos_next, or
  * st->pos when the device swapped the pairs), which the solver keeps until it is destroyed.
  * Without it (until bound, or with SPHSIM_LIST_CHECK=0) a move of skin_k / 2 rebuilds. sim.c
- * binds it once the grid and state exist. */
-void sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, const dev_state *st);
+ * binds it once the grid and state exist. It allocates 16 bytes per grid cell (n_cells) for
+ * the cells' reference displacements (sph_cell_refs), and returns the error when that fails. */
+sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, size_t n_cells,
+                          const dev_state *st, sph_error *e);
 /* The go word of the step sph_begin_step just enqueued (blocks until the device has run it):
  * 1 rebuild, 0 keep; 1 without lists. sim.c reads it every step by default: the wait costs
  * less than the launches a kept step would otherwise still make (docs/grid.md). Read with it,
