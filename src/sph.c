@@ -71,10 +71,12 @@ static int lists_apart_on(const sph_device *d)
     return d->is_gpu;
 }
 
-/* Work-group size of the SPH kernels: 64 (64, 128 and 256 within 1.5 % on the H200; on PoCL 64
- * and 128 within the noise once the work-groups are spread, see sph_stride).
+/* Work-group size of the SPH kernels: 128 on GPUs (2.2 % less per step than 64 on the H200 over
+ * the young and the developed 3D dam break, every SPH loop a little faster; docs/performance.md,
+ * eleventh session; the seventh session's code measured no difference), 64 elsewhere (on PoCL
+ * 64 and 128 within the noise once the work-groups are spread, see sph_stride).
  * SPHSIM_SPH_LOCAL overrides it for benchmarks. */
-static size_t sph_local_size(void)
+static size_t sph_local_size(const sph_device *d)
 {
     const char *v = getenv("SPHSIM_SPH_LOCAL");
     if (v && *v) {
@@ -82,7 +84,8 @@ static size_t sph_local_size(void)
         const unsigned long l = strtoul(v, &end, 10);
         if (*end == '\0' && l >= 1 && l <= 1024) return (size_t)l;
     }
-    return 64;
+    const size_t l = d->is_gpu ? 128 : 64;
+    return d->max_wg > 0 && d->max_wg < l ? d->max_wg : l;
 }
 
 /* Steps x skin at which a neighbour list's rebuild and its longer loops cost the same
@@ -372,7 +375,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     sph_solver *s = calloc(1, sizeof *s);
     if (!s) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
     s->d = d;
-    s->local = sph_local_size();
+    s->local = sph_local_size(d);
     sph_params_from_scene(sc, &s->params);
     s->skin_levels = skin_levels(d);
     set_skin_levels(&s->params, sc->skin, s->skin_levels);
