@@ -366,10 +366,13 @@ inline int sph_cell_ref(uint c, __global const float4 *x, __global const uchar *
  * otherwise): every cell's reference u_c (sph_list_check) into cref[c] with w = 1, or 0 with
  * w = 0 for a cell without fluid, so that the second pass reads one float4 per cell instead of
  * finding each cell's first fluid particle 63 times. */
-__kernel void sph_cell_refs(__global const float4 *pos_a, __global const float4 *pos_b, __global const uchar *type,
-                            __global const uint *cell_start, __global const uint *cell_end,
-                            __constant const grid_params *gp, __global const float4 *pos_ref,
-                            __global const uint *lstate, __global float4 *cref)
+/* The arguments both kernels of the check take first (sph.c sets them once for each). */
+#define SPH_CHECK_ARGS                                                                             \
+    __global const float4 *pos_a, __global const float4 *pos_b, __global const uchar *type,       \
+        __global const uint *cell_start, __global const uint *cell_end, __constant const grid_params *gp, \
+        __global const float4 *pos_ref, __global uint *lstate, __global float4 *cref
+
+__kernel void sph_cell_refs(SPH_CHECK_ARGS)
 {
     const uint go = lstate[0];
     if ((go & GO_CHECK) == 0u) return;
@@ -402,10 +405,7 @@ __kernel void sph_cell_refs(__global const float4 *pos_a, __global const float4 
  * first fluid particle instead left most lanes of a warp idle, and cost 0.43 ms per step at
  * 3.9x10^6 particles on the H200 (docs/performance.md, tenth session). `red` holds two floats
  * per work-item of a group. */
-__kernel void sph_list_check(const uint n, __global const float4 *pos_a, __global const float4 *pos_b,
-                             __global const uchar *type, __constant const grid_params *gp,
-                             __global const float4 *pos_ref, __global uint *lstate, __global const float4 *cref,
-                             __local float *red)
+__kernel void sph_list_check(SPH_CHECK_ARGS, const uint n, __local float *red)
 {
     const uint go = lstate[0];
     if ((go & GO_CHECK) == 0u) return; /* the same for every work-item: none reaches the barrier */

@@ -596,13 +596,11 @@ static sph_status launch_go(sph_solver *s, int force, cl_uint pass, sph_error *e
     return device_launch(s->d, s->k_list_go, 1, 1, NULL, e);
 }
 
-/* The relative-motion check and the decision after it (both return at once on the device
- * unless the go word has GO_CHECK). */
-static sph_status launch_check(sph_solver *s, sph_error *e)
+/* The arguments both kernels of the relative-motion check take first (SPH_CHECK_ARGS in
+ * kernels/sph_density.cl). */
+static sph_status set_check_args(sph_solver *s, cl_kernel k, sph_error *e)
 {
     const dev_state *st = s->check_st;
-    const cl_uint n = (cl_uint)st->n;
-    cl_kernel k = s->k_cell_refs;
     DEVICE_ARG(e, k, 0, st->pos);
     DEVICE_ARG(e, k, 1, st->pos_next);
     DEVICE_ARG(e, k, 2, st->type);
@@ -612,18 +610,21 @@ static sph_status launch_check(sph_solver *s, sph_error *e)
     DEVICE_ARG(e, k, 6, s->pos_ref);
     DEVICE_ARG(e, k, 7, s->lstate);
     DEVICE_ARG(e, k, 8, s->check_cref);
-    SPH_TRY(device_run_strided(s->d, k, s->check_ncells, s->local, NULL, e));
-    k = s->k_list_check;
-    DEVICE_ARG(e, k, 0, n);
-    DEVICE_ARG(e, k, 1, st->pos);
-    DEVICE_ARG(e, k, 2, st->pos_next);
-    DEVICE_ARG(e, k, 3, st->type);
-    DEVICE_ARG(e, k, 4, s->check_gp);
-    DEVICE_ARG(e, k, 5, s->pos_ref);
-    DEVICE_ARG(e, k, 6, s->lstate);
-    DEVICE_ARG(e, k, 7, s->check_cref);
-    CL_CHECK(e, clSetKernelArg(k, 8, 2 * s->local * sizeof(cl_float), NULL));
-    SPH_TRY(device_run_strided(s->d, k, st->n, s->local, NULL, e));
+    return SPH_OK;
+}
+
+/* The relative-motion check (the cells' references, then the check) and the decision after it
+ * (all return at once on the device unless the go word has GO_CHECK). */
+static sph_status launch_check(sph_solver *s, sph_error *e)
+{
+    const cl_uint n = (cl_uint)s->check_st->n;
+    SPH_TRY(set_check_args(s, s->k_cell_refs, e));
+    SPH_TRY(device_run_strided(s->d, s->k_cell_refs, s->check_ncells, s->local, NULL, e));
+    cl_kernel k = s->k_list_check;
+    SPH_TRY(set_check_args(s, k, e));
+    DEVICE_ARG(e, k, 9, n);
+    CL_CHECK(e, clSetKernelArg(k, 10, 2 * s->local * sizeof(cl_float), NULL));
+    SPH_TRY(device_run_strided(s->d, k, n, s->local, NULL, e));
     return launch_go(s, 0, 1, e);
 }
 
