@@ -362,16 +362,16 @@ inline int sph_cell_ref(uint c, __global const float4 *x, __global const uchar *
 /* The state the check reads: the last step's output, pos_b (pos_next), or pos_a with GO_ALT. */
 #define SPH_CHECK_STATE_(go) (((go) & GO_ALT) ? pos_a : pos_b)
 
-/* The relative-motion check, first pass (a step whose go word has GO_CHECK; returns at once
- * otherwise): every cell's reference u_c (sph_list_check) into cref[c] with w = 1, or 0 with
- * w = 0 for a cell without fluid, so that the second pass reads one float4 per cell instead of
- * finding each cell's first fluid particle 63 times. */
 /* The arguments both kernels of the check take first (sph.c sets them once for each). */
 #define SPH_CHECK_ARGS                                                                             \
     __global const float4 *pos_a, __global const float4 *pos_b, __global const uchar *type,       \
         __global const uint *cell_start, __global const uint *cell_end, __constant const grid_params *gp, \
         __global const float4 *pos_ref, __global uint *lstate, __global float4 *cref
 
+/* The relative-motion check, first pass (a step whose go word has GO_CHECK; returns at once
+ * otherwise): every cell's reference u_c (sph_list_check) into cref[c] with w = 1, or 0 with
+ * w = 0 for a cell without fluid, so that the second pass reads one float4 per cell instead of
+ * finding each cell's first fluid particle 63 times. */
 __kernel void sph_cell_refs(SPH_CHECK_ARGS)
 {
     const uint go = lstate[0];

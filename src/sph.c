@@ -576,11 +576,11 @@ sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_
     if (s->check_cref) clReleaseMemObject(s->check_cref);
     s->check_cref = NULL;
     s->check_ncells = n_cells;
+    /* a grid whose references exceed the largest buffer runs without the check (a soft need
+     * then rebuilds, as before it) */
+    if (16.0 * (double)n_cells > (double)s->d->max_alloc) s->check = 0;
     if (!s->check) return SPH_OK;
-    const sph_status r = device_alloc(s->d, 16 * (n_cells ? n_cells : 1), "SPH cell references (list check)",
-                                      &s->check_cref, e);
-    if (r != SPH_OK) s->check = 0;
-    return r;
+    return device_alloc(s->d, 16 * (n_cells ? n_cells : 1), "SPH cell references (list check)", &s->check_cref, e);
 }
 
 /* sph_list_go's pass (0: the step's first decision; 1: after the check). */

@@ -66,7 +66,8 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);
  * st->pos when the device swapped the pairs), which the solver keeps until it is destroyed.
  * Without it (until bound, or with SPHSIM_LIST_CHECK=0) a move of skin_k / 2 rebuilds. sim.c
  * binds it once the grid and state exist. It allocates 16 bytes per grid cell (n_cells) for
- * the cells' reference displacements (sph_cell_refs), and returns the error when that fails. */
+ * the cells' reference displacements (sph_cell_refs), and returns the error when that fails;
+ * when they would exceed the device's largest buffer, the check stays off. */
 sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, size_t n_cells,
                           const dev_state *st, sph_error *e);
 /* The go word of the step sph_begin_step just enqueued (blocks until the device has run it):

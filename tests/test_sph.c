@@ -770,7 +770,8 @@ typedef struct check_case {
                              sorted order (the check's reference), a_odd for the others; 3: 0 for
                              the first, a_even / a_odd by the id's parity for the others */
     double a_even, a_odd; /* d / (skin R) along x */
-    int check;           /* 0: SPHSIM_LIST_CHECK=0 */
+    int check;           /* 0: SPHSIM_LIST_CHECK=0; 2: bound to a grid whose cell references
+                            would exceed the device's largest buffer (the check stays off) */
     int want_rebuild;
     int lists;           /* make_solver_lists' mode: 1 full lists, 5 half of them over (walks) */
 } check_case;
@@ -788,7 +789,8 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     const size_t n = p.n;
     sph_set_swap_on_device(sol, !host);
     sph_error be;
-    assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &be), SPH_OK);
+    const size_t n_cells = cc->check == 2 ? (size_t)(f->d.max_alloc / 16 + 1) : r.gp.n_cells;
+    assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, n_cells, &r.st, &be), SPH_OK);
     unsetenv("SPHSIM_LIST_CHECK");
     /* step 1 builds the lists */
     assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
@@ -824,10 +826,10 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     if (host) expect_go(sol, cc->want_rebuild);
     long rebuilds = 0;
     assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
-    char label[96];
+    char label[128];
     snprintf(label, sizeof label, "check %dD %s %s %+.2f %+.2f%s", dims, host ? "host  " : "device",
              cc->by == 0 ? "ids  " : cc->by == 1 ? "cells" : cc->by == 2 ? "firsts" : "others", cc->a_even,
-             cc->a_odd, cc->check ? "" : " (check off)");
+             cc->a_odd, cc->check == 1 ? "" : cc->check ? " (check off: too many cells)" : " (check off)");
     if (cc->lists == 5) strncat(label, " (half the lists over)", sizeof label - strlen(label) - 1);
     printf("  %s: %s\n", label, rebuilds == 2 ? "rebuild" : "keep");
     assert_int_equal(rebuilds, 1 + cc->want_rebuild);
@@ -849,6 +851,7 @@ static void test_list_check(void **state)
     static const check_case cases[] = {
         {1, 0.8, 0.8, 1, 0, 1},    /* the fluid moved as a whole: kept */
         {1, 0.8, 0.8, 0, 1, 1},    /* the same without the check: rebuilt */
+        {1, 0.8, 0.8, 2, 1, 1},    /* the same with too many cells for the check's buffer: rebuilt */
         {1, 1.05, 1.05, 1, 1, 1},  /* a move of skin R: rebuilt, whatever the relative motion */
         {1, 0.8, 0.4, 1, 0, 1},    /* cells 0.4 skin R apart: kept */
         {1, 0.8, -0.05, 1, 0, 1},  /* cells 0.85 skin R apart, near the bound: kept */
