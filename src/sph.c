@@ -75,7 +75,8 @@ static int lists_apart_on(const sph_device *d)
  * the young and the developed 3D dam break, every SPH loop a little faster; docs/performance.md,
  * eleventh session; the seventh session's code measured no difference), 64 elsewhere (on PoCL
  * 64 and 128 within the noise once the work-groups are spread, see sph_stride).
- * SPHSIM_SPH_LOCAL overrides it for benchmarks. */
+ * SPHSIM_SPH_LOCAL overrides it for benchmarks. sph_create lowers either to the smallest
+ * CL_KERNEL_WORK_GROUP_SIZE of the SPH kernels. */
 static size_t sph_local_size(const sph_device *d)
 {
     const char *v = getenv("SPHSIM_SPH_LOCAL");
@@ -453,6 +454,17 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
             sph_destroy(s);
             return st;
         }
+    }
+    /* no larger than any SPH kernel allows: a register-heavy kernel may take fewer work-items
+     * than the device's largest group on some GPUs */
+    const cl_kernel ks[] = {s->k_density, s->k_boundary, s->k_pressure, s->k_forces, s->k_list_check,
+                            s->k_cell_refs, s->k_forces_alt, s->k_density_walk, s->k_boundary_walk, s->k_forces_walk,
+                            s->k_forces_alt_walk, s->k_density_kept, s->k_lists_build, s->k_density_walk_built};
+    for (size_t k = 0; k < sizeof ks / sizeof ks[0]; ++k) {
+        size_t m = 0;
+        if (ks[k] && clGetKernelWorkGroupInfo(ks[k], d->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof m, &m, NULL) ==
+                         CL_SUCCESS && m > 0 && m < s->local)
+            s->local = m;
     }
     *out = s;
     return SPH_OK;
