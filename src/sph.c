@@ -85,8 +85,7 @@ static size_t sph_local_size(const sph_device *d)
         const unsigned long l = strtoul(v, &end, 10);
         if (*end == '\0' && l >= 1 && l <= 1024) return (size_t)l;
     }
-    const size_t l = d->is_gpu ? 128 : 64;
-    return d->max_wg > 0 && d->max_wg < l ? d->max_wg : l;
+    return d->is_gpu ? 128 : 64;
 }
 
 /* Steps x skin at which a neighbour list's rebuild and its longer loops cost the same
@@ -369,6 +368,18 @@ sph_status sph_prepare(const scene *s, particles *p, sph_error *e)
     return hydrostatic_init(s, p, m, e);
 }
 
+/* Every kernel of the solver (NULL where not created: without lists, or after a failed
+ * sph_create), for sph_destroy and the work-group size. */
+#define SPH_KERNELS 15
+static void solver_kernels(const sph_solver *s, cl_kernel ks[SPH_KERNELS])
+{
+    const cl_kernel all[SPH_KERNELS] = {s->k_density, s->k_boundary, s->k_pressure, s->k_forces, s->k_list_go,
+                                        s->k_list_check, s->k_cell_refs, s->k_forces_alt, s->k_density_walk,
+                                        s->k_boundary_walk, s->k_forces_walk, s->k_forces_alt_walk, s->k_density_kept,
+                                        s->k_lists_build, s->k_density_walk_built};
+    memcpy(ks, all, sizeof all);
+}
+
 sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t list_n, sph_error *e)
 {
     *out = NULL;
@@ -455,12 +466,11 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
             return st;
         }
     }
-    /* no larger than any SPH kernel allows: a register-heavy kernel may take fewer work-items
-     * than the device's largest group on some GPUs */
-    const cl_kernel ks[] = {s->k_density, s->k_boundary, s->k_pressure, s->k_forces, s->k_list_check,
-                            s->k_cell_refs, s->k_forces_alt, s->k_density_walk, s->k_boundary_walk, s->k_forces_walk,
-                            s->k_forces_alt_walk, s->k_density_kept, s->k_lists_build, s->k_density_walk_built};
-    for (size_t k = 0; k < sizeof ks / sizeof ks[0]; ++k) {
+    /* no larger than any SPH kernel allows (each at most the device's largest group): a
+     * register-heavy kernel may take fewer work-items than that on some GPUs */
+    cl_kernel ks[SPH_KERNELS];
+    solver_kernels(s, ks);
+    for (size_t k = 0; k < SPH_KERNELS; ++k) {
         size_t m = 0;
         if (ks[k] && clGetKernelWorkGroupInfo(ks[k], d->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof m, &m, NULL) ==
                          CL_SUCCESS && m > 0 && m < s->local)
@@ -473,19 +483,11 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
 void sph_destroy(sph_solver *s)
 {
     if (!s) return;
-    if (s->k_density) clReleaseKernel(s->k_density);
-    if (s->k_boundary) clReleaseKernel(s->k_boundary);
-    if (s->k_pressure) clReleaseKernel(s->k_pressure);
-    if (s->k_forces) clReleaseKernel(s->k_forces);
-    if (s->k_list_go) clReleaseKernel(s->k_list_go);
-    if (s->k_list_check) clReleaseKernel(s->k_list_check);
-    if (s->k_cell_refs) clReleaseKernel(s->k_cell_refs);
+    cl_kernel ks[SPH_KERNELS];
+    solver_kernels(s, ks);
+    for (int k = 0; k < SPH_KERNELS; ++k)
+        if (ks[k]) clReleaseKernel(ks[k]);
     if (s->check_cref) clReleaseMemObject(s->check_cref);
-    if (s->k_forces_alt) clReleaseKernel(s->k_forces_alt);
-    cl_kernel more[7] = {s->k_density_walk, s->k_boundary_walk, s->k_forces_walk, s->k_forces_alt_walk,
-                         s->k_density_kept, s->k_lists_build, s->k_density_walk_built};
-    for (int k = 0; k < 7; ++k)
-        if (more[k]) clReleaseKernel(more[k]);
     for (int k = 0; k < SPH_LIST_MAX_PARTS; ++k)
         if (s->nl_list[k]) clReleaseMemObject(s->nl_list[k]);
     cl_mem ms[4] = {s->nl_count, s->pos_ref, s->lstate, s->dummy};

@@ -788,9 +788,8 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     unsetenv("SPHSIM_LIST_BUILD");
     const size_t n = p.n;
     sph_set_swap_on_device(sol, !host);
-    sph_error be;
     const size_t n_cells = cc->check == 2 ? (size_t)(f->d.max_alloc / 16 + 1) : r.gp.n_cells;
-    assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, n_cells, &r.st, &be), SPH_OK);
+    assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, n_cells, &r.st, &e), SPH_OK);
     unsetenv("SPHSIM_LIST_CHECK");
     /* step 1 builds the lists */
     assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
