@@ -284,7 +284,7 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
  * fluid particle moved more than skin_k / 2 or at least skin_k from where the lists were built),
  * [2] number of rebuilds so far, [3] steps the lists have been kept, [4] the skin level k of the
  * lists (skin_k = skin / 2^k, sph_params), [5] particles over list_cap at the last build (the
- * _walk kernels' work; sph_common.h), [6] and [7] the check's two maxima (float bits). */
+ * _walk kernels' work; sph_common.h), [6] the check's bound (float bits; [7] is unused). */
 
 /* One work-item, first in a step (pass 0): decides whether the step rebuilds (GO_REBUILD),
  * clears need, and counts the rebuild. The grid kernels (grid.h) and sph_density (which then
@@ -319,12 +319,11 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
         if (check && !force && need == NEED_SOFT) {
             lstate[0] = GO_CHECK | alt;
             lstate[6] = 0u;
-            lstate[7] = 0u;
             return;
         }
     } else {
         if ((lstate[0] & GO_CHECK) == 0u) return;
-        need = as_float(lstate[6]) + as_float(lstate[7]) >= P->skin_rel[k] ? NEED_HARD : 0u;
+        need = as_float(lstate[6]) >= P->skin_rel[k] ? NEED_HARD : 0u;
     }
     uint g = force || need ? 1u : 0u, k2 = k;
     if (need) {
@@ -346,40 +345,46 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
  * instead of hiding its neighbours' motion; fmax would drop it). */
 inline float sph_max_nan_inf(float m, float v) { return isnan(v) ? INFINITY : fmax(m, v); }
 
-/* The reference of cell c: the d of its first fluid particle, in *u; 0 if it has none. */
-inline int sph_cell_ref(uint c, __global const float4 *x, __global const uchar *type, __global const uint *cell_start,
-                        __global const uint *cell_end, __global const float4 *pos_ref, float4 *u)
-{
-    const uint j1 = cell_end[c];
-    uint j = cell_start[c];
-    while (j < j1 && type[j] != PTYPE_FLUID) ++j;
-    if (j == j1) return 0;
-    *u = x[j] - pos_ref[j];
-    (*u).w = 0.0f;
-    return 1;
-}
-
 /* The state the check reads: the last step's output, pos_b (pos_next), or pos_a with GO_ALT. */
 #define SPH_CHECK_STATE_(go) (((go) & GO_ALT) ? pos_a : pos_b)
 
-/* The arguments both kernels of the check take first (sph.c sets them once for each). */
+/* The arguments both kernels of the check take (sph.c sets them once for each). */
 #define SPH_CHECK_ARGS                                                                             \
     __global const float4 *pos_a, __global const float4 *pos_b, __global const uchar *type,       \
         __global const uint *cell_start, __global const uint *cell_end, __constant const grid_params *gp, \
         __global const float4 *pos_ref, __global uint *lstate, __global float4 *cref
 
 /* The relative-motion check, first pass (a step whose go word has GO_CHECK; returns at once
- * otherwise): every cell's reference u_c (sph_list_check) into cref[c] with w = 1, or 0 with
- * w = 0 for a cell without fluid, so that the second pass reads one float4 per cell instead of
- * finding each cell's first fluid particle 63 times. */
+ * otherwise): for every cell c of the kept grid, the box around the displacements d = x - x_ref
+ * of its fluid particles, written to cref[c] as its centre u_c and, in w, the half of its
+ * diagonal r_c, so that |d - u_c| <= r_c for every fluid particle of c (sph_list_check); w = -1
+ * for a cell without fluid. A non-finite d makes r_c infinite (fmin and fmax would drop a NaN),
+ * so that the step rebuilds. One work-item per cell loops over the cell's particles in sorted
+ * order. */
 __kernel void sph_cell_refs(SPH_CHECK_ARGS)
 {
     const uint go = lstate[0];
     if ((go & GO_CHECK) == 0u) return;
     __global const float4 *x = SPH_CHECK_STATE_(go);
     for (uint c = get_global_id(0); c < gp->n_cells; c += get_global_size(0)) {
-        float4 u = (float4)(0.0f);
-        if (sph_cell_ref(c, x, type, cell_start, cell_end, pos_ref, &u)) u.w = 1.0f;
+        const uint j1 = cell_end[c];
+        float4 lo = (float4)(INFINITY), hi = (float4)(-INFINITY);
+        int fluid = 0, finite = 1;
+        for (uint j = cell_start[c]; j < j1; ++j) {
+            if (type[j] != PTYPE_FLUID) continue;
+            const float4 d = x[j] - pos_ref[j];
+            finite = finite && isfinite(d.x) && isfinite(d.y) && isfinite(d.z);
+            lo = fmin(lo, d);
+            hi = fmax(hi, d);
+            fluid = 1;
+        }
+        float4 u = (float4)(0.0f, 0.0f, 0.0f, -1.0f);
+        if (fluid) {
+            float4 semi = 0.5f * (hi - lo);
+            semi.w = 0.0f;
+            u = 0.5f * (lo + hi);
+            u.w = finite ? length(semi) : INFINITY;
+        }
         cref[c] = u;
     }
 }
@@ -391,65 +396,48 @@ __kernel void sph_cell_refs(SPH_CHECK_ARGS)
  * x_ref = pos_ref, where the lists were built). sph_forces asked for a rebuild if any fluid
  * particle has |d| >= skin_k R (NEED_HARD), which covers every fluid-wall pair (walls do not
  * move) and every pair in cells of the kept grid at least three apart (at least 2 cells >= 2 R_l
- * apart at the build). For fluid pairs in cells at most two apart, each cell c with fluid takes
- * as its reference u_c the d of its first fluid particle (sorted order; sph_cell_refs wrote them
- * to cref); then
- *   |d_i - d_j| <= |d_i - u_c(i)| + |u_c(i) - u_c(j)| + |u_c(j) - d_j| <= 2 D + V,
- * D = max over fluid of |d - u_c|, V = max over pairs of fluid cells at most two apart (in each
- * axis) of |u_c - u_c'|. This kernel writes 2 D to lstate[6] and V to lstate[7] (atomic_max on
- * the bits of floats >= 0, which order as uints); sph_list_go's pass 1 keeps the lists if
- * 2 D + V < skin_rel = 0.999 skin_k R. In a flow that moves as a whole (the surge of a dam
- * break), the relative motion is far smaller than the motion, and the lists last up to twice
- * as many steps (docs/performance.md, tenth session). Work-item i takes fluid particle i (D) and
- * cell i (V), launched over a few work-groups that loop (sph.c): V in the lanes of each cell's
- * first fluid particle instead left most lanes of a warp idle, and cost 0.43 ms per step at
- * 3.9x10^6 particles on the H200 (docs/performance.md, tenth session). `red` holds two floats
- * per work-item of a group. */
-__kernel void sph_list_check(SPH_CHECK_ARGS, const uint n, __local float *red)
+ * apart at the build). For fluid i in cell c and fluid j in cell c' at most two apart (in each
+ * axis; c' = c included), with the boxes of sph_cell_refs,
+ *   |d_i - d_j| <= |d_i - u_c| + |u_c - u_c'| + |u_c' - d_j| <= r_c + |u_c - u_c'| + r_c',
+ * and this kernel writes the largest such bound B to lstate[6] (atomic_max on the bits of
+ * floats >= 0, which order as uints); sph_list_go's pass 1 keeps the lists if B < skin_rel =
+ * 0.999 skin_k R. A cell's own pairs give 2 r_c. In a flow that moves as a whole (the surge of
+ * a dam break), the relative motion is far smaller than the motion, and the lists last longer
+ * (docs/performance.md, tenth and twelfth sessions). A bound of one reference per cell (its first
+ * fluid particle's d) and one maximum over all cells, 2 max|d - u_c| + max|u_c - u_c'|, rebuilt
+ * 27 % more often (twelfth session). Work-item c takes cell c and the cells after it, launched
+ * over a few work-groups that loop (sph.c). `red` holds one float per work-item of a group. */
+__kernel void sph_list_check(SPH_CHECK_ARGS, __local float *red)
 {
     const uint go = lstate[0];
     if ((go & GO_CHECK) == 0u) return; /* the same for every work-item: none reaches the barrier */
-    __global const float4 *x = SPH_CHECK_STATE_(go);
     const int r = gp->dims == 3 ? 2 : 0;
-    const uint nx = gp->ncell[0], ny = gp->ncell[1], n_cells = gp->n_cells, total = max(n, n_cells);
-    float dmax = 0.0f, vmax = 0.0f;
-    /* item i: fluid particle i (D) and cell i (V), as grid_keys loops over particles and cells */
-    for (uint i = get_global_id(0); i < total; i += get_global_size(0)) {
-        if (i < n && type[i] == PTYPE_FLUID) {
-            const float4 xr = pos_ref[i];
-            const int cx = grid_cell_coord(xr.x, gp->origin[0], gp->cell_size_inv, nx);
-            const int cy = grid_cell_coord(xr.y, gp->origin[1], gp->cell_size_inv, ny);
-            const int cz = gp->dims == 3 ? grid_cell_coord(xr.z, gp->origin[2], gp->cell_size_inv, gp->ncell[2]) : 0;
-            /* (the cell holds i: it has a reference, w = 1) */
-            float4 e = x[i] - xr - cref[(uint)cx + nx * ((uint)cy + ny * (uint)cz)];
-            e.w = 0.0f;
-            dmax = sph_max_nan_inf(dmax, length(e));
-        }
-        if (i >= n_cells) continue;
-        const float4 u = cref[i];
-        if (u.w == 0.0f) continue;
-        /* V over the cells after cell i (in z, y, x order) at most two apart in each axis */
-        const int cx = (int)(i % nx), cy = (int)(i / nx % ny), cz = (int)(i / (nx * ny));
+    const uint nx = gp->ncell[0], ny = gp->ncell[1], nz = gp->ncell[2], n_cells = gp->n_cells;
+    float bmax = 0.0f;
+    for (uint c = get_global_id(0); c < n_cells; c += get_global_size(0)) {
+        const float4 u = cref[c];
+        if (u.w < 0.0f) continue;
+        bmax = sph_max_nan_inf(bmax, 2.0f * u.w);
+        /* the cells after c (in z, y, x order) at most two apart in each axis */
+        const int cx = (int)(c % nx), cy = (int)(c / nx % ny), cz = (int)(c / (nx * ny));
         for (int oz = 0; oz <= r; ++oz)
             for (int oy = oz > 0 ? -2 : 0; oy <= 2; ++oy)
                 for (int ox = oz > 0 || oy > 0 ? -2 : 1; ox <= 2; ++ox) {
                     const int qx = cx + ox, qy = cy + oy, qz = cz + oz;
-                    if (qx < 0 || qy < 0 || qx >= (int)nx || qy >= (int)ny || qz >= (int)gp->ncell[2]) continue;
+                    if (qx < 0 || qy < 0 || qx >= (int)nx || qy >= (int)ny || qz >= (int)nz) continue;
                     const float4 w = cref[(uint)qx + nx * ((uint)qy + ny * (uint)qz)];
-                    if (w.w != 0.0f) vmax = sph_max_nan_inf(vmax, length(w - u)); /* (w - u).w = 0 */
+                    if (w.w < 0.0f) continue;
+                    float4 e = w - u;
+                    e.w = 0.0f;
+                    bmax = sph_max_nan_inf(bmax, u.w + w.w + length(e));
                 }
     }
-    /* the group's maxima, then one atomic each */
+    /* the group's maximum, then one atomic */
     const uint l = get_local_id(0), ls = get_local_size(0);
-    red[l] = dmax;
-    red[ls + l] = vmax;
+    red[l] = bmax;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (l == 0u) {
-        for (uint k = 1u; k < ls; ++k) {
-            dmax = fmax(dmax, red[k]);
-            vmax = fmax(vmax, red[ls + k]);
-        }
-        atomic_max(lstate + 6, as_uint(2.0f * dmax));
-        atomic_max(lstate + 7, as_uint(vmax));
+        for (uint k = 1u; k < ls; ++k) bmax = fmax(bmax, red[k]);
+        atomic_max(lstate + 6, as_uint(bmax));
     }
 }

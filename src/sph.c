@@ -20,7 +20,7 @@ struct sph_solver {
     cl_kernel k_density, k_boundary, k_pressure, k_forces;
     cl_kernel k_list_go;     /* neighbour lists only */
     cl_kernel k_list_check;  /* neighbour lists only: the relative-motion check */
-    cl_kernel k_cell_refs;   /* neighbour lists only: its first pass, each cell's reference */
+    cl_kernel k_cell_refs;   /* neighbour lists only: its first pass, each cell's box */
     cl_kernel k_forces_alt;  /* neighbour lists only: sph_forces with the buffer pairs swapped */
     /* neighbour lists only: the particles over list_cap (kernels/sph_common.h, SPH_LIST_MINE_) */
     cl_kernel k_density_walk, k_boundary_walk, k_forces_walk, k_forces_alt_walk;
@@ -38,12 +38,12 @@ struct sph_solver {
     cl_mem nl_count;   /* uint [n_max] */
     cl_mem pos_ref;    /* float4 [n_max] */
     cl_mem lstate;     /* uint [8]: go word, need, rebuilds, age, skin level, particles over list_cap,
-                          the check's two maxima (kernels/sph_density.cl) */
+                          the check's bound, unused (kernels/sph_density.cl) */
     /* the relative-motion check (sph_bind_check): the grid and state it reads; off (0) until
      * bound, or with SPHSIM_LIST_CHECK=0 */
     int check;
     cl_mem check_cs, check_ce, check_gp;
-    cl_mem check_cref; /* float4 [n_cells]: each cell's reference (sph_cell_refs) */
+    cl_mem check_cref; /* float4 [n_cells]: each cell's box of displacements (sph_cell_refs) */
     size_t check_ncells;
     const dev_state *check_st;
     int swap_on_device; /* sph_list_go swaps the buffer pairs in steps that keep the grid */
@@ -590,11 +590,11 @@ sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_
     if (s->check_cref) clReleaseMemObject(s->check_cref);
     s->check_cref = NULL;
     s->check_ncells = n_cells;
-    /* a grid whose references exceed the largest buffer runs without the check (a soft need
-     * then rebuilds, as before it) */
+    /* a grid whose boxes exceed the largest buffer runs without the check (a soft need then
+     * rebuilds, as before it) */
     if (16.0 * (double)n_cells > (double)s->d->max_alloc) s->check = 0;
     if (!s->check) return SPH_OK;
-    return device_alloc(s->d, 16 * (n_cells ? n_cells : 1), "SPH cell references (list check)", &s->check_cref, e);
+    return device_alloc(s->d, 16 * (n_cells ? n_cells : 1), "SPH cell boxes (list check)", &s->check_cref, e);
 }
 
 /* sph_list_go's pass (0: the step's first decision; 1: after the check). */
@@ -631,14 +631,12 @@ static sph_status set_check_args(sph_solver *s, cl_kernel k, sph_error *e)
  * (all return at once on the device unless the go word has GO_CHECK). */
 static sph_status launch_check(sph_solver *s, sph_error *e)
 {
-    const cl_uint n = (cl_uint)s->check_st->n;
     SPH_TRY(set_check_args(s, s->k_cell_refs, e));
     SPH_TRY(device_run_strided(s->d, s->k_cell_refs, s->check_ncells, s->local, NULL, e));
     cl_kernel k = s->k_list_check;
     SPH_TRY(set_check_args(s, k, e));
-    DEVICE_ARG(e, k, 9, n);
-    CL_CHECK(e, clSetKernelArg(k, 10, 2 * s->local * sizeof(cl_float), NULL));
-    SPH_TRY(device_run_strided(s->d, k, n, s->local, NULL, e));
+    CL_CHECK(e, clSetKernelArg(k, 9, s->local * sizeof(cl_float), NULL));
+    SPH_TRY(device_run_strided(s->d, k, s->check_ncells, s->local, NULL, e));
     return launch_go(s, 0, 1, e);
 }
 

@@ -761,19 +761,21 @@ static void test_list_keep(void **state)
  * sph_forces flags the moves, and the next step decides: keep or rebuild (`want_rebuild`), read
  * by the host (`host`) or not. A kept step must still match the brute-force reference. Moves
  * with some |d| > skin R / 2 and every |d| < skin R leave the decision to the check: it keeps
- * the lists when the fluid moved as a whole or cell by cell with relative moves below skin R,
- * and rebuilds them when neighbouring cells (V) or particles of one cell (D) moved apart by
- * more. */
+ * the lists when the fluid moved as a whole, cell by cell, or within each cell with relative moves
+ * below skin R, and rebuilds them when neighbouring cells or particles of one cell moved apart
+ * by more. */
 typedef struct check_case {
     int by;               /* a_even / a_odd by the parity of: 0 the id, 1 the cell's x index at
                              the build; 2: a_even for the first fluid particle of each cell in
-                             sorted order (the check's reference), a_odd for the others; 3: 0 for
+                             sorted order (the check's reference until the twelfth session),
+                             a_odd for the others; 3: 0 for
                              the first, a_even / a_odd by the id's parity for the others */
     double a_even, a_odd; /* d / (skin R) along x */
     int check;           /* 0: SPHSIM_LIST_CHECK=0; 2: bound to a grid whose cell references
                             would exceed the device's largest buffer (the check stays off) */
     int want_rebuild;
     int lists;           /* make_solver_lists' mode: 1 full lists, 5 half of them over (walks) */
+    double spread;       /* d / (skin R) added for even ids, taken for odd ones (0 if not given) */
 } check_case;
 
 static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
@@ -812,6 +814,7 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
         if (p.type[i] != PTYPE_FLUID) continue;
         const int even = cc->by == 0 || cc->by == 3 ? i % 2 == 0 : cc->by == 1 ? cx % 2 == 0 : !rep_seen;
         shift[i] = cc->by == 3 && !rep_seen ? 0.0 : skin_r * (even ? cc->a_even : cc->a_odd);
+        shift[i] += skin_r * (i % 2 == 0 ? cc->spread : -cc->spread);
         rep_seen = 1;
     }
     for (size_t i = 0; i < n; ++i) p.pos[4 * i] += (float)shift[i];
@@ -826,9 +829,9 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     long rebuilds = 0;
     assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
     char label[128];
-    snprintf(label, sizeof label, "check %dD %s %s %+.2f %+.2f%s", dims, host ? "host  " : "device",
+    snprintf(label, sizeof label, "check %dD %s %s %+.2f %+.2f +-%.2f%s", dims, host ? "host  " : "device",
              cc->by == 0 ? "ids  " : cc->by == 1 ? "cells" : cc->by == 2 ? "firsts" : "others", cc->a_even,
-             cc->a_odd, cc->check == 1 ? "" : cc->check ? " (check off: too many cells)" : " (check off)");
+             cc->a_odd, cc->spread, cc->check == 1 ? "" : cc->check ? " (check off: too many cells)" : " (check off)");
     if (cc->lists == 5) strncat(label, " (half the lists over)", sizeof label - strlen(label) - 1);
     printf("  %s: %s\n", label, rebuilds == 2 ? "rebuild" : "keep");
     assert_int_equal(rebuilds, 1 + cc->want_rebuild);
@@ -848,18 +851,22 @@ static void test_list_check(void **state)
 {
     fixture *f = *state;
     static const check_case cases[] = {
-        {1, 0.8, 0.8, 1, 0, 1},    /* the fluid moved as a whole: kept */
-        {1, 0.8, 0.8, 0, 1, 1},    /* the same without the check: rebuilt */
-        {1, 0.8, 0.8, 2, 1, 1},    /* the same with too many cells for the check's buffer: rebuilt */
-        {1, 1.05, 1.05, 1, 1, 1},  /* a move of skin R: rebuilt, whatever the relative motion */
-        {1, 0.8, 0.4, 1, 0, 1},    /* cells 0.4 skin R apart: kept */
-        {1, 0.8, -0.05, 1, 0, 1},  /* cells 0.85 skin R apart, near the bound: kept */
-        {1, 0.8, -0.3, 1, 1, 1},   /* cells 1.1 skin R apart (V): rebuilt */
-        {0, 0.55, -0.55, 1, 1, 1}, /* particles 1.1 skin R apart: rebuilt */
-        {2, 0.55, -0.55, 1, 1, 1}, /* particles of one cell 1.1 skin R apart, references alike (D): rebuilt */
-        {3, 0.55, -0.55, 1, 1, 1}, /* the same, each 0.55 skin R from its reference (2 D): rebuilt */
-        {1, 0.8, 0.8, 1, 0, 5},    /* kept with some particles over their lists, which walk the */
-        {1, 0.8, 0.4, 1, 0, 5}     /* kept grid after moves beyond skin R / 2 */
+        {1, 0.8, 0.8, 1, 0, 1, 0},    /* the fluid moved as a whole: kept */
+        {1, 0.8, 0.8, 0, 1, 1, 0},    /* the same without the check: rebuilt */
+        {1, 0.8, 0.8, 2, 1, 1, 0},    /* the same with too many cells for the check's buffer: rebuilt */
+        {1, 1.05, 1.05, 1, 1, 1, 0},  /* a move of skin R: rebuilt, whatever the relative motion */
+        {1, 0.8, 0.4, 1, 0, 1, 0},    /* cells 0.4 skin R apart: kept */
+        {1, 0.8, -0.05, 1, 0, 1, 0},  /* cells 0.85 skin R apart, near the bound: kept */
+        {1, 0.8, -0.3, 1, 1, 1, 0},   /* cells 1.1 skin R apart (V): rebuilt */
+        {0, 0.55, -0.55, 1, 1, 1, 0}, /* particles 1.1 skin R apart: rebuilt */
+        {2, 0.55, -0.55, 1, 1, 1, 0}, /* particles of one cell 1.1 skin R apart, boxes alike: rebuilt */
+        {3, 0.55, -0.55, 1, 1, 1, 0}, /* the same, the first of each cell at rest: rebuilt */
+        {2, 0.8, 0.05, 1, 0, 1, 0},   /* the first of each cell 0.75 skin R from the others: kept (a
+                                      reference at the first particle's d would make it 1.5) */
+        {1, 0.65, 0.15, 1, 0, 1, 0.2}, /* cells 0.5 skin R apart, each spread over 0.4: kept */
+        {1, 0.65, 0.15, 1, 1, 1, 0.3}, /* the same spread over 0.6 (0.3 + 0.5 + 0.3): rebuilt */
+        {1, 0.8, 0.8, 1, 0, 5, 0},    /* kept with some particles over their lists, which walk the */
+        {1, 0.8, 0.4, 1, 0, 5, 0}     /* kept grid after moves beyond skin R / 2 */
     };
     for (int dims = 2; dims <= 3; ++dims)
         for (int host = 0; host <= 1; ++host)
