@@ -241,7 +241,7 @@ FINDINGS = """### Reading these results
   period into the slower beat seen there. α = 0.1 damps it faster than α = 0.02 (compare the
   bottom-pressure ranges).
 * **2D dam break.** From T ≈ 2 on, every stable run follows the experiment within the 10 %
-  criterion (2.3–9.7 %). Before that every run is ahead of it, by 9–17 % near T ≈ 1.1–1.25, and the lead
+  criterion (2.5–9.8 %). Before that every run is ahead of it, by 9–17 % near T ≈ 1.1–1.25, and the lead
   grows with resolution (α = 0.1: 9.3 %, 13.1 %, 14.9 % at a/Δx = 20, 50, 100) instead of
   shrinking: the converged, nearly inviscid solution is ahead of Martin & Moyce's early points.
   We read this as the experiment's release transient (the barrier is not removed instantly, and
@@ -255,10 +255,10 @@ FINDINGS = """### Reading these results
   viscosity). With μ = 3.5 Pa s, the value Müller et al. give for water, it behaves like the
   weakly compressible scheme: 9.9–10.3 % ahead near T ≈ 1.1, right at the criterion's edge (it
   passed in one run and failed by 0.3 % in the next, after a change at the level of float rounding),
-  and within 2.8–3.3 % for T ≥ 2. With
+  and within 2.8–3.4 % for T ≥ 2. With
   μ = 0.5 Pa s it is unstable (physics.md, "Stability of the poly6 scheme").
 * **3D dam break** (the column spans the tank's 0.6 m width, a/Δx = 20). α = 0.02 matches the 2D
-  picture (13 % ahead near T ≈ 1.2, within 5.6–5.7 % for T ≥ 2). With α = 0.1 the front falls behind
+  picture (13 % ahead near T ≈ 1.2, within 5.5–5.7 % for T ≥ 2). With α = 0.1 the front falls behind
   late (−13 % at T ≈ 2.9): the artificial viscosity against the side walls (v_w = 0) acts as wall
   friction over the whole depth of the channel.
 * **Defaults.** Wendland C2, h = 1.3 Δx, Tait with γ = 7 and c₀ = 10 √(2 g H) validate well.
