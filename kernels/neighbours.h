@@ -52,6 +52,9 @@ inline int grid_cell_coord(float x, float origin, float cell_inv, uint ncell)
                     const uint nb_c_ = nb_row_ + (uint)(nb_x_ - nb_x0_);                           \
                     const uint j0 = (cell_start)[nb_c_], j1 = (cell_end)[nb_c_];
 
+/* Inside NEIGHBOURS_CELLS_BEGIN: the linear index cx + nx (cy + ny cz) of the current cell. */
+#define NEIGHBOURS_CELL nb_c_
+
 #define NEIGHBOURS_CELLS_END                                                                       \
                 }                                                                                  \
             }                                                                                      \

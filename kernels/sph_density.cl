@@ -21,15 +21,19 @@
  * within the support, which visits the same j in the same order as the list loop would, so the
  * sum is the same to the bit. A boundary
  * particle's list holds only its fluid neighbours: sph_boundary, the only loop over it, skips
- * the others, and most wall particles (those away from the fluid) get empty lists. */
+ * the others, and most wall particles (those away from the fluid) get empty lists. With
+ * use_cf, a boundary particle skips the cells that cell_fluid marks as holding no fluid
+ * (sph_cell_fluid), most of its candidates. */
 inline float sph_list_build(const uint n, const uint i, const float4 x_i, const int fluid_i,
                             __global const float4 *pos, __global const uchar *type,
                             __global const uint *cell_start,
                             __global const uint *cell_end, __constant const grid_params *gp,
                             __constant const sph_params *P, __global uint *nl_list, __global uint *nl_list1,
                             __global uint *nl_list2, __global uint *nl_list3, __global uint *nl_count,
-                            __global float4 *pos_ref, __global uint *lstate, const int with_rho)
+                            __global float4 *pos_ref, __global uint *lstate, const int with_rho,
+                            __global const uchar *cell_fluid, const uint use_cf)
 {
+    const int skip_dry = !fluid_i && use_cf; /* a wall particle lists fluid only */
     const float radius2 = P->list_radius2[lstate[4]], support2 = P->support2;
     const uint cap = P->list_cap;
     uint part = 0u, part_end = P->list_split; /* entries before part_end go to part `part` */
@@ -39,7 +43,9 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
 #endif
     uint c = 0u;
     float rho_i = 0.0f;
-    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
+    NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, x_i, j0, j1)
+    if (skip_dry && cell_fluid[NEIGHBOURS_CELL] == 0u) continue;
+    for (uint j = j0; j < j1; ++j) {
         const float4 x_j = pos[j]; /* (x_j, m_j) */
         float4 dx = x_i - x_j;
         dx.w = 0.0f;
@@ -61,7 +67,8 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
         }
         ++c;
         if (with_rho && r2 < support2) rho_i += x_j.w * sph_W(r2, P);
-    NEIGHBOURS_END
+    }
+    NEIGHBOURS_CELLS_END
 #if SPH_LIST_PACK == 4
     const uint rest = min(c, cap) & 3u; /* entries still in q, at its end */
     if (rest == 1u) *out = (uint4)(q.w, 0u, 0u, 0u);
@@ -86,7 +93,7 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
                             __global float *p_rho2, __global uint *nl_list, __global uint *nl_list1,
                             __global uint *nl_list2, __global uint *nl_list3, __global uint *nl_count,
                             __global float4 *pos_ref, __global uint *lstate, const int list_walk,
-                            const int may_build)
+                            const int may_build, __global const uchar *cell_fluid, const uint use_cf)
 {
 #ifdef SPH_LIST
     /* a rebuild step: every particle's list, and the density on the way (sph_density alone);
@@ -101,7 +108,7 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     float rho_i = 0.0f;
 #ifdef SPH_LIST
     if (build) rho_i = sph_list_build(n, i, x_i, fluid, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1,
-                                      nl_list2, nl_list3, nl_count, pos_ref, lstate, 1);
+                                      nl_list2, nl_list3, nl_count, pos_ref, lstate, 1, cell_fluid, use_cf);
 #endif
     if (!fluid) return;
     if (!build) {
@@ -135,7 +142,9 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     __global uint *lstate,        /* lists: [0] go word (GO_REBUILD, GO_ALT), [5] walkers */      \
     const uint stride,            /* work-group spread (sph_item) */                               \
     __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */                   \
-    __global float4 *vel_b
+    __global float4 *vel_b,                                                                        \
+    __global const uchar *cell_fluid, /* lists: per cell, 1 if it holds fluid (sph_cell_fluid) */ \
+    const uint use_cf             /* cell_fluid is set for this step's grid */
 
 /* The kernel body: particle i of this work-item, from the pair the go word names. */
 #define SPH_DENSITY_KERNEL_(may_build)                                                             \
@@ -144,7 +153,8 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
         if (i >= n) return;                                                                        \
         const int alt = SPH_ALT_(lstate);                                                          \
         sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, \
-                        p_rho2, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, may_build); \
+                        p_rho2, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, may_build, \
+                        cell_fluid, use_cf);                                                       \
     }
 
 __kernel void sph_density(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(1)
@@ -165,7 +175,7 @@ __kernel void sph_lists_build(SPH_DENSITY_ARGS)
     if (i >= n) return;
     __global const float4 *pos = SPH_ALT_(lstate) ? pos_b : pos_a;
     sph_list_build(n, i, pos[i], type[i] == PTYPE_FLUID, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1,
-                   nl_list2, nl_list3, nl_count, pos_ref, lstate, 0);
+                   nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, cell_fluid, use_cf);
 }
 
 /* The particles over list_cap (launched over a few work-groups that loop, sph.c; returns at once
@@ -178,7 +188,8 @@ __kernel void sph_lists_build(SPH_DENSITY_ARGS)
         const int alt = SPH_ALT_(lstate);                                                          \
         for (uint i = get_global_id(0); i < n; i += get_global_size(0))                            \
             sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, \
-                            p_rho2, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 1, 0); \
+                            p_rho2, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 1, 0, \
+                            cell_fluid, use_cf);                                                   \
     }
 
 __kernel void sph_density_walk(SPH_DENSITY_ARGS) SPH_DENSITY_WALK_KERNEL_(0)
@@ -344,6 +355,22 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
 /* The larger of m and v, where a NaN v counts as infinite (a NaN position makes the check rebuild
  * instead of hiding its neighbours' motion; fmax would drop it). */
 inline float sph_max_nan_inf(float m, float v) { return isnan(v) ? INFINITY : fmax(m, v); }
+
+/* In a step whose go word has GO_REBUILD (returns at once otherwise), after the grid and the
+ * gathers: cell_fluid[c] = 1 if cell c of the new grid holds a fluid particle, else 0, for the
+ * list build, where a wall particle skips the cells without fluid (sph_list_build). One
+ * work-item per cell, which stops at the cell's first fluid particle. */
+__kernel void sph_cell_fluid(__global const uchar *type, __global const uint *cell_start, __global const uint *cell_end,
+                             __constant const grid_params *gp, __global const uint *lstate, __global uchar *cell_fluid)
+{
+    if ((lstate[0] & GO_REBUILD) == 0u) return;
+    for (uint c = get_global_id(0); c < gp->n_cells; c += get_global_size(0)) {
+        const uint j1 = cell_end[c];
+        uint j = cell_start[c];
+        while (j < j1 && type[j] != PTYPE_FLUID) ++j;
+        cell_fluid[c] = j < j1 ? 1u : 0u;
+    }
+}
 
 /* The state the check reads: the last step's output, pos_b (pos_next), or pos_a with GO_ALT. */
 #define SPH_CHECK_STATE_(go) (((go) & GO_ALT) ? pos_a : pos_b)

@@ -78,10 +78,11 @@ size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
 {
     grid_params gp;
     sph_error e;
-    /* the relative-motion check's reference per cell of the lists' grid (sph_bind_check, which
-     * leaves the check off when they exceed the largest buffer) */
-    size_t refs = sim_grid_geometry(s, 1, &gp, &e) == SPH_OK ? 16 * (size_t)gp.n_cells : 0;
-    if (max_alloc && refs > max_alloc) refs = 0;
+    /* per cell of the lists' grid, the relative-motion check's box (16 bytes) and the list
+     * build's fluid flag (1 byte) (sph_bind_check, which leaves both off when the boxes would
+     * exceed the largest buffer) */
+    const size_t cells = sim_grid_geometry(s, 1, &gp, &e) == SPH_OK ? (size_t)gp.n_cells : 0;
+    const size_t refs = max_alloc && 16 * cells > max_alloc ? 0 : 17 * cells;
     return sph_list_bytes(s, n, max_alloc) + refs;
 }
 

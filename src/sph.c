@@ -28,6 +28,7 @@ struct sph_solver {
     /* the lists alone, and the walkers' densities after them, for a step known to rebuild
      * (lists_apart) */
     cl_kernel k_lists_build, k_density_walk_built;
+    cl_kernel k_cell_fluid; /* neighbour lists only: which cells hold fluid, for the list build */
     cl_mem params_buf; /* __constant sph_params */
     size_t local;      /* work-group size of the SPH kernels (the host rounds the global size up) */
     /* neighbour lists (sph.h); when off, the kernels get `dummy` for these arguments */
@@ -44,6 +45,8 @@ struct sph_solver {
     int check;
     cl_mem check_cs, check_ce, check_gp;
     cl_mem check_cref; /* float4 [n_cells]: each cell's box of displacements (sph_cell_refs) */
+    cl_mem cell_fluid; /* uchar [n_cells] of the same grid: 1 if the cell holds fluid (sph_cell_fluid),
+                          for the list build; NULL when not bound (the build then scans every cell) */
     size_t check_ncells;
     const dev_state *check_st;
     int swap_on_device; /* sph_list_go swaps the buffer pairs in steps that keep the grid */
@@ -370,13 +373,13 @@ sph_status sph_prepare(const scene *s, particles *p, sph_error *e)
 
 /* Every kernel of the solver (NULL where not created: without lists, or after a failed
  * sph_create), for sph_destroy and the work-group size. */
-#define SPH_KERNELS 15
+#define SPH_KERNELS 16
 static void solver_kernels(const sph_solver *s, cl_kernel ks[SPH_KERNELS])
 {
     const cl_kernel all[SPH_KERNELS] = {s->k_density, s->k_boundary, s->k_pressure, s->k_forces, s->k_list_go,
                                         s->k_list_check, s->k_cell_refs, s->k_forces_alt, s->k_density_walk,
                                         s->k_boundary_walk, s->k_forces_walk, s->k_forces_alt_walk, s->k_density_kept,
-                                        s->k_lists_build, s->k_density_walk_built};
+                                        s->k_lists_build, s->k_density_walk_built, s->k_cell_fluid};
     memcpy(ks, all, sizeof all);
 }
 
@@ -450,6 +453,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
             (st = device_kernel(s->prog_density, "sph_list_go", &s->k_list_go, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_list_check", &s->k_list_check, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_cell_refs", &s->k_cell_refs, e)) != SPH_OK ||
+            (st = device_kernel(s->prog_density, "sph_cell_fluid", &s->k_cell_fluid, e)) != SPH_OK ||
             (st = device_kernel(s->prog_forces, "sph_forces_alt", &s->k_forces_alt, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_density_walk", &s->k_density_walk, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_density_kept", &s->k_density_kept, e)) != SPH_OK ||
@@ -488,6 +492,7 @@ void sph_destroy(sph_solver *s)
     for (int k = 0; k < SPH_KERNELS; ++k)
         if (ks[k]) clReleaseKernel(ks[k]);
     if (s->check_cref) clReleaseMemObject(s->check_cref);
+    if (s->cell_fluid) clReleaseMemObject(s->cell_fluid);
     for (int k = 0; k < SPH_LIST_MAX_PARTS; ++k)
         if (s->nl_list[k]) clReleaseMemObject(s->nl_list[k]);
     cl_mem ms[4] = {s->nl_count, s->pos_ref, s->lstate, s->dummy};
@@ -570,6 +575,12 @@ static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, int
     DEVICE_ARG(e, k, a + 1, st->pos_next);
     DEVICE_ARG(e, k, a + 2, st->vel_next);
     if (!density) DEVICE_ARG(e, k, a + 3, lstate);
+    if (density) {
+        const cl_uint use_cf = s->cell_fluid != NULL;
+        cl_mem cf = use_cf ? s->cell_fluid : s->dummy;
+        DEVICE_ARG(e, k, a + 3, cf);
+        DEVICE_ARG(e, k, a + 4, use_cf);
+    }
     return run_sph_kernel(s, k, walk, st->n, e);
 }
 
@@ -588,13 +599,19 @@ sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_
     s->check_gp = grid_params_buf;
     s->check_st = st;
     if (s->check_cref) clReleaseMemObject(s->check_cref);
-    s->check_cref = NULL;
+    if (s->cell_fluid) clReleaseMemObject(s->cell_fluid);
+    s->check_cref = s->cell_fluid = NULL;
     s->check_ncells = n_cells;
     /* a grid whose boxes exceed the largest buffer runs without the check (a soft need then
-     * rebuilds, as before it) */
-    if (16.0 * (double)n_cells > (double)s->d->max_alloc) s->check = 0;
+     * rebuilds, as before it) and without the cells' fluid flags (every cell is scanned) */
+    if (!s->lists || 16.0 * (double)n_cells > (double)s->d->max_alloc) {
+        s->check = 0;
+        return SPH_OK;
+    }
+    const size_t cells = n_cells ? n_cells : 1;
+    SPH_TRY(device_alloc(s->d, cells, "SPH cells' fluid flags (list build)", &s->cell_fluid, e));
     if (!s->check) return SPH_OK;
-    return device_alloc(s->d, 16 * (n_cells ? n_cells : 1), "SPH cell boxes (list check)", &s->check_cref, e);
+    return device_alloc(s->d, 16 * cells, "SPH cell boxes (list check)", &s->check_cref, e);
 }
 
 /* sph_list_go's pass (0: the step's first decision; 1: after the check). */
@@ -778,6 +795,17 @@ sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end
     if (s->lists && st->n > s->list_n)
         return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
     cl_kernel kd = s->known_kept ? s->k_density_kept : s->k_density, kw = s->k_density_walk;
+    if (s->cell_fluid && !s->known_kept) {
+        /* a rebuild step (the kernel returns at once otherwise): the new grid's fluid cells */
+        cl_kernel k = s->k_cell_fluid;
+        DEVICE_ARG(e, k, 0, st->type);
+        DEVICE_ARG(e, k, 1, cell_start);
+        DEVICE_ARG(e, k, 2, cell_end);
+        DEVICE_ARG(e, k, 3, grid_params_buf);
+        DEVICE_ARG(e, k, 4, s->lstate);
+        DEVICE_ARG(e, k, 5, s->cell_fluid);
+        SPH_TRY(device_run_strided(s->d, k, s->check_ncells, s->local, NULL, e));
+    }
     if (s->known_rebuild && s->lists_apart) {
         /* the lists alone, then the densities from them as in a kept step */
         SPH_TRY(run_density_stage(s, s->k_lists_build, 1, 0, n, cell_start, cell_end, grid_params_buf, st, e));
