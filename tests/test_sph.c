@@ -769,7 +769,8 @@ typedef struct check_case {
                              the build; 2: a_even for the first fluid particle of each cell in
                              sorted order (the check's reference until the twelfth session),
                              a_odd for the others; 3: 0 for
-                             the first, a_even / a_odd by the id's parity for the others */
+                             the first, a_even / a_odd by the id's parity for the others; 4:
+                             a_even for all, the spread only in the first fluid cell */
     double a_even, a_odd; /* d / (skin R) along x */
     int check;           /* 0: SPHSIM_LIST_CHECK=0; 2: bound to a grid whose cell references
                             would exceed the device's largest buffer (the check stays off) */
@@ -802,7 +803,7 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     assert_true(cc->lists == 5 ? walkers > 0 : walkers == 0);
     /* the move, from the cells of the build (the host's grid, in run_upload's sorted order) */
     const double skin_r = 2.0 * s.h * s.skin;
-    long cell_prev = -1;
+    long cell_prev = -1, cell_first = -1;
     int rep_seen = 0;
     double *shift = calloc(n, sizeof *shift);
     assert_non_null(shift);
@@ -812,9 +813,10 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
         if (cell != cell_prev) rep_seen = 0;
         cell_prev = cell;
         if (p.type[i] != PTYPE_FLUID) continue;
+        if (cell_first < 0) cell_first = cell;
         const int even = cc->by == 0 || cc->by == 3 ? i % 2 == 0 : cc->by == 1 ? cx % 2 == 0 : !rep_seen;
         shift[i] = cc->by == 3 && !rep_seen ? 0.0 : skin_r * (even ? cc->a_even : cc->a_odd);
-        shift[i] += skin_r * (i % 2 == 0 ? cc->spread : -cc->spread);
+        if (cc->by != 4 || cell == cell_first) shift[i] += skin_r * (i % 2 == 0 ? cc->spread : -cc->spread);
         rep_seen = 1;
     }
     for (size_t i = 0; i < n; ++i) p.pos[4 * i] += (float)shift[i];
@@ -830,7 +832,8 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
     char label[128];
     snprintf(label, sizeof label, "check %dD %s %s %+.2f %+.2f +-%.2f%s", dims, host ? "host  " : "device",
-             cc->by == 0 ? "ids  " : cc->by == 1 ? "cells" : cc->by == 2 ? "firsts" : "others", cc->a_even,
+             cc->by == 0 ? "ids  " : cc->by == 1 ? "cells" : cc->by == 2 ? "firsts" : cc->by == 3 ? "others" : "one cell",
+             cc->a_even,
              cc->a_odd, cc->spread, cc->check == 1 ? "" : cc->check ? " (check off: too many cells)" : " (check off)");
     if (cc->lists == 5) strncat(label, " (half the lists over)", sizeof label - strlen(label) - 1);
     printf("  %s: %s\n", label, rebuilds == 2 ? "rebuild" : "keep");
@@ -865,6 +868,8 @@ static void test_list_check(void **state)
                                       reference at the first particle's d would make it 1.5) */
         {1, 0.65, 0.15, 1, 0, 1, 0.2}, /* cells 0.5 skin R apart, each spread over 0.4: kept */
         {1, 0.65, 0.15, 1, 1, 1, 0.3}, /* the same spread over 0.6 (0.3 + 0.5 + 0.3): rebuilt */
+        {4, 0.4, 0.4, 1, 0, 1, 0.45},  /* one cell spread over 0.9 skin R, its neighbours not: kept */
+        {4, 0.4, 0.4, 1, 1, 1, 0.55},  /* the same over 1.1: rebuilt (its pairs with the others: 0.55) */
         {1, 0.8, 0.8, 1, 0, 5, 0},    /* kept with some particles over their lists, which walk the */
         {1, 0.8, 0.4, 1, 0, 5, 0}     /* kept grid after moves beyond skin R / 2 */
     };
