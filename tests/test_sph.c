@@ -770,7 +770,10 @@ typedef struct check_case {
                              sorted order (the check's reference until the twelfth session),
                              a_odd for the others; 3: 0 for
                              the first, a_even / a_odd by the id's parity for the others; 4:
-                             a_even for all, the spread only in the first fluid cell */
+                             a_even for all, the spread along y and only in the first fluid cell;
+                             5: the parity of the cell's last index (y in 2D, z in 3D); 6: of
+                             its y index; 7: a_even for all, then, after the step, the first
+                             fluid particle's new x NaN (one NaN among finite cell mates) */
     double a_even, a_odd; /* d / (skin R) along x */
     int check;           /* 0: SPHSIM_LIST_CHECK=0; 2: bound to a grid whose cell references
                             would exceed the device's largest buffer (the check stays off) */
@@ -805,26 +808,47 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     const double skin_r = 2.0 * s.h * s.skin;
     long cell_prev = -1, cell_first = -1;
     int rep_seen = 0;
-    double *shift = calloc(n, sizeof *shift);
-    assert_non_null(shift);
+    double *shift = calloc(n, sizeof *shift), *shift_y = calloc(n, sizeof *shift_y);
+    assert_true(shift && shift_y);
+    const long nx = (long)r.gp.ncell[0], ny = (long)r.gp.ncell[1];
+    size_t k_first = n; /* sorted index of the first fluid particle */
     for (size_t k = 0; k < n; ++k) {
         const size_t i = r.order[k];
-        const long cell = (long)ref_sph_cell_index(&r.gp, p.pos + 4 * i), cx = cell % (long)r.gp.ncell[0];
+        const long cell = (long)ref_sph_cell_index(&r.gp, p.pos + 4 * i), cx = cell % nx, cy = cell / nx % ny;
+        const long c_last = dims == 3 ? cell / (nx * ny) : cy;
         if (cell != cell_prev) rep_seen = 0;
         cell_prev = cell;
         if (p.type[i] != PTYPE_FLUID) continue;
-        if (cell_first < 0) cell_first = cell;
-        const int even = cc->by == 0 || cc->by == 3 ? i % 2 == 0 : cc->by == 1 ? cx % 2 == 0 : !rep_seen;
+        if (cell_first < 0) {
+            cell_first = cell;
+            k_first = k;
+        }
+        const int even = cc->by == 0 || cc->by == 3 ? i % 2 == 0
+                         : cc->by == 1          ? cx % 2 == 0
+                         : cc->by == 2          ? !rep_seen
+                         : cc->by == 5          ? c_last % 2 == 0
+                         : cc->by == 6          ? cy % 2 == 0
+                                                : 1;
         shift[i] = cc->by == 3 && !rep_seen ? 0.0 : skin_r * (even ? cc->a_even : cc->a_odd);
-        if (cc->by != 4 || cell == cell_first) shift[i] += skin_r * (i % 2 == 0 ? cc->spread : -cc->spread);
+        const double sp = skin_r * (i % 2 == 0 ? cc->spread : -cc->spread);
+        if (cc->by == 4) shift_y[i] = cell == cell_first ? sp : 0.0;
+        else shift[i] += sp;
         rep_seen = 1;
     }
-    for (size_t i = 0; i < n; ++i) p.pos[4 * i] += (float)shift[i];
+    for (size_t i = 0; i < n; ++i) {
+        p.pos[4 * i] += (float)shift[i];
+        p.pos[4 * i + 1] += (float)shift_y[i];
+    }
     free(shift);
+    free(shift_y);
     float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n);
     assert_true(sorted && sorted_v);
     assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
     assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+    if (cc->by == 7) { /* the state the check reads: the step's output (no pair swapped yet) */
+        const float nan_x = NAN;
+        assert_int_equal(device_write(&f->d, r.st.pos_next, 16 * k_first, sizeof nan_x, &nan_x, &e), SPH_OK);
+    }
     /* step 2 decides */
     assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
     if (host) expect_go(sol, cc->want_rebuild);
@@ -832,7 +856,14 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
     char label[128];
     snprintf(label, sizeof label, "check %dD %s %s %+.2f %+.2f +-%.2f%s", dims, host ? "host  " : "device",
-             cc->by == 0 ? "ids  " : cc->by == 1 ? "cells" : cc->by == 2 ? "firsts" : cc->by == 3 ? "others" : "one cell",
+             cc->by == 0   ? "ids  "
+             : cc->by == 1 ? "cells"
+             : cc->by == 2 ? "firsts"
+             : cc->by == 3 ? "others"
+             : cc->by == 4 ? "one cell (y)"
+             : cc->by == 5 ? "cells by last index"
+             : cc->by == 6 ? "cells by y"
+                           : "NaN",
              cc->a_even,
              cc->a_odd, cc->spread, cc->check == 1 ? "" : cc->check ? " (check off: too many cells)" : " (check off)");
     if (cc->lists == 5) strncat(label, " (half the lists over)", sizeof label - strlen(label) - 1);
@@ -860,7 +891,7 @@ static void test_list_check(void **state)
         {1, 1.05, 1.05, 1, 1, 1, 0},  /* a move of skin R: rebuilt, whatever the relative motion */
         {1, 0.8, 0.4, 1, 0, 1, 0},    /* cells 0.4 skin R apart: kept */
         {1, 0.8, -0.05, 1, 0, 1, 0},  /* cells 0.85 skin R apart, near the bound: kept */
-        {1, 0.8, -0.3, 1, 1, 1, 0},   /* cells 1.1 skin R apart (V): rebuilt */
+        {1, 0.8, -0.3, 1, 1, 1, 0},   /* cells 1.1 skin R apart: rebuilt */
         {0, 0.55, -0.55, 1, 1, 1, 0}, /* particles 1.1 skin R apart: rebuilt */
         {2, 0.55, -0.55, 1, 1, 1, 0}, /* particles of one cell 1.1 skin R apart, boxes alike: rebuilt */
         {3, 0.55, -0.55, 1, 1, 1, 0}, /* the same, the first of each cell at rest: rebuilt */
@@ -868,8 +899,12 @@ static void test_list_check(void **state)
                                       reference at the first particle's d would make it 1.5) */
         {1, 0.65, 0.15, 1, 0, 1, 0.2}, /* cells 0.5 skin R apart, each spread over 0.4: kept */
         {1, 0.65, 0.15, 1, 1, 1, 0.3}, /* the same spread over 0.6 (0.3 + 0.5 + 0.3): rebuilt */
-        {4, 0.4, 0.4, 1, 0, 1, 0.45},  /* one cell spread over 0.9 skin R, its neighbours not: kept */
+        {4, 0.4, 0.4, 1, 0, 1, 0.45},  /* one cell spread over 0.9 skin R in y, its neighbours not: kept */
         {4, 0.4, 0.4, 1, 1, 1, 0.55},  /* the same over 1.1: rebuilt (its pairs with the others: 0.55) */
+        {5, 0.8, 0.4, 1, 0, 1, 0},     /* cells 0.4 skin R apart along the last axis: kept */
+        {5, 0.8, -0.3, 1, 1, 1, 0},    /* 1.1 apart along the last axis: rebuilt */
+        {6, 0.8, -0.3, 1, 1, 1, 0},    /* 1.1 apart along y: rebuilt */
+        {7, 0.8, 0.8, 1, 1, 1, 0},     /* moved as a whole, one position NaN: rebuilt */
         {1, 0.8, 0.8, 1, 0, 5, 0},    /* kept with some particles over their lists, which walk the */
         {1, 0.8, 0.4, 1, 0, 5, 0}     /* kept grid after moves beyond skin R / 2 */
     };
