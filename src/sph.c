@@ -76,8 +76,10 @@ static int lists_apart_on(const sph_device *d)
 
 /* Work-group size of the SPH kernels: 128 on GPUs (2.2 % less per step than 64 on the H200 over
  * the young and the developed 3D dam break, every SPH loop a little faster; docs/performance.md,
- * eleventh session; the seventh session's code measured no difference), 64 elsewhere (on PoCL
- * 64 and 128 within the noise once the work-groups are spread, see sph_stride).
+ * eleventh session; the seventh session's code measured no difference), 512 elsewhere (on PoCL
+ * with 2 threads, against 64: the 2D dam break at 1.1x10^5 particles 31 % less per step, the 3D
+ * one 6-9 % less at 8x10^4 and 2.7x10^5, 2D at 2.5x10^4 the same; twelfth session; 64 and 128
+ * had measured the same once the work-groups are spread, see sph_stride).
  * SPHSIM_SPH_LOCAL overrides it for benchmarks. sph_create lowers either to the smallest
  * CL_KERNEL_WORK_GROUP_SIZE of the SPH kernels. */
 static size_t sph_local_size(const sph_device *d)
@@ -88,7 +90,7 @@ static size_t sph_local_size(const sph_device *d)
         const unsigned long l = strtoul(v, &end, 10);
         if (*end == '\0' && l >= 1 && l <= 1024) return (size_t)l;
     }
-    return d->is_gpu ? 128 : 64;
+    return d->is_gpu ? 128 : 512;
 }
 
 /* Steps x skin at which a neighbour list's rebuild and its longer loops cost the same
