@@ -39,7 +39,7 @@ struct sph_solver {
     cl_mem nl_count;   /* uint [n_max] */
     cl_mem pos_ref;    /* float4 [n_max] */
     cl_mem lstate;     /* uint [8]: go word, need, rebuilds, age, skin level, particles over list_cap,
-                          the check's bound, unused (kernels/sph_density.cl) */
+                          the check's bound, and one word unused (kernels/sph_density.cl) */
     /* the relative-motion check (sph_bind_check): the grid and state it reads; off (0) until
      * bound, or with SPHSIM_LIST_CHECK=0 */
     int check;

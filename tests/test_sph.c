@@ -766,20 +766,20 @@ static void test_list_keep(void **state)
  * by more. */
 typedef struct check_case {
     int by;               /* a_even / a_odd by the parity of: 0 the id, 1 the cell's x index at
-                             the build; 2: a_even for the first fluid particle of each cell in
-                             sorted order (the check's reference until the twelfth session),
-                             a_odd for the others; 3: 0 for
-                             the first, a_even / a_odd by the id's parity for the others; 4:
-                             a_even for all, the spread along y and only in the first fluid cell;
-                             5: the parity of the cell's last index (y in 2D, z in 3D); 6: of
-                             its y index; 7: a_even for all, then, after the step, the first
-                             fluid particle's new x NaN (one NaN among finite cell mates) */
+                             the build, 5 the cell's last index (y in 2D, z in 3D), 6 its y index;
+                             2: a_even for the first fluid particle of each cell in sorted order
+                             (the check's reference until the twelfth session), a_odd for the
+                             others; 3: 0 for the first, a_even / a_odd by the id's parity for the
+                             others; 4: a_even for all, the spread along y and only in the first
+                             fluid cell; 7: a_even for all, then, after the step, the first fluid
+                             particle's new x NaN (one NaN among finite cell mates) */
     double a_even, a_odd; /* d / (skin R) along x */
-    int check;           /* 0: SPHSIM_LIST_CHECK=0; 2: bound to a grid whose cell references
-                            would exceed the device's largest buffer (the check stays off) */
+    int check;           /* 0: SPHSIM_LIST_CHECK=0; 2: bound to a grid whose cell boxes would
+                            exceed the device's largest buffer (the check stays off) */
     int want_rebuild;
     int lists;           /* make_solver_lists' mode: 1 full lists, 5 half of them over (walks) */
-    double spread;       /* d / (skin R) added for even ids, taken for odd ones (0 if not given) */
+    double spread;       /* d / (skin R) added for even ids, taken for odd ones, along x (along y
+                            with by 4; 0 if not given) */
 } check_case;
 
 static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
