@@ -1,8 +1,9 @@
 /* sph_density.cl: the per-particle SPH state of every particle in sorted order, packed into the
  * spare fourth components of the particle arrays (docs/physics.md, "Device data layout"):
- *   pos_i.w = m_i (kg, carried by every step), vel_i.w = rho_i (kg/m^3, written here),
- *   p_rho2_i = p_i / rho_i^2 (a float array, written here)
- * so a density loop reads one float4 per neighbour and the forces loop three loads.
+ *   pos_i.w = m_i (kg, carried by every step), vel_i.w = rho_i (kg/m^3, written here; -rho_w
+ *   for a wall particle, whose sign tells the forces loop which mass to take),
+ *   pos_p_i = (x_i, p_i / rho_i^2) (a copy of the position with the pressure term, written here)
+ * so a density loop reads one float4 per neighbour and the forces loop two (pos_p_j, vel_j).
  *   sph_density  (fluid i):    rho_i = sum_j m_j W(|x_i - x_j|, h)   (j over fluid and boundary,
  *                              j = i included; boundary m_b = rho0 / sum_lattice W), p_i = EOS(rho_i)
  *   sph_boundary (boundary w): pressure extrapolated from the fluid (Adami, Hu & Adams 2012, eq. 27,
@@ -11,7 +12,7 @@
  *                              clamped at >= 0 (0 without fluid neighbours); rho_w = EOS^-1(p_w)
  *   sph_pressure:              p_i = EOS(rho_i) again, for output.
  * Gathers over the neighbour grid: no atomics; sums run in sorted order. sph_density writes only
- * vel[i].w (which no density loop reads) and p_rho2; sph_boundary reads only fluid entries and
+ * vel[i].w (which no density loop reads) and pos_p[i]; sph_boundary reads only fluid entries and
  * writes only boundary entries. */
 #include "sph_common.h"
 
@@ -90,7 +91,7 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
                             __global float4 *vel, __global const uchar *SPH_RESTRICT type,
                             __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                             __constant const grid_params *gp, __constant const sph_params *P,
-                            __global float *p_rho2, __global uint *nl_list, __global uint *nl_list1,
+                            __global float4 *pos_p, __global uint *nl_list, __global uint *nl_list1,
                             __global uint *nl_list2, __global uint *nl_list3, __global uint *nl_count,
                             __global float4 *pos_ref, __global uint *lstate, const int list_walk,
                             const int may_build, __global const uchar *cell_fluid, const uint use_cf)
@@ -124,7 +125,7 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     }
     const float p_i = sph_eos(rho_i, P);
     vel[i].w = rho_i; /* only the w component: no density loop reads vel */
-    p_rho2[i] = p_i / (rho_i * rho_i);
+    pos_p[i] = (float4)(x_i.xyz, p_i / (rho_i * rho_i)); /* no density loop reads pos_p */
 }
 
 #define SPH_DENSITY_ARGS                                                                           \
@@ -134,7 +135,7 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     __global const uchar *SPH_RESTRICT type,   /* PTYPE_*, sorted */                               \
     __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
     __constant const grid_params *gp, __constant const sph_params *P,                             \
-    __global float *p_rho2,       /* p/rho^2, out (fluid) */                                       \
+    __global float4 *pos_p,       /* (x, p/rho^2), out (fluid) */                                  \
     __global uint *nl_list,       /* neighbour lists (-DSPH_LIST), parts 0-3: read, or */          \
     __global uint *nl_list1, __global uint *nl_list2, __global uint *nl_list3,                     \
     __global uint *nl_count,      /* written when the go word has GO_REBUILD */                    \
@@ -153,7 +154,7 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
         if (i >= n) return;                                                                        \
         const int alt = SPH_ALT_(lstate);                                                          \
         sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, \
-                        p_rho2, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, may_build, \
+                        pos_p, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, may_build, \
                         cell_fluid, use_cf);                                                       \
     }
 
@@ -188,7 +189,7 @@ __kernel void sph_lists_build(SPH_DENSITY_ARGS)
         const int alt = SPH_ALT_(lstate);                                                          \
         for (uint i = get_global_id(0); i < n; i += get_global_size(0))                            \
             sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, \
-                            p_rho2, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 1, 0, \
+                            pos_p, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 1, 0, \
                             cell_fluid, use_cf);                                                   \
     }
 
@@ -201,27 +202,36 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
                              __global const uchar *SPH_RESTRICT type,
                              __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                              __constant const grid_params *gp, __constant const sph_params *P,
-                             __global float *p_rho2, const uint n, __global const uint *SPH_RESTRICT nl_list,
+                             __global float4 *pos_p, const uint n, __global const uint *SPH_RESTRICT nl_list,
                              __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,
                              __global const uint *SPH_RESTRICT nl_list3, __global const uint *SPH_RESTRICT nl_count,
-                             const int list_walk)
+                             const int list_walk, const int kept)
 {
     if (type[i] != PTYPE_BOUNDARY || !SPH_LIST_MINE_(i, list_walk)) return;
+#ifdef SPH_LIST
+    /* In a step that keeps the lists (kept), a wall whose list is empty had no fluid within the
+     * list radius at the build, so none within the support since (else the step would have
+     * rebuilt): its p_w = 0 and rho_w, written in the rebuild step, stand, in pos_p and in both
+     * pairs' vel.w (sph_forces copies vel.w into the other pair in that step). Most walls are
+     * dry; they now cost one load. */
+    if (kept && nl_count[i] == 0u) return;
+#endif
     const float4 x_w = pos[i];
     const float support2 = P->support2;
     float sum_W = 0.0f, sum_pW = 0.0f;          /* 1/m^dims, Pa/m^dims */
     float4 sum_rho_dx_W = (float4)(0.0f);        /* kg/m^(2+dims) */
     SPH_BOUNDARY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_w, support2, i, j)
         if (type[j] != PTYPE_FLUID) continue; /* (a list holds fluid only; the cell walk does not) */
-        float4 dx = x_w - pos[j]; /* dx = x_w - x_f */
+        const float4 xp_j = pos_p[j]; /* (x_f, p_f / rho_f^2), written by sph_density */
+        float4 dx = x_w - xp_j;       /* dx = x_w - x_f */
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
         if (r2 >= support2) continue;
         const float W = sph_W(r2, P);
         const float rho_j = vel[j].w;
-        /* p_f from p_f / rho_f^2: a load, cheaper than the Tait EOS (0.08 ms at 1.4x10^7 on the
-         * H200), and within a few ulp of the p_f sph_density computed */
-        const float p_j = p_rho2[j] * rho_j * rho_j;
+        /* p_f from p_f / rho_f^2: no extra load, cheaper than the Tait EOS (0.08 ms at 1.4x10^7
+         * on the H200), and within a few ulp of the p_f sph_density computed */
+        const float p_j = xp_j.w * rho_j * rho_j;
         sum_W += W;
         sum_pW += p_j * W;
         sum_rho_dx_W += (rho_j * W) * dx;
@@ -232,9 +242,11 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
                             P->gravity[2] * sum_rho_dx_W.z;
         p_w = fmax((sum_pW + g_dot) / sum_W, 0.0f);
     }
-    const float rho_w = sph_eos_rho(p_w, P);
-    vel[i].w = rho_w; /* the wall's velocity stays 0 (sph_forces) */
-    p_rho2[i] = p_w / (rho_w * rho_w);
+    const float rho_w = sph_eos_rho(p_w, P); /* >= rho0 > 0, since p_w >= 0 */
+    /* the wall's velocity stays 0 (sph_forces); the sign marks a wall for the forces loop, which
+     * then takes mass_wall (P) instead of mass_fluid; sph_pressure unpacks |w| */
+    vel[i].w = -rho_w;
+    pos_p[i] = (float4)(x_w.xyz, p_w / (rho_w * rho_w));
 }
 
 #define SPH_BOUNDARY_ARGS                                                                          \
@@ -244,7 +256,7 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
     __global const uchar *SPH_RESTRICT type,  /* PTYPE_*, sorted */                                \
     __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
     __constant const grid_params *gp, __constant const sph_params *P,                             \
-    __global float *p_rho2,      /* p/rho^2: boundary written */                                   \
+    __global float4 *pos_p,      /* (x, p/rho^2): fluid read, boundary written */                 \
     __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3 */      \
     __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,       \
     __global const uint *SPH_RESTRICT nl_list3,                                                   \
@@ -259,8 +271,8 @@ __kernel void sph_boundary(SPH_BOUNDARY_ARGS)
     const uint i = sph_item(stride);
     if (i >= n) return;
     const int alt = SPH_ALT_(lstate);
-    sph_boundary_one(i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, p_rho2, n,
-                     nl_list, nl_list1, nl_list2, nl_list3, nl_count, 0);
+    sph_boundary_one(i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, pos_p, n,
+                     nl_list, nl_list1, nl_list2, nl_list3, nl_count, 0, !SPH_REBUILT_(lstate));
 }
 
 #ifdef SPH_LIST
@@ -270,21 +282,21 @@ __kernel void sph_boundary_walk(SPH_BOUNDARY_ARGS)
     if (!SPH_LIST_WALKERS_(lstate)) return;
     const int alt = SPH_ALT_(lstate);
     for (uint i = get_global_id(0); i < n; i += get_global_size(0))
-        sph_boundary_one(i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, p_rho2, n,
-                         nl_list, nl_list1, nl_list2, nl_list3, nl_count, 1);
+        sph_boundary_one(i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, pos_p, n,
+                         nl_list, nl_list1, nl_list2, nl_list3, nl_count, 1, !SPH_REBUILT_(lstate));
 }
 #endif
 
 /* pressure_i = EOS(rho_i) for output (the same function the density stage applies; for boundary
  * particles rho_w = EOS^-1(p_w) gives p_w back). */
 __kernel void sph_pressure(const uint n, __constant const sph_params *P,
-                           __global const float4 *vel,  /* (v, rho) */
+                           __global const float4 *vel,  /* (v, rho), -rho for walls */
                            __global float *rho,         /* kg/m^3, out */
                            __global float *pressure)    /* Pa, out */
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
-    const float rho_i = vel[i].w;
+    const float rho_i = fabs(vel[i].w);
     rho[i] = rho_i;
     pressure[i] = sph_eos(rho_i, P);
 }

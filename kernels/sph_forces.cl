@@ -16,9 +16,11 @@
  * barrier along the face's inward normal n stops splashing droplets, which have p = 0, before
  * they cross it, wherever they hit it (docs/physics.md, "Barrier"):
  *   a_i += K (d0 - d) n,      d = distance of x_i from the face,  K = min((c0 / (2 d0))^2, 1/dt^2)
- * Neighbour data come packed (docs/physics.md, "Device data layout"): pos_j = (x_j, m_j),
- * vel_j = (v_j, rho_j) with rho_j written by the density stage (v = 0 for walls), and
- * p_rho2_j = p_j / rho_j^2: three loads per neighbour.
+ * Neighbour data come packed (docs/physics.md, "Device data layout"): pos_p_j = (x_j, p_j/rho_j^2)
+ * and vel_j = (v_j, rho_j), both written by the density stages (v = 0 and -rho_w for walls):
+ * two loads per neighbour. There are two masses (sph_set_masses), so m_j follows from the sign
+ * of vel_j.w; an array of masses, or the mass in pos_p_j.w and p/rho^2 apart, would take a third
+ * load (7 % of this loop on the H200, docs/performance.md).
  * A gather over the neighbour grid: no float atomics; only the flag word is OR-ed atomically. */
 #include "sph_common.h"
 
@@ -28,7 +30,7 @@ inline void sph_forces_one(const uint i, const uint n,
                            __global const float4 *SPH_RESTRICT pos,      /* (x (m), m (kg)), sorted */
                            __global const float4 *SPH_RESTRICT vel,      /* (v (m/s), rho (kg/m^3)), sorted */
                            __global const uchar *SPH_RESTRICT type,      /* PTYPE_* */
-                           __global const float *SPH_RESTRICT p_rho2,    /* p/rho^2 (sph_density) */
+                           __global const float4 *SPH_RESTRICT pos_p,    /* (x, p/rho^2) (sph_density) */
                            __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                            __constant const grid_params *gp, __constant const sph_params *P,
                            __global float4 *pos_next,       /* m, out */
@@ -43,17 +45,20 @@ inline void sph_forces_one(const uint i, const uint n,
     if (type[i] != PTYPE_FLUID) {
         /* A wall particle stays where it is, at rest. Its entries in the pair written here
          * already say so unless this step re-sorted: the two pairs take turns between steps
-         * that keep the grid (sim.c), and the one written now was read in the last step. */
+         * that keep the grid (sim.c), and the one written now was read in the last step. Its
+         * density goes along, for sph_boundary, which skips the dry walls while the lists are
+         * kept (sph_density.cl). */
         if (SPH_REBUILT_(lstate)) {
             pos_next[i] = pos[i];
-            vel_next[i] = (float4)(0.0f);
+            vel_next[i] = (float4)(0.0f, 0.0f, 0.0f, vel[i].w);
         }
         return;
     }
-    const float4 x_i = pos[i];
+    const float4 x_i = pos[i];                     /* (x_i, m_i) */
     const float4 v_i = vel[i];
-    const float rho_i = v_i.w;
-    const float p_rho2_i = p_rho2[i];              /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
+    const float rho_i = v_i.w;                     /* > 0: i is fluid */
+    const float p_rho2_i = pos_p[i].w;             /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
+    const float m_fluid = P->mass_fluid, m_wall = P->mass_wall; /* kg */
     const float support2 = P->support2;
     const float eta2 = P->eta2;                    /* m^2 */
 #if defined(VISC_ARTIFICIAL)
@@ -62,18 +67,18 @@ inline void sph_forces_one(const uint i, const uint n,
 #endif
     float4 acc = (float4)(0.0f);                   /* m/s^2 */
 
-    SPH_FORCES_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, i, j)
-        const float4 x_j = pos[j]; /* (x_j, m_j) */
-        float4 dx = x_i - x_j;     /* dx = x_i - x_j */
+    SPH_FORCES_LOOP_BEGIN(gp, cell_start, cell_end, pos_p, x_i, support2, i, j)
+        const float4 x_j = pos_p[j]; /* (x_j, p_j / rho_j^2) */
+        float4 dx = x_i - x_j;       /* dx = x_i - x_j */
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
         if (r2 >= support2 || r2 == 0.0f) continue; /* r2 == 0 also skips j == i */
         const float r = sqrt(r2);
         const float F = sph_F(r, P); /* grad_i W_ij = F dx */
-        const float m_j = x_j.w;
-        const float4 v_j = vel[j]; /* (v_j, rho_j); walls at rest carry v = 0 */
-        const float rho_j = v_j.w;
-        const float p_rho2_j = p_rho2[j];
+        const float4 v_j = vel[j]; /* (v_j, rho_j) for fluid, (0, -rho_w) for walls */
+        const float m_j = v_j.w < 0.0f ? m_wall : m_fluid;
+        const float rho_j = fabs(v_j.w);
+        const float p_rho2_j = x_j.w;
         /* pressure */
         float coef = -m_j * (p_rho2_i + p_rho2_j) * F;
         float4 v_ij = v_i - v_j;
@@ -174,7 +179,7 @@ inline void sph_forces_one(const uint i, const uint n,
     X0 pos,                          /* (x (m), m (kg)), sorted */                                 \
     V0 vel,                          /* (v (m/s), rho (kg/m^3)), sorted */                         \
     __global const uchar *SPH_RESTRICT type, /* PTYPE_* */                                         \
-    __global const float *SPH_RESTRICT p_rho2, /* p/rho^2 (sph_density) */                        \
+    __global const float4 *SPH_RESTRICT pos_p, /* (x, p/rho^2) (sph_density, sph_boundary) */    \
     __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
     __constant const grid_params *gp, __constant const sph_params *P,                             \
     X1 pos_next,                     /* m, out */                                                  \
@@ -190,7 +195,7 @@ inline void sph_forces_one(const uint i, const uint n,
 #define SPH_OUT_ __global float4 *
 
 #define SPH_FORCES_ONE_(X0, V0, X1, V1, i, list_walk)                                              \
-    sph_forces_one(i, n, X0, V0, type, p_rho2, cell_start, cell_end, gp, P, X1, V1, flags, nl_list, nl_list1, \
+    sph_forces_one(i, n, X0, V0, type, pos_p, cell_start, cell_end, gp, P, X1, V1, flags, nl_list, nl_list1, \
                    nl_list2, nl_list3, nl_count, pos_ref, lstate, list_walk)
 
 __kernel void sph_forces(SPH_FORCES_ARGS(SPH_IN_, SPH_IN_, SPH_OUT_, SPH_OUT_))

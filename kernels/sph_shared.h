@@ -41,6 +41,9 @@ typedef struct sph_params {
     float max_speed2;   /* m^2/s^2: square of the runaway-speed limit */
     float wall_d0;      /* m: range of the tank-face barrier, 0.4 dx (dx = particle spacing) */
     float wall_k;       /* 1/s^2: stiffness of the barrier, min((c0 / (2 d0))^2, 1/dt^2) */
+    float mass_fluid;   /* kg: the mass of every fluid particle (sph_set_masses) */
+    float mass_wall;    /* kg: the mass of every wall particle; the forces loop takes m_j from
+                           these two by the sign of vel_j.w (negative for walls) */
     sph_u32 dims;       /* 2 or 3 (also -DDIMS) */
     /* neighbour lists (-DSPH_LIST; docs/grid.md, "Neighbour lists"), built with the skin of
      * level k (the go word's companion lstate[4], set by sph_list_go): skin_k = skin / 2^k */

@@ -59,7 +59,7 @@ static int go_on_host(void)
 static size_t state_bytes_per_particle(const scene *s)
 {
     size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 2 * 4 /* id */ + 2 * 1 /* type */;
-    if (s->mode == MODE_SPH) b += 4;               /* p_rho2 (m and rho ride in pos.w and vel.w) */
+    if (s->mode == MODE_SPH) b += 16;              /* pos_p (m and rho ride in pos.w and vel.w) */
     if (s->mode == MODE_PARTICLES) b += 2 * 4 + 2 * 4; /* mass, radius */
     return b;
 }
@@ -163,7 +163,7 @@ static void release_mem(cl_mem *m)
 
 static void state_release(dev_state *st)
 {
-    cl_mem *all[] = {&st->pos, &st->vel, &st->pos_next, &st->vel_next, &st->p_rho2, &st->mass,
+    cl_mem *all[] = {&st->pos, &st->vel, &st->pos_next, &st->vel_next, &st->pos_p, &st->mass,
                      &st->mass_tmp, &st->radius, &st->radius_tmp, &st->id, &st->id_tmp, &st->type, &st->type_tmp,
                      &st->flags};
     for (size_t i = 0; i < sizeof all / sizeof *all; ++i) release_mem(all[i]);
@@ -182,7 +182,7 @@ static sph_status state_alloc(sim_ctx *c, size_t n, sph_error *e)
     SPH_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
     SPH_TRY(device_alloc(d, n, "types", &st->type, e));
     SPH_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
-    if (c->s->mode == MODE_SPH) SPH_TRY(device_alloc(d, n * 4, "SPH pressures", &st->p_rho2, e));
+    if (c->s->mode == MODE_SPH) SPH_TRY(device_alloc(d, n * 16, "SPH positions with pressures", &st->pos_p, e));
     if (c->s->mode == MODE_PARTICLES) {
         SPH_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
         SPH_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
@@ -276,7 +276,7 @@ static sph_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, s
     sph_device *d = &c->dev;
     size_t n = st->n;
     /* Output rho (unpacked from vel.w) and pressure = EOS(rho) (sph_pressure), computed into
-     * scratch, never into st->p_rho2: the next step's forces read the pressure the density stage
+     * scratch, never into st->pos_p: the next step's forces read the pressure the density stage
      * left (p_w of the boundary, not EOS(EOS^-1(p_w))), so writing a snapshot does not change
      * the trajectory and --resume (no snapshot at its first step) stays bit-identical to an
      * uninterrupted run. The scratch: id_tmp (unused between rebuilds) and vel_next, whose
@@ -610,6 +610,9 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     if (st == SPH_OK)
         st = s->mode == MODE_SPH ? sph_create(&c->sph, &c->dev, s, list_n, e)
                                  : contact_create(&c->contact, &c->dev, s, e);
+    /* sph_prepare's masses (also on --resume, which takes only positions and velocities from
+     * the snapshot) */
+    if (st == SPH_OK && c->sph) st = sph_set_masses(c->sph, c->hp.mass, c->hp.type, n, e);
     if (st == SPH_OK && c->sph) grid_set_go(c->g, sph_go_buffer(c->sph));
     if (st == SPH_OK && c->sph && sph_lists(c->sph)) {
         c->go_on_host = go_on_host();

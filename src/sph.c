@@ -562,7 +562,7 @@ static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, int
     DEVICE_ARG(e, k, 5, cell_end);
     DEVICE_ARG(e, k, 6, grid_params_buf);
     DEVICE_ARG(e, k, 7, s->params_buf);
-    DEVICE_ARG(e, k, 8, st->p_rho2);
+    DEVICE_ARG(e, k, 8, st->pos_p);
     SPH_TRY(set_list_args(s, k, 9, e));
     cl_mem nl_count = s->lists ? s->nl_count : s->dummy;
     DEVICE_ARG(e, k, 9 + SPH_LIST_MAX_PARTS, nl_count);
@@ -717,6 +717,27 @@ sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e)
     return device_write(s->d, s->params_buf, 0, sizeof s->params, &s->params, e);
 }
 
+sph_status sph_set_masses(sph_solver *s, const float *mass, const uint8_t *type, size_t n, sph_error *e)
+{
+    float m[2] = {0.0f, 0.0f}; /* fluid, wall */
+    int seen[2] = {0, 0};
+    for (size_t i = 0; i < n; ++i) {
+        if (type[i] != PTYPE_FLUID && type[i] != PTYPE_BOUNDARY) continue;
+        const int w = type[i] == PTYPE_BOUNDARY;
+        if (!seen[w]) {
+            m[w] = mass[i];
+            seen[w] = 1;
+        } else if (mass[i] != m[w]) {
+            return SPH_FAIL(e, SPH_E_SCENE,
+                            "SPH particle masses: every %s particle must have the same mass, found %.9g and %.9g kg",
+                            w ? "wall" : "fluid", (double)m[w], (double)mass[i]);
+        }
+    }
+    s->params.mass_fluid = m[0];
+    s->params.mass_wall = m[1];
+    return device_write(s->d, s->params_buf, 0, sizeof s->params, &s->params, e);
+}
+
 /* Word k of the list state (kernels/sph_density.cl, sph_list_go), read (blocks); 0 without
  * lists. */
 static sph_status read_lstate_word(sph_solver *s, int k, long *out, sph_error *e)
@@ -830,7 +851,7 @@ static sph_status run_forces(sph_solver *s, cl_kernel k, int walk, cl_uint n, cl
     DEVICE_ARG(e, k, 1, st->pos);
     DEVICE_ARG(e, k, 2, st->vel);
     DEVICE_ARG(e, k, 3, st->type);
-    DEVICE_ARG(e, k, 4, st->p_rho2);
+    DEVICE_ARG(e, k, 4, st->pos_p);
     DEVICE_ARG(e, k, 5, cell_start);
     DEVICE_ARG(e, k, 6, cell_end);
     DEVICE_ARG(e, k, 7, grid_params_buf);

@@ -96,6 +96,12 @@ sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e);
 /* Tests: shorten the lists to `cap` entries (<= sph_list_cap), so that particles with more
  * neighbours take the fallback walk. */
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e);
+/* The masses of the particles in the solver's parameters (before the first step; `type` and
+ * `mass` of n particles, any order): the forces loop takes a neighbour's mass from these, by
+ * whether it is a wall, instead of loading it (kernels/sph_forces.cl). Fails (SPH_E_SCENE,
+ * naming both masses) unless every fluid particle has one mass and every wall particle one,
+ * as sph_prepare sets them (sim.c calls it with sph_prepare's masses, also on --resume). */
+sph_status sph_set_masses(sph_solver *s, const float *mass, const uint8_t *type, size_t n, sph_error *e);
 /* Grid and list rebuilds so far (blocks on a small read; 0 without lists). */
 sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e);
 /* Particles over list_cap, which the fallback walk takes, counted by the list builds since the
@@ -115,8 +121,9 @@ sph_status sph_state_restore(sph_solver *s, const void *blob, size_t bytes, sph_
 void sph_destroy(sph_solver *s);
 
 /* The two halves of a step, enqueued separately so that sim.c can write a snapshot whose
- * density belongs to its positions: sph_density writes rho into the w components of st->vel and
- * p/rho^2 into st->p_rho2 from st->pos (sorted; pos.w holds each particle's mass);
+ * density belongs to its positions: sph_density writes rho into the w components of st->vel
+ * (-rho for walls) and (x, p/rho^2) into st->pos_p from st->pos (sorted; pos.w holds each
+ * particle's mass; the forces loop takes a neighbour's from sph_set_masses);
  * sph_forces computes accelerations and the leapfrog update into pos_next/vel_next.
  * sph_step = sph_density + sph_forces. None of them blocks the host. */
 sph_status sph_density(sph_solver *s, grid *g, dev_state *st, sph_error *e);
