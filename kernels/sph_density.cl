@@ -211,8 +211,10 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
 #ifdef SPH_LIST
     /* In a step that keeps the lists (kept), a wall whose list is empty had no fluid within the
      * list radius at the build, so none within the support since (else the step would have
-     * rebuilt): its p_w = 0 and rho_w, written in the rebuild step, stand, in pos_p and in both
-     * pairs' vel.w (sph_forces copies vel.w into the other pair in that step). Most walls are
+     * rebuilt): its p_w = 0 and rho_w, written in the rebuild step, stand. No fluid particle
+     * lists it, the fallback walk drops it on r2 before loading its vel, and every snapshot step
+     * rebuilds, so nothing reads them until then; sph_forces still copies vel.w into the other
+     * pair in the rebuild step, so that both pairs hold every wall's density. Most walls are
      * dry; they now cost one load. */
     if (kept && nl_count[i] == 0u) return;
 #endif

@@ -28,9 +28,9 @@
  * (pos_next, vel_next). list_walk: a constant of each kernel (sph_common.h, SPH_LIST_MINE_). */
 inline void sph_forces_one(const uint i, const uint n,
                            __global const float4 *SPH_RESTRICT pos,      /* (x (m), m (kg)), sorted */
-                           __global const float4 *SPH_RESTRICT vel,      /* (v (m/s), rho (kg/m^3)), sorted */
+                           __global const float4 *SPH_RESTRICT vel,      /* (v (m/s), rho (kg/m^3); walls -rho), sorted */
                            __global const uchar *SPH_RESTRICT type,      /* PTYPE_* */
-                           __global const float4 *SPH_RESTRICT pos_p,    /* (x, p/rho^2) (sph_density) */
+                           __global const float4 *SPH_RESTRICT pos_p,    /* (x, p/rho^2) (sph_density, sph_boundary) */
                            __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                            __constant const grid_params *gp, __constant const sph_params *P,
                            __global float4 *pos_next,       /* m, out */
@@ -46,8 +46,8 @@ inline void sph_forces_one(const uint i, const uint n,
         /* A wall particle stays where it is, at rest. Its entries in the pair written here
          * already say so unless this step re-sorted: the two pairs take turns between steps
          * that keep the grid (sim.c), and the one written now was read in the last step. Its
-         * density goes along, for sph_boundary, which skips the dry walls while the lists are
-         * kept (sph_density.cl). */
+         * density goes along, so that both pairs hold it while sph_boundary skips the dry walls
+         * (sph_density.cl; nothing reads a dry wall's density then, this keeps the state whole). */
         if (SPH_REBUILT_(lstate)) {
             pos_next[i] = pos[i];
             vel_next[i] = (float4)(0.0f, 0.0f, 0.0f, vel[i].w);
@@ -177,7 +177,7 @@ inline void sph_forces_one(const uint i, const uint n,
 #define SPH_FORCES_ARGS(X0, V0, X1, V1)                                                            \
     const uint n,                                                                                  \
     X0 pos,                          /* (x (m), m (kg)), sorted */                                 \
-    V0 vel,                          /* (v (m/s), rho (kg/m^3)), sorted */                         \
+    V0 vel,                          /* (v (m/s), rho (kg/m^3); walls -rho), sorted */             \
     __global const uchar *SPH_RESTRICT type, /* PTYPE_* */                                         \
     __global const float4 *SPH_RESTRICT pos_p, /* (x, p/rho^2) (sph_density, sph_boundary) */    \
     __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \

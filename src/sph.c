@@ -164,6 +164,9 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     p->wall_d0 = (float)d0;
     p->wall_k = (float)(s->dt > 0.0 ? fmin(omega * omega, 1.0 / (s->dt * s->dt)) : omega * omega);
     p->dims = (sph_u32)dims;
+    /* sph_set_masses sets both before the first step; until then NaN, so that a step without
+     * them fails (FLAG_NONFINITE) instead of running without pressure or viscosity */
+    p->mass_fluid = p->mass_wall = NAN;
     set_skin_levels(p, s->skin, 1); /* the fixed skin; sph_create sets the device's levels */
     p->list_cap = 0; /* set by sph_create */
 }

@@ -18,7 +18,9 @@
  *      a step that re-sorted, since in a kept step the pair it writes was read the step before
  *      and holds them already). SPH packs its per-particle state into the spare fourth
  *      components: pos.w = mass (set at upload, carried by every step and gather), vel.w = rho
- *      (written by the density stage each step; -rho for walls), plus pos_p = (x, p/rho^2).
+ *      (written by the density stage each step; -rho for walls, whose dry ones, without fluid
+ *      in their lists, keep the values of the last rebuild step while the lists are kept), plus
+ *      pos_p = (x, p/rho^2) (likewise).
  * So between steps the current state is in pos_next/vel_next (with the pairs swapped on the
  * device: in the pair GO_ALT names, until sph_sync_pairs), in the order of id/type/mass/
  * radius; a snapshot is read after steps 1-2 and the density stage of a step that always
@@ -33,11 +35,11 @@
 typedef struct dev_state {
     size_t n;        /* particles */
     cl_mem pos, vel; /* float4, sorted order (read by solvers); SPH: pos.w = m (kg), vel.w = rho
-                        (kg/m^3, written by sph_density and sph_boundary each step) */
+                        (kg/m^3, written by sph_density and sph_boundary; walls: -rho_w) */
     cl_mem pos_next, vel_next; /* float4, written by solvers (SPH: pos_next.w = m) */
-    cl_mem pos_p;    /* float4 (SPH only, else NULL), written by the density stage each step,
-                        sorted: (x (m), p/rho^2 (m^5/(kg s^2))), what the forces loop reads of
-                        a neighbour besides vel (walls: vel.w = -rho_w, sph_set_masses) */
+    cl_mem pos_p;    /* float4 (SPH only, else NULL), written by the density stage, sorted:
+                        (x (m), p/rho^2 (m^5/(kg s^2))), what the forces loop reads of a
+                        neighbour besides vel (whose w gives its mass, sph_set_masses) */
     cl_mem mass, mass_tmp;     /* float, kg (particle mode only, else NULL: SPH keeps it in pos.w) */
     cl_mem radius, radius_tmp; /* float, m (particle mode only, else NULL) */
     cl_mem id, id_tmp;         /* uint */

@@ -367,6 +367,22 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
     assert_int_equal(device_read(d, r->st.pos_next, 0, 16 * n, b4, &e), SPH_OK);
     assert_int_equal(device_read(d, r->st.vel_next, 0, 16 * n, b5, &e), SPH_OK);
     assert_int_equal(device_read(d, r->st.flags, 0, 4, flags, &e), SPH_OK);
+    /* the output stage (sim.c's snapshots): rho and p = EOS(rho) from the state just read */
+    cl_mem out_rho = NULL, out_p = NULL;
+    float *o_rho = malloc(4 * n), *o_p = malloc(4 * n);
+    assert_true(o_rho && o_p);
+    assert_int_equal(device_alloc(d, 4 * n, "rho out", &out_rho, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 4 * n, "p out", &out_p, &e), SPH_OK);
+    assert_int_equal(sph_pressure(s, &r->st, out_rho, out_p, &e), SPH_OK);
+    assert_int_equal(device_read(d, out_rho, 0, 4 * n, o_rho, &e), SPH_OK);
+    assert_int_equal(device_read(d, out_p, 0, 4 * n, o_p, &e), SPH_OK);
+    clReleaseMemObject(out_rho);
+    clReleaseMemObject(out_p);
+    double p_max = 0.0;
+    for (size_t k = 0; k < n; ++k) {
+        const double rk = fabs((double)vel[4 * k + 3]);
+        p_max = fmax(p_max, fabs((double)pp[4 * k + 3] * rk * rk));
+    }
     for (size_t k = 0; k < n; ++k) {
         const uint32_t i = r->order[k];
         /* rho in vel.w (-rho for walls), (x, p/rho^2) in pos_p; the mass rides along in
@@ -376,11 +392,17 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
         assert_true(b4[4 * k + 3] == mass[k]);
         if (rho) rho[i] = rho_k;
         if (pressure) pressure[i] = (float)((double)pp[4 * k + 3] * rho_k * rho_k);
+        /* the output's density is the state's, walls' included (positive); its pressure the
+         * state's within the EOS round trip (a wall's p_w -> rho_w -> p; 1 Pa at rest) */
+        assert_true(o_rho[k] == rho_k && o_rho[k] > 0.0f);
+        assert_true(fabs(o_p[k] - (double)pp[4 * k + 3] * rho_k * rho_k) <= 1e-4 * p_max + 1.0);
         memcpy(pos_next + 4 * i, b4 + 4 * k, 16);
         memcpy(vel_next + 4 * i, b5 + 4 * k, 16);
     }
     free(vel);
     free(pp);
+    free(o_rho);
+    free(o_p);
     free(mass);
     free(type);
     free(b4);
