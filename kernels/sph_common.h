@@ -74,29 +74,44 @@
  * (1 + grid.skin) wide (sim.c), so that walk still finds every neighbour. The body tests r2
  * itself, as with the walks; a fluid particle lists j == i (the density's self term). SPH_LIST_BEGIN uses the kernel's n, P,
  * nl_list .. nl_list3 and nl_count. */
-/* A list longer than the largest buffer the device allows is split over up to four buffers
- * (arguments nl_list, nl_list1 .. nl_list3, sph.c): entries k of part k / list_split, a multiple
- * of 4, at the same layout within their part. */
+/* Lists larger than the largest buffer the device allows are split over up to four buffers
+ * (arguments nl_list, nl_list1 .. nl_list3, sph.c) by particle: part p holds the whole lists
+ * of particles p list_part_n .. (p + 1) list_part_n - 1, at the layout above with list_part_n
+ * in place of n, so that a loop picks its buffer once per particle and reads its entries with
+ * a fixed stride (splitting by entry, part k / split, cost a test per entry: 5 % of the loops
+ * on the H200, docs/performance.md). */
 inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint *l1, __global uint *l2,
                                     __global uint *l3)
 {
     return part == 0u ? l0 : part == 1u ? l1 : part == 2u ? l2 : l3;
 }
-#define SPH_LIST_PART_(part)                                                                       \
-    sph_list_part(part, (__global uint *)nl_list, (__global uint *)nl_list1, (__global uint *)nl_list2, \
-                  (__global uint *)nl_list3)
+#ifndef SPH_LIST_PARTS
+#define SPH_LIST_PARTS 1 /* buffers the lists take (sph.c passes -DSPH_LIST_PARTS) */
+#endif
+/* Declares p, a pointer of type T at particle i's first entry (element), and stride, the
+ * elements between its successive entries (elements of four entries with SPH_LIST_PACK 4).
+ * Uses the kernel's n and P, and nl_list .. nl_list3. Used by the list build (sph_density.cl)
+ * and the list loop. */
+#if SPH_LIST_PARTS > 1
+#define NL_ROW_(T, i, p, stride)                                                                   \
+    const uint stride = P->list_part_n;                                                            \
+    T p = (T)sph_list_part((i) / stride, (__global uint *)nl_list, (__global uint *)nl_list1,     \
+                           (__global uint *)nl_list2, (__global uint *)nl_list3) + (i) % stride;
+#else
+#define NL_ROW_(T, i, p, stride)                                                                   \
+    const uint stride = n;                                                                         \
+    T p = (T)nl_list + (i);
+#endif
 
 #if SPH_LIST_PACK == 4
 #define NL_PTR_ __global const uint4 *
 #define NL_ELEM_ uint4
 #define SPH_LIST_OUT_ __global uint4
-/* j = entry k: a new uint4 every fourth entry (from the next part at a part's end), then its
- * components in turn */
-#define NL_NEXT_(k, p, q, j, i)                                                                    \
+/* j = entry k: a new uint4 every fourth entry, then its components in turn */
+#define NL_NEXT_(k, p, q, j, stride)                                                               \
     if (((k) & 3u) == 0u) {                                                                        \
-        NL_PART_SWITCH_(k, nl_part_, nl_part_end_, p, NL_PTR_, i)                                  \
         q = *(p);                                                                                  \
-        (p) += n;                                                                                  \
+        (p) += (stride);                                                                           \
     }                                                                                              \
     j = (q).x;                                                                                     \
     q = (q).yzwx;
@@ -104,25 +119,9 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #define NL_PTR_ __global const uint *
 #define NL_ELEM_ uint
 #define SPH_LIST_OUT_ __global uint
-#define NL_NEXT_(k, p, q, j, i)                                                                    \
-    NL_PART_SWITCH_(k, nl_part_, nl_part_end_, p, NL_PTR_, i)                                      \
+#define NL_NEXT_(k, p, q, j, stride)                                                               \
     j = *(p);                                                                                      \
-    (p) += n;
-#endif
-#ifndef SPH_LIST_PARTS
-#define SPH_LIST_PARTS 1 /* buffers the lists take (sph.c passes -DSPH_LIST_PARTS) */
-#endif
-/* Entry k of particle i starts the next part: advance (part, end) and point p, of type T, at
- * particle i's entries there. Used by the list build (sph_density.cl) and the list loop. */
-#if SPH_LIST_PARTS > 1
-#define NL_PART_SWITCH_(k, part, end, p, T, i)                                                     \
-    if ((k) == (end)) {                                                                            \
-        ++(part);                                                                                  \
-        (end) += P->list_split;                                                                    \
-        (p) = (T)SPH_LIST_PART_(part) + (i);                                                       \
-    }
-#else
-#define NL_PART_SWITCH_(k, part, end, p, T, i) /* one buffer: the check cost 5 % on the H200 */
+    (p) += (stride);
 #endif
 
 /* Each SPH loop over lists is compiled twice, by a constant `list_walk` of its kernel: the
@@ -142,10 +141,9 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
     {                                                                                              \
         const uint nl_cnt_ = nl_count[i];                                                          \
         const int nl_walk_ = list_walk; /* the kernel's constant: its particles walk */           \
-        NL_PTR_ nl_p_ = (NL_PTR_)nl_list + (i);                                                    \
+        NL_ROW_(NL_PTR_, i, nl_p_, nl_stride_)                                                     \
         NL_ELEM_ nl_q_ = (NL_ELEM_)(0u);                                                           \
         uint nl_k_ = 0u;                                                                           \
-        uint nl_part_ = 0u, nl_part_end_ = P->list_split; /* with SPH_LIST_PARTS > 1 */            \
         /* the cell walk's state, for the rare particle over list_cap */                           \
         NEIGHBOURS_BLOCK(gp, xi, nl_x0_, nl_x1_, nl_y0_, nl_y1_, nl_z0_, nl_z1_)                   \
         const uint nl_wx_ = (uint)(nl_x1_ - nl_x0_ + 1), nl_wy_ = (uint)(nl_y1_ - nl_y0_ + 1);     \
@@ -155,7 +153,7 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
             uint j;                                                                                \
             if (!nl_walk_) {                                                                       \
                 if (nl_k_ == nl_cnt_) break;                                                       \
-                NL_NEXT_(nl_k_, nl_p_, nl_q_, j, i);                                               \
+                NL_NEXT_(nl_k_, nl_p_, nl_q_, j, nl_stride_);                                               \
                 ++nl_k_;                                                                           \
             } else {                                                                               \
                 while (nl_j_ == nl_j1_ && nl_o_ < nl_ncells_) {                                    \

@@ -37,8 +37,7 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
     const int skip_dry = !fluid_i && use_cf; /* a wall particle lists fluid only */
     const float radius2 = P->list_radius2[lstate[4]], support2 = P->support2;
     const uint cap = P->list_cap;
-    uint part = 0u, part_end = P->list_split; /* entries before part_end go to part `part` */
-    SPH_LIST_OUT_ *out = (SPH_LIST_OUT_ *)nl_list + i;
+    NL_ROW_(SPH_LIST_OUT_ *, i, out, stride) /* particle i's first entry, and the step to the next */
 #if SPH_LIST_PACK == 4
     uint4 q = (uint4)(0u);
 #endif
@@ -54,16 +53,15 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
         if (r2 >= radius2) continue;
         if (!fluid_i && type[j] != PTYPE_FLUID) continue;
         if (c < cap) {
-            NL_PART_SWITCH_(c, part, part_end, out, SPH_LIST_OUT_ *, i) /* split: a multiple of 4 */
 #if SPH_LIST_PACK == 4
             q = (uint4)(q.yzw, j); /* q collects four entries, then goes out in one 16-byte store */
             if ((c & 3u) == 3u) {
                 *out = q;
-                out += n;
+                out += stride;
             }
 #else
             *out = j;
-            out += n;
+            out += stride;
 #endif
         }
         ++c;

@@ -60,9 +60,9 @@ typedef struct sph_params {
     sph_u32 skin_grow_age[SPH_SKIN_LEVELS];   /* lists at level k outgrown after fewer kept steps
                            than this: rebuild them at level k - 1 */
     sph_u32 list_cap;   /* entries per particle; a particle with more falls back to the cell walk */
-    sph_u32 list_split; /* entries per list buffer (a multiple of 4): entry k is in part
-                           k / list_split (more than one part when the list exceeds the largest
-                           buffer the device allows) */
+    sph_u32 list_part_n; /* particles per list buffer: particle i's list is in part
+                           i / list_part_n (more than one part when the lists exceed the largest
+                           buffer the device allows; sph_common.h) */
 } sph_params;
 
 #endif

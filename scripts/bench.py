@@ -119,7 +119,8 @@ def run_case(args, name, n, tmp):
     if summary.get("status") != "ok":
         return {"scene": name, "target_n": int(n), "error": summary.get("error", "failed")}
     npart = summary["particles"]
-    row = {"scene": name, "target_n": int(n), "N": npart, "steps": summary["steps"],
+    row = {"scene": name, "target_n": int(n), "N": npart, "N_fluid": info.get("fluid_particles", 0),
+           "steps": summary["steps"],
            "neighbours": summary.get("mean_neighbours", float("nan")),
            "candidates": summary.get("mean_candidates", float("nan")),
            # device memory, with the neighbour lists when the run used them
@@ -156,6 +157,7 @@ def run_case(args, name, n, tmp):
     row["ms_step_wall"] = 1e3 * wall / nwall
     row["particle_steps_per_s"] = npart * nwall / wall if wall > 0 else float("nan")
     row["ms_per_step_per_million"] = row["ms_step_wall"] / (npart / 1e6)
+    row["ms_per_step_per_million_fluid"] = row["ms_step_wall"] / (row["N_fluid"] / 1e6) if row["N_fluid"] else float("nan")
     if args.until:
         row["windows"] = progress_windows(p.stderr)
     return row
@@ -183,6 +185,42 @@ def progress_windows(log, span=0.05):
             out.append((a[0], b[0], b[1] - a[1], 1e3 * (b[2] - a[2]) / (b[1] - a[1])))
             a = b
     return out
+
+
+def solve(a, b):
+    """x with a x = b (a small square system, Gaussian elimination with partial pivoting)."""
+    m = [row[:] + [v] for row, v in zip(a, b)]
+    k = len(m)
+    for c in range(k):
+        piv = max(range(c, k), key=lambda r: abs(m[r][c]))
+        if abs(m[piv][c]) < 1e-300:
+            return None
+        m[c], m[piv] = m[piv], m[c]
+        for r in range(k):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
+    return [m[r][k] / m[r][r] for r in range(k)]
+
+
+def linear_model(rows):
+    """Least-squares fit of the wall time per step to t0 + a N_fluid + b N_other (N in millions;
+    other = walls, or every particle of a scene without fluid), and each row's residual: a
+    resolution sweep of one scene changes the share of walls, so ms per million of all particles
+    drifts with N even when each kind costs the same per particle. None below 4 rows."""
+    if len(rows) < 4:
+        return None
+    xs = [[1.0, r["N_fluid"] / 1e6, (r["N"] - r["N_fluid"]) / 1e6] for r in rows]
+    if all(x[1] == 0.0 for x in xs):
+        xs = [[x[0], x[2]] for x in xs]
+    k = len(xs[0])
+    ata = [[sum(x[i] * x[j] for x in xs) for j in range(k)] for i in range(k)]
+    aty = [sum(x[i] * r["ms_step_wall"] for x, r in zip(xs, rows)) for i in range(k)]
+    c = solve(ata, aty)
+    if c is None:
+        return None
+    res = [sum(ci * xi for ci, xi in zip(c, x)) / r["ms_step_wall"] - 1.0 for x, r in zip(xs, rows)]
+    return c, res
 
 
 def main():
@@ -216,7 +254,8 @@ def main():
                               f"{ms / (row['N'] / 1e6):.3f} ms/step per million", file=sys.stderr, flush=True)
     ok = [r for r in rows if "error" not in r]
     cols = ["scene", "N", "neighbours", "candidates"] + [f"ms_{s}" for s, _ in STAGES] + \
-        ["ms_other", "ms_step_kernels", "ms_step_wall", "ms_per_step_per_million", "particle_steps_per_s",
+        ["ms_other", "ms_step_kernels", "ms_step_wall", "ms_per_step_per_million", "N_fluid",
+         "ms_per_step_per_million_fluid", "particle_steps_per_s",
          "device_bytes_per_particle", "list_rebuilds", "device"]
     if ok:
         with open(args.out + ".csv", "w", newline="") as f:
@@ -233,6 +272,15 @@ def main():
                 r["ms_reorder"], r["ms_lists"], r["ms_density"], r["ms_forces+integrate"], r["ms_contacts"],
                 r["ms_step_kernels"], r["ms_step_wall"], r["ms_per_step_per_million"], r["particle_steps_per_s"] / 1e6,
                 r["device_bytes_per_particle"], r["list_rebuilds"]))
+        for name in sorted({r["scene"] for r in ok}):
+            rs = sorted((r for r in ok if r["scene"] == name), key=lambda r: r["N"])
+            fit = linear_model(rs)
+            if fit:
+                c, res = fit
+                terms = (f"{c[0]:.4f} ms + {c[1]:.4f} ms/M x N_fluid + {c[2]:.4f} ms/M x N_walls" if len(c) == 3
+                         else f"{c[0]:.4f} ms + {c[1]:.4f} ms/M x N")
+                print(f"{name}: linear model t = {terms}; residuals "
+                      + ", ".join(f"{r['N']}: {100 * e:+.1f} %" for r, e in zip(rs, res)))
         try:
             import matplotlib
             matplotlib.use("Agg")

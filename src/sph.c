@@ -34,8 +34,8 @@ struct sph_solver {
     /* neighbour lists (sph.h); when off, the kernels get `dummy` for these arguments */
     int lists;
     size_t list_n;     /* particles the lists hold */
-    cl_mem nl_list[SPH_LIST_MAX_PARTS]; /* uint [list_split][n_max] each: entries k of part
-                                           k / list_split (unused parts: dummy) */
+    cl_mem nl_list[SPH_LIST_MAX_PARTS]; /* uint [list_cap][list_part_n] each: the lists of
+                                           particles p list_part_n .. (unused parts: dummy) */
     cl_mem nl_count;   /* uint [n_max] */
     cl_mem pos_ref;    /* float4 [n_max] */
     cl_mem lstate;     /* uint [8]: go word, need, rebuilds, age, skin level, particles over list_cap,
@@ -191,16 +191,15 @@ unsigned sph_list_cap(const scene *s)
     return cap < 4096.0 ? (unsigned)cap : 4096u;
 }
 
-/* Entries per part of a list of `cap` entries over `parts` buffers: a multiple of 4, so that
- * a packed uint4 never straddles two parts. */
-static unsigned list_split(unsigned cap, unsigned parts) { return (cap + 4 * parts - 1) / (4 * parts) * 4; }
+/* Particles per part of the lists of n particles over `parts` buffers (the last may hold fewer). */
+static size_t list_part_n(size_t n, unsigned parts) { return (n + parts - 1) / parts; }
 
 unsigned sph_list_parts(size_t n, unsigned cap, unsigned long long max_alloc)
 {
     unsigned parts = 1;
     const char *v = getenv("SPHSIM_LIST_PARTS");
     if (v && *v >= '1' && *v <= '0' + SPH_LIST_MAX_PARTS && v[1] == '\0') parts = (unsigned)(*v - '0');
-    while (parts <= SPH_LIST_MAX_PARTS && (unsigned long long)n * list_split(cap, parts) * 4 > max_alloc) ++parts;
+    while (parts <= SPH_LIST_MAX_PARTS && (unsigned long long)list_part_n(n, parts) * cap * 4 > max_alloc) ++parts;
     return parts <= SPH_LIST_MAX_PARTS ? parts : 0;
 }
 
@@ -208,8 +207,9 @@ size_t sph_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
 {
     const unsigned cap = sph_list_cap(s);
     const unsigned parts = max_alloc ? sph_list_parts(n, cap, max_alloc) : 1;
-    const size_t entries = parts ? (size_t)parts * list_split(cap, parts) : cap;
-    return n * (entries * 4 + 4 + 16) + 3 * 4;
+    const size_t rows = parts ? (size_t)parts * list_part_n(n, parts) : n; /* particles' lists allocated */
+    /* the entries, each particle's count and build position, and the list state (lstate) */
+    return rows * cap * 4 + n * (4 + 16) + 8 * 4;
 }
 
 double sph_lattice_sum(int kernel, int dims, double h, double dx)
@@ -444,9 +444,10 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
         /* go = need = 1: the first step builds the lists (and sph_enqueue, which never runs
          * sph_list_go, rebuilds them every time) */
         const cl_uint init[8] = {GO_REBUILD, NEED_HARD, 0, 0, 0, 0, 0, 0};
-        s->params.list_split = list_split(s->params.list_cap, parts);
+        const size_t part_n = list_part_n(list_n, parts);
+        s->params.list_part_n = (sph_u32)part_n;
         for (unsigned k = 0; k < parts; ++k)
-            if ((st = device_alloc(d, list_n * s->params.list_split * 4, "SPH neighbour lists", &s->nl_list[k], e)) != SPH_OK) {
+            if ((st = device_alloc(d, part_n * s->params.list_cap * 4, "SPH neighbour lists", &s->nl_list[k], e)) != SPH_OK) {
                 sph_destroy(s);
                 return st;
             }

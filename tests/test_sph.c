@@ -1377,6 +1377,41 @@ static void test_list_grid_cells(void **state)
     }
 }
 
+/* The lists' buffers (sph_list_parts, sph_list_bytes): split by particle, each part holds the
+ * whole lists of ceil(n / parts) particles and must fit the device's largest buffer; five parts
+ * are refused (0). The tests that step with lists (run_step, lists >= 3) force three parts, so
+ * that particles of every part are compared with the brute-force reference. */
+static void test_list_parts(void **state)
+{
+    (void)state;
+    const size_t n = 1000;
+    const unsigned cap = 128;
+    const unsigned long long one = (unsigned long long)n * cap * 4; /* bytes of all the lists */
+    unsetenv("SPHSIM_LIST_PARTS");
+    assert_int_equal(sph_list_parts(n, cap, one), 1);
+    assert_int_equal(sph_list_parts(n, cap, one - 1), 2);
+    assert_int_equal(sph_list_parts(n, cap, 500ull * cap * 4), 2);
+    assert_int_equal(sph_list_parts(n, cap, 500ull * cap * 4 - 1), 3); /* 334 particles a part */
+    assert_int_equal(sph_list_parts(n, cap, 334ull * cap * 4), 3);
+    assert_int_equal(sph_list_parts(n, cap, 250ull * cap * 4), 4);
+    assert_int_equal(sph_list_parts(n, cap, 250ull * cap * 4 - 1), 0);
+    setenv("SPHSIM_LIST_PARTS", "3", 1); /* at least three, as the tests force */
+    assert_int_equal(sph_list_parts(n, cap, one), 3);
+    assert_int_equal(sph_list_parts(n, cap, 250ull * cap * 4), 4);
+    unsetenv("SPHSIM_LIST_PARTS");
+    scene s;
+    const int nt[3] = {12, 12, 12}, nf[3] = {4, 4, 4};
+    ref_sph_scene(&s, 3, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
+    s.skin = 0.1;
+    const unsigned c = sph_list_cap(&s);
+    /* the entries of every particle a part holds, plus each particle's count and build
+     * position and the 8 words of list state */
+    const size_t rest = n * (4 + 16) + 8 * 4;
+    assert_int_equal(sph_list_bytes(&s, n, 0), (size_t)n * c * 4 + rest);
+    assert_int_equal(sph_list_bytes(&s, n, (unsigned long long)n * c * 4), (size_t)n * c * 4 + rest);
+    assert_int_equal(sph_list_bytes(&s, n, 334ull * c * 4), (size_t)3 * 334 * c * 4 + rest);
+}
+
 /* sph_set_masses takes one mass per particle type, and refuses particles of one type with two
  * masses (which sph_prepare never makes; the forces loop could not tell them apart), naming
  * the type and both masses. */
@@ -1413,6 +1448,7 @@ int main(void)
         cmocka_unit_test(test_kernel_lattice),
         cmocka_unit_test(test_params_and_prepare),
         cmocka_unit_test(test_list_grid_cells),
+        cmocka_unit_test(test_list_parts),
     };
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_step_vs_reference),
