@@ -78,8 +78,8 @@
  * (arguments nl_list, nl_list1 .. nl_list3, sph.c) by particle: part p holds the whole lists
  * of particles p list_part_n .. (p + 1) list_part_n - 1, at the layout above with list_part_n
  * in place of n, so that a loop picks its buffer once per particle and reads its entries with
- * a fixed stride (splitting by entry, part k / split, cost a test per entry: 5 % of the loops
- * on the H200, docs/performance.md). */
+ * a fixed stride (splitting by entry, part k / split, cost a test per entry: 9-11 % of the
+ * step on the H200, docs/performance.md, fourteenth session). */
 inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint *l1, __global uint *l2,
                                     __global uint *l3)
 {
@@ -153,7 +153,7 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
             uint j;                                                                                \
             if (!nl_walk_) {                                                                       \
                 if (nl_k_ == nl_cnt_) break;                                                       \
-                NL_NEXT_(nl_k_, nl_p_, nl_q_, j, nl_stride_);                                               \
+                NL_NEXT_(nl_k_, nl_p_, nl_q_, j, nl_stride_);                                      \
                 ++nl_k_;                                                                           \
             } else {                                                                               \
                 while (nl_j_ == nl_j1_ && nl_o_ < nl_ncells_) {                                    \
