@@ -165,6 +165,25 @@ def test_bench_stages():
     assert bench.stage_of("sph_pressure") is None and bench.stage_of("something_new") == "other"
 
 
+def test_bench_linear_model():
+    """The fit recovers t = t0 + a N_fluid + b N_walls from exact data, with zero residuals; a
+    row 20 % off the line shows in its residual; a scene without fluid fits t0 + b N; fewer than
+    four rows give no model."""
+    def rows(nf, nw, f):
+        return [{"N": a + b, "N_fluid": a, "ms_step_wall": f(a, b)} for a, b in zip(nf, nw)]
+    nf, nw = [1e6, 3e6, 1e7, 3e7, 1e8], [8e5, 1.6e6, 3.6e6, 7.5e6, 1.7e7]
+    c, res = bench.linear_model(rows(nf, nw, lambda a, b: 0.1 + 0.5 * a / 1e6 + 0.12 * b / 1e6))
+    assert c == pytest.approx([0.1, 0.5, 0.12], rel=1e-9, abs=1e-12)
+    assert max(abs(e) for e in res) < 1e-12
+    off = rows(nf, nw, lambda a, b: 0.1 + 0.5 * a / 1e6 + 0.12 * b / 1e6)
+    off[2]["ms_step_wall"] *= 1.2  # one size 20 % slower
+    _, res = bench.linear_model(off)
+    assert res[2] < -0.05  # the model lies below the slow row
+    c, res = bench.linear_model(rows([0] * 4, [1e4, 2e4, 4e4, 8e4], lambda a, b: 2.0 + 30.0 * b / 1e6))
+    assert c == pytest.approx([2.0, 30.0], rel=1e-9) and max(abs(e) for e in res) < 1e-12
+    assert bench.linear_model(rows(nf[:3], nw[:3], lambda a, b: 1.0)) is None
+
+
 def bench_rows(out, *args):
     """The CSV rows of scripts/bench.py on the 2D dam break of about 2000 particles."""
     p = subprocess.run([sys.executable, str(SCRIPTS / "bench.py"), "--sphsim", SPHSIM, "--scenes", "dam_break_2d",
@@ -187,6 +206,11 @@ def test_bench_until(tmp_path):
     dt = json.loads(c.stdout.strip().splitlines()[-1])["check"]["dt_s"]
     assert abs(int(rows[0]["steps"]) - 0.05 / dt) <= 1.0
     assert int(rows[0]["list_rebuilds"]) >= 1 and float(rows[0]["ms_step_wall"]) > 0
+    # the fluid count from sphsim --check, and the time per million of it
+    check = json.loads(c.stdout.strip().splitlines()[-1])["check"]
+    assert int(rows[0]["N_fluid"]) == check["fluid_particles"] < int(rows[0]["N"])
+    assert float(rows[0]["ms_per_step_per_million_fluid"]) == pytest.approx(
+        float(rows[0]["ms_step_wall"]) / (int(rows[0]["N_fluid"]) / 1e6), rel=1e-9)
 
 
 # ---------------------------------------------------------------------------------- martin_moyce
