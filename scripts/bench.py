@@ -191,9 +191,10 @@ def solve(a, b):
     """x with a x = b (a small square system, Gaussian elimination with partial pivoting)."""
     m = [row[:] + [v] for row, v in zip(a, b)]
     k = len(m)
+    tol = 1e-10 * max(abs(x) for row in a for x in row)  # a pivot below this: (nearly) singular
     for c in range(k):
         piv = max(range(c, k), key=lambda r: abs(m[r][c]))
-        if abs(m[piv][c]) < 1e-300:
+        if not abs(m[piv][c]) > tol:
             return None
         m[c], m[piv] = m[piv], m[c]
         for r in range(k):
@@ -204,22 +205,26 @@ def solve(a, b):
 
 
 def linear_model(rows):
-    """Least-squares fit of the wall time per step to t0 + a N_fluid + b N_other (N in millions;
-    other = walls, or every particle of a scene without fluid), and each row's residual: a
-    resolution sweep of one scene changes the share of walls, so ms per million of all particles
-    drifts with N even when each kind costs the same per particle. None below 4 rows."""
+    """Least-squares fit (in ms, so the largest sizes weigh most) of the wall time per step to
+    t0 + a N_fluid + b N_walls (N in millions), and each row's residual, measured / model - 1
+    (positive: slower than the model): a resolution sweep of one scene changes the share of
+    walls, so ms per million of all particles drifts with N even when each kind costs the same
+    per particle. A scene without fluid, or without walls, fits t0 + b N. None below 4 rows, or
+    when the counts cannot tell the terms apart (walls a fixed share of the fluid, say)."""
     if len(rows) < 4:
         return None
     xs = [[1.0, r["N_fluid"] / 1e6, (r["N"] - r["N_fluid"]) / 1e6] for r in rows]
-    if all(x[1] == 0.0 for x in xs):
-        xs = [[x[0], x[2]] for x in xs]
+    for col in (1, 2):
+        if all(x[col] == 0.0 for x in xs):  # one kind of particle only
+            xs = [[x[0], x[3 - col]] for x in xs]
+            break
     k = len(xs[0])
     ata = [[sum(x[i] * x[j] for x in xs) for j in range(k)] for i in range(k)]
     aty = [sum(x[i] * r["ms_step_wall"] for x, r in zip(xs, rows)) for i in range(k)]
     c = solve(ata, aty)
     if c is None:
         return None
-    res = [sum(ci * xi for ci, xi in zip(c, x)) / r["ms_step_wall"] - 1.0 for x, r in zip(xs, rows)]
+    res = [r["ms_step_wall"] / sum(ci * xi for ci, xi in zip(c, x)) - 1.0 for x, r in zip(xs, rows)]
     return c, res
 
 
@@ -279,7 +284,7 @@ def main():
                 c, res = fit
                 terms = (f"{c[0]:.4f} ms + {c[1]:.4f} ms/M x N_fluid + {c[2]:.4f} ms/M x N_walls" if len(c) == 3
                          else f"{c[0]:.4f} ms + {c[1]:.4f} ms/M x N")
-                print(f"{name}: linear model t = {terms}; residuals "
+                print(f"{name}: linear model t = {terms}; measured against it "
                       + ", ".join(f"{r['N']}: {100 * e:+.1f} %" for r, e in zip(rs, res)))
         try:
             import matplotlib

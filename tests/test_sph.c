@@ -411,10 +411,11 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
 
 /* lists: 0 the cell walk; 1 neighbour lists for n particles; 2 lists of 3 entries, so that every
  * particle overflows its list and takes the fallback walk; 3 lists split over three buffers (as
- * when they exceed the device's largest buffer), so that most lists run over two parts; 4 the
- * same with four entries per load (the GPUs' layout, whatever the device); 5 lists of half the
- * entries, so that in the same step some particles read their lists and others (the fluid
- * inside, with the most neighbours) walk, in the list kernels' _walk twins */
+ * when they exceed the device's largest buffer), a third of the particles' lists in each, the
+ * last part holding fewer; 4 the same with four entries per load (the GPUs' layout, whatever
+ * the device); 5 lists of half the entries, so that in the same step some particles read their
+ * lists and others (the fluid inside, with the most neighbours) walk, in the list kernels'
+ * _walk twins, also over three buffers (every mode from 3 on splits them) */
 static sph_solver *make_solver_lists(sph_device *d, const scene *s, int lists, size_t n)
 {
     sph_solver *sol = NULL;
@@ -1387,6 +1388,8 @@ static void test_list_parts(void **state)
     const size_t n = 1000;
     const unsigned cap = 128;
     const unsigned long long one = (unsigned long long)n * cap * 4; /* bytes of all the lists */
+    const char *env = getenv("SPHSIM_LIST_PARTS");
+    char *saved = env ? strdup(env) : NULL; /* the caller's setting, put back at the end */
     unsetenv("SPHSIM_LIST_PARTS");
     assert_int_equal(sph_list_parts(n, cap, one), 1);
     assert_int_equal(sph_list_parts(n, cap, one - 1), 2);
@@ -1410,6 +1413,8 @@ static void test_list_parts(void **state)
     assert_int_equal(sph_list_bytes(&s, n, 0), (size_t)n * c * 4 + rest);
     assert_int_equal(sph_list_bytes(&s, n, (unsigned long long)n * c * 4), (size_t)n * c * 4 + rest);
     assert_int_equal(sph_list_bytes(&s, n, 334ull * c * 4), (size_t)3 * 334 * c * 4 + rest);
+    if (saved) setenv("SPHSIM_LIST_PARTS", saved, 1);
+    free(saved);
 }
 
 /* sph_set_masses takes one mass per particle type, and refuses particles of one type with two

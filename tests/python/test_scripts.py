@@ -167,8 +167,9 @@ def test_bench_stages():
 
 def test_bench_linear_model():
     """The fit recovers t = t0 + a N_fluid + b N_walls from exact data, with zero residuals; a
-    row 20 % off the line shows in its residual; a scene without fluid fits t0 + b N; fewer than
-    four rows give no model."""
+    row 20 % slower than the line shows as a positive residual; a scene without fluid, or
+    without walls, fits t0 + b N; fewer than four rows, or walls a fixed share of the fluid
+    (the terms cannot be told apart), give no model."""
     def rows(nf, nw, f):
         return [{"N": a + b, "N_fluid": a, "ms_step_wall": f(a, b)} for a, b in zip(nf, nw)]
     nf, nw = [1e6, 3e6, 1e7, 3e7, 1e8], [8e5, 1.6e6, 3.6e6, 7.5e6, 1.7e7]
@@ -178,10 +179,13 @@ def test_bench_linear_model():
     off = rows(nf, nw, lambda a, b: 0.1 + 0.5 * a / 1e6 + 0.12 * b / 1e6)
     off[2]["ms_step_wall"] *= 1.2  # one size 20 % slower
     _, res = bench.linear_model(off)
-    assert res[2] < -0.05  # the model lies below the slow row
+    assert res[2] > 0.05  # the slow row lies above the model
     c, res = bench.linear_model(rows([0] * 4, [1e4, 2e4, 4e4, 8e4], lambda a, b: 2.0 + 30.0 * b / 1e6))
     assert c == pytest.approx([2.0, 30.0], rel=1e-9) and max(abs(e) for e in res) < 1e-12
+    c, res = bench.linear_model(rows(nf, [0] * 5, lambda a, b: 0.2 + 0.4 * a / 1e6))
+    assert c == pytest.approx([0.2, 0.4], rel=1e-9) and max(abs(e) for e in res) < 1e-12
     assert bench.linear_model(rows(nf[:3], nw[:3], lambda a, b: 1.0)) is None
+    assert bench.linear_model(rows(nf, [0.3 * a for a in nf], lambda a, b: 0.1 + 0.5 * a / 1e6)) is None
 
 
 def bench_rows(out, *args):
