@@ -709,6 +709,14 @@ sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e)
     return device_write(s->d, s->lstate, 0, sizeof g, &g, e);
 }
 
+sph_status sph_read_check_boxes(sph_solver *s, float *boxes, size_t n_cells, sph_error *e)
+{
+    if (!s->check_cref || n_cells != s->check_ncells)
+        return SPH_FAIL(e, SPH_E_DEVICE, "sph_read_check_boxes: %zu cells, the check has %zu%s", n_cells,
+                        s->check_ncells, s->check_cref ? "" : " and is off");
+    return device_read(s->d, s->check_cref, 0, 16 * n_cells, boxes, e);
+}
+
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e)
 {
     if (!s->lists || cap > s->params.list_cap)

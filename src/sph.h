@@ -93,6 +93,10 @@ void sph_set_swap_on_device(sph_solver *s, int on);
  * the pairs. The host calls it before it reads the state (sim.c: at snapshots, after a
  * failure). */
 sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e);
+/* Tests: the relative-motion check's cell boxes of the last check (kernels/sph_density.cl,
+ * sph_cell_refs: 4 floats per cell of the bound grid, centre and half diagonal, w = -1 for a
+ * cell without fluid; blocks). Fails unless the check is on and n_cells is the bound grid's. */
+sph_status sph_read_check_boxes(sph_solver *s, float *boxes, size_t n_cells, sph_error *e);
 /* Tests: shorten the lists to `cap` entries (<= sph_list_cap), so that particles with more
  * neighbours take the fallback walk. */
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e);

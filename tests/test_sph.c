@@ -965,6 +965,143 @@ static void test_list_check(void **state)
             for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) run_check_case(f, dims, host, &cases[k]);
 }
 
+/* The check's cell boxes (kernels/sph_density.cl, sph_cell_refs) against the host's, cell by
+ * cell, for the grid the host sorted (r) with the particles built at `built` (4 floats per
+ * sorted particle): the state the check read is the last step's output, pos_next (the host
+ * decides, no pairs swapped). Every cell without fluid, empty ones included, must read w = -1;
+ * a cell with fluid the box of its d = x - x_built: the centre to the bit, the half diagonal to
+ * float rounding. Returns the number of cells with fluid. */
+static size_t check_boxes_vs_reference(fixture *f, sph_solver *sol, const run *r, const particles *p,
+                                       const float *built, const char *label)
+{
+    const size_t n = p->n, nc = r->gp.n_cells;
+    float *boxes = malloc(16 * nc), *x = malloc(16 * n), *lo = malloc(16 * nc), *hi = malloc(16 * nc);
+    assert_true(boxes && x && lo && hi);
+    sph_error e;
+    assert_int_equal(sph_read_check_boxes(sol, boxes, nc, &e), SPH_OK);
+    assert_int_equal(device_read(&f->d, r->st.pos_next, 0, 16 * n, x, &e), SPH_OK);
+    for (size_t c = 0; c < 4 * nc; ++c) {
+        lo[c] = INFINITY;
+        hi[c] = -INFINITY;
+    }
+    for (size_t k = 0; k < n; ++k) {
+        if (p->type[r->order[k]] != PTYPE_FLUID) continue;
+        const uint32_t c = ref_sph_cell_index(&r->gp, built + 4 * k);
+        for (int a = 0; a < 3; ++a) {
+            const float d = x[4 * k + a] - built[4 * k + a];
+            lo[4 * c + a] = fminf(lo[4 * c + a], d);
+            hi[4 * c + a] = fmaxf(hi[4 * c + a], d);
+        }
+        lo[4 * c + 3] = 0.0f; /* the cell has fluid */
+    }
+    size_t wet = 0, dry = 0;
+    double r_max = 0.0;
+    for (size_t c = 0; c < nc; ++c) {
+        const float *b = boxes + 4 * c;
+        if (lo[4 * c + 3] != 0.0f) {
+            assert_true(b[3] == -1.0f);
+            ++dry;
+            continue;
+        }
+        ++wet;
+        double semi2 = 0.0;
+        for (int a = 0; a < 3; ++a) {
+            const float u = 0.5f * (lo[4 * c + a] + hi[4 * c + a]), semi = 0.5f * (hi[4 * c + a] - lo[4 * c + a]);
+            assert_true(b[a] == u);
+            semi2 += (double)semi * semi;
+        }
+        const double rc = sqrt(semi2);
+        assert_true(fabs(b[3] - rc) <= 1e-6 * rc + 1e-12);
+        r_max = fmax(r_max, rc);
+    }
+    print_message("  %s: %zu cells with fluid (largest half diagonal %.3g m), %zu without, all as on the host\n",
+                  label, wet, r_max, dry);
+    free(boxes);
+    free(x);
+    free(lo);
+    free(hi);
+    return wet;
+}
+
+/* The check's cell boxes over two grids: lists built, every fluid particle moved by 0.6 skin R
+ * along x plus up to 0.15 skin R along each axis at random (so that the next step checks), the
+ * boxes compared with the host's; then the fluid put back, shifted by two cells along x, the
+ * grid sorted again and a rebuild forced, the same move, and the boxes compared again: the cells
+ * that held fluid on the first grid and hold none now must not keep their old boxes. With the
+ * kernels' work-group size and with 16 work-items (the boxes must not depend on it). */
+static void test_check_boxes(void **state)
+{
+    fixture *f = *state;
+    static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
+    const int nt2[3] = {20, 20, 1}, nf2[3] = {8, 8, 1}, nt3[3] = {16, 16, 16}, nf3[3] = {5, 5, 4};
+    for (int local = 0; local <= 1; ++local)
+        for (int dims = 2; dims <= 3; ++dims) {
+            scene s;
+            particles p;
+            run r;
+            sph_error e;
+            ref_sph_scene(&s, dims, wcsph.kernel, wcsph.eos, wcsph.visc, 0.01, 1.3, dims == 2 ? nt2 : nt3,
+                          dims == 2 ? nf2 : nf3);
+            s.alpha = 0.5;
+            s.skin = 0.1;
+            assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
+            assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+            perturb(&s, &p, 1300 + (uint64_t)dims);
+            const size_t n = p.n;
+            for (size_t i = 0; i < n; ++i) /* at rest, in the middle of the tank */
+                if (p.type[i] == PTYPE_FLUID)
+                    for (int a = 0; a < 3; ++a) {
+                        p.vel[4 * i + a] = 0.0f;
+                        if (a < dims) p.pos[4 * i + a] += (float)(0.3 * (s.tank.max[a] - s.tank.min[a]));
+                    }
+            float *start = malloc(16 * n), *built = malloc(16 * n), *sorted = malloc(16 * n),
+                  *sorted_v = malloc(16 * n);
+            assert_true(start && built && sorted && sorted_v);
+            memcpy(start, p.pos, 16 * n);
+            if (local) setenv("SPHSIM_SPH_LOCAL", "16", 1);
+            sph_solver *sol = make_solver_lists(&f->d, &s, 1, n);
+            unsetenv("SPHSIM_SPH_LOCAL");
+            sph_set_swap_on_device(sol, 0);
+            const double cell = 2.0 * s.h * (1.0 + s.skin), skin_r = 2.0 * s.h * s.skin;
+            run_alloc_cell(&f->d, &r, n, &s, cell);
+            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPH_OK);
+            uint64_t seed = 77 + (uint64_t)dims;
+            size_t wet[2] = {0, 0};
+            for (int g = 0; g < 2; ++g) {
+                memcpy(p.pos, start, 16 * n);
+                if (g == 1)
+                    for (size_t i = 0; i < n; ++i)
+                        if (p.type[i] == PTYPE_FLUID) p.pos[4 * i] += (float)(2.0 * cell);
+                run_upload(&f->d, sol, &r, &p);
+                for (size_t k = 0; k < n; ++k) memcpy(built + 4 * k, p.pos + 4 * r.order[k], 16);
+                assert_int_equal(sph_begin_step(sol, g == 1, &e), SPH_OK); /* the first step builds */
+                expect_go(sol, 1);
+                assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+                for (size_t i = 0; i < n; ++i)
+                    if (p.type[i] == PTYPE_FLUID)
+                        for (int a = 0; a < dims; ++a)
+                            p.pos[4 * i + a] += (float)(skin_r * ((a == 0 ? 0.6 : 0.0) + 0.15 * ref_sph_rand(&seed)));
+                assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
+                assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+                int go = -1;
+                assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK); /* runs the check */
+                char label[96];
+                snprintf(label, sizeof label, "boxes %dD, %s work-items, grid %d (%s)", dims,
+                         local ? "16" : "the kernels'", g + 1, go ? "rebuild" : "keep");
+                wet[g] = check_boxes_vs_reference(f, sol, &r, &p, built, label);
+            }
+            assert_true(wet[0] > 0 && wet[1] > 0);
+            free(start);
+            free(built);
+            free(sorted);
+            free(sorted_v);
+            run_free(&r);
+            sph_destroy(sol);
+            particles_free(&p);
+        }
+}
+
 /* The adaptive skin (sph_list_go): lists nothing outgrows are rebuilt one level down (half the
  * skin) after skin_shrink_age[k] kept steps, down to the last level, which keeps them; lists
  * built there with the small skin still give the brute-force step after every fluid particle
@@ -1447,6 +1584,9 @@ static void test_set_masses(void **state)
 
 int main(void)
 {
+    /* SPHSIM_TEST_FILTER=name (a pattern with * and ?) runs the matching tests only */
+    const char *filter = getenv("SPHSIM_TEST_FILTER");
+    if (filter && *filter) cmocka_set_test_filter(filter);
     const struct CMUnitTest host[] = {
         cmocka_unit_test(test_kernel_continuum),
         cmocka_unit_test(test_viscosity_kernel_2d_3d),
@@ -1459,6 +1599,7 @@ int main(void)
         cmocka_unit_test(test_step_vs_reference),
         cmocka_unit_test(test_list_keep),
         cmocka_unit_test(test_list_check),
+        cmocka_unit_test(test_check_boxes),
         cmocka_unit_test(test_adaptive_skin),
         cmocka_unit_test(test_rest_lattice),
         cmocka_unit_test(test_hydrostatic_init),
