@@ -94,8 +94,10 @@ static void print_summary(const char *out, const sim_result *r, sph_status st, c
     if (r->mean_candidates > 0)
         printf(",\"mean_neighbours\":%.4g,\"mean_candidates\":%.4g", r->mean_neighbours, r->mean_candidates);
     if (r->n_prof > 0) {
-        printf(",\"output_s\":%.6g,\"writer_s\":%.6g,\"steps_timed\":%ld,\"steps_s\":%.6g,\"profile_s\":{", r->t_output,
-               r->t_writer, r->steps_timed, r->t_steps);
+        printf(",\"output_s\":%.6g,\"writer_s\":%.6g,\"writer_phases_s\":{\"copies\":%.6g,\"id_order\":%.6g,"
+               "\"file\":%.6g},\"steps_timed\":%ld,\"steps_s\":%.6g,\"profile_s\":{",
+               r->t_output, r->t_writer, r->t_writer_phase[0], r->t_writer_phase[1], r->t_writer_phase[2],
+               r->steps_timed, r->t_steps);
         for (int i = 0; i < r->n_prof; ++i) {
             printf("%s", i ? "," : "");
             json_str(stdout, r->prof[i].name);

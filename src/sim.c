@@ -317,7 +317,7 @@ static sph_status sync_writer(sim_ctx *c, sim_result *r, sph_error *e)
     sph_status st = writer_drain(c->writer, e);
     r->t_output += now_s() - t0;
     long outside = 0;
-    writer_counts(c->writer, &r->snapshots, &outside, &r->t_writer);
+    writer_counts(c->writer, &r->snapshots, &outside, &r->t_writer, r->t_writer_phase);
     if (outside > r->n_outside) r->n_outside = outside;
     return st;
 }
@@ -427,7 +427,7 @@ static void progress(sim_ctx *c, long step, long first_step, double t0, double *
     if (o->progress == PROGRESS_JSON) {
         long written = 0, outside = 0; /* snapshots committed to the file so far */
         double busy = 0;
-        if (c->writer) writer_counts(c->writer, &written, &outside, &busy);
+        if (c->writer) writer_counts(c->writer, &written, &outside, &busy, NULL);
         fprintf(o->log,
                 "{\"progress\":%.4f,\"step\":%ld,\"steps\":%ld,\"time\":%.9g,\"end_time\":%.9g,\"steps_per_s\":%.4g,"
                 "\"eta_s\":%.4g,\"snapshots\":%ld}\n",

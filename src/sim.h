@@ -41,6 +41,7 @@ typedef struct sim_result {
     double t_output;        /* s the time loop spent on snapshots: enqueueing their copies, waiting
                                for a free staging buffer and for the last snapshots at the end */
     double t_writer;        /* s the writer thread spent waiting for copies and writing */
+    double t_writer_phase[3]; /* t_writer split: copies, id order, file (writer.h, WRITER_PHASES) */
     double t_steps;         /* --profile: s of host time of steps_timed steps alone (no snapshot) */
     long steps_timed;
     device_prof_entry prof[32]; /* per-kernel device time, when profile */

@@ -29,6 +29,7 @@ struct snapshot_writer {
     long snapshots;
     long n_outside;
     double busy_s;
+    double phase_s[WRITER_PHASES]; /* busy_s split: copies, id order, file */
 };
 
 static double now_s(void)
@@ -57,11 +58,15 @@ static long count_outside(const scene *s, const particles *p)
 
 /* Wait for the copies of one snapshot, scatter it into id order and write it; *n_outside: the
  * particles found outside the tank so far (the caller publishes it under the lock). */
-static sph_status write_one(snapshot_writer *w, particles *q, snapshot_job *job, long *n_outside, sph_error *e)
+static sph_status write_one(snapshot_writer *w, particles *q, snapshot_job *job, long *n_outside,
+                            double phase_s[WRITER_PHASES], sph_error *e)
 {
+    double t = now_s(), t1;
     cl_int err = clWaitForEvents(1, &job->ready);
     if (err != CL_SUCCESS)
         return SPH_FAIL(e, SPH_E_DEVICE, "reading a snapshot back from the device failed: %s", sph_cl_error_name(err));
+    phase_s[0] += (t1 = now_s()) - t;
+    t = t1;
     if (w->s->mode == MODE_SPH) /* SPH keeps the mass in pos.w on the device (state.h) */
         for (size_t i = 0; i < q->n; ++i) q->mass[i] = q->pos[4 * i + 3];
     particles *p = w->hp;
@@ -76,7 +81,11 @@ static sph_status write_one(snapshot_writer *w, particles *q, snapshot_job *job,
         fprintf(w->log, "%swarning: %ld time(s) a particle was found outside the tank so far (t = %.6g s, step %ld)\n",
                 w->log_is_tty ? "\n" : "", si.n_outside, si.time, si.step);
     *n_outside = si.n_outside;
-    return output_write_state(w->out, p, &si, job->state, job->state_bytes, e);
+    phase_s[1] += (t1 = now_s()) - t;
+    t = t1;
+    const sph_status st = output_write_state(w->out, p, &si, job->state, job->state_bytes, e);
+    phase_s[2] += now_s() - t;
+    return st;
 }
 
 static void *writer_main(void *arg)
@@ -94,9 +103,10 @@ static void *writer_main(void *arg)
         sph_error e;
         sph_status st = SPH_OK;
         long n_outside = w->n_outside;
+        double phase_s[WRITER_PHASES] = {0};
         const double t0 = now_s();
         if (failed) clWaitForEvents(1, &job->ready); /* after a failure the rest is dropped */
-        else st = write_one(w, w->staging[k], job, &n_outside, &e);
+        else st = write_one(w, w->staging[k], job, &n_outside, phase_s, &e);
         const double busy = now_s() - t0;
         clReleaseEvent(job->ready);
         free(job->state);
@@ -104,6 +114,7 @@ static void *writer_main(void *arg)
 
         pthread_mutex_lock(&w->mu);
         w->busy_s += busy;
+        for (int ph = 0; ph < WRITER_PHASES; ++ph) w->phase_s[ph] += phase_s[ph];
         w->n_outside = n_outside;
         if (!failed && st == SPH_OK) w->snapshots++;
         if (st != SPH_OK && w->st == SPH_OK) {
@@ -185,12 +196,13 @@ sph_status writer_drain(snapshot_writer *w, sph_error *e)
     return st;
 }
 
-void writer_counts(snapshot_writer *w, long *snapshots, long *n_outside, double *busy_s)
+void writer_counts(snapshot_writer *w, long *snapshots, long *n_outside, double *busy_s, double *phase_s)
 {
     pthread_mutex_lock(&w->mu);
     *snapshots = w->snapshots;
     *n_outside = w->n_outside;
     *busy_s = w->busy_s;
+    if (phase_s) memcpy(phase_s, w->phase_s, sizeof w->phase_s);
     pthread_mutex_unlock(&w->mu);
 }
 

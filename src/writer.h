@@ -47,9 +47,14 @@ void writer_submit(snapshot_writer *w, const snapshot_job *job);
 /* Wait until every submitted snapshot is written (or failed); the first failure, if any. */
 sph_status writer_drain(snapshot_writer *w, sph_error *e);
 
+/* The parts of the writer's time (writer_counts): waiting for the copies from the device;
+ * putting the particles in id order (and counting those outside the tank); writing the file
+ * (output_write_state: the rows, the commit and its fsyncs, the XDMF sidecar). */
+#define WRITER_PHASES 3
 /* Snapshots written, particles found outside (this run's count plus outside_base) and seconds
- * the writer thread spent waiting for copies and writing. Call after writer_drain. */
-void writer_counts(snapshot_writer *w, long *snapshots, long *n_outside, double *busy_s);
+ * the writer thread spent waiting for copies and writing, and (phase_s, NULL to skip) that time
+ * in its WRITER_PHASES parts. Call after writer_drain. */
+void writer_counts(snapshot_writer *w, long *snapshots, long *n_outside, double *busy_s, double *phase_s);
 
 /* Drain, stop and join the thread, free everything (NULL is fine). */
 void writer_stop(snapshot_writer *w);

@@ -1269,27 +1269,50 @@ static void test_scatter_by_id(void **state)
         q.radius[i] = 5.0f * k;
         q.type[i] = (uint8_t)(q.id[i] % 3);
     }
-    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
-    for (size_t k = 0; k < n; ++k) {
-        const float f = (float)k;
-        assert_int_equal(p.id[k], k);
-        for (int c = 0; c < 4; ++c) {
-            assert_true(p.pos[4 * k + c] == f + 0.25f * (float)c);
-            assert_true(p.vel[4 * k + c] == -f - 0.25f * (float)c);
+    /* the gather over 1, 3 and 7 threads (SPHSIM_WRITER_THREADS; 1000 rows would take one) */
+    static const char *threads[3] = {"1", "3", "7"};
+    for (int t = 0; t < 3; ++t) {
+        setenv("SPHSIM_WRITER_THREADS", threads[t], 1);
+        memset(p.pos, 0xff, 16 * n); /* NaN everywhere: no row may keep it */
+        memset(p.vel, 0xff, 16 * n);
+        memset(p.mass, 0xff, 4 * n);
+        memset(p.type, 0xff, n);
+        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
+        unsetenv("SPHSIM_WRITER_THREADS");
+        for (size_t k = 0; k < n; ++k) {
+            const float f = (float)k;
+            assert_int_equal(p.id[k], k);
+            for (int c = 0; c < 4; ++c) {
+                assert_true(p.pos[4 * k + c] == f + 0.25f * (float)c);
+                assert_true(p.vel[4 * k + c] == -f - 0.25f * (float)c);
+            }
+            assert_true(p.rho[k] == 2.0f * f && p.pressure[k] == 3.0f * f && p.mass[k] == 4.0f * f &&
+                        p.radius[k] == 5.0f * f);
+            assert_int_equal(p.type[k], k % 3);
         }
-        assert_true(p.rho[k] == 2.0f * f && p.pressure[k] == 3.0f * f && p.mass[k] == 4.0f * f &&
-                    p.radius[k] == 5.0f * f);
-        assert_int_equal(p.type[k], k % 3);
     }
-    const uint32_t keep = q.id[7];
-    q.id[7] = q.id[8]; /* twice */
-    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_E_DEVICE);
-    assert_non_null(strstr(e.msg, "twice"));
-    q.id[7] = (uint32_t)n; /* out of range */
-    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_E_DEVICE);
-    assert_non_null(strstr(e.msg, "out of range"));
-    q.id[7] = keep;
-    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
+    /* a corrupted state, on 1 and 7 threads: the same error, naming the first bad row's id.
+     * Row 900 repeats row 700's id, row 950 is out of range: "twice" (row 900 comes first);
+     * then row 700 out of range too: "out of range" (row 700 comes first). */
+    const uint32_t keep700 = q.id[700], keep900 = q.id[900], keep950 = q.id[950];
+    for (int t = 0; t < 3; t += 2) {
+        setenv("SPHSIM_WRITER_THREADS", threads[t], 1);
+        q.id[900] = q.id[700];
+        q.id[950] = (uint32_t)n + 5;
+        char want[128];
+        snprintf(want, sizeof want, "particle id %u twice", (unsigned)q.id[700]);
+        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_E_DEVICE);
+        assert_non_null(strstr(e.msg, want));
+        q.id[700] = (uint32_t)n;
+        snprintf(want, sizeof want, "particle id %u out of range", (unsigned)n);
+        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_E_DEVICE);
+        assert_non_null(strstr(e.msg, want));
+        q.id[700] = keep700;
+        q.id[900] = keep900;
+        q.id[950] = keep950;
+        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
+        unsetenv("SPHSIM_WRITER_THREADS");
+    }
     particles_free(&q);
     particles_free(&p);
 }

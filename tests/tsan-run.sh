@@ -1,8 +1,9 @@
 #!/bin/sh
 # tsan-run.sh SPHSIM: runs a ThreadSanitizer build of sphsim (make sanitize builds
-# build-tsan/sphsim) where its threads meet: the time loop and the snapshot writer thread
-# (src/writer.c), with a snapshot at every step in SPH and particle mode, and a SIGINT that
-# lands while snapshots are in flight. Fails on any ThreadSanitizer report or a wrong exit code.
+# build-tsan/sphsim) where its threads meet: the time loop, the snapshot writer thread
+# (src/writer.c) and the writer's gather threads (src/particles.c), with a snapshot at every
+# step in SPH and particle mode, and a SIGINT that lands while snapshots are in flight. Fails
+# on any ThreadSanitizer report or a wrong exit code.
 set -u
 BIN=${1:?usage: tests/tsan-run.sh build-tsan/sphsim}
 T=$(mktemp -d)
@@ -44,6 +45,15 @@ for s in sph spheres; do
         bad "$s: exit $rc"
     fi
 done
+
+# the writer's id-order gather on 3 threads (src/particles.c), a snapshot at every step
+SPHSIM_WRITER_THREADS=3 $PRE "$BIN" "$T/sph.json" -o "$T/sph3.h5" --quiet > "$T/out" 2> "$T/err"
+rc=$?
+if [ $rc -eq 0 ] && ! grep -q "ThreadSanitizer" "$T/err" && grep -q '"status":"ok"' "$T/out"; then
+    ok "sph: the writer's gather on 3 threads, no race reported"
+else
+    bad "sph, 3 gather threads: exit $rc"
+fi
 
 # SIGINT while the writer has snapshots in flight: exit 130, file closed, no race
 sed 's/"end": 0.01/"end": 10/' "$T/sph.json" > "$T/long.json"
