@@ -11,6 +11,7 @@
 #include "device.h"
 #include "grid.h"
 #include "scene.h"
+#include "writer.h"
 
 typedef enum { PROGRESS_AUTO = 0, PROGRESS_PLAIN, PROGRESS_JSON, PROGRESS_NONE } sim_progress;
 
@@ -41,7 +42,7 @@ typedef struct sim_result {
     double t_output;        /* s the time loop spent on snapshots: enqueueing their copies, waiting
                                for a free staging buffer and for the last snapshots at the end */
     double t_writer;        /* s the writer thread spent waiting for copies and writing */
-    double t_writer_phase[3]; /* t_writer split: copies, id order, file (writer.h, WRITER_PHASES) */
+    double t_writer_phase[WRITER_PHASES]; /* t_writer split: copies, id order, file (writer.h) */
     double t_steps;         /* --profile: s of host time of steps_timed steps alone (no snapshot) */
     long steps_timed;
     device_prof_entry prof[32]; /* per-kernel device time, when profile */
