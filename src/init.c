@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jobs.h"
+
 /* Lattice cells along one axis of a box of width w at spacing dx (cell-centred). */
 static long lattice_count(double w, double dx)
 {
@@ -107,41 +109,123 @@ static void set_particle(particles *p, size_t i, const double x[3], const double
     p->type[i] = type;
 }
 
-static void generate_sph(const scene *s, particles *p)
+/* A share of generate_sph: rows r0 .. r1-1 (a row: the particles along x at one y and z) of
+ * fluid block `block`, or of the boundary shell (block -1), whose first particle is `first`. */
+typedef struct gen_job {
+    const scene *s;
+    particles *p;
+    int block;
+    long r0, r1;
+    size_t first;
+} gen_job;
+
+/* The boundary shell: the tank lattice extended by L cells per side, minus the inside; cells
+ * n[a] per axis inside, rows over y in [lo1, hi1) and z in [lo2, hi2). */
+typedef struct shell_dims {
+    long n[3], lo[3], hi[3];
+    double dx[3];
+} shell_dims;
+
+static shell_dims shell_of(const scene *s)
 {
-    size_t i = 0;
+    shell_dims d;
+    const long L = s->boundary_layers;
+    for (int a = 0; a < 3; ++a) {
+        d.n[a] = 1;
+        d.dx[a] = 0;
+    }
+    for (int a = 0; a < s->dims; ++a) d.n[a] = tank_cells(s, a, &d.dx[a]);
+    for (int a = 0; a < 3; ++a) {
+        const int pad = a < s->dims; /* 2D: one plane, z = 0 */
+        d.lo[a] = pad ? -L : 0;
+        d.hi[a] = pad ? d.n[a] + L : 1;
+    }
+    return d;
+}
+
+/* Whether shell row (j, k) crosses the inside of the tank (only its x then lies in the shell). */
+static int shell_row_inside(const scene *s, const shell_dims *d, long j, long k)
+{
+    return j >= 0 && j < d->n[1] && (s->dims < 3 || (k >= 0 && k < d->n[2]));
+}
+
+/* Shell particles before row r (rows in z-major order). */
+static size_t shell_before(const scene *s, const shell_dims *d, long r)
+{
+    const long H1 = d->hi[1] - d->lo[1], W = d->hi[0] - d->lo[0];
+    const long k = d->lo[2] + r / H1, j = d->lo[1] + r % H1;
+    /* inside rows before (j, k): n1 in every inside slab below k, then those of slab k below j */
+    const long slabs = s->dims < 3 ? 0 : (k < 0 ? 0 : k > d->n[2] ? d->n[2] : k);
+    const long in_slab = (s->dims < 3 || (k >= 0 && k < d->n[2])) ? (j < 0 ? 0 : j > d->n[1] ? d->n[1] : j) : 0;
+    return (size_t)r * (size_t)W - (size_t)(slabs * d->n[1] + in_slab) * (size_t)d->n[0];
+}
+
+static void *gen_rows(void *arg)
+{
+    const gen_job *g = arg;
+    const scene *s = g->s;
+    particles *p = g->p;
     const double zero[3] = {0, 0, 0};
-    const double dvol = pow(s->spacing, s->dims);
-    for (int b = 0; b < s->n_blocks; ++b) {
-        const scene_box *bx = &s->blocks[b];
+    size_t i = g->first;
+    if (g->block >= 0) {
+        const scene_box *bx = &s->blocks[g->block];
         long n[3];
         fluid_block_dims(s, bx, n);
-        for (long k = 0; k < n[2]; ++k)
-            for (long j = 0; j < n[1]; ++j)
-                for (long l = 0; l < n[0]; ++l) {
-                    long idx[3] = {l, j, k};
-                    double x[3] = {0, 0, 0};
-                    for (int a = 0; a < s->dims; ++a) x[a] = bx->min[a] + (idx[a] + 0.5) * s->spacing;
-                    set_particle(p, i++, x, zero, s->particle_mass, s->rest_density, 0.0, PTYPE_FLUID);
-                }
-    }
-    /* Boundary shell: the tank lattice extended by L cells per side, minus the inside. */
-    long L = s->boundary_layers, n[3] = {1, 1, 1};
-    double dxa[3] = {0, 0, 0};
-    for (int a = 0; a < s->dims; ++a) n[a] = tank_cells(s, a, &dxa[a]);
-    long lo[3] = {-L, -L, s->dims == 3 ? -L : 0}, hi[3] = {n[0] + L, n[1] + L, s->dims == 3 ? n[2] + L : 1};
-    for (long k = lo[2]; k < hi[2]; ++k)
-        for (long j = lo[1]; j < hi[1]; ++j)
-            for (long l = lo[0]; l < hi[0]; ++l) {
-                long idx[3] = {l, j, k};
-                int inside = 1;
-                for (int a = 0; a < s->dims; ++a)
-                    if (idx[a] < 0 || idx[a] >= n[a]) inside = 0;
-                if (inside) continue;
+        for (long r = g->r0; r < g->r1; ++r)
+            for (long l = 0; l < n[0]; ++l) {
+                long idx[3] = {l, r % n[1], r / n[1]};
                 double x[3] = {0, 0, 0};
-                for (int a = 0; a < s->dims; ++a) x[a] = s->tank.min[a] + (idx[a] + 0.5) * dxa[a];
-                set_particle(p, i++, x, zero, s->rest_density * dvol, s->rest_density, 0.0, PTYPE_BOUNDARY);
+                for (int a = 0; a < s->dims; ++a) x[a] = bx->min[a] + (idx[a] + 0.5) * s->spacing;
+                set_particle(p, i++, x, zero, s->particle_mass, s->rest_density, 0.0, PTYPE_FLUID);
             }
+        return NULL;
+    }
+    const shell_dims d = shell_of(s);
+    const double dvol = pow(s->spacing, s->dims);
+    const long H1 = d.hi[1] - d.lo[1];
+    for (long r = g->r0; r < g->r1; ++r) {
+        const long k = d.lo[2] + r / H1, j = d.lo[1] + r % H1;
+        const int inside_row = shell_row_inside(s, &d, j, k);
+        for (long l = d.lo[0]; l < d.hi[0]; ++l) {
+            if (inside_row && l >= 0 && l < d.n[0]) continue;
+            long idx[3] = {l, j, k};
+            double x[3] = {0, 0, 0};
+            for (int a = 0; a < s->dims; ++a) x[a] = s->tank.min[a] + (idx[a] + 0.5) * d.dx[a];
+            set_particle(p, i++, x, zero, s->rest_density * dvol, s->rest_density, 0.0, PTYPE_BOUNDARY);
+        }
+    }
+    return NULL;
+}
+
+/* The fluid blocks' lattices in turn (x fastest, then y, then z), then the boundary shell, each
+ * split by rows over threads (SPHSIM_INIT_THREADS): every particle's index, and so its id, is
+ * the one a single pass in that order gives it. */
+static void generate_sph(const scene *s, particles *p)
+{
+    const unsigned t = jobs_threads(p->n, "SPHSIM_INIT_THREADS", 1, JOBS_MAX);
+    gen_job jobs[JOBS_MAX];
+    size_t first = 0;
+    for (int b = 0; b <= s->n_blocks; ++b) {
+        const int shell = b == s->n_blocks;
+        long rows, row_len = 0;
+        shell_dims d;
+        if (shell) {
+            d = shell_of(s);
+            rows = (d.hi[1] - d.lo[1]) * (d.hi[2] - d.lo[2]);
+        } else {
+            long n[3];
+            fluid_block_dims(s, &s->blocks[b], n);
+            rows = n[1] * n[2];
+            row_len = n[0];
+        }
+        for (unsigned j = 0; j < t; ++j) {
+            const long r0 = (long)((double)rows * j / t), r1 = (long)((double)rows * (j + 1) / t);
+            const size_t at = shell ? shell_before(s, &d, r0) : (size_t)r0 * (size_t)row_len;
+            jobs[j] = (gen_job){s, p, shell ? -1 : b, r0, j + 1 == t ? rows : r1, first + at};
+        }
+        jobs_run(gen_rows, jobs, sizeof *jobs, t);
+        first += shell ? shell_before(s, &d, rows) : (size_t)rows * (size_t)row_len;
+    }
 }
 
 /* Random sequential addition without overlap, accelerated by a host hash of cells. */

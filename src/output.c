@@ -56,6 +56,8 @@ static const field_desc FIELDS[] = {
 #define N_FIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
 #define ALWAYS_FIELDS (FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE)
 
+unsigned output_fields(const scene *s) { return s->fields | ALWAYS_FIELDS; }
+
 static const char *const TOPOS[OUT_TOPOS] = {"Vertices", "Lines", "Polygons", "Strips"};
 
 /* The one part (partition) every step shares: its point and cell counts, one row each,
@@ -782,7 +784,7 @@ sph_status output_open(output **out, const char *path, int overwrite, const scen
             return r;
         }
     }
-    o->fields = (s->fields | ALWAYS_FIELDS);
+    o->fields = output_fields(s);
     o->sph = s->mode == MODE_SPH;
     /* The layout is built under a temporary name and moved into place once it is on disk, so
      * `path` never names a half-made file (a kill during creation leaves only the temporary

@@ -28,6 +28,10 @@ typedef struct output_snapshot_info {
     uint32_t *device_order;
 } output_snapshot_info;
 
+/* The FIELD_* bits a snapshot of scene s holds: the scene's output.fields, and always position,
+ * velocity, id and type (what --resume reads back). */
+unsigned output_fields(const scene *s);
+
 /* Create `path` (and `path` with .h5 replaced by .xmf, or .xmf appended). Refuses to replace an
  * existing file unless `overwrite` (SPH_E_IO, naming the file and --overwrite). */
 sph_status output_open(output **o, const char *path, int overwrite, const scene *s, const output_run_info *ri,

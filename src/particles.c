@@ -1,30 +1,77 @@
 /* particles: allocation of the host structure-of-arrays. */
 #include "particles.h"
 
-#include <pthread.h>
+#include "jobs.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-sph_status particles_alloc(particles *p, size_t n, sph_error *e)
+/* Each array of a particles struct: its PART_* bit, its member, its bytes per particle. */
+#define PARTICLE_ARRAYS(X)                                                                         \
+    X(PART_POS, pos, 16) X(PART_VEL, vel, 16) X(PART_RHO, rho, 4) X(PART_PRESSURE, pressure, 4)   \
+    X(PART_ID, id, 4) X(PART_TYPE, type, 1) X(PART_RADIUS, radius, 4) X(PART_MASS, mass, 4)
+
+sph_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sph_error *e)
 {
     memset(p, 0, sizeof *p);
     p->n = n;
-    size_t m = n ? n : 1;
-    p->pos = calloc(4 * m, sizeof *p->pos);
-    p->vel = calloc(4 * m, sizeof *p->vel);
-    p->rho = calloc(m, sizeof *p->rho);
-    p->pressure = calloc(m, sizeof *p->pressure);
-    p->mass = calloc(m, sizeof *p->mass);
-    p->radius = calloc(m, sizeof *p->radius);
-    p->id = calloc(m, sizeof *p->id);
-    p->type = calloc(m, sizeof *p->type);
-    if (!p->pos || !p->vel || !p->rho || !p->pressure || !p->mass || !p->radius || !p->id || !p->type) {
+    const size_t m = n ? n : 1;
+    int ok = 1;
+#define ALLOC_(bit, member, bytes)                                                                 \
+    if (ok && (arrays & (bit))) ok = (p->member = calloc(m, bytes)) != NULL;
+    PARTICLE_ARRAYS(ALLOC_)
+#undef ALLOC_
+    if (!ok) {
         particles_free(p);
         return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory allocating %zu particles", n);
     }
     return SPH_OK;
+}
+
+sph_status particles_alloc(particles *p, size_t n, sph_error *e) { return particles_alloc_some(p, n, PART_ALL, e); }
+
+unsigned particles_arrays(const particles *p)
+{
+    unsigned a = 0;
+#define HAS_(bit, member, bytes) a |= p->member ? (unsigned)(bit) : 0u;
+    PARTICLE_ARRAYS(HAS_)
+#undef HAS_
+    return a;
+}
+
+size_t particles_row_bytes(unsigned arrays)
+{
+    size_t b = 0;
+#define BYTES_(bit, member, bytes) b += (arrays & (bit)) ? (bytes) : 0;
+    PARTICLE_ARRAYS(BYTES_)
+#undef BYTES_
+    return b;
+}
+
+void particles_place(particles *p, size_t n, unsigned arrays, void *mem)
+{
+    memset(p, 0, sizeof *p);
+    p->n = n;
+    char *at = mem;
+#define PLACE_(bit, member, bytes)                                                                 \
+    if (arrays & (bit)) {                                                                          \
+        p->member = (void *)at;                                                                    \
+        at += (bytes) * n;                                                                         \
+    }
+    PARTICLE_ARRAYS(PLACE_)
+#undef PLACE_
+}
+
+void particles_keep(particles *p, unsigned arrays)
+{
+#define DROP_(bit, member, bytes)                                                                  \
+    if (!(arrays & (bit))) {                                                                       \
+        free(p->member);                                                                           \
+        p->member = NULL;                                                                          \
+    }
+    PARTICLE_ARRAYS(DROP_)
+#undef DROP_
 }
 
 void particles_free(particles *p)
@@ -86,49 +133,20 @@ static void *gather_rows(void *arg)
     const particles *q = g->q;
     particles *p = g->p;
     const uint32_t *inv = g->inv;
-    for (size_t k = g->lo; k < g->hi; ++k) memcpy(&p->pos[4 * k], &q->pos[4 * inv[k]], 16);
-    for (size_t k = g->lo; k < g->hi; ++k) memcpy(&p->vel[4 * k], &q->vel[4 * inv[k]], 16);
-    for (size_t k = g->lo; k < g->hi; ++k) {
-        const uint32_t i = inv[k];
-        p->id[k] = (uint32_t)k;
-        p->type[k] = q->type[i];
-        p->mass[k] = q->mass[i];
-        p->rho[k] = q->rho[i];
-        p->pressure[k] = q->pressure[i];
-        p->radius[k] = q->radius[i];
-    }
+    if (p->pos && q->pos)
+        for (size_t k = g->lo; k < g->hi; ++k) memcpy(&p->pos[4 * k], &q->pos[4 * inv[k]], 16);
+    if (p->vel && q->vel)
+        for (size_t k = g->lo; k < g->hi; ++k) memcpy(&p->vel[4 * k], &q->vel[4 * inv[k]], 16);
+    if (p->id)
+        for (size_t k = g->lo; k < g->hi; ++k) p->id[k] = (uint32_t)k;
+    if (p->type && q->type)
+        for (size_t k = g->lo; k < g->hi; ++k) p->type[k] = q->type[inv[k]];
+    float *const dst[4] = {p->mass, p->rho, p->pressure, p->radius};
+    const float *const src[4] = {q->mass, q->rho, q->pressure, q->radius};
+    for (int a = 0; a < 4; ++a)
+        if (dst[a] && src[a])
+            for (size_t k = g->lo; k < g->hi; ++k) dst[a][k] = src[a][inv[k]];
     return NULL;
-}
-
-/* Runs fn on jobs[0 .. t-1], jobs[0] on this thread and the others on their own (or here, one
- * after the other, if a thread cannot start), and waits for all. */
-static void run_jobs(void *(*fn)(void *), gather_job *jobs, unsigned t)
-{
-    pthread_t th[64];
-    unsigned m = 0;
-    for (unsigned j = 1; j < t; ++j)
-        if (pthread_create(&th[m], NULL, fn, &jobs[j]) == 0) ++m;
-        else fn(&jobs[j]);
-    fn(&jobs[0]);
-    for (unsigned j = 0; j < m; ++j) pthread_join(th[j], NULL);
-}
-
-/* Threads for the gather of n rows: SPHSIM_WRITER_THREADS (1-64, a benchmark knob), else
- * half the host's processors (the other half is left to the time loop and, on a CPU device,
- * to the kernels), at most 8, and 1 below 2^18 rows, where starting threads costs more than
- * it saves. */
-static unsigned gather_threads(size_t n)
-{
-    const char *v = getenv("SPHSIM_WRITER_THREADS");
-    if (v && *v) {
-        char *end;
-        const unsigned long t = strtoul(v, &end, 10);
-        if (*end == '\0' && t >= 1 && t <= 64) return (unsigned)t;
-    }
-    if (n < ((size_t)1 << 18)) return 1;
-    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    const long t = cpus / 2 > 8 ? 8 : cpus / 2;
-    return t > 1 ? (unsigned)t : 1;
 }
 
 /* As a gather (out[k] = sorted[inv[k]] for each array in turn, inv the inverse of the id
@@ -136,7 +154,7 @@ static unsigned gather_threads(size_t n)
  * the reads jump, which took half the time (11x10^6 particles on this project's 2-core machine:
  * 1.79 -> 0.87 s for ids in random order, 0.29 -> 0.15 s for ids shuffled within windows of
  * 4096; docs/performance.md, eighth session). inv also shows an id that appears twice. Both
- * passes run on gather_threads() threads, each over its own range of ids (fifteenth session);
+ * passes run on several threads (jobs.h), each over its own range of ids (fifteenth session);
  * the result, and the error for a corrupted state, are the same whatever their number. */
 sph_status particles_scatter_by_id(const particles *q, particles *p, sph_error *e)
 {
@@ -144,11 +162,13 @@ sph_status particles_scatter_by_id(const particles *q, particles *p, sph_error *
     uint32_t *inv = malloc((n ? n : 1) * sizeof *inv);
     if (!inv) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory for the id order of %zu particles", n);
     memset(inv, 0xff, n * sizeof *inv);
-    unsigned t = gather_threads(n);
+    /* half the host's processors (the other half is left to the time loop and, on a CPU
+     * device, to the kernels), at most 8 */
+    unsigned t = jobs_threads(n, "SPHSIM_WRITER_THREADS", 2, 8);
     if ((size_t)t > n) t = n ? (unsigned)n : 1;
-    gather_job jobs[64];
+    gather_job jobs[JOBS_MAX];
     for (unsigned j = 0; j < t; ++j) jobs[j] = (gather_job){q, p, inv, n * j / t, n * (j + 1) / t, n, 0};
-    run_jobs(invert_ids, jobs, t);
+    jobs_run(invert_ids, jobs, sizeof *jobs, t);
     /* the first bad row over all threads: the one a single pass in row order stops at */
     size_t bad = n;
     int twice = 0;
@@ -163,7 +183,7 @@ sph_status particles_scatter_by_id(const particles *q, particles *p, sph_error *
         return SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u %s (of %zu): state corrupted", k,
                         twice ? "twice" : "out of range", n);
     }
-    run_jobs(gather_rows, jobs, t);
+    jobs_run(gather_rows, jobs, sizeof *jobs, t);
     free(inv);
     return SPH_OK;
 }

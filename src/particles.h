@@ -23,12 +23,38 @@ typedef struct particles {
     uint8_t *type;   /* PTYPE_* */
 } particles;
 
+/* The arrays of a particles struct, a bit each (the same bits as the scene's output fields,
+ * FIELD_*, which sim.c checks). */
+enum {
+    PART_POS = 1u << 0,
+    PART_VEL = 1u << 1,
+    PART_RHO = 1u << 2,
+    PART_PRESSURE = 1u << 3,
+    PART_ID = 1u << 4,
+    PART_TYPE = 1u << 5,
+    PART_RADIUS = 1u << 6,
+    PART_MASS = 1u << 7,
+    PART_ALL = 0xffu
+};
+
+/* Every array, zeroed. */
 sph_status particles_alloc(particles *p, size_t n, sph_error *e);
+/* Only the arrays in `arrays` (PART_* bits), zeroed; the others stay NULL. */
+sph_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sph_error *e);
+/* The PART_* bits of the arrays p has. */
+unsigned particles_arrays(const particles *p);
+/* Bytes per particle of the arrays in `arrays`. */
+size_t particles_row_bytes(unsigned arrays);
+/* Points the arrays in `arrays` of p (n particles) into `mem` (particles_row_bytes(arrays) n
+ * bytes, not owned: particles_free must not see them), positions first; the others NULL. */
+void particles_place(particles *p, size_t n, unsigned arrays, void *mem);
+/* Frees every array not in `arrays` (it becomes NULL). */
+void particles_keep(particles *p, unsigned arrays);
 void particles_free(particles *p);
 
 /* Scatter `sorted` (rows in device order, sorted->id[i] the particle id of row i) into `out`
- * in id order (same n); fails if an id is out of range or appears twice (the device state is
- * corrupted). */
+ * in id order (same n), every array the two both have (out->id[k] = k); fails if an id is out
+ * of range or appears twice (the device state is corrupted). */
 sph_status particles_scatter_by_id(const particles *sorted, particles *out, sph_error *e);
 
 #endif

@@ -101,48 +101,42 @@ typedef struct sim_ctx {
     output *out;
     snapshot_writer *writer;
     cl_mem pinned[2];    /* page-locked memory behind sorted and sorted2, when the device gives it */
+    size_t dev_need;     /* the device memory the run's buffers take (estimate) */
+    size_t pinned_bytes; /* page-locked staging memory held now */
     int dev_open;
     long outside_base; /* particles found outside before this run (--resume) */
 } sim_ctx;
 
-/* Put the arrays of staging buffer q (allocated by particles_alloc) into one page-locked host
- * buffer of the device's context (CL_MEM_ALLOC_HOST_PTR, mapped), so that snapshot copies and
- * the upload run at the bus's DMA speed instead of through the driver's bounce buffers
- * (docs/performance.md, "Output"). Keeps the ordinary memory when the device refuses. */
-static void staging_pin(sim_ctx *c, particles *q, cl_mem *pinned)
+/* A staging buffer q of n particles with the arrays in `arrays`, zeroed: if the device gives it,
+ * in one page-locked host buffer of its context (CL_MEM_ALLOC_HOST_PTR, mapped; *pinned), so
+ * that snapshot copies run at the bus's DMA speed instead of through the driver's bounce
+ * buffers (docs/performance.md, "Output"), else in ordinary memory. */
+static sph_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned arrays, cl_mem *pinned, sph_error *e)
 {
-    const size_t n = q->n ? q->n : 1;
-    const size_t bytes = n * (16 + 16 + 4 * 5 + 1); /* pos, vel; rho, pressure, mass, radius, id; type */
-    cl_int err;
-    cl_mem buf = clCreateBuffer(c->dev.ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (err != CL_SUCCESS || !buf) return;
-    char *p = clEnqueueMapBuffer(c->dev.queue, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL, NULL, &err);
-    if (err != CL_SUCCESS || !p) {
+    const size_t bytes = particles_row_bytes(arrays) * (n ? n : 1);
+    cl_int err = CL_INVALID_VALUE;
+    cl_mem buf = NULL;
+    /* NVIDIA's OpenCL gives such a buffer device memory as well (at 1.08x10^9 particles two
+     * 40 GB of it left too little for the state: docs/performance.md, sixteenth session), so
+     * only while the device's estimate leaves room */
+    if ((double)(c->dev_need + c->pinned_bytes + bytes) <= 0.9 * (double)c->dev.global_mem)
+        buf = clCreateBuffer(c->dev.ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (err == CL_SUCCESS && buf) {
+        char *p = clEnqueueMapBuffer(c->dev.queue, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL, NULL, &err);
+        if (err == CL_SUCCESS && p) {
+            memset(p, 0, bytes);
+            particles_place(q, n, arrays, p); /* positions first: staging_unpin unmaps through q->pos */
+            *pinned = buf;
+            c->pinned_bytes += bytes;
+            return SPH_OK;
+        }
         clReleaseMemObject(buf);
-        return;
     }
-    memset(p, 0, bytes);
-    float **f4[] = {&q->pos, &q->vel};
-    for (int k = 0; k < 2; ++k) {
-        free(*f4[k]);
-        *f4[k] = (float *)p;
-        p += 16 * n;
-    }
-    float **f1[] = {&q->rho, &q->pressure, &q->mass, &q->radius};
-    for (int k = 0; k < 4; ++k) {
-        free(*f1[k]);
-        *f1[k] = (float *)p;
-        p += 4 * n;
-    }
-    free(q->id);
-    q->id = (uint32_t *)p;
-    p += 4 * n;
-    free(q->type);
-    q->type = (uint8_t *)p;
-    *pinned = buf;
+    return particles_alloc_some(q, n, arrays, e);
 }
 
-/* Undo staging_pin (before the device is closed); q's arrays are gone afterwards. */
+/* Undo staging_alloc's page-locked buffer (before the device is closed); q's arrays are gone
+ * afterwards. */
 static void staging_unpin(sim_ctx *c, particles *q, cl_mem *pinned)
 {
     if (!*pinned) return;
@@ -150,9 +144,38 @@ static void staging_unpin(sim_ctx *c, particles *q, cl_mem *pinned)
     clFinish(c->dev.queue);
     clReleaseMemObject(*pinned);
     *pinned = NULL;
-    q->pos = q->vel = q->rho = q->pressure = q->mass = q->radius = NULL;
-    q->id = NULL;
-    q->type = NULL;
+    const size_t n = q->n;
+    c->pinned_bytes -= particles_row_bytes(particles_arrays(q)) * (n ? n : 1);
+    memset(q, 0, sizeof *q);
+    q->n = n;
+}
+
+_Static_assert((unsigned)PART_POS == (unsigned)FIELD_POSITION && (unsigned)PART_VEL == (unsigned)FIELD_VELOCITY &&
+                   (unsigned)PART_RHO == (unsigned)FIELD_DENSITY && (unsigned)PART_PRESSURE == (unsigned)FIELD_PRESSURE &&
+                   (unsigned)PART_ID == (unsigned)FIELD_ID && (unsigned)PART_TYPE == (unsigned)FIELD_TYPE &&
+                   (unsigned)PART_RADIUS == (unsigned)FIELD_RADIUS && (unsigned)PART_MASS == (unsigned)FIELD_MASS,
+               "particles.h's PART_* bits must equal scene.h's FIELD_*");
+
+/* The host arrays that snapshots take, in the staging buffers and in id order (c->hp): those
+ * of the fields the file holds (output_fields: position, velocity, id and type always), and in
+ * id order the masses too, which the first snapshot records (output.c) and which never change.
+ * Only these are kept through the run: 37 bytes per particle in each staging buffer and 41 in
+ * id order for the smallest set, 53 and 53 for every field (docs/performance.md). */
+static unsigned staging_arrays(const scene *s) { return output_fields(s) & PART_ALL; }
+static unsigned id_order_arrays(const scene *s) { return (output_fields(s) & PART_ALL) | PART_MASS; }
+
+/* Staging buffers: two let the steps go on while the writer writes one snapshot and the next
+ * is copied; one, with which a snapshot waits until the writer has finished the one before,
+ * when two and the id-order copy would take more than half the host's physical memory (about
+ * 5x10^8 particles on a 128 GB host). SPHSIM_STAGING_BUFFERS (1 or 2) sets it for tests. */
+static int staging_slots(const scene *s, size_t n)
+{
+    const char *v = getenv("SPHSIM_STAGING_BUFFERS");
+    if (v && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0)) return v[0] - '0';
+    const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    const double need =
+        (double)n * (2.0 * particles_row_bytes(staging_arrays(s)) + particles_row_bytes(id_order_arrays(s)));
+    return phys > 0 && need > 0.5 * phys ? 1 : 2;
 }
 
 static void release_mem(cl_mem *m)
@@ -196,31 +219,41 @@ static sph_status state_alloc(sim_ctx *c, size_t n, sph_error *e)
 }
 
 /* Upload host particles (id order) into the device arrays in `order` (ids in device order;
- * NULL = id order). Positions and velocities go to pos_next/vel_next, as left by a step. */
+ * NULL = id order), through a staging buffer of UPLOAD_BLOCK rows (page-locked when the device
+ * gives it), so that no second copy of the whole state is needed. Positions and velocities go to pos_next/vel_next, as left by a step. */
+#define UPLOAD_BLOCK ((size_t)1 << 21)
 static sph_status state_upload(sim_ctx *c, const uint32_t *order, sph_error *e)
 {
     const particles *p = &c->hp;
-    particles *q = &c->sorted;
-    size_t n = p->n;
-    for (size_t i = 0; i < n; ++i) {
-        size_t k = order ? order[i] : i;
-        memcpy(&q->pos[4 * i], &p->pos[4 * k], 16);
-        memcpy(&q->vel[4 * i], &p->vel[4 * k], 16);
-        if (c->s->mode == MODE_SPH) q->pos[4 * i + 3] = p->mass[k]; /* the mass rides in pos.w (state.h) */
-        q->mass[i] = p->mass[k];
-        q->radius[i] = p->radius[k];
-        q->id[i] = p->id[k];
-        q->type[i] = p->type[k];
-    }
+    const size_t n = p->n, rows = n < UPLOAD_BLOCK ? (n ? n : 1) : UPLOAD_BLOCK;
     sph_device *d = &c->dev;
     dev_state *st = &c->st;
-    SPH_TRY(device_write(d, st->pos_next, 0, n * 16, q->pos, e));
-    SPH_TRY(device_write(d, st->vel_next, 0, n * 16, q->vel, e));
-    if (st->mass) SPH_TRY(device_write(d, st->mass, 0, n * 4, q->mass, e));
-    SPH_TRY(device_write(d, st->id, 0, n * 4, q->id, e));
-    SPH_TRY(device_write(d, st->type, 0, n, q->type, e));
-    if (st->radius) SPH_TRY(device_write(d, st->radius, 0, n * 4, q->radius, e));
-    return SPH_OK;
+    particles q;
+    cl_mem pinned = NULL;
+    SPH_TRY(staging_alloc(c, &q, rows, PART_POS | PART_VEL | PART_ID | PART_TYPE | PART_MASS | PART_RADIUS, &pinned, e));
+    sph_status r = SPH_OK;
+    for (size_t i0 = 0; i0 < n && r == SPH_OK; i0 += rows) {
+        const size_t m = n - i0 < rows ? n - i0 : rows;
+        for (size_t i = 0; i < m; ++i) {
+            const size_t k = order ? order[i0 + i] : i0 + i;
+            memcpy(&q.pos[4 * i], &p->pos[4 * k], 16);
+            memcpy(&q.vel[4 * i], &p->vel[4 * k], 16);
+            if (c->s->mode == MODE_SPH) q.pos[4 * i + 3] = p->mass[k]; /* the mass rides in pos.w (state.h) */
+            q.mass[i] = p->mass[k];
+            q.radius[i] = p->radius[k];
+            q.id[i] = p->id[k];
+            q.type[i] = p->type[k];
+        }
+        r = device_write(d, st->pos_next, i0 * 16, m * 16, q.pos, e);
+        if (r == SPH_OK) r = device_write(d, st->vel_next, i0 * 16, m * 16, q.vel, e);
+        if (r == SPH_OK && st->mass) r = device_write(d, st->mass, i0 * 4, m * 4, q.mass, e);
+        if (r == SPH_OK) r = device_write(d, st->id, i0 * 4, m * 4, q.id, e);
+        if (r == SPH_OK) r = device_write(d, st->type, i0, m, q.type, e);
+        if (r == SPH_OK && st->radius) r = device_write(d, st->radius, i0 * 4, m * 4, q.radius, e);
+    }
+    staging_unpin(c, &q, &pinned);
+    particles_free(&q);
+    return r;
 }
 
 static void swap_mem(cl_mem *a, cl_mem *b)
@@ -284,16 +317,15 @@ static sph_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, s
      * step's forces overwrite only after these copies (in-order queue). SPH masses come back in
      * pos.w (the writer unpacks them). */
     cl_mem out_rho = st->id_tmp, out_pressure = st->vel_next;
-    if (c->sph) SPH_TRY(sph_pressure(c->sph, st, out_rho, out_pressure, e));
-    read_req rd[8] = {{st->pos, n * 16, q->pos}, {st->vel, n * 16, q->vel}, {st->id, n * 4, q->id},
-                      {st->type, n, q->type}};
-    int nrd = 4;
-    if (st->mass) rd[nrd++] = (read_req){st->mass, n * 4, q->mass};
-    if (c->sph) {
-        rd[nrd++] = (read_req){out_rho, n * 4, q->rho};
-        rd[nrd++] = (read_req){out_pressure, n * 4, q->pressure};
-    }
-    if (st->radius) rd[nrd++] = (read_req){st->radius, n * 4, q->radius};
+    if (c->sph && (q->rho || q->pressure)) SPH_TRY(sph_pressure(c->sph, st, out_rho, out_pressure, e));
+    /* the arrays staged for the output fields (staging_arrays) */
+    read_req rd[8] = {{st->pos, n * 16, q->pos}, {st->id, n * 4, q->id}, {st->type, n, q->type}};
+    int nrd = 3;
+    if (q->vel) rd[nrd++] = (read_req){st->vel, n * 16, q->vel};
+    if (st->mass && q->mass) rd[nrd++] = (read_req){st->mass, n * 4, q->mass};
+    if (c->sph && q->rho) rd[nrd++] = (read_req){out_rho, n * 4, q->rho};
+    if (c->sph && q->pressure) rd[nrd++] = (read_req){out_pressure, n * 4, q->pressure};
+    if (st->radius && q->radius) rd[nrd++] = (read_req){st->radius, n * 4, q->radius};
     *ready = NULL;
     for (int k = 0; k < nrd; ++k) {
         const int last = k == nrd - 1;
@@ -322,26 +354,57 @@ static sph_status sync_writer(sim_ctx *c, sim_result *r, sph_error *e)
     return st;
 }
 
-/* First particle (by id) whose state is not finite or too fast. */
-static long first_bad(const scene *s, const particles *p, char *why, size_t why_size)
+/* Whether a particle's state is not finite or too fast (*finite: whether it is finite). */
+static int particle_bad(const scene *s, const float *x, const float *v, int *finite)
 {
-    for (size_t i = 0; i < p->n; ++i) {
-        const float *x = &p->pos[4 * i], *v = &p->vel[4 * i];
-        double v2 = 0;
-        int finite = 1;
-        for (int a = 0; a < 3; ++a) {
-            finite &= isfinite(x[a]) && isfinite(v[a]);
-            v2 += (double)v[a] * v[a];
-        }
-        if (!finite || sqrt(v2) > s->max_speed) {
-            snprintf(why, why_size, "particle id %zu (%s) has position (%g, %g, %g) m and velocity (%g, %g, %g) m/s%s", i,
-                     p->type[i] == PTYPE_FLUID ? "fluid" : p->type[i] == PTYPE_SPHERE ? "sphere" : "boundary",
-                     (double)x[0], (double)x[1], (double)x[2], (double)v[0], (double)v[1], (double)v[2],
-                     finite ? " (faster than time.max_speed)" : "");
-            return (long)i;
+    double v2 = 0;
+    *finite = 1;
+    for (int a = 0; a < 3; ++a) {
+        *finite &= isfinite(x[a]) && isfinite(v[a]);
+        v2 += (double)v[a] * v[a];
+    }
+    return !*finite || sqrt(v2) > s->max_speed;
+}
+
+/* The bad particle of lowest id in the device's state (positions and velocities from `pos` and
+ * `vel`, with the ids and types of the same order), described in `why`: read in blocks, so no
+ * host copy of the whole state is needed. */
+#define BAD_BLOCK ((size_t)1 << 20)
+static sph_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, size_t why_size, sph_error *e)
+{
+    const dev_state *st = &c->st;
+    const size_t n = st->n, rows = n < BAD_BLOCK ? (n ? n : 1) : BAD_BLOCK;
+    particles q;
+    SPH_TRY(particles_alloc_some(&q, rows, PART_POS | PART_VEL | PART_ID | PART_TYPE, e));
+    sph_status r = SPH_OK;
+    uint32_t best = UINT32_MAX;
+    float bx[4] = {0}, bv[4] = {0};
+    int best_finite = 1;
+    uint8_t best_type = 0;
+    for (size_t i0 = 0; i0 < n && r == SPH_OK; i0 += rows) {
+        const size_t m = n - i0 < rows ? n - i0 : rows;
+        r = device_read(&c->dev, pos, i0 * 16, m * 16, q.pos, e);
+        if (r == SPH_OK) r = device_read(&c->dev, vel, i0 * 16, m * 16, q.vel, e);
+        if (r == SPH_OK) r = device_read(&c->dev, st->id, i0 * 4, m * 4, q.id, e);
+        if (r == SPH_OK) r = device_read(&c->dev, st->type, i0, m, q.type, e);
+        for (size_t i = 0; i < m && r == SPH_OK; ++i) {
+            int finite;
+            if (q.id[i] < best && particle_bad(c->s, &q.pos[4 * i], &q.vel[4 * i], &finite)) {
+                best = q.id[i];
+                memcpy(bx, &q.pos[4 * i], sizeof bx);
+                memcpy(bv, &q.vel[4 * i], sizeof bv);
+                best_finite = finite;
+                best_type = q.type[i];
+            }
         }
     }
-    return -1;
+    particles_free(&q);
+    if (r == SPH_OK && best != UINT32_MAX)
+        snprintf(why, why_size, "particle id %u (%s) has position (%g, %g, %g) m and velocity (%g, %g, %g) m/s%s",
+                 (unsigned)best, best_type == PTYPE_FLUID ? "fluid" : best_type == PTYPE_SPHERE ? "sphere" : "boundary",
+                 (double)bx[0], (double)bx[1], (double)bx[2], (double)bv[0], (double)bv[1], (double)bv[2],
+                 best_finite ? " (faster than time.max_speed)" : "");
+    return r;
 }
 
 /* Read the device flag words (blocks), clearing nothing: [0] FLAG_* bits, [1] the number of
@@ -363,21 +426,12 @@ static sph_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, lon
                                     int rebuilt, sph_error *e)
 {
     dev_state *st = &c->st;
-    size_t n = st->n;
-    particles *q = &c->sorted, *p = &c->hp;
     char why[512] = "no particle found in the current state (the flag was raised inside a step)";
-    sync_writer(c, r, NULL); /* the writer is done with c->sorted and c->hp */
+    sync_writer(c, r, NULL); /* the writer is done with the state it copied */
     if (c->sph) SPH_TRY(sph_sync_pairs(c->sph, st, e)); /* the handles as the device uses them */
     r->last_step = step_hi;
     r->sim_time = step_hi * c->s->dt;
-    SPH_TRY(device_read(&c->dev, rebuilt ? st->pos : st->pos_next, 0, n * 16, q->pos, e));
-    SPH_TRY(device_read(&c->dev, rebuilt ? st->vel : st->vel_next, 0, n * 16, q->vel, e));
-    SPH_TRY(device_read(&c->dev, st->id, 0, n * 4, q->id, e));
-    SPH_TRY(device_read(&c->dev, st->type, 0, n, q->type, e));
-    /* scatter into id order, so that the index first_bad reports is the particle id (only pos,
-     * vel and type were read; the other arrays hold an older state and are not used) */
-    SPH_TRY(particles_scatter_by_id(q, p, e));
-    first_bad(c->s, p, why, sizeof why);
+    SPH_TRY(first_bad(c, rebuilt ? st->pos : st->pos_next, rebuilt ? st->vel : st->vel_next, why, sizeof why, e));
     return SPH_FAIL(e, SPH_E_NUMERIC,
                     "numerical failure (%s) between step %ld (t = %.6g s) and step %ld (t = %.6g s): %s. The last "
                     "good snapshot is in the output file. Try a smaller time.cfl or time.dt",
@@ -582,18 +636,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     r->n_fluid = (long)c->hp.n_fluid;
     r->n_boundary = (long)c->hp.n_boundary;
     r->n_spheres = (long)c->hp.n_spheres;
-    sph_status st = particles_alloc(&c->sorted, n, e);
-    if (st == SPH_OK) st = particles_alloc(&c->sorted2, n, e);
-    if (st == SPH_OK) {
-        staging_pin(c, &c->sorted, &c->pinned[0]);
-        staging_pin(c, &c->sorted2, &c->pinned[1]);
-    }
-    if (st != SPH_OK) {
-        free(order);
-        free(cstate);
-        return st;
-    }
-
+    sph_status st = SPH_OK;
     size_t list_n = 0;
     if ((st = sim_list_choice(c, n, need, &list_n, e)) != SPH_OK) {
         free(order);
@@ -601,12 +644,12 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         return st;
     }
     r->lists = list_n > 0;
+    c->dev_need = need + (list_n ? sim_list_bytes(s, n, c->dev.max_alloc) : 0);
     grid_params gp;
     if ((st = sim_grid_geometry(s, list_n > 0, &gp, e)) == SPH_OK) st = grid_create(&c->g, &c->dev, &gp, n, e);
     if (st == SPH_OK) st = state_alloc(c, n, e);
     if (st == SPH_OK) st = state_upload(c, order, e);
     free(order);
-    if (st == SPH_OK && !c->st.radius) memset(c->sorted.radius, 0, n * sizeof *c->sorted.radius); /* not read back */
     if (st == SPH_OK)
         st = s->mode == MODE_SPH ? sph_create(&c->sph, &c->dev, s, list_n, e)
                                  : contact_create(&c->contact, &c->dev, s, e);
@@ -634,6 +677,17 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     }
     free(cstate);
     SPH_TRY(st);
+    /* From here on the host holds only what snapshots take (staging_arrays): the id-order copy
+     * drops the rest, and the two staging buffers get only those arrays (zeroed, so a field
+     * the device does not hold, such as SPH radii, reads 0). */
+    particles_keep(&c->hp, id_order_arrays(s));
+    const int slots = staging_slots(s, n);
+    SPH_TRY(staging_alloc(c, &c->sorted, n, staging_arrays(s), &c->pinned[0], e));
+    if (slots == 2) SPH_TRY(staging_alloc(c, &c->sorted2, n, staging_arrays(s), &c->pinned[1], e));
+    else if (o->log && o->progress != PROGRESS_NONE)
+        fprintf(o->log, "sphsim: one snapshot staging buffer (%.3g GB of host memory each): a snapshot waits for the "
+                        "writer to finish the one before\n",
+                        (double)particles_row_bytes(staging_arrays(s)) * (double)n / 1e9);
 
     char start[32];
     iso_now(start, sizeof start);
@@ -642,7 +696,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         SPH_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
     else
         SPH_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));
-    particles *staging[2] = {&c->sorted, &c->sorted2};
+    particles *staging[2] = {&c->sorted, slots == 2 ? &c->sorted2 : NULL};
     SPH_TRY(writer_start(&c->writer, c->out, s, staging, &c->hp, o->log,
                          o->log && o->progress == PROGRESS_AUTO && isatty(fileno(o->log)), c->outside_base, e));
 
@@ -705,6 +759,10 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         progress(c, step, first_step, t0, &last_print, 0);
     }
     clFinish(c->dev.queue);
+    if (o->profile && t_steps0 >= 0 && r->steps_timed == 0) { /* stopped by a signal: the steps so far */
+        r->t_steps = now_s() - t_steps0;
+        r->steps_timed = step - step_t0;
+    }
     if (c->sph) SPH_TRY(sph_list_rebuilds(c->sph, &r->list_rebuilds, e));
     sph_status wst = sync_writer(c, r, e); /* the last snapshots */
     if (wst != SPH_OK) return snapshot_failed(c, r, wst, e);

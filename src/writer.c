@@ -67,7 +67,7 @@ static sph_status write_one(snapshot_writer *w, particles *q, snapshot_job *job,
         return SPH_FAIL(e, SPH_E_DEVICE, "reading a snapshot back from the device failed: %s", sph_cl_error_name(err));
     phase_s[0] += (t1 = now_s()) - t;
     t = t1;
-    if (w->s->mode == MODE_SPH) /* SPH keeps the mass in pos.w on the device (state.h) */
+    if (w->s->mode == MODE_SPH && q->mass) /* SPH keeps the mass in pos.w on the device (state.h) */
         for (size_t i = 0; i < q->n; ++i) q->mass[i] = q->pos[4 * i + 3];
     particles *p = w->hp;
     SPH_TRY(particles_scatter_by_id(q, p, e));
@@ -122,7 +122,7 @@ static void *writer_main(void *arg)
             w->err = e;
         }
         w->full[k] = 0;
-        w->next_write = 1 - k;
+        w->next_write = w->staging[1] ? 1 - k : 0;
         pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
@@ -182,7 +182,7 @@ void writer_submit(snapshot_writer *w, const snapshot_job *job)
     const int k = w->next_acquire;
     w->job[k] = *job;
     w->full[k] = 1;
-    w->next_acquire = 1 - k;
+    w->next_acquire = w->staging[1] ? 1 - k : 0;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }

@@ -30,7 +30,7 @@ typedef struct snapshot_job {
 } snapshot_job;
 
 /* Start the writer thread. `staging[2]`: the host buffers in device order the snapshots are
- * copied into (not owned); `hp`: the host particles, id order, the writer scatters into (not
+ * copied into (not owned; staging[1] NULL: one buffer, which each snapshot waits for); `hp`: the host particles, id order, the writer scatters into (not
  * owned; the caller must not touch it while snapshots are in flight); `log`: warnings (may be
  * NULL); `outside_base`: particles found outside before this run (--resume). */
 sph_status writer_start(snapshot_writer **out, output *o, const scene *s, particles *staging[2], particles *hp,

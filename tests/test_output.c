@@ -1317,6 +1317,73 @@ static void test_scatter_by_id(void **state)
     particles_free(&p);
 }
 
+/* The host arrays a run keeps (src/sim.c: only those of the output fields): particles_alloc_some
+ * allocates just the arrays asked for, particles_keep frees the others, particles_place lays
+ * them out in one block at particles_row_bytes apiece, and particles_scatter_by_id gathers the
+ * arrays both sides have and leaves the rest alone. */
+static void test_partial_arrays(void **state)
+{
+    (void)state;
+    const size_t n = 300;
+    sph_error e;
+    assert_int_equal(particles_row_bytes(PART_ALL), 53);
+    assert_int_equal(particles_row_bytes(PART_POS | PART_ID | PART_TYPE), 21);
+    particles q, p;
+    const unsigned staged = PART_POS | PART_VEL | PART_ID | PART_TYPE;
+    assert_int_equal(particles_alloc_some(&q, n, staged, &e), SPH_OK);
+    assert_non_null(q.pos);
+    assert_non_null(q.vel);
+    assert_non_null(q.id);
+    assert_non_null(q.type);
+    assert_null(q.rho);
+    assert_null(q.pressure);
+    assert_null(q.mass);
+    assert_null(q.radius);
+    for (size_t i = 0; i < n; ++i) {
+        q.id[i] = (uint32_t)((i * 7) % n); /* 7 is coprime to 300: a permutation */
+        for (int c = 0; c < 4; ++c) {
+            q.pos[4 * i + c] = (float)q.id[i] + 0.5f * (float)c;
+            q.vel[4 * i + c] = -(float)q.id[i];
+        }
+        q.type[i] = (uint8_t)(q.id[i] % 2);
+    }
+    /* the id-order side: everything, then only positions, types and masses */
+    assert_int_equal(particles_alloc(&p, n, &e), SPH_OK);
+    particles_keep(&p, PART_POS | PART_TYPE | PART_MASS);
+    assert_non_null(p.pos);
+    assert_non_null(p.type);
+    assert_non_null(p.mass);
+    assert_null(p.vel);
+    assert_null(p.id);
+    assert_null(p.rho);
+    for (size_t k = 0; k < n; ++k) p.mass[k] = 9.0f;
+    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
+    for (size_t k = 0; k < n; ++k) {
+        for (int c = 0; c < 4; ++c) assert_true(p.pos[4 * k + c] == (float)k + 0.5f * (float)c);
+        assert_int_equal(p.type[k], k % 2);
+        assert_true(p.mass[k] == 9.0f); /* not in the staging buffer: left as it was */
+    }
+    particles_free(&p);
+    /* one block: the arrays lie one after another, positions first, none overlapping */
+    unsigned char *mem = calloc(particles_row_bytes(staged), n);
+    assert_non_null(mem);
+    particles_place(&p, n, staged, mem);
+    assert_ptr_equal(p.pos, mem);
+    assert_ptr_equal(p.vel, mem + 16 * n);
+    assert_ptr_equal(p.id, mem + 32 * n);
+    assert_ptr_equal(p.type, mem + 36 * n);
+    assert_null(p.rho);
+    assert_null(p.mass);
+    assert_int_equal(p.n, n);
+    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
+    for (size_t k = 0; k < n; ++k) {
+        assert_true(p.vel[4 * k] == -(float)k);
+        assert_int_equal(p.id[k], k);
+    }
+    free(mem);
+    particles_free(&q);
+}
+
 int main(void)
 {
     const char *loop = getenv("SPHSIM_OUTPUT_WRITER_LOOP");
@@ -1326,6 +1393,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_xmf_path),
         cmocka_unit_test(test_scatter_by_id),
+        cmocka_unit_test(test_partial_arrays),
         cmocka_unit_test_setup_teardown(test_layout_and_values, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_field_subset_2d, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_refuse_overwrite, setup_dir, teardown_dir),

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "device.h"
+#include "init.h"
 #include "ref_sph.h"
 #include "sim.h"
 #include "sph.h"
@@ -1314,6 +1315,93 @@ static void test_hydrostatic_init(void **state)
     }
 }
 
+/* The initial state of several blocks (host only): init_generate's lattice in
+ * blocks given in no particular order, one stacked on another (one run of particles per column
+ * through both), one floating (left alone), and gravity pointing down or up. Each particle of a
+ * run resting on the floor must get p = rho0 g depth with depth = (the fluid particles above it
+ * in its column + 1/2) dx, counted here by brute force; the lattice (every particle's place,
+ * type, mass and id) and the squeeze must be the same to the bit with 1, 3 and 7 threads
+ * (SPHSIM_INIT_THREADS). */
+static void test_hydrostatic_columns(void **state)
+{
+    (void)state;
+    for (int dims = 2; dims <= 3; ++dims) {
+        scene s;
+        const double dx = 0.01;
+        const int nt[3] = {12, dims == 2 ? 30 : 6, 30}, nf[3] = {6, 6, 6};
+        ref_sph_scene(&s, dims, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, dx, 1.3, nt, nf);
+        const int up = dims - 1;                  /* the vertical axis */
+        const double sign = dims == 2 ? -1.0 : 1.0; /* 2D: gravity points up, the "floor" is the lid */
+        s.gravity[up] = -9.81 * sign;
+        const double top = s.tank.max[up];
+        /* fluid heights measured from the floor (the lid in 2D) */
+        const double lo[3] = {0.10, 0.10, 0.0}, hi[3] = {0.16, 0.14, 0.10};
+        const double x0[3] = {0.0, 0.08, 0.0}, x1[3] = {0.06, 0.12, 0.06};
+        s.n_blocks = 3; /* the stacked block first, then the floating one, then the one on the floor */
+        for (int b = 0; b < 3; ++b) {
+            s.blocks[b].min[0] = x0[b];
+            s.blocks[b].max[0] = x1[b];
+            if (dims == 3) {
+                s.blocks[b].min[1] = 0.0;
+                s.blocks[b].max[1] = 0.04;
+            }
+            s.blocks[b].min[up] = sign > 0 ? lo[b] : top - hi[b];
+            s.blocks[b].max[up] = sign > 0 ? hi[b] : top - lo[b];
+        }
+        particles p[3];
+        sph_error e;
+        static const char *threads[3] = {"1", "3", "7"};
+        for (int t = 0; t < 3; ++t) {
+            setenv("SPHSIM_INIT_THREADS", threads[t], 1);
+            assert_int_equal(init_generate(&s, &p[t], &e), SPH_OK);
+            assert_int_equal(sph_prepare(&s, &p[t], &e), SPH_OK);
+            unsetenv("SPHSIM_INIT_THREADS");
+        }
+        particles q; /* the lattice before the squeeze */
+        assert_int_equal(init_generate(&s, &q, &e), SPH_OK);
+        const size_t n = q.n;
+        size_t resting = 0, floating = 0;
+        for (size_t i = 0; i < q.n_fluid; ++i) {
+            const double h_i = sign > 0 ? q.pos[4 * i + up] : top - q.pos[4 * i + up];
+            size_t above = 0;
+            for (size_t j = 0; j < q.n_fluid; ++j) {
+                int same = 1;
+                for (int a = 0; a < dims; ++a)
+                    if (a != up && fabsf(q.pos[4 * j + a] - q.pos[4 * i + a]) > 0.25f * (float)dx) same = 0;
+                const double h_j = sign > 0 ? q.pos[4 * j + up] : top - q.pos[4 * j + up];
+                above += same && h_j > h_i;
+            }
+            if (q.pos[4 * i] > 0.07) { /* the floating block: untouched */
+                ++floating;
+                assert_true(p[0].pos[4 * i + up] == q.pos[4 * i + up]);
+                assert_true(p[0].pressure[i] == 0.0f);
+                continue;
+            }
+            ++resting;
+            const double want = s.rest_density * 9.81 * (above + 0.5) * dx;
+            assert_true(fabs(p[0].pressure[i] - want) <= 2e-3 * want);
+            /* squeezed towards the floor, by less than a spacing */
+            const double h_new = sign > 0 ? p[0].pos[4 * i + up] : top - p[0].pos[4 * i + up];
+            assert_true(h_new < h_i && h_new > h_i - dx);
+        }
+        assert_int_equal(resting, (dims == 2 ? 6 : 24) * 16);
+        assert_int_equal(floating, (dims == 2 ? 4 : 16) * 4);
+        for (int t = 1; t < 3; ++t) {
+            assert_int_equal(p[t].n, n);
+            assert_memory_equal(p[t].id, p[0].id, 4 * n);
+            assert_memory_equal(p[t].type, p[0].type, n);
+            assert_memory_equal(p[t].mass, p[0].mass, 4 * n);
+            assert_memory_equal(p[t].pos, p[0].pos, 16 * n);
+            assert_memory_equal(p[t].rho, p[0].rho, 4 * n);
+            assert_memory_equal(p[t].pressure, p[0].pressure, 4 * n);
+        }
+        print_message("  %dD: %zu particles resting in columns of 16 (two blocks), %zu floating\n", dims, resting,
+                      floating);
+        for (int t = 0; t < 3; ++t) particles_free(&p[t]);
+        particles_free(&q);
+    }
+}
+
 /* A free blob (no boundary particles, no gravity) with random velocities: over 30 steps the
  * particle count and masses are unchanged and total momentum is conserved to float precision
  * (|P(t) - P(0)| compared with the momentum exchanged, sum over steps of sum_i m_i |dv_i|). */
@@ -1603,6 +1691,7 @@ int main(void)
         cmocka_unit_test(test_adaptive_skin),
         cmocka_unit_test(test_rest_lattice),
         cmocka_unit_test(test_hydrostatic_init),
+        cmocka_unit_test(test_hydrostatic_columns),
         cmocka_unit_test(test_conservation),
         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_set_masses),
