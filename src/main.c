@@ -2,6 +2,7 @@
 #include <cJSON.h>
 #include <math.h>
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,24 @@
 #include "sph.h"
 
 static volatile sig_atomic_t stop_signal = 0;
+static struct timespec stop_time; /* when stop_signal was first set */
 
+/* The first SIGINT or SIGTERM asks the run to stop after its step (sim.c); a second one stops at
+ * once, unless it is the same signal within a second of the first: timeout(1) sends its signal
+ * to the command and then to the command's process group, so sphsim gets it twice. */
 static void on_signal(int sig)
 {
-    stop_signal = sig;
-    signal(sig, SIG_DFL); /* a second signal stops at once */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now); /* async-signal-safe */
+    if (stop_signal == 0) {
+        stop_time = now;
+        stop_signal = sig;
+        return;
+    }
+    const double since = (double)(now.tv_sec - stop_time.tv_sec) + 1e-9 * (double)(now.tv_nsec - stop_time.tv_nsec);
+    if (sig == stop_signal && since < 1.0) return;
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 static int exit_code(sph_status st, int sig)

@@ -373,6 +373,32 @@ def test_stop_signal_finishes_snapshot_and_closes_cleanly(work, kill_ref, sig, c
         assert_same_snapshots(committed_snapshots(out, N_TINY), ref, f"{signal.Signals(sig).name} run")
 
 
+def test_stop_signal_sent_twice_by_timeout(work):
+    """timeout(1) sends its signal to the command and then to its process group: the same signal
+    twice within a second must still stop cleanly after the step (summary line, exit 143), not
+    kill at once as a second Ctrl-C does. The scene's steps take long enough (a 3D block of
+    about 10^5 particles) that the second signal comes while the first is being handled."""
+    scene = work / "slow_steps.json"
+    scene.write_text(json.dumps({
+        "format": 1, "name": "slow_steps", "dimensions": 3, "mode": "sph",
+        "tank": {"min": [0, 0, 0], "max": [0.4, 0.2, 0.2]},
+        "fluid": {"blocks": [{"min": [0, 0, 0], "max": [0.2, 0.2, 0.15]}], "particle_count": 60000},
+        "time": {"end": 10}, "output": {"interval": 5}}))
+    out = work / "stop_twice.h5"
+    proc = subprocess.Popen([str(BIN), str(scene), "-o", str(out), "--progress=json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_grids(out, 1, proc, timeout=300)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, f"exit {proc.returncode}\n{stderr[-1500:]}"
+    s = summary(stdout)
+    assert s["status"] == "interrupted" and "stopped by signal 15" in s["error"]
+    assert s["snapshots"] == 1
+
+
 # ---------------------------------------------------------------------------- resume
 
 def stop_midway(scene, out, extra=(), grids=4, env=None):
