@@ -1,8 +1,9 @@
 #!/bin/sh
 # tsan-run.sh SPHSIM: runs a ThreadSanitizer build of sphsim (make sanitize builds
 # build-tsan/sphsim) where its threads meet: the time loop, the snapshot writer thread
-# (src/writer.c) and the writer's gather threads (src/particles.c), with a snapshot at every
-# step in SPH and particle mode, and a SIGINT that lands while snapshots are in flight. Fails
+# (src/writer.c), the writer's gather threads (src/particles.c) and the initial state's threads
+# (src/init.c, src/sph.c), with a snapshot at every step in SPH and particle mode, and a SIGINT
+# that lands while snapshots are in flight. Fails
 # on any ThreadSanitizer report or a wrong exit code.
 set -u
 BIN=${1:?usage: tests/tsan-run.sh build-tsan/sphsim}
@@ -36,33 +37,29 @@ cat > "$T/spheres.json" << 'J'
              "restitution": 0.5},
  "time": {"end": 0.05, "dt": 0.0005}, "output": {"interval": 0.0005}}
 J
-for s in sph spheres; do
-    $PRE "$BIN" "$T/$s.json" -o "$T/$s.h5" --quiet > "$T/out" 2> "$T/err"
+# run_ok ENV SCENE OUT WHAT: sphsim on SCENE into OUT with the environment setting ENV
+# (VAR=VALUE, or - for none); passes on exit 0, status ok and no ThreadSanitizer report.
+run_ok() {
+    e=$1
+    [ "$e" = - ] && e=""
+    env $e $PRE "$BIN" "$2" -o "$3" --quiet > "$T/out" 2> "$T/err"
     rc=$?
     if [ $rc -eq 0 ] && ! grep -q "ThreadSanitizer" "$T/err" && grep -q '"status":"ok"' "$T/out"; then
-        ok "$s: a snapshot at every step, no race reported"
+        ok "$4, no race reported"
     else
-        bad "$s: exit $rc"
+        bad "$4: exit $rc"
     fi
+}
+
+for s in sph spheres; do
+    run_ok - "$T/$s.json" "$T/$s.h5" "$s: a snapshot at every step"
 done
-
 # the writer's id-order gather on 3 threads (src/particles.c), a snapshot at every step
-SPHSIM_WRITER_THREADS=3 $PRE "$BIN" "$T/sph.json" -o "$T/sph3.h5" --quiet > "$T/out" 2> "$T/err"
-rc=$?
-if [ $rc -eq 0 ] && ! grep -q "ThreadSanitizer" "$T/err" && grep -q '"status":"ok"' "$T/out"; then
-    ok "sph: the writer's gather on 3 threads, no race reported"
-else
-    bad "sph, 3 gather threads: exit $rc"
-fi
-
+run_ok SPHSIM_WRITER_THREADS=3 "$T/sph.json" "$T/sph3.h5" "sph: the writer's gather on 3 threads"
 # one staging buffer (src/sim.c, staging_slots): each snapshot waits for the writer
-SPHSIM_STAGING_BUFFERS=1 $PRE "$BIN" "$T/sph.json" -o "$T/sph1.h5" --quiet > "$T/out" 2> "$T/err"
-rc=$?
-if [ $rc -eq 0 ] && ! grep -q "ThreadSanitizer" "$T/err" && grep -q '"status":"ok"' "$T/out"; then
-    ok "sph: one staging buffer, a snapshot at every step, no race reported"
-else
-    bad "sph, one staging buffer: exit $rc"
-fi
+run_ok SPHSIM_STAGING_BUFFERS=1 "$T/sph.json" "$T/sph1.h5" "sph: one staging buffer, a snapshot at every step"
+# the initial state on 4 threads (src/init.c, src/sph.c: the lattice and the hydrostatic squeeze)
+run_ok SPHSIM_INIT_THREADS=4 "$T/sph.json" "$T/sph4.h5" "sph: the initial state on 4 threads"
 
 # SIGINT while the writer has snapshots in flight: exit 130, file closed, no race
 sed 's/"end": 0.01/"end": 10/' "$T/sph.json" > "$T/long.json"
