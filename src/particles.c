@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each array of a particles struct: its PART_* bit, its member, its bytes per particle. */
+/* Each array of a particles struct: its FIELD_* bit, its member, its bytes per particle. */
 #define PARTICLE_ARRAYS(X)                                                                         \
-    X(PART_POS, pos, 16) X(PART_VEL, vel, 16) X(PART_RHO, rho, 4) X(PART_PRESSURE, pressure, 4)   \
-    X(PART_ID, id, 4) X(PART_TYPE, type, 1) X(PART_RADIUS, radius, 4) X(PART_MASS, mass, 4)
+    X(FIELD_POSITION, pos, 16) X(FIELD_VELOCITY, vel, 16) X(FIELD_DENSITY, rho, 4) X(FIELD_PRESSURE, pressure, 4)   \
+    X(FIELD_ID, id, 4) X(FIELD_TYPE, type, 1) X(FIELD_RADIUS, radius, 4) X(FIELD_MASS, mass, 4)
 
 sph_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sph_error *e)
 {
@@ -29,7 +29,7 @@ sph_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sph_err
     return SPH_OK;
 }
 
-sph_status particles_alloc(particles *p, size_t n, sph_error *e) { return particles_alloc_some(p, n, PART_ALL, e); }
+sph_status particles_alloc(particles *p, size_t n, sph_error *e) { return particles_alloc_some(p, n, FIELDS_ALL, e); }
 
 unsigned particles_arrays(const particles *p)
 {

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "scene.h"
 #include "status.h"
 #include "../kernels/shared.h"
 
@@ -23,25 +24,18 @@ typedef struct particles {
     uint8_t *type;   /* PTYPE_* */
 } particles;
 
-/* The arrays of a particles struct, a bit each (the same bits as the scene's output fields,
- * FIELD_*, which sim.c checks). */
-enum {
-    PART_POS = 1u << 0,
-    PART_VEL = 1u << 1,
-    PART_RHO = 1u << 2,
-    PART_PRESSURE = 1u << 3,
-    PART_ID = 1u << 4,
-    PART_TYPE = 1u << 5,
-    PART_RADIUS = 1u << 6,
-    PART_MASS = 1u << 7,
-    PART_ALL = 0xffu
-};
+/* The arrays of a particles struct are named by the bits of the output fields they hold
+ * (scene.h): FIELD_POSITION pos, FIELD_VELOCITY vel, FIELD_DENSITY rho, FIELD_PRESSURE
+ * pressure, FIELD_ID id, FIELD_TYPE type, FIELD_RADIUS radius, FIELD_MASS mass. */
+#define FIELDS_ALL                                                                                 \
+    (FIELD_POSITION | FIELD_VELOCITY | FIELD_DENSITY | FIELD_PRESSURE | FIELD_ID | FIELD_TYPE | FIELD_RADIUS | \
+     FIELD_MASS)
 
 /* Every array, zeroed. */
 sph_status particles_alloc(particles *p, size_t n, sph_error *e);
-/* Only the arrays in `arrays` (PART_* bits), zeroed; the others stay NULL. */
+/* Only the arrays in `arrays` (FIELD_* bits), zeroed; the others stay NULL. */
 sph_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sph_error *e);
-/* The PART_* bits of the arrays p has. */
+/* The FIELD_* bits of the arrays p has. */
 unsigned particles_arrays(const particles *p);
 /* Bytes per particle of the arrays in `arrays`. */
 size_t particles_row_bytes(unsigned arrays);

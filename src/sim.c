@@ -150,19 +150,13 @@ static void staging_unpin(sim_ctx *c, particles *q, cl_mem *pinned)
     q->n = n;
 }
 
-_Static_assert((unsigned)PART_POS == (unsigned)FIELD_POSITION && (unsigned)PART_VEL == (unsigned)FIELD_VELOCITY &&
-                   (unsigned)PART_RHO == (unsigned)FIELD_DENSITY && (unsigned)PART_PRESSURE == (unsigned)FIELD_PRESSURE &&
-                   (unsigned)PART_ID == (unsigned)FIELD_ID && (unsigned)PART_TYPE == (unsigned)FIELD_TYPE &&
-                   (unsigned)PART_RADIUS == (unsigned)FIELD_RADIUS && (unsigned)PART_MASS == (unsigned)FIELD_MASS,
-               "particles.h's PART_* bits must equal scene.h's FIELD_*");
-
 /* The host arrays that snapshots take, in the staging buffers and in id order (c->hp): those
  * of the fields the file holds (output_fields: position, velocity, id and type always), and in
  * id order the masses too, which the first snapshot records (output.c) and which never change.
  * Only these are kept through the run: 37 bytes per particle in each staging buffer and 41 in
  * id order for the smallest set, 53 and 53 for every field (docs/performance.md). */
-static unsigned staging_arrays(const scene *s) { return output_fields(s) & PART_ALL; }
-static unsigned id_order_arrays(const scene *s) { return (output_fields(s) & PART_ALL) | PART_MASS; }
+static unsigned staging_arrays(const scene *s) { return output_fields(s) & FIELDS_ALL; }
+static unsigned id_order_arrays(const scene *s) { return (output_fields(s) & FIELDS_ALL) | FIELD_MASS; }
 
 /* Staging buffers: two let the steps go on while the writer writes one snapshot and the next
  * is copied; one, with which a snapshot waits until the writer has finished the one before,
@@ -230,7 +224,7 @@ static sph_status state_upload(sim_ctx *c, const uint32_t *order, sph_error *e)
     dev_state *st = &c->st;
     particles q;
     cl_mem pinned = NULL;
-    SPH_TRY(staging_alloc(c, &q, rows, PART_POS | PART_VEL | PART_ID | PART_TYPE | PART_MASS | PART_RADIUS, &pinned, e));
+    SPH_TRY(staging_alloc(c, &q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE | FIELD_MASS | FIELD_RADIUS, &pinned, e));
     sph_status r = SPH_OK;
     for (size_t i0 = 0; i0 < n && r == SPH_OK; i0 += rows) {
         const size_t m = n - i0 < rows ? n - i0 : rows;
@@ -375,7 +369,7 @@ static sph_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, size_
     const dev_state *st = &c->st;
     const size_t n = st->n, rows = n < BAD_BLOCK ? (n ? n : 1) : BAD_BLOCK;
     particles q;
-    SPH_TRY(particles_alloc_some(&q, rows, PART_POS | PART_VEL | PART_ID | PART_TYPE, e));
+    SPH_TRY(particles_alloc_some(&q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE, e));
     sph_status r = SPH_OK;
     uint32_t best = UINT32_MAX;
     float bx[4] = {0}, bv[4] = {0};

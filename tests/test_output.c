@@ -1326,10 +1326,10 @@ static void test_partial_arrays(void **state)
     (void)state;
     const size_t n = 300;
     sph_error e;
-    assert_int_equal(particles_row_bytes(PART_ALL), 53);
-    assert_int_equal(particles_row_bytes(PART_POS | PART_ID | PART_TYPE), 21);
+    assert_int_equal(particles_row_bytes(FIELDS_ALL), 53);
+    assert_int_equal(particles_row_bytes(FIELD_POSITION | FIELD_ID | FIELD_TYPE), 21);
     particles q, p;
-    const unsigned staged = PART_POS | PART_VEL | PART_ID | PART_TYPE;
+    const unsigned staged = FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE;
     assert_int_equal(particles_alloc_some(&q, n, staged, &e), SPH_OK);
     assert_non_null(q.pos);
     assert_non_null(q.vel);
@@ -1349,7 +1349,7 @@ static void test_partial_arrays(void **state)
     }
     /* the id-order side: everything, then only positions, types and masses */
     assert_int_equal(particles_alloc(&p, n, &e), SPH_OK);
-    particles_keep(&p, PART_POS | PART_TYPE | PART_MASS);
+    particles_keep(&p, FIELD_POSITION | FIELD_TYPE | FIELD_MASS);
     assert_non_null(p.pos);
     assert_non_null(p.type);
     assert_non_null(p.mass);
