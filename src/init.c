@@ -143,20 +143,23 @@ static shell_dims shell_of(const scene *s)
     return d;
 }
 
-/* Whether shell row (j, k) crosses the inside of the tank (only its x then lies in the shell). */
-static int shell_row_inside(const scene *s, const shell_dims *d, long j, long k)
+/* Whether shell row (j, k) crosses the inside of the tank (only its x then lies in the shell).
+ * In 2D the one plane k = 0 is inside (n[2] = 1). */
+static int shell_row_inside(const shell_dims *d, long j, long k)
 {
-    return j >= 0 && j < d->n[1] && (s->dims < 3 || (k >= 0 && k < d->n[2]));
+    return j >= 0 && j < d->n[1] && k >= 0 && k < d->n[2];
 }
 
-/* Shell particles before row r (rows in z-major order). */
-static size_t shell_before(const scene *s, const shell_dims *d, long r)
+static long clamp_to(long v, long n) { return v < 0 ? 0 : v > n ? n : v; }
+
+/* Shell particles before row r (rows in z-major order; r = all rows gives the shell's size). */
+static size_t shell_before(const shell_dims *d, long r)
 {
     const long H1 = d->hi[1] - d->lo[1], W = d->hi[0] - d->lo[0];
     const long k = d->lo[2] + r / H1, j = d->lo[1] + r % H1;
     /* inside rows before (j, k): n1 in every inside slab below k, then those of slab k below j */
-    const long slabs = s->dims < 3 ? 0 : (k < 0 ? 0 : k > d->n[2] ? d->n[2] : k);
-    const long in_slab = (s->dims < 3 || (k >= 0 && k < d->n[2])) ? (j < 0 ? 0 : j > d->n[1] ? d->n[1] : j) : 0;
+    const long slabs = clamp_to(k, d->n[2]);
+    const long in_slab = k >= 0 && k < d->n[2] ? clamp_to(j, d->n[1]) : 0;
     return (size_t)r * (size_t)W - (size_t)(slabs * d->n[1] + in_slab) * (size_t)d->n[0];
 }
 
@@ -185,7 +188,7 @@ static void *gen_rows(void *arg)
     const long H1 = d.hi[1] - d.lo[1];
     for (long r = g->r0; r < g->r1; ++r) {
         const long k = d.lo[2] + r / H1, j = d.lo[1] + r % H1;
-        const int inside_row = shell_row_inside(s, &d, j, k);
+        const int inside_row = shell_row_inside(&d, j, k);
         for (long l = d.lo[0]; l < d.hi[0]; ++l) {
             if (inside_row && l >= 0 && l < d.n[0]) continue;
             long idx[3] = {l, j, k};
@@ -220,11 +223,11 @@ static void generate_sph(const scene *s, particles *p)
         }
         for (unsigned j = 0; j < t; ++j) {
             const long r0 = (long)((double)rows * j / t), r1 = (long)((double)rows * (j + 1) / t);
-            const size_t at = shell ? shell_before(s, &d, r0) : (size_t)r0 * (size_t)row_len;
+            const size_t at = shell ? shell_before(&d, r0) : (size_t)r0 * (size_t)row_len;
             jobs[j] = (gen_job){s, p, shell ? -1 : b, r0, j + 1 == t ? rows : r1, first + at};
         }
         jobs_run(gen_rows, jobs, sizeof *jobs, t);
-        first += shell ? shell_before(s, &d, rows) : (size_t)rows * (size_t)row_len;
+        first += shell ? shell_before(&d, rows) : (size_t)rows * (size_t)row_len;
     }
 }
 

@@ -7,10 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each array of a particles struct: its FIELD_* bit, its member, its bytes per particle. */
+/* Each array of a particles struct: its FIELD_* bit, its member, its bytes per particle; in
+ * the order particles_place lays them out, widest first, so that every array of one block is
+ * aligned to its element (the bytes of one-byte types last). */
 #define PARTICLE_ARRAYS(X)                                                                         \
-    X(FIELD_POSITION, pos, 16) X(FIELD_VELOCITY, vel, 16) X(FIELD_DENSITY, rho, 4) X(FIELD_PRESSURE, pressure, 4)   \
-    X(FIELD_ID, id, 4) X(FIELD_TYPE, type, 1) X(FIELD_RADIUS, radius, 4) X(FIELD_MASS, mass, 4)
+    X(FIELD_POSITION, pos, 16) X(FIELD_VELOCITY, vel, 16) X(FIELD_DENSITY, rho, 4)                \
+    X(FIELD_PRESSURE, pressure, 4) X(FIELD_ID, id, 4) X(FIELD_RADIUS, radius, 4) X(FIELD_MASS, mass, 4) \
+    X(FIELD_TYPE, type, 1)
 
 sph_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sph_error *e)
 {

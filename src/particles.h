@@ -40,7 +40,8 @@ unsigned particles_arrays(const particles *p);
 /* Bytes per particle of the arrays in `arrays`. */
 size_t particles_row_bytes(unsigned arrays);
 /* Points the arrays in `arrays` of p (n particles) into `mem` (particles_row_bytes(arrays) n
- * bytes, not owned: particles_free must not see them), positions first; the others NULL. */
+ * bytes, 16-byte aligned, not owned: particles_free must not see them), one after another,
+ * widest first (positions at mem, types last), so each is aligned; the others NULL. */
 void particles_place(particles *p, size_t n, unsigned arrays, void *mem);
 /* Frees every array not in `arrays` (it becomes NULL). */
 void particles_keep(particles *p, unsigned arrays);

@@ -362,7 +362,8 @@ static int particle_bad(const scene *s, const float *x, const float *v, int *fin
 
 /* The bad particle of lowest id in the device's state (positions and velocities from `pos` and
  * `vel`, with the ids and types of the same order), described in `why`: read in blocks, so no
- * host copy of the whole state is needed. */
+ * host copy of the whole state is needed. Fails, as the writer's id order does, on an id out of
+ * range or seen twice (a bit per particle marks those seen). */
 #define BAD_BLOCK ((size_t)1 << 20)
 static sph_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, size_t why_size, sph_error *e)
 {
@@ -370,6 +371,11 @@ static sph_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, size_
     const size_t n = st->n, rows = n < BAD_BLOCK ? (n ? n : 1) : BAD_BLOCK;
     particles q;
     SPH_TRY(particles_alloc_some(&q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE, e));
+    unsigned char *seen = calloc(n / 8 + 1, 1);
+    if (!seen) {
+        particles_free(&q);
+        return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory reading the state of %zu particles", n);
+    }
     sph_status r = SPH_OK;
     uint32_t best = UINT32_MAX;
     float bx[4] = {0}, bv[4] = {0};
@@ -382,8 +388,15 @@ static sph_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, size_
         if (r == SPH_OK) r = device_read(&c->dev, st->id, i0 * 4, m * 4, q.id, e);
         if (r == SPH_OK) r = device_read(&c->dev, st->type, i0, m, q.type, e);
         for (size_t i = 0; i < m && r == SPH_OK; ++i) {
+            const uint32_t k = q.id[i];
+            if (k >= n || (seen[k / 8] >> (k % 8)) & 1u) {
+                r = SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u %s (of %zu): state corrupted", k,
+                             k >= n ? "out of range" : "twice", n);
+                break;
+            }
+            seen[k / 8] |= (unsigned char)(1u << (k % 8));
             int finite;
-            if (q.id[i] < best && particle_bad(c->s, &q.pos[4 * i], &q.vel[4 * i], &finite)) {
+            if (k < best && particle_bad(c->s, &q.pos[4 * i], &q.vel[4 * i], &finite)) {
                 best = q.id[i];
                 memcpy(bx, &q.pos[4 * i], sizeof bx);
                 memcpy(bv, &q.vel[4 * i], sizeof bv);
@@ -393,6 +406,7 @@ static sph_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, size_
         }
     }
     particles_free(&q);
+    free(seen);
     if (r == SPH_OK && best != UINT32_MAX)
         snprintf(why, why_size, "particle id %u (%s) has position (%g, %g, %g) m and velocity (%g, %g, %g) m/s%s",
                  (unsigned)best, best_type == PTYPE_FLUID ? "fluid" : best_type == PTYPE_SPHERE ? "sphere" : "boundary",

@@ -1381,6 +1381,20 @@ static void test_partial_arrays(void **state)
         assert_int_equal(p.id[k], k);
     }
     free(mem);
+    /* every array of one block aligned to its element, also for an odd n */
+    const size_t odd = 301;
+    mem = aligned_alloc(16, (particles_row_bytes(FIELDS_ALL) * odd + 15) / 16 * 16);
+    assert_non_null(mem);
+    particles_place(&p, odd, FIELDS_ALL, mem);
+    assert_ptr_equal(p.pos, mem);
+    assert_int_equal((uintptr_t)p.vel % 16, 0);
+    const void *const f4[] = {p.rho, p.pressure, p.id, p.radius, p.mass};
+    for (int k = 0; k < 5; ++k) {
+        assert_non_null(f4[k]);
+        assert_int_equal((uintptr_t)f4[k] % 4, 0);
+    }
+    assert_ptr_equal(p.type, (unsigned char *)mem + (particles_row_bytes(FIELDS_ALL) - 1) * odd);
+    free(mem);
     particles_free(&q);
 }
 
