@@ -79,17 +79,19 @@ static void print_check(const scene *s)
     /* per particle and snapshot: position, velocity (3 x 4 B each), density, pressure, mass,
      * radius (4 B), id (4 B), type (1 B), at most */
     double out = (double)snapshots_of(s) * (double)s->n_total * 37.0;
+    const size_t host = sim_host_bytes(s);
     printf("%s\n", s->resolved_json ? s->resolved_json : "{}");
     printf("{\"check\":{\"particles\":%ld,\"fluid_particles\":%ld,\"boundary_particles\":%ld,\"spheres\":%ld,"
            "\"smoothing_length_m\":%.9g,\"support_radius_m\":%.9g,\"dt_s\":%.9g,\"steps\":%ld,\"snapshots\":%ld,"
-           "\"estimated_device_bytes\":%zu,\"estimated_list_bytes\":%zu,\"estimated_output_bytes\":%.0f}}\n",
+           "\"estimated_device_bytes\":%zu,\"estimated_list_bytes\":%zu,\"estimated_host_bytes\":%zu,"
+           "\"estimated_output_bytes\":%.0f}}\n",
            s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, s->h, s->support, s->dt, s->n_steps, snapshots_of(s),
-           dev, lists, out);
+           dev, lists, host, out);
     fprintf(stderr,
             "scene %s is valid: %ld particles (%ld fluid, %ld boundary, %ld spheres), h = %.4g m, dt = %.4g s, %ld steps, "
-            "%ld snapshots, about %.3g MB of device memory and %.3g MB of output\n",
+            "%ld snapshots, about %.3g MB of device memory, %.3g MB of host memory and %.3g MB of output\n",
             s->path[0] ? s->path : s->name, s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, s->h, s->dt, s->n_steps,
-            snapshots_of(s), dev / 1e6, out / 1e6);
+            snapshots_of(s), dev / 1e6, host / 1e6, out / 1e6);
 }
 
 static void print_summary(const char *out, const sim_result *r, sph_status st, const sph_error *e)

@@ -158,6 +158,19 @@ static void staging_unpin(sim_ctx *c, particles *q, cl_mem *pinned)
 static unsigned staging_arrays(const scene *s) { return output_fields(s) & FIELDS_ALL; }
 static unsigned id_order_arrays(const scene *s) { return (output_fields(s) & FIELDS_ALL) | FIELD_MASS; }
 
+/* The host's physical memory (bytes; 0 if unknown), or SPHSIM_HOST_MEMORY (bytes) when set, so
+ * that tests can make a small machine of this one. */
+static double host_physical_bytes(void)
+{
+    const char *v = getenv("SPHSIM_HOST_MEMORY");
+    if (v && *v) {
+        char *end;
+        const double b = strtod(v, &end);
+        if (*end == '\0' && b > 0) return b;
+    }
+    return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+}
+
 /* Staging buffers: two let the steps go on while the writer writes one snapshot and the next
  * is copied; one, with which a snapshot waits until the writer has finished the one before,
  * when two and the id-order copy would take more than half the host's physical memory (about
@@ -166,10 +179,24 @@ static int staging_slots(const scene *s, size_t n)
 {
     const char *v = getenv("SPHSIM_STAGING_BUFFERS");
     if (v && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0)) return v[0] - '0';
-    const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    const double phys = host_physical_bytes();
     const double need =
         (double)n * (2.0 * particles_row_bytes(staging_arrays(s)) + particles_row_bytes(id_order_arrays(s)));
     return phys > 0 && need > 0.5 * phys ? 1 : 2;
+}
+
+
+size_t sim_host_bytes(const scene *s)
+{
+    const size_t n = (size_t)s->n_total;
+    /* the initial state: every array (particles_alloc), and for SPH the hydrostatic start's
+     * column of each particle and the fluid grouped by column (sph.c) */
+    const size_t init = n * particles_row_bytes(FIELDS_ALL) + (s->mode == MODE_SPH ? 4 * n + 4 * (size_t)s->n_fluid : 0);
+    /* the run: the staging buffers and the id-order copy (staging_arrays, id_order_arrays), the
+     * writer's inverse of the id order (4 bytes) and its row buffer (12 bytes: output.c) */
+    const size_t run = n * ((size_t)staging_slots(s, n) * particles_row_bytes(staging_arrays(s)) +
+                            particles_row_bytes(id_order_arrays(s)) + 4 + 12);
+    return init > run ? init : run;
 }
 
 static void release_mem(cl_mem *m)
@@ -612,6 +639,14 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
                         "the run needs device buffers of %.3g GB (%ld particles x 16 B) but %s allows at most %.3g GB "
                         "in one buffer; use fewer particles (a larger fluid.spacing)",
                         (double)s->n_total * 16 / 1e9, s->n_total, c->dev.name, c->dev.max_alloc / 1e9);
+    const size_t host = sim_host_bytes(s);
+    const double phys = host_physical_bytes();
+    if (phys > 0 && (double)host > phys)
+        return SPH_FAIL(e, SPH_E_NOMEM,
+                        "the run needs about %.3g GB of host memory (%ld particles) but this machine has %.3g GB; "
+                        "write fewer output.fields (position, velocity, id and type are always written) or use fewer "
+                        "particles (a larger fluid.spacing)",
+                        host / 1e9, s->n_total, phys / 1e9);
 
     SPH_TRY(init_generate(s, &c->hp, e));
     if (s->mode == MODE_SPH) SPH_TRY(sph_prepare(s, &c->hp, e));

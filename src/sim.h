@@ -56,6 +56,12 @@ sph_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sph_err
 
 /* Device bytes needed for n particles of scene s (estimate used by --check and before runs). */
 size_t sim_device_bytes(const scene *s);
+
+/* Estimated peak host memory (bytes) of a run of scene s: the larger of the initial state's
+ * arrays and the run's snapshot arrays (only those of the output fields; one staging buffer
+ * where two would take more than half the host's memory). A run that needs more than the host
+ * has is refused before any particle is generated. */
+size_t sim_host_bytes(const scene *s);
 /* Device bytes the SPH neighbour lists of n particles take on top (sph_list_bytes, split as a
  * device whose largest buffer is max_alloc bytes would split them, 0: one buffer), with the
  * 17 bytes per cell of the lists' grid for the relative-motion check's boxes and the build's fluid

@@ -612,6 +612,72 @@ def test_run_too_big_for_the_device_fails_before_it_starts(work):
     assert not out.exists() and not xmf_of(out).exists()
 
 
+# ---------------------------------------------------------------------------- host memory
+
+def check_estimates(args, env):
+    chk = sphsim(*args, "--check", check_rc=0, env=env)
+    return json.loads(chk.stdout[chk.stdout.rindex('{"check"'):])["check"]
+
+
+def test_run_too_big_for_the_host_fails_before_it_starts(work):
+    """SPHSIM_HOST_MEMORY makes a small machine of this one: a run whose host estimate exceeds
+    it is refused before any particle is generated, with --check's estimate, and no file."""
+    out = work / "host_huge.h5"
+    args = [work / "resume.json", "--set", "fluid.spacing=0.00025"]
+    env = {"SPHSIM_HOST_MEMORY": "20000000"}
+    est = check_estimates(args, env)["estimated_host_bytes"]
+    assert est > 20e6
+    p = sphsim(*args, "-o", out, check_rc=4, timeout=60, env=env)
+    m = re.search(r"needs about ([0-9.e+-]+) GB of host memory \((\d+) particles\) but this machine has "
+                  r"([0-9.e+-]+) GB; write fewer output.fields", p.stderr)
+    assert m, p.stderr[-800:]
+    assert abs(float(m.group(1)) - est / 1e9) <= 0.01 * float(m.group(1)) and float(m.group(3)) == 0.02
+    assert summary(p.stdout)["status"] == "out-of-memory"
+    assert not out.exists() and not xmf_of(out).exists()
+
+
+def run_peak_rss(args, env):
+    """Runs sphsim; its exit code and its own peak resident memory (bytes)."""
+    proc = subprocess.Popen([str(BIN), *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **env})
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, ru.ru_maxrss * 1024
+
+
+def test_host_memory_follows_the_output_fields(work):
+    """The host keeps only the arrays of the fields the file holds: a 3D run of about 1.5x10^6
+    particles to its first snapshot takes less memory with position output than with every
+    field, less again with one staging buffer, and never more than --check's host and device
+    estimates (PoCL's buffers live in host memory too) plus 0.4 GB for the runtimes."""
+    scene = work / "host_mem.json"
+    scene.write_text(json.dumps({
+        "format": 1, "name": "host_mem", "dimensions": 3, "mode": "sph",
+        "tank": {"min": [0, 0, 0], "max": [0.4, 0.2, 0.2]},
+        "fluid": {"blocks": [{"min": [0, 0, 0], "max": [0.2, 0.2, 0.15]}], "particle_count": 1000000},
+        "time": {"end": 0}, "grid": {"neighbour_list": "off"}}))
+    every = '["position","velocity","density","pressure","id","type","mass","radius"]'
+    cases = [("every field", every, {}), ("position", '["position"]', {}),
+             ("position, one staging buffer", '["position"]', {"SPHSIM_STAGING_BUFFERS": "1"})]
+    peaks = []
+    for what, fields, env in cases:
+        args = [scene, "--set", f"output.fields={fields}"]
+        est = check_estimates(args, env)
+        rc, rss = run_peak_rss([*args, "-o", work / "host_mem.h5", "--overwrite"], env)
+        assert rc == 0, what
+        bound = est["estimated_host_bytes"] + est["estimated_device_bytes"] + 0.4e9
+        print(f"{what}: {est['particles']} particles, peak {rss / 1e6:.0f} MB, host estimate "
+              f"{est['estimated_host_bytes'] / 1e6:.0f} MB + device {est['estimated_device_bytes'] / 1e6:.0f} MB")
+        assert rss <= bound, f"{what}: peak {rss / 1e6:.0f} MB above the estimates' {bound / 1e6:.0f} MB"
+        peaks.append(rss)
+    # every field: 53 B per particle in each staging buffer and in id order; position output: 37
+    # per staging buffer and 41 in id order, 44 B fewer; one buffer: 37 B fewer again. At least
+    # half of each must show.
+    n = est["particles"]
+    assert peaks[0] - peaks[1] >= 0.5 * 44 * n
+    assert peaks[1] - peaks[2] >= 0.5 * 37 * n
+
+
 # ---------------------------------------------------------------------------- disk full
 
 def test_disk_full_keeps_earlier_snapshots(work, kill_ref, tmp_path):
