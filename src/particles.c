@@ -79,14 +79,7 @@ void particles_keep(particles *p, unsigned arrays)
 
 void particles_free(particles *p)
 {
-    free(p->pos);
-    free(p->vel);
-    free(p->rho);
-    free(p->pressure);
-    free(p->mass);
-    free(p->radius);
-    free(p->id);
-    free(p->type);
+    particles_keep(p, 0);
     memset(p, 0, sizeof *p);
 }
 
