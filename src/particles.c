@@ -66,6 +66,31 @@ void particles_place(particles *p, size_t n, unsigned arrays, void *mem)
 #undef PLACE_
 }
 
+/* One thread's rows lo .. hi-1 of particles_touch. */
+typedef struct touch_job {
+    particles *p;
+    size_t lo, hi;
+} touch_job;
+
+static void *touch_rows(void *arg)
+{
+    const touch_job *j = arg;
+    particles *p = j->p;
+#define TOUCH_(bit, member, bytes)                                                                 \
+    if (p->member) memset((char *)p->member + (bytes) * j->lo, 0, (bytes) * (j->hi - j->lo));
+    PARTICLE_ARRAYS(TOUCH_)
+#undef TOUCH_
+    return NULL;
+}
+
+void particles_touch(particles *p)
+{
+    const unsigned t = jobs_threads(p->n, "SPHSIM_INIT_THREADS", 1, JOBS_MAX);
+    touch_job jobs[JOBS_MAX];
+    for (unsigned j = 0; j < t; ++j) jobs[j] = (touch_job){p, p->n * j / t, p->n * (j + 1) / t};
+    jobs_run(touch_rows, jobs, sizeof *jobs, t);
+}
+
 void particles_keep(particles *p, unsigned arrays)
 {
 #define DROP_(bit, member, bytes)                                                                  \

@@ -43,6 +43,10 @@ size_t particles_row_bytes(unsigned arrays);
  * bytes, 16-byte aligned, not owned: particles_free must not see them), one after another,
  * widest first (positions at mem, types last), so each is aligned; the others NULL. */
 void particles_place(particles *p, size_t n, unsigned arrays, void *mem);
+/* Writes zeros into every array of p, over threads (as many as the initial state's,
+ * SPHSIM_INIT_THREADS): the system gives a fresh allocation its pages on first touch, so this
+ * moves that cost to here from, say, a device copy into p. */
+void particles_touch(particles *p);
 /* Frees every array not in `arrays` (it becomes NULL). */
 void particles_keep(particles *p, unsigned arrays);
 void particles_free(particles *p);

@@ -110,7 +110,7 @@ typedef struct sim_ctx {
 /* A staging buffer q of n particles with the arrays in `arrays`, zeroed: if the device gives it,
  * in one page-locked host buffer of its context (CL_MEM_ALLOC_HOST_PTR, mapped; *pinned), so
  * that snapshot copies run at the bus's DMA speed instead of through the driver's bounce
- * buffers (docs/performance.md, "Output"), else in ordinary memory. */
+ * buffers (docs/performance.md, "Output"), else in ordinary memory, its pages touched. */
 static sph_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned arrays, cl_mem *pinned, sph_error *e)
 {
     const size_t bytes = particles_row_bytes(arrays) * (n ? n : 1);
@@ -132,7 +132,11 @@ static sph_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned arr
         }
         clReleaseMemObject(buf);
     }
-    return particles_alloc_some(q, n, arrays, e);
+    SPH_TRY(particles_alloc_some(q, n, arrays, e));
+    /* the pages now, over threads: at 1.08x10^9 particles the first snapshot's copy into fresh
+     * memory took 32 s (docs/performance.md, sixteenth session) */
+    particles_touch(q);
+    return SPH_OK;
 }
 
 /* Undo staging_alloc's page-locked buffer (before the device is closed); q's arrays are gone

@@ -1347,6 +1347,25 @@ static void test_partial_arrays(void **state)
         }
         q.type[i] = (uint8_t)(q.id[i] % 2);
     }
+    /* particles_touch zeroes every byte of every array q has, on 1 and 3 threads */
+    static const char *touch_threads[2] = {"1", "3"};
+    for (int t = 0; t < 2; ++t) {
+        particles z;
+        assert_int_equal(particles_alloc_some(&z, n, staged, &e), SPH_OK);
+        memset(z.pos, 0x5a, 16 * n);
+        memset(z.vel, 0x5a, 16 * n);
+        memset(z.id, 0x5a, 4 * n);
+        memset(z.type, 0x5a, n);
+        setenv("SPHSIM_INIT_THREADS", touch_threads[t], 1);
+        particles_touch(&z);
+        unsetenv("SPHSIM_INIT_THREADS");
+        const unsigned char *const arr[4] = {(void *)z.pos, (void *)z.vel, (void *)z.id, z.type};
+        const size_t len[4] = {16 * n, 16 * n, 4 * n, n};
+        for (int a = 0; a < 4; ++a)
+            for (size_t b = 0; b < len[a]; ++b) assert_int_equal(arr[a][b], 0);
+        assert_null(z.rho);
+        particles_free(&z);
+    }
     /* the id-order side: everything, then only positions, types and masses */
     assert_int_equal(particles_alloc(&p, n, &e), SPH_OK);
     particles_keep(&p, FIELD_POSITION | FIELD_TYPE | FIELD_MASS);
