@@ -107,6 +107,19 @@ typedef struct sim_ctx {
     long outside_base; /* particles found outside before this run (--resume) */
 } sim_ctx;
 
+/* The host's physical memory (bytes; 0 if unknown), or SPHSIM_HOST_MEMORY (bytes) when set, so
+ * that tests can make a small machine of this one. */
+static double host_physical_bytes(void)
+{
+    const char *v = getenv("SPHSIM_HOST_MEMORY");
+    if (v && *v) {
+        char *end;
+        const double b = strtod(v, &end);
+        if (*end == '\0' && b > 0) return b;
+    }
+    return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+}
+
 /* A staging buffer q of n particles with the arrays in `arrays`, zeroed: if the device gives it,
  * in one page-locked host buffer of its context (CL_MEM_ALLOC_HOST_PTR, mapped; *pinned), so
  * that snapshot copies run at the bus's DMA speed instead of through the driver's bounce
@@ -118,8 +131,10 @@ static sph_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned arr
     cl_mem buf = NULL;
     /* NVIDIA's OpenCL gives such a buffer device memory as well (at 1.08x10^9 particles two
      * 40 GB of it left too little for the state: docs/performance.md, sixteenth session), so
-     * only while the device's estimate leaves room */
-    if ((double)(c->dev_need + c->pinned_bytes + bytes) <= 0.9 * (double)c->dev.global_mem)
+     * only while the device's estimate leaves room; and page-locked memory cannot be swapped
+     * out, so at most a quarter of the host's */
+    const double locked = (double)(c->pinned_bytes + bytes);
+    if ((double)c->dev_need + locked <= 0.9 * (double)c->dev.global_mem && locked <= 0.25 * host_physical_bytes())
         buf = clCreateBuffer(c->dev.ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (err == CL_SUCCESS && buf) {
         char *p = clEnqueueMapBuffer(c->dev.queue, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL, NULL, &err);
@@ -162,18 +177,6 @@ static void staging_unpin(sim_ctx *c, particles *q, cl_mem *pinned)
 static unsigned staging_arrays(const scene *s) { return output_fields(s) & FIELDS_ALL; }
 static unsigned id_order_arrays(const scene *s) { return (output_fields(s) & FIELDS_ALL) | FIELD_MASS; }
 
-/* The host's physical memory (bytes; 0 if unknown), or SPHSIM_HOST_MEMORY (bytes) when set, so
- * that tests can make a small machine of this one. */
-static double host_physical_bytes(void)
-{
-    const char *v = getenv("SPHSIM_HOST_MEMORY");
-    if (v && *v) {
-        char *end;
-        const double b = strtod(v, &end);
-        if (*end == '\0' && b > 0) return b;
-    }
-    return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-}
 
 /* Staging buffers: two let the steps go on while the writer writes one snapshot and the next
  * is copied; one, with which a snapshot waits until the writer has finished the one before,
