@@ -33,6 +33,7 @@
 #define OUT_STEP_CHUNK 64      /* rows per chunk of the per-step datasets */
 #define OUT_MIN_PARTICLE_CHUNK 1024 /* and at least this many of the per-particle ones */
 #define OUT_TOPOS 4            /* Vertices, Lines, Polygons, Strips */
+#define OUT_BLOCK_ROWS ((size_t)1 << 22) /* rows packed at a time: a multiple of every chunk */
 
 enum { FK_F32, FK_U32, FK_U8 };
 
@@ -118,6 +119,7 @@ struct output {
     size_t times_cap;
     void *buf;            /* packing buffer */
     size_t buf_size;
+    size_t block_rows;    /* rows packed and written at a time (OUT_BLOCK_ROWS; tests set fewer) */
 };
 
 /* ---------------------------------------------------------------- HDF5 helpers */
@@ -749,6 +751,7 @@ static output *output_alloc(const char *path)
     output *o = calloc(1, sizeof *o);
     if (!o) return NULL;
     o->file = -1;
+    o->block_rows = OUT_BLOCK_ROWS;
     snprintf(o->path, sizeof o->path, "%s", path);
     output_xmf_path(path, o->xmf_path, sizeof o->xmf_path);
     return o;
@@ -859,6 +862,49 @@ static int ensure_buf(output *o, size_t bytes)
     return 0;
 }
 
+/* Packs rows first .. first+count-1 of src into dst. */
+typedef void (*row_pack)(const void *src, size_t first, size_t count, void *dst);
+
+static void pack_xyz(const void *src, size_t first, size_t count, void *dst)
+{
+    const float *v = (const float *)src + 4 * first; /* 4 floats a row */
+    float *xyz = dst;
+    for (size_t i = 0; i < count; ++i)
+        for (int c = 0; c < 3; ++c) xyz[3 * i + c] = v[4 * i + c];
+}
+
+static void pack_index(const void *src, size_t first, size_t count, void *dst)
+{
+    (void)src;
+    int64_t *v = dst;
+    for (size_t i = 0; i < count; ++i) v[i] = (int64_t)(first + i);
+}
+
+/* Rows row .. row+n-1 of dataset `path` from n rows of src, packed into o->buf a block at a time
+ * (so that the buffer stays small: packing all rows at once took 13 GB at 10^9 particles).
+ * Blocks end on multiples of o->block_rows counted from the dataset's first row, a multiple
+ * of every chunk (OUT_BLOCK_ROWS), so that no chunk is written in two parts by two blocks. */
+static int write_rows_packed(output *o, const char *path, hid_t mtype, size_t row_bytes, hsize_t row, size_t n,
+                             row_pack pack, const void *src)
+{
+    const size_t B = o->block_rows;
+    if (ensure_buf(o, row_bytes * (n < B ? (n ? n : 1) : B)) < 0) return -1;
+    if (n == 0) return ds_write_rows(o->file, path, mtype, o->buf, row, 0);
+    for (size_t k = 0; k < n;) {
+        size_t m = B - (size_t)((row + k) % B);
+        if (m > n - k) m = n - k;
+        pack(src, k, m, o->buf);
+        if (ds_write_rows(o->file, path, mtype, o->buf, row + k, m) < 0) return -1;
+        k += m;
+    }
+    return 0;
+}
+
+void output_set_block_rows(output *o, size_t rows)
+{
+    if (o && rows > 0) o->block_rows = rows;
+}
+
 /* Set the rows of dataset `path` to `rows`, first growing it by `margin` past its current
  * rows and then shrinking it: the shrink makes HDF5 drop every chunk past `rows`. A kill in
  * the middle of a flush can leave the chunk index naming a chunk the file never got (past
@@ -906,11 +952,9 @@ static int write_topology(output *o)
 {
     hid_t f = o->file;
     size_t n = o->n;
-    if (ensure_buf(o, (n + 1) * sizeof(int64_t)) < 0) return -1;
-    int64_t *v = o->buf;
-    for (size_t i = 0; i <= n; ++i) v[i] = (int64_t)i;
-    if (ds_write_rows(f, "/VTKHDF/Vertices/Offsets", H5T_NATIVE_INT64, v, 0, n + 1) < 0) return -1;
-    if (ds_write_rows(f, "/VTKHDF/Vertices/Connectivity", H5T_NATIVE_INT64, v, 0, n) < 0) return -1;
+    if (write_rows_packed(o, "/VTKHDF/Vertices/Offsets", H5T_NATIVE_INT64, 8, 0, n + 1, pack_index, NULL) < 0 ||
+        write_rows_packed(o, "/VTKHDF/Vertices/Connectivity", H5T_NATIVE_INT64, 8, 0, n, pack_index, NULL) < 0)
+        return -1;
     /* the part's counts (n points, n vertex cells) come with the first commit: write_part_counts */
     if (link_exists(f, "/sphsim/restart/device_order") && H5Ldelete(f, "/sphsim/restart/device_order", H5P_DEFAULT) < 0)
         return -1;
@@ -1112,21 +1156,16 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
         o->have_topology = 1;
     }
     /* ---- data ---- */
-    if (ensure_buf(o, 3 * n * sizeof(float) + 16) < 0) return -1;
-    float *xyz = o->buf;
-    for (size_t i = 0; i < n; ++i)
-        for (int c = 0; c < 3; ++c) xyz[3 * i + c] = p->pos[4 * i + c];
-    if (ds_write_rows(f, "/VTKHDF/Points", H5T_NATIVE_FLOAT, xyz, row, n) < 0) return -1;
+    if (write_rows_packed(o, "/VTKHDF/Points", H5T_NATIVE_FLOAT, 12, row, n, pack_xyz, p->pos) < 0) return -1;
     for (int i = 0; i < N_FIELDS; ++i) {
         const field_desc *fd = &FIELDS[i];
         if (!(o->fields & fd->bit)) continue;
         const void *src = NULL;
         switch (fd->bit) {
         case FIELD_VELOCITY:
-            for (size_t j = 0; j < n; ++j)
-                for (int c = 0; c < 3; ++c) xyz[3 * j + c] = p->vel[4 * j + c];
-            src = xyz;
-            break;
+            if (write_rows_packed(o, "/VTKHDF/PointData/velocity", H5T_NATIVE_FLOAT, 12, row, n, pack_xyz, p->vel) < 0)
+                return -1;
+            continue;
         case FIELD_DENSITY: src = p->rho; break;
         case FIELD_PRESSURE: src = p->pressure; break;
         case FIELD_ID: src = p->id; break;

@@ -32,6 +32,10 @@ typedef struct output_snapshot_info {
  * velocity, id and type (what --resume reads back). */
 unsigned output_fields(const scene *s);
 
+/* Rows packed and written at a time by o (positions, velocities, the topology; default 2^22,
+ * a multiple of every chunk). For tests, which use a few rows to cross block boundaries. */
+void output_set_block_rows(output *o, size_t rows);
+
 /* Create `path` (and `path` with .h5 replaced by .xmf, or .xmf appended). Refuses to replace an
  * existing file unless `overwrite` (SPH_E_IO, naming the file and --overwrite). */
 sph_status output_open(output **o, const char *path, int overwrite, const scene *s, const output_run_info *ri,

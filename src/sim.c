@@ -200,9 +200,11 @@ size_t sim_host_bytes(const scene *s)
      * column of each particle and the fluid grouped by column (sph.c) */
     const size_t init = n * particles_row_bytes(FIELDS_ALL) + (s->mode == MODE_SPH ? 4 * n + 4 * (size_t)s->n_fluid : 0);
     /* the run: the staging buffers and the id-order copy (staging_arrays, id_order_arrays), the
-     * writer's inverse of the id order (4 bytes) and its row buffer (12 bytes: output.c) */
+     * writer's inverse of the id order (4 bytes), and the output's packing buffer (12 bytes a
+     * row for at most 2^22 rows: output.c) */
+    const size_t block = n < ((size_t)1 << 22) ? n : (size_t)1 << 22;
     const size_t run = n * ((size_t)staging_slots(s, n) * particles_row_bytes(staging_arrays(s)) +
-                            particles_row_bytes(id_order_arrays(s)) + 4 + 12);
+                            particles_row_bytes(id_order_arrays(s)) + 4) + 12 * block;
     return init > run ? init : run;
 }
 

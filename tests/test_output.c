@@ -146,6 +146,8 @@ static int count_substr(const char *s, const char *sub)
     return c;
 }
 
+static size_t g_block_rows = 0; /* write_run: rows packed at a time (0: the default) */
+
 /* Write `nsnap` snapshots (k = 0..nsnap-1) of n particles to path. */
 static void write_run(const char *path, int dims, unsigned fields, size_t n, int nsnap, int overwrite)
 {
@@ -156,6 +158,7 @@ static void write_run(const char *path, int dims, unsigned fields, size_t n, int
     sph_error e;
     sph_status st = output_open(&o, path, overwrite, &s, &ri, &e);
     if (st != SPH_OK) fail_msg("output_open: %s", e.msg);
+    if (g_block_rows) output_set_block_rows(o, g_block_rows);
     for (int k = 0; k < nsnap; ++k) {
         particles p;
         fill_particles(&p, n, k, dims);
@@ -1238,6 +1241,57 @@ static int resume_check(const char *path)
     return 0;
 }
 
+/* Positions, velocities and the topology go out packed a block of rows at a time: with blocks
+ * of 7 and 64 rows (snapshots of 50 rows cross block boundaries at other places in each
+ * snapshot), the file holds the same datasets as with the default block, and the values
+ * written. */
+static void test_packed_blocks(void **state)
+{
+    (void)state;
+    const size_t n = 50;
+    const size_t blocks[3] = {0, 7, 64};
+    static const char *const paths[4] = {"/VTKHDF/Points", "/VTKHDF/PointData/velocity", "/VTKHDF/Vertices/Offsets",
+                                         "/VTKHDF/Vertices/Connectivity"};
+    void *ref[4] = {NULL};
+    for (int b = 0; b < 3; ++b) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/blocks%d.h5", g_dir, b);
+        g_block_rows = blocks[b];
+        write_run(path, 3, 0xffu, n, 3, 0);
+        g_block_rows = 0;
+        hid_t f = open_ro(path);
+        for (int d = 0; d < 4; ++d) {
+            hsize_t d0, d1;
+            const hid_t t = d < 2 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64;
+            void *v = read_all(f, paths[d], t, &d0, &d1);
+            const size_t bytes = (size_t)(d0 * d1) * (d < 2 ? 4 : 8);
+            assert_int_equal(d0, d < 2 ? 3 * n : d == 2 ? n + 1 : n);
+            if (d >= 2)
+                for (hsize_t i = 0; i < d0; ++i) assert_int_equal(((int64_t *)v)[i], (int64_t)i);
+            if (b == 0) {
+                ref[d] = v;
+                continue;
+            }
+            assert_memory_equal(v, ref[d], bytes);
+            free(v);
+        }
+        H5Fclose(f);
+    }
+    /* and the values: snapshot k's rows from fill_particles */
+    for (int k = 0; k < 3; ++k) {
+        particles p;
+        fill_particles(&p, n, k, 3);
+        const float *pts = ref[0], *vel = ref[1];
+        for (size_t i = 0; i < n; ++i)
+            for (int c = 0; c < 3; ++c) {
+                assert_true(pts[(k * n + i) * 3 + c] == p.pos[4 * i + c]);
+                assert_true(vel[(k * n + i) * 3 + c] == p.vel[4 * i + c]);
+            }
+        particles_free(&p);
+    }
+    for (int d = 0; d < 4; ++d) free(ref[d]);
+}
+
 /* particles_scatter_by_id (the writer's id order): rows in a shuffled order come out in id
  * order, every array with them; an id out of range or one that appears twice is refused. */
 static void test_scatter_by_id(void **state)
@@ -1428,6 +1482,7 @@ int main(void)
         cmocka_unit_test(test_scatter_by_id),
         cmocka_unit_test(test_partial_arrays),
         cmocka_unit_test_setup_teardown(test_layout_and_values, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_packed_blocks, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_field_subset_2d, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_refuse_overwrite, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_read_last_and_append, setup_dir, teardown_dir),
