@@ -33,7 +33,7 @@
 #define OUT_STEP_CHUNK 64      /* rows per chunk of the per-step datasets */
 #define OUT_MIN_PARTICLE_CHUNK 1024 /* and at least this many of the per-particle ones */
 #define OUT_TOPOS 4            /* Vertices, Lines, Polygons, Strips */
-#define OUT_BLOCK_ROWS ((size_t)1 << 22) /* rows packed at a time: a multiple of every chunk */
+#define OUT_BLOCK_ROWS ((size_t)1 << 22) /* rows packed at a time: a multiple of the 65536-row chunks */
 
 enum { FK_F32, FK_U32, FK_U8 };
 
@@ -882,8 +882,10 @@ static void pack_index(const void *src, size_t first, size_t count, void *dst)
 
 /* Rows row .. row+n-1 of dataset `path` from n rows of src, packed into o->buf a block at a time
  * (so that the buffer stays small: packing all rows at once took 13 GB at 10^9 particles).
- * Blocks end on multiples of o->block_rows counted from the dataset's first row, a multiple
- * of every chunk (OUT_BLOCK_ROWS), so that no chunk is written in two parts by two blocks. */
+ * Blocks end on multiples of o->block_rows counted from the dataset's first row: with 65536
+ * particles or more the chunks have 65536 rows (create_layout), which divides OUT_BLOCK_ROWS,
+ * so no chunk is written in two parts by two blocks; fewer particles fit one block anyway, but
+ * for the one snapshot that straddles a multiple of it. */
 static int write_rows_packed(output *o, const char *path, hid_t mtype, size_t row_bytes, hsize_t row, size_t n,
                              row_pack pack, const void *src)
 {

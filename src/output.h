@@ -32,8 +32,8 @@ typedef struct output_snapshot_info {
  * velocity, id and type (what --resume reads back). */
 unsigned output_fields(const scene *s);
 
-/* Rows packed and written at a time by o (positions, velocities, the topology; default 2^22,
- * a multiple of every chunk). For tests, which use a few rows to cross block boundaries. */
+/* Rows packed and written at a time by o (positions, velocities, the topology; default 2^22).
+ * For tests, which use a few rows to cross block boundaries. */
 void output_set_block_rows(output *o, size_t rows);
 
 /* Create `path` (and `path` with .h5 replaced by .xmf, or .xmf appended). Refuses to replace an
