@@ -129,6 +129,7 @@ static sph_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned arr
     const size_t bytes = particles_row_bytes(arrays) * (n ? n : 1);
     cl_int err = CL_INVALID_VALUE;
     cl_mem buf = NULL;
+    *pinned = NULL;
     /* NVIDIA's OpenCL gives such a buffer device memory as well (at 1.08x10^9 particles two
      * 40 GB of it left too little for the state: docs/performance.md, sixteenth session), so
      * only while the device's estimate leaves room; and page-locked memory cannot be swapped
@@ -139,17 +140,16 @@ static sph_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned arr
     if (err == CL_SUCCESS && buf) {
         char *p = clEnqueueMapBuffer(c->dev.queue, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL, NULL, &err);
         if (err == CL_SUCCESS && p) {
-            memset(p, 0, bytes);
             particles_place(q, n, arrays, p); /* positions first: staging_unpin unmaps through q->pos */
             *pinned = buf;
             c->pinned_bytes += bytes;
-            return SPH_OK;
+        } else {
+            clReleaseMemObject(buf);
         }
-        clReleaseMemObject(buf);
     }
-    SPH_TRY(particles_alloc_some(q, n, arrays, e));
-    /* the pages now, over threads: at 1.08x10^9 particles the first snapshot's copy into fresh
-     * memory took 32 s (docs/performance.md, sixteenth session) */
+    if (!*pinned) SPH_TRY(particles_alloc_some(q, n, arrays, e));
+    /* zeros, and the pages now, over threads: at 1.08x10^9 particles the first snapshot's copy
+     * into fresh ordinary memory took 32 s (docs/performance.md, sixteenth session) */
     particles_touch(q);
     return SPH_OK;
 }
@@ -177,7 +177,6 @@ static void staging_unpin(sim_ctx *c, particles *q, cl_mem *pinned)
 static unsigned staging_arrays(const scene *s) { return output_fields(s) & FIELDS_ALL; }
 static unsigned id_order_arrays(const scene *s) { return (output_fields(s) & FIELDS_ALL) | FIELD_MASS; }
 
-
 /* Staging buffers: two let the steps go on while the writer writes one snapshot and the next
  * is copied; one, with which a snapshot waits until the writer has finished the one before,
  * when two and the id-order copy would take more than half the host's physical memory (about
@@ -191,7 +190,6 @@ static int staging_slots(const scene *s, size_t n)
         (double)n * (2.0 * particles_row_bytes(staging_arrays(s)) + particles_row_bytes(id_order_arrays(s)));
     return phys > 0 && need > 0.5 * phys ? 1 : 2;
 }
-
 
 size_t sim_host_bytes(const scene *s)
 {
@@ -250,7 +248,8 @@ static sph_status state_alloc(sim_ctx *c, size_t n, sph_error *e)
 
 /* Upload host particles (id order) into the device arrays in `order` (ids in device order;
  * NULL = id order), through a staging buffer of UPLOAD_BLOCK rows (page-locked when the device
- * gives it), so that no second copy of the whole state is needed. Positions and velocities go to pos_next/vel_next, as left by a step. */
+ * gives it), so that no second copy of the whole state is needed. Positions and velocities go
+ * to pos_next/vel_next, as left by a step. */
 #define UPLOAD_BLOCK ((size_t)1 << 21)
 static sph_status state_upload(sim_ctx *c, const uint32_t *order, sph_error *e)
 {

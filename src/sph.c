@@ -463,8 +463,10 @@ static sph_status hydrostatic_init(const scene *s, particles *p, double m, sph_e
 
     /* The fluid particles grouped by column (a counting sort on the lattice indices across
      * gravity, in index order), then each column sorted along "up" on its own, the columns spread
-     * over threads: 4 bytes per fluid particle and O(n) time, where one sort of all of them took
-     * 32 bytes per particle and O(n log n) on one thread (docs/performance.md, the largest run). */
+     * over threads: 8 bytes per particle (each one's column, and the fluid by column) and O(n) time,
+     * where one sort of all of them took 32 bytes per particle and O(n log n) on one thread
+     * (docs/performance.md, the largest run). The column keys are computed twice (their range,
+     * then the columns), which costs less than keeping them. */
     const unsigned t = jobs_threads(p->n, "SPHSIM_INIT_THREADS", 1, JOBS_MAX);
     column_job cj[JOBS_MAX];
     for (unsigned j = 0; j < t; ++j)
