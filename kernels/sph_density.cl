@@ -123,7 +123,8 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     }
     const float p_i = sph_eos(rho_i, P);
     vel[i].w = rho_i; /* only the w component: no density loop reads vel */
-    pos_p[i] = (float4)(x_i.xyz, p_i / (rho_i * rho_i)); /* no density loop reads pos_p */
+    /* no density loop reads pos_p */
+    SPH_NB_PUT_(pos_p, i, (float4)(x_i.xyz, p_i / (rho_i * rho_i)), (float4)(vel[i].xyz, rho_i));
 }
 
 #define SPH_DENSITY_ARGS                                                                           \
@@ -222,13 +223,13 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
     float4 sum_rho_dx_W = (float4)(0.0f);        /* kg/m^(2+dims) */
     SPH_BOUNDARY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_w, support2, i, j)
         if (type[j] != PTYPE_FLUID) continue; /* (a list holds fluid only; the cell walk does not) */
-        const float4 xp_j = pos_p[j]; /* (x_f, p_f / rho_f^2), written by sph_density */
+        const float4 xp_j = SPH_NB_X_(pos_p, vel, j); /* (x_f, p_f / rho_f^2), written by sph_density */
         float4 dx = x_w - xp_j;       /* dx = x_w - x_f */
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
         if (r2 >= support2) continue;
         const float W = sph_W(r2, P);
-        const float rho_j = vel[j].w;
+        const float rho_j = SPH_NB_V_(pos_p, vel, j).w;
         /* p_f from p_f / rho_f^2: no extra load, cheaper than the Tait EOS (0.08 ms at 1.4x10^7
          * on the H200), and within a few ulp of the p_f sph_density computed */
         const float p_j = xp_j.w * rho_j * rho_j;
@@ -246,7 +247,7 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
     /* the wall's velocity stays 0 (sph_forces); the sign marks a wall for the forces loop, which
      * then takes mass_wall (P) instead of mass_fluid; sph_pressure unpacks |w| */
     vel[i].w = -rho_w;
-    pos_p[i] = (float4)(x_w.xyz, p_w / (rho_w * rho_w));
+    SPH_NB_PUT_(pos_p, i, (float4)(x_w.xyz, p_w / (rho_w * rho_w)), (float4)(0.0f, 0.0f, 0.0f, -rho_w));
 }
 
 #define SPH_BOUNDARY_ARGS                                                                          \

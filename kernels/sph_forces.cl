@@ -57,7 +57,7 @@ inline void sph_forces_one(const uint i, const uint n,
     const float4 x_i = pos[i];                     /* (x_i, m_i) */
     const float4 v_i = vel[i];
     const float rho_i = v_i.w;                     /* > 0: i is fluid */
-    const float p_rho2_i = pos_p[i].w;             /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
+    const float p_rho2_i = SPH_NB_X_(pos_p, vel, i).w;             /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
     const float m_fluid = P->mass_fluid, m_wall = P->mass_wall; /* kg */
     const float support2 = P->support2;
     const float eta2 = P->eta2;                    /* m^2 */
@@ -68,14 +68,14 @@ inline void sph_forces_one(const uint i, const uint n,
     float4 acc = (float4)(0.0f);                   /* m/s^2 */
 
     SPH_FORCES_LOOP_BEGIN(gp, cell_start, cell_end, pos_p, x_i, support2, i, j)
-        const float4 x_j = pos_p[j]; /* (x_j, p_j / rho_j^2) */
+        const float4 x_j = SPH_NB_X_(pos_p, vel, j); /* (x_j, p_j / rho_j^2) */
         float4 dx = x_i - x_j;       /* dx = x_i - x_j */
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
         if (r2 >= support2 || r2 == 0.0f) continue; /* r2 == 0 also skips j == i */
         const float r = sqrt(r2);
         const float F = sph_F(r, P); /* grad_i W_ij = F dx */
-        const float4 v_j = vel[j]; /* (v_j, rho_j) for fluid, (0, -rho_w) for walls */
+        const float4 v_j = SPH_NB_V_(pos_p, vel, j); /* (v_j, rho_j) for fluid, (0, -rho_w) for walls */
         const float m_j = v_j.w < 0.0f ? m_wall : m_fluid;
         const float rho_j = fabs(v_j.w);
         const float p_rho2_j = x_j.w;

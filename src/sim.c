@@ -59,7 +59,8 @@ static int go_on_host(void)
 static size_t state_bytes_per_particle(const scene *s)
 {
     size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 2 * 4 /* id */ + 2 * 1 /* type */;
-    if (s->mode == MODE_SPH) b += 16;              /* pos_p (m and rho ride in pos.w and vel.w) */
+    if (s->mode == MODE_SPH) b += sph_pos_p_bytes(0); /* pos_p (m and rho ride in pos.w and vel.w;
+                                                        lists widen it, sph_list_bytes) */
     if (s->mode == MODE_PARTICLES) b += 2 * 4 + 2 * 4; /* mass, radius */
     return b;
 }
@@ -220,7 +221,7 @@ static void state_release(dev_state *st)
     for (size_t i = 0; i < sizeof all / sizeof *all; ++i) release_mem(all[i]);
 }
 
-static sph_status state_alloc(sim_ctx *c, size_t n, sph_error *e)
+static sph_status state_alloc(sim_ctx *c, size_t n, int lists, sph_error *e)
 {
     sph_device *d = &c->dev;
     dev_state *st = &c->st;
@@ -233,7 +234,8 @@ static sph_status state_alloc(sim_ctx *c, size_t n, sph_error *e)
     SPH_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
     SPH_TRY(device_alloc(d, n, "types", &st->type, e));
     SPH_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
-    if (c->s->mode == MODE_SPH) SPH_TRY(device_alloc(d, n * 16, "SPH positions with pressures", &st->pos_p, e));
+    if (c->s->mode == MODE_SPH)
+        SPH_TRY(device_alloc(d, n * sph_pos_p_bytes(lists), "SPH positions with pressures", &st->pos_p, e));
     if (c->s->mode == MODE_PARTICLES) {
         SPH_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
         SPH_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
@@ -698,7 +700,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     c->dev_need = need + (list_n ? sim_list_bytes(s, n, c->dev.max_alloc) : 0);
     grid_params gp;
     if ((st = sim_grid_geometry(s, list_n > 0, &gp, e)) == SPH_OK) st = grid_create(&c->g, &c->dev, &gp, n, e);
-    if (st == SPH_OK) st = state_alloc(c, n, e);
+    if (st == SPH_OK) st = state_alloc(c, n, list_n > 0, e);
     if (st == SPH_OK) st = state_upload(c, order, e);
     free(order);
     if (st == SPH_OK)

@@ -210,9 +210,12 @@ size_t sph_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
     const unsigned cap = sph_list_cap(s);
     const unsigned parts = max_alloc ? sph_list_parts(n, cap, max_alloc) : 1;
     const size_t rows = parts ? (size_t)parts * list_part_n(n, parts) : n; /* particles' lists allocated */
-    /* the entries, each particle's count and build position, and the list state (lstate) */
-    return rows * cap * 4 + n * (4 + 16) + 8 * 4;
+    /* the entries, each particle's count and build position, the wider pos_p, and the list
+     * state (lstate) */
+    return rows * cap * 4 + n * (4 + 16 + sph_pos_p_bytes(1) - sph_pos_p_bytes(0)) + 8 * 4;
 }
+
+size_t sph_pos_p_bytes(int lists) { return lists ? 32 : 16; }
 
 double sph_lattice_sum(int kernel, int dims, double h, double dx)
 {
@@ -589,7 +592,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     const int pack = pack_env && (!strcmp(pack_env, "1") || !strcmp(pack_env, "4")) ? atoi(pack_env)
                      : d->is_gpu                                                     ? 4
                                                                                       : 1;
-    char list_opt[64] = "";
+    char list_opt[96] = "";
     const unsigned parts = s->lists ? sph_list_parts(list_n, s->params.list_cap, d->max_alloc) : 0;
     if (s->lists && parts == 0) {
         const unsigned cap = s->params.list_cap;
@@ -597,7 +600,9 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
         return SPH_FAIL(e, SPH_E_DEVICE, "the neighbour lists of %zu particles (%u entries each) exceed %d buffers of %.3g GB",
                         list_n, cap, SPH_LIST_MAX_PARTS, d->max_alloc / 1e9);
     }
-    if (s->lists) snprintf(list_opt, sizeof list_opt, " -DSPH_LIST -DSPH_LIST_PACK=%d -DSPH_LIST_PARTS=%u", pack, parts);
+    if (s->lists)
+        snprintf(list_opt, sizeof list_opt, " -DSPH_LIST -DSPH_NB_REC -DSPH_LIST_PACK=%d -DSPH_LIST_PARTS=%u", pack,
+                 parts);
     snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s%s %s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
              sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL", list_opt, extra ? extra : "");

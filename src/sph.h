@@ -54,8 +54,13 @@ unsigned sph_list_cap(const scene *s);              /* entries per particle */
  * raises it. */
 unsigned sph_list_parts(size_t n, unsigned cap, unsigned long long max_alloc);
 /* Device bytes of the lists for n particles, split as a device whose largest buffer is
- * max_alloc bytes would split them (0: in one buffer). */
+ * max_alloc bytes would split them (0: in one buffer), and the 16 bytes per particle their
+ * wider dev_state.pos_p takes (sph_pos_p_bytes). */
 size_t sph_list_bytes(const scene *s, size_t n, unsigned long long max_alloc);
+/* Bytes per particle of dev_state.pos_p for a solver with (lists != 0) or without neighbour
+ * lists: with lists a 32-byte record, (x, p/rho^2) then (v, rho), so that the forces loop's two
+ * loads of a neighbour share a sector (kernels/sph_common.h, SPH_NB_REC); without, (x, p/rho^2). */
+size_t sph_pos_p_bytes(int lists);
 int sph_lists(const sph_solver *s);
 cl_mem sph_go_buffer(const sph_solver *s);          /* NULL without lists */
 sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);

@@ -39,7 +39,9 @@ typedef struct dev_state {
     cl_mem pos_next, vel_next; /* float4, written by solvers (SPH: pos_next.w = m) */
     cl_mem pos_p;    /* float4 (SPH only, else NULL), written by the density stage, sorted:
                         (x (m), p/rho^2 (m^5/(kg s^2))), what the forces loop reads of a
-                        neighbour besides vel (whose w gives its mass, sph_set_masses) */
+                        neighbour besides vel (whose w gives its mass, sph_set_masses); with
+                        neighbour lists two float4 per particle, the second a copy of
+                        (v, rho) that the loops read instead of vel (sph_pos_p_bytes) */
     cl_mem mass, mass_tmp;     /* float, kg (particle mode only, else NULL: SPH keeps it in pos.w) */
     cl_mem radius, radius_tmp; /* float, m (particle mode only, else NULL) */
     cl_mem id, id_tmp;         /* uint */

@@ -285,7 +285,8 @@ static void run_alloc_cell(sph_device *d, run *r, size_t n, const scene *s, doub
     assert_int_equal(device_alloc(d, 16 * n, "vel", &r->st.vel, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 16 * n, "pos_next", &r->st.pos_next, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 16 * n, "vel_next", &r->st.vel_next, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 16 * n, "pos_p", &r->st.pos_p, &e), SPH_OK);
+    /* wide enough for either layout (sph_pos_p_bytes) */
+    assert_int_equal(device_alloc(d, sph_pos_p_bytes(1) * n, "pos_p", &r->st.pos_p, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 4 * n, "mass", &r->st.mass, &e), SPH_OK);
     assert_int_equal(device_alloc(d, n, "type", &r->st.type, &e), SPH_OK);
     assert_int_equal(device_alloc(d, 8, "flags", &r->st.flags, &e), SPH_OK);
@@ -357,12 +358,13 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
     if (st != SPH_OK) fprintf(stderr, "sph_enqueue: %s\n", e.msg);
     assert_int_equal(st, SPH_OK);
     assert_int_equal(clFinish(d->queue), CL_SUCCESS);
-    float *vel = malloc(16 * n), *pp = malloc(16 * n), *mass = malloc(4 * n), *b4 = malloc(16 * n),
+    const size_t pb = sph_pos_p_bytes(sph_lists(s)), pw = pb / 4; /* pos_p's bytes and floats per particle */
+    float *vel = malloc(16 * n), *pp = malloc(pb * n), *mass = malloc(4 * n), *b4 = malloc(16 * n),
           *b5 = malloc(16 * n);
     uint8_t *type = malloc(n);
     assert_true(vel && pp && mass && type && b4 && b5);
     assert_int_equal(device_read(d, r->st.vel, 0, 16 * n, vel, &e), SPH_OK);
-    assert_int_equal(device_read(d, r->st.pos_p, 0, 16 * n, pp, &e), SPH_OK);
+    assert_int_equal(device_read(d, r->st.pos_p, 0, pb * n, pp, &e), SPH_OK);
     assert_int_equal(device_read(d, r->st.mass, 0, 4 * n, mass, &e), SPH_OK);
     assert_int_equal(device_read(d, r->st.type, 0, n, type, &e), SPH_OK);
     assert_int_equal(device_read(d, r->st.pos_next, 0, 16 * n, b4, &e), SPH_OK);
@@ -382,7 +384,7 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
     double p_max = 0.0;
     for (size_t k = 0; k < n; ++k) {
         const double rk = fabs((double)vel[4 * k + 3]);
-        p_max = fmax(p_max, fabs((double)pp[4 * k + 3] * rk * rk));
+        p_max = fmax(p_max, fabs((double)pp[pw * k + 3] * rk * rk));
     }
     for (size_t k = 0; k < n; ++k) {
         const uint32_t i = r->order[k];
@@ -392,11 +394,19 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
         assert_true((vel[4 * k + 3] < 0.0f) == (type[k] == PTYPE_BOUNDARY));
         assert_true(b4[4 * k + 3] == mass[k]);
         if (rho) rho[i] = rho_k;
-        if (pressure) pressure[i] = (float)((double)pp[4 * k + 3] * rho_k * rho_k);
+        if (pressure) pressure[i] = (float)((double)pp[pw * k + 3] * rho_k * rho_k);
         /* the output's density is the state's, walls' included (positive); its pressure the
          * state's within the EOS round trip (a wall's p_w -> rho_w -> p; 1 Pa at rest) */
         assert_true(o_rho[k] == rho_k && o_rho[k] > 0.0f);
-        assert_true(fabs(o_p[k] - (double)pp[4 * k + 3] * rho_k * rho_k) <= 1e-4 * p_max + 1.0);
+        assert_true(fabs(o_p[k] - (double)pp[pw * k + 3] * rho_k * rho_k) <= 1e-4 * p_max + 1.0);
+        if (pw == 8) {
+            /* with lists, the record's second half: the state's (v, rho) for fluid, (0, -rho_w)
+             * for walls, which the loops read instead of vel */
+            const float want[4] = {type[k] == PTYPE_FLUID ? vel[4 * k] : 0.0f,
+                                   type[k] == PTYPE_FLUID ? vel[4 * k + 1] : 0.0f,
+                                   type[k] == PTYPE_FLUID ? vel[4 * k + 2] : 0.0f, vel[4 * k + 3]};
+            assert_memory_equal(pp + 8 * k + 4, want, 16);
+        }
         memcpy(pos_next + 4 * i, b4 + 4 * k, 16);
         memcpy(vel_next + 4 * i, b5 + 4 * k, 16);
     }
@@ -1633,8 +1643,10 @@ static void test_list_parts(void **state)
     s.skin = 0.1;
     const unsigned c = sph_list_cap(&s);
     /* the entries of every particle a part holds, plus each particle's count and build
-     * position and the 8 words of list state */
-    const size_t rest = n * (4 + 16) + 8 * 4;
+     * position, the second half of its pos_p record, and the 8 words of list state */
+    assert_int_equal(sph_pos_p_bytes(1), 32);
+    assert_int_equal(sph_pos_p_bytes(0), 16);
+    const size_t rest = n * (4 + 16 + 16) + 8 * 4;
     assert_int_equal(sph_list_bytes(&s, n, 0), (size_t)n * c * 4 + rest);
     assert_int_equal(sph_list_bytes(&s, n, (unsigned long long)n * c * 4), (size_t)n * c * 4 + rest);
     assert_int_equal(sph_list_bytes(&s, n, 334ull * c * 4), (size_t)3 * 334 * c * 4 + rest);
