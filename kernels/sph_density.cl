@@ -222,7 +222,12 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
     float sum_W = 0.0f, sum_pW = 0.0f;          /* 1/m^dims, Pa/m^dims */
     float4 sum_rho_dx_W = (float4)(0.0f);        /* kg/m^(2+dims) */
     SPH_BOUNDARY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_w, support2, i, j)
-        if (type[j] != PTYPE_FLUID) continue; /* (a list holds fluid only; the cell walk does not) */
+#ifdef SPH_LIST
+        /* a wall's list holds fluid only (sph_list_build): only the fallback walk tests the type */
+        if (list_walk && type[j] != PTYPE_FLUID) continue;
+#else
+        if (type[j] != PTYPE_FLUID) continue; /* the cell walk visits walls too */
+#endif
         const float4 xp_j = SPH_NB_X_(pos_p, vel, j); /* (x_f, p_f / rho_f^2), written by sph_density */
         float4 dx = x_w - xp_j;       /* dx = x_w - x_f */
         dx.w = 0.0f;
