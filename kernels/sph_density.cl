@@ -2,8 +2,11 @@
  * spare fourth components of the particle arrays (docs/physics.md, "Device data layout"):
  *   pos_i.w = m_i (kg, carried by every step), vel_i.w = rho_i (kg/m^3, written here; -rho_w
  *   for a wall particle, whose sign tells the forces loop which mass to take),
- *   pos_p_i = (x_i, p_i / rho_i^2) (a copy of the position with the pressure term, written here)
- * so a density loop reads one float4 per neighbour and the forces loop two (pos_p_j, vel_j).
+ *   pos_p_i = (x_i, p_i / rho_i^2) (a copy of the position with the pressure term, written here;
+ *   with lists followed by a copy of (v_i, rho_i), 0 and -rho_w for walls: a 32-byte record,
+ *   SPH_NB_PUT_ in sph_common.h)
+ * so a density loop reads one float4 per neighbour and the forces loop two (pos_p_j and vel_j,
+ * or with lists the two halves of j's record).
  *   sph_density  (fluid i):    rho_i = sum_j m_j W(|x_i - x_j|, h)   (j over fluid and boundary,
  *                              j = i included; boundary m_b = rho0 / sum_lattice W), p_i = EOS(rho_i)
  *   sph_boundary (boundary w): pressure extrapolated from the fluid (Adami, Hu & Adams 2012, eq. 27,
@@ -12,7 +15,7 @@
  *                              clamped at >= 0 (0 without fluid neighbours); rho_w = EOS^-1(p_w)
  *   sph_pressure:              p_i = EOS(rho_i) again, for output.
  * Gathers over the neighbour grid: no atomics; sums run in sorted order. sph_density writes only
- * vel[i].w (which no density loop reads) and pos_p[i]; sph_boundary reads only fluid entries and
+ * vel[i].w (which no density loop reads) and particle i's pos_p; sph_boundary reads only fluid entries and
  * writes only boundary entries. */
 #include "sph_common.h"
 
@@ -134,7 +137,7 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     __global const uchar *SPH_RESTRICT type,   /* PTYPE_*, sorted */                               \
     __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
     __constant const grid_params *gp, __constant const sph_params *P,                             \
-    __global float4 *pos_p,       /* (x, p/rho^2), out (fluid) */                                  \
+    __global float4 *pos_p,       /* (x, p/rho^2) [, (v, rho) with lists], out (fluid) */                                  \
     __global uint *nl_list,       /* neighbour lists (-DSPH_LIST), parts 0-3: read, or */          \
     __global uint *nl_list1, __global uint *nl_list2, __global uint *nl_list3,                     \
     __global uint *nl_count,      /* written when the go word has GO_REBUILD */                    \
@@ -262,7 +265,7 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
     __global const uchar *SPH_RESTRICT type,  /* PTYPE_*, sorted */                                \
     __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
     __constant const grid_params *gp, __constant const sph_params *P,                             \
-    __global float4 *pos_p,      /* (x, p/rho^2): fluid read, boundary written */                 \
+    __global float4 *pos_p,      /* (x, p/rho^2) [, (v, rho)]: fluid read, boundary written */                 \
     __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3 */      \
     __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,       \
     __global const uint *SPH_RESTRICT nl_list3,                                                   \

@@ -16,11 +16,13 @@
  * barrier along the face's inward normal n stops splashing droplets, which have p = 0, before
  * they cross it, wherever they hit it (docs/physics.md, "Barrier"):
  *   a_i += K (d0 - d) n,      d = distance of x_i from the face,  K = min((c0 / (2 d0))^2, 1/dt^2)
- * Neighbour data come packed (docs/physics.md, "Device data layout"): pos_p_j = (x_j, p_j/rho_j^2)
- * and vel_j = (v_j, rho_j), both written by the density stages (v = 0 and -rho_w for walls):
- * two loads per neighbour. There are two masses (sph_set_masses), so m_j follows from the sign
- * of vel_j.w; an array of masses, or the mass in pos_p_j.w and p/rho^2 apart, would take a third
- * load (7 % of this loop on the H200, docs/performance.md).
+ * Neighbour data come packed (docs/physics.md, "Device data layout"): (x_j, p_j/rho_j^2) and
+ * (v_j, rho_j), written by the density stages (v = 0 and -rho_w for walls): two loads per
+ * neighbour, from pos_p_j and the state's vel_j with the cell walk, from the two halves of j's
+ * 32-byte pos_p record with lists (SPH_NB_X_, SPH_NB_V_, sph_common.h). There are two masses
+ * (sph_set_masses), so m_j follows from the sign of rho_j's slot; an array of masses, or the
+ * mass in pos_p_j.w and p/rho^2 apart, would take a third load (7 % of this loop on the H200,
+ * docs/performance.md).
  * A gather over the neighbour grid: no float atomics; only the flag word is OR-ed atomically. */
 #include "sph_common.h"
 
@@ -30,7 +32,7 @@ inline void sph_forces_one(const uint i, const uint n,
                            __global const float4 *SPH_RESTRICT pos,      /* (x (m), m (kg)), sorted */
                            __global const float4 *SPH_RESTRICT vel,      /* (v (m/s), rho (kg/m^3); walls -rho), sorted */
                            __global const uchar *SPH_RESTRICT type,      /* PTYPE_* */
-                           __global const float4 *SPH_RESTRICT pos_p,    /* (x, p/rho^2) (sph_density, sph_boundary) */
+                           __global const float4 *SPH_RESTRICT pos_p,    /* (x, p/rho^2) [, (v, rho) with lists] (sph_density, sph_boundary) */
                            __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                            __constant const grid_params *gp, __constant const sph_params *P,
                            __global float4 *pos_next,       /* m, out */
@@ -57,7 +59,7 @@ inline void sph_forces_one(const uint i, const uint n,
     const float4 x_i = pos[i];                     /* (x_i, m_i) */
     const float4 v_i = vel[i];
     const float rho_i = v_i.w;                     /* > 0: i is fluid */
-    const float p_rho2_i = SPH_NB_X_(pos_p, vel, i).w;             /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
+    const float p_rho2_i = SPH_NB_X_(pos_p, vel, i).w; /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
     const float m_fluid = P->mass_fluid, m_wall = P->mass_wall; /* kg */
     const float support2 = P->support2;
     const float eta2 = P->eta2;                    /* m^2 */
@@ -179,7 +181,7 @@ inline void sph_forces_one(const uint i, const uint n,
     X0 pos,                          /* (x (m), m (kg)), sorted */                                 \
     V0 vel,                          /* (v (m/s), rho (kg/m^3); walls -rho), sorted */             \
     __global const uchar *SPH_RESTRICT type, /* PTYPE_* */                                         \
-    __global const float4 *SPH_RESTRICT pos_p, /* (x, p/rho^2) (sph_density, sph_boundary) */    \
+    __global const float4 *SPH_RESTRICT pos_p, /* (x, p/rho^2) [, (v, rho) with lists] (sph_density, sph_boundary) */    \
     __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
     __constant const grid_params *gp, __constant const sph_params *P,                             \
     X1 pos_next,                     /* m, out */                                                  \

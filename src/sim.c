@@ -610,14 +610,15 @@ static sph_status sim_list_choice(sim_ctx *c, size_t n, size_t need, size_t *lis
     if (s->mode != MODE_SPH || s->neighbour_list == NLIST_OFF || n == 0) return SPH_OK;
     const size_t bytes = sim_list_bytes(s, n, c->dev.max_alloc);
     const int fits = (double)(need + bytes) <= 0.9 * (double)c->dev.global_mem &&
-                     sph_list_parts(n, sph_list_cap(s), c->dev.max_alloc) != 0;
+                     sph_list_buffers_fit(n, sph_list_cap(s), c->dev.max_alloc);
     if (s->neighbour_list == NLIST_ON && !fits)
         return SPH_FAIL(e, SPH_E_DEVICE,
                         "grid.neighbour_list: \"on\" needs %.3g GB of device memory for the lists (%u entries per "
-                        "particle, in at most %d buffers) besides %.3g GB for the rest, but %s has %.3g GB (at most "
-                        "%.3g GB in one buffer); use \"auto\" or \"off\", or a smaller grid.skin",
-                        bytes / 1e9, sph_list_cap(s), SPH_LIST_MAX_PARTS, need / 1e9, c->dev.name,
-                        c->dev.global_mem / 1e9, c->dev.max_alloc / 1e9);
+                        "particle, in at most %d buffers, and %zu bytes per particle in one buffer) besides %.3g GB "
+                        "for the rest, but %s has %.3g GB (at most %.3g GB in one buffer); use \"auto\" or \"off\", "
+                        "or a smaller grid.skin",
+                        bytes / 1e9, sph_list_cap(s), SPH_LIST_MAX_PARTS, sph_pos_p_bytes(1), need / 1e9,
+                        c->dev.name, c->dev.global_mem / 1e9, c->dev.max_alloc / 1e9);
     if (s->neighbour_list == NLIST_ON || fits) *list_n = n;
     return SPH_OK;
 }

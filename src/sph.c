@@ -205,6 +205,12 @@ unsigned sph_list_parts(size_t n, unsigned cap, unsigned long long max_alloc)
     return parts <= SPH_LIST_MAX_PARTS ? parts : 0;
 }
 
+int sph_list_buffers_fit(size_t n, unsigned cap, unsigned long long max_alloc)
+{
+    return sph_list_parts(n, cap, max_alloc) != 0 && (unsigned long long)n * sph_pos_p_bytes(1) <= max_alloc &&
+           n <= 0x7fffffffu;
+}
+
 size_t sph_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
 {
     const unsigned cap = sph_list_cap(s);

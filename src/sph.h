@@ -53,6 +53,10 @@ unsigned sph_list_cap(const scene *s);              /* entries per particle */
  * SPH_LIST_MAX_PARTS; 0 when even that many are too small). SPHSIM_LIST_PARTS (1-4, tests)
  * raises it. */
 unsigned sph_list_parts(size_t n, unsigned cap, unsigned long long max_alloc);
+/* Whether the buffers lists need for n particles can be allocated on a device whose largest
+ * buffer is max_alloc bytes: the lists in at most SPH_LIST_MAX_PARTS buffers (sph_list_parts),
+ * and pos_p's 32-byte records in one, indexed 2 j in 32 bits (n < 2^31). */
+int sph_list_buffers_fit(size_t n, unsigned cap, unsigned long long max_alloc);
 /* Device bytes of the lists for n particles, split as a device whose largest buffer is
  * max_alloc bytes would split them (0: in one buffer), and the 16 bytes per particle their
  * wider dev_state.pos_p takes (sph_pos_p_bytes). */

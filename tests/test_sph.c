@@ -1613,9 +1613,9 @@ static void test_list_grid_cells(void **state)
     }
 }
 
-/* The lists' buffers (sph_list_parts, sph_list_bytes): split by particle, each part holds the
- * whole lists of ceil(n / parts) particles and must fit the device's largest buffer; five parts
- * are refused (0). The tests that step with lists (run_step, lists >= 3) force three parts, so
+/* The lists' buffers (sph_list_parts, sph_list_buffers_fit, sph_list_bytes): split by particle,
+ * each part holds the whole lists of ceil(n / parts) particles and must fit the device's largest
+ * buffer; five parts are refused (0), and so are lists whose pos_p records exceed one buffer. The tests that step with lists (run_step, lists >= 3) force three parts, so
  * that particles of every part are compared with the brute-force reference. */
 static void test_list_parts(void **state)
 {
@@ -1633,6 +1633,15 @@ static void test_list_parts(void **state)
     assert_int_equal(sph_list_parts(n, cap, 334ull * cap * 4), 3);
     assert_int_equal(sph_list_parts(n, cap, 250ull * cap * 4), 4);
     assert_int_equal(sph_list_parts(n, cap, 250ull * cap * 4 - 1), 0);
+    /* the 32-byte pos_p records must fit one buffer too: with 8 entries a particle the lists
+     * fit one buffer of 32 n bytes, and one byte less refuses them however they split */
+    assert_int_equal(sph_list_buffers_fit(n, cap, 250ull * cap * 4), 1);
+    assert_int_equal(sph_list_buffers_fit(n, cap, 250ull * cap * 4 - 1), 0);
+    assert_int_equal(sph_list_buffers_fit(n, 8, (unsigned long long)n * 32), 1);
+    assert_int_equal(sph_list_buffers_fit(n, 8, (unsigned long long)n * 32 - 1), 0);
+    assert_int_equal(sph_list_parts(n, 8, (unsigned long long)n * 32 - 1), 2);
+    assert_int_equal(sph_list_buffers_fit((size_t)1 << 31, 1, 1ull << 40), 0); /* 2 j overflows */
+    assert_int_equal(sph_list_buffers_fit(((size_t)1 << 31) - 1, 1, 1ull << 40), 1);
     setenv("SPHSIM_LIST_PARTS", "3", 1); /* at least three, as the tests force */
     assert_int_equal(sph_list_parts(n, cap, one), 3);
     assert_int_equal(sph_list_parts(n, cap, 250ull * cap * 4), 4);
