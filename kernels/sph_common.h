@@ -195,10 +195,10 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
  * which the density stages write (the (v, rho) half a copy of the state's vel): the second load
  * of a neighbour then hits the sector the first brought. On the H200 the developed 3D dam break
  * took 1.4 % less per step (forces -2.4 to -2.7 %, wall pressure -18 to -19 %, density +2 % for
- * the wider writes; docs/performance.md, seventeenth session), for 16 more bytes per particle, which the
- * lists' memory counts (sph_list_bytes). The cell walk, which a run too large for lists takes,
- * keeps 16 bytes: pos_p[j] and the state's vel[j]. SPH_NB_PUT_ writes particle i's (v is not
- * evaluated without the record). */
+ * the wider writes; docs/performance.md, seventeenth session), for 16 more bytes per particle,
+ * which the lists' memory counts (sph_list_bytes). The cell walk, which a run too large for
+ * lists takes, keeps 16 bytes: pos_p[j] and the state's vel[j]. SPH_NB_PUT_ writes particle i's
+ * (v is not evaluated without the record). */
 #ifdef SPH_NB_REC
 #define SPH_NB_X_(pos_p, vel, j) (pos_p)[2u * (j)]
 #define SPH_NB_V_(pos_p, vel, j) (pos_p)[2u * (j) + 1u]

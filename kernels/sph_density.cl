@@ -15,8 +15,8 @@
  *                              clamped at >= 0 (0 without fluid neighbours); rho_w = EOS^-1(p_w)
  *   sph_pressure:              p_i = EOS(rho_i) again, for output.
  * Gathers over the neighbour grid: no atomics; sums run in sorted order. sph_density writes only
- * vel[i].w (which no density loop reads) and particle i's pos_p; sph_boundary reads only fluid entries and
- * writes only boundary entries. */
+ * vel[i].w (which no density loop reads) and particle i's pos_p; sph_boundary reads only fluid
+ * entries and writes only boundary entries. */
 #include "sph_common.h"
 
 /* With lists (-DSPH_LIST), in a step whose go word is set: the list of particle i (every j within
@@ -137,7 +137,7 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     __global const uchar *SPH_RESTRICT type,   /* PTYPE_*, sorted */                               \
     __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
     __constant const grid_params *gp, __constant const sph_params *P,                             \
-    __global float4 *pos_p,       /* (x, p/rho^2) [, (v, rho) with lists], out (fluid) */                                  \
+    __global float4 *pos_p,       /* (x, p/rho^2) [, (v, rho) with lists], out (fluid) */           \
     __global uint *nl_list,       /* neighbour lists (-DSPH_LIST), parts 0-3: read, or */          \
     __global uint *nl_list1, __global uint *nl_list2, __global uint *nl_list3,                     \
     __global uint *nl_count,      /* written when the go word has GO_REBUILD */                    \
@@ -265,7 +265,7 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
     __global const uchar *SPH_RESTRICT type,  /* PTYPE_*, sorted */                                \
     __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
     __constant const grid_params *gp, __constant const sph_params *P,                             \
-    __global float4 *pos_p,      /* (x, p/rho^2) [, (v, rho)]: fluid read, boundary written */                 \
+    __global float4 *pos_p,      /* (x, p/rho^2) [, (v, rho)]: fluid read, boundary written */     \
     __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3 */      \
     __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,       \
     __global const uint *SPH_RESTRICT nl_list3,                                                   \

@@ -32,7 +32,7 @@ inline void sph_forces_one(const uint i, const uint n,
                            __global const float4 *SPH_RESTRICT pos,      /* (x (m), m (kg)), sorted */
                            __global const float4 *SPH_RESTRICT vel,      /* (v (m/s), rho (kg/m^3); walls -rho), sorted */
                            __global const uchar *SPH_RESTRICT type,      /* PTYPE_* */
-                           __global const float4 *SPH_RESTRICT pos_p,    /* (x, p/rho^2) [, (v, rho) with lists] (sph_density, sph_boundary) */
+                           __global const float4 *SPH_RESTRICT pos_p,    /* (x, p/rho^2) [, (v, rho) with lists] */
                            __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                            __constant const grid_params *gp, __constant const sph_params *P,
                            __global float4 *pos_next,       /* m, out */
@@ -181,7 +181,7 @@ inline void sph_forces_one(const uint i, const uint n,
     X0 pos,                          /* (x (m), m (kg)), sorted */                                 \
     V0 vel,                          /* (v (m/s), rho (kg/m^3); walls -rho), sorted */             \
     __global const uchar *SPH_RESTRICT type, /* PTYPE_* */                                         \
-    __global const float4 *SPH_RESTRICT pos_p, /* (x, p/rho^2) [, (v, rho) with lists] (sph_density, sph_boundary) */    \
+    __global const float4 *SPH_RESTRICT pos_p, /* (x, p/rho^2) [, (v, rho)] (sph_density, sph_boundary) */ \
     __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
     __constant const grid_params *gp, __constant const sph_params *P,                             \
     X1 pos_next,                     /* m, out */                                                  \
