@@ -550,11 +550,16 @@ static void step_vs_reference(fixture *f, sph_solver *sol, run *r, const scene *
 }
 
 /* The small tank of the step tests (dx 1 cm, h 1.3 dx, alpha 0.5), its particles prepared
- * (hydrostatic start) and perturbed with `seed`. */
-static void perturbed_scene(scene *s, particles *p, int dims, const scheme *sc, uint64_t seed)
+ * (hydrostatic start) and perturbed with `seed`; the fluid block nfluid dx per axis (NULL: the
+ * default), moved `shift` dx along x. */
+static void perturbed_scene_block(scene *s, particles *p, int dims, const scheme *sc, uint64_t seed,
+                                  const int *nfluid, int shift)
 {
     const int nt[3] = {12, 12, 6}, nf2[3] = {8, 8, 1}, nf3[3] = {5, 5, 4}, nt3[3] = {6, 6, 6};
-    ref_sph_scene(s, dims, sc->kernel, sc->eos, sc->visc, 0.01, 1.3, dims == 2 ? nt : nt3, dims == 2 ? nf2 : nf3);
+    ref_sph_scene(s, dims, sc->kernel, sc->eos, sc->visc, 0.01, 1.3, dims == 2 ? nt : nt3,
+                  nfluid ? nfluid : dims == 2 ? nf2 : nf3);
+    s->blocks[0].min[0] += shift * s->spacing;
+    s->blocks[0].max[0] += shift * s->spacing;
     s->alpha = 0.5;
     sph_error e;
     assert_int_equal(ref_sph_particles(s, p, &e), SPH_OK);
@@ -565,6 +570,12 @@ static void perturbed_scene(scene *s, particles *p, int dims, const scheme *sc, 
     for (size_t i = 0; i < p->n; ++i)
         if (p->type[i] == PTYPE_BOUNDARY) p->mass[i] *= 1.25f;
     perturb(s, p, seed);
+}
+
+/* The default block in place. */
+static void perturbed_scene(scene *s, particles *p, int dims, const scheme *sc, uint64_t seed)
+{
+    perturbed_scene_block(s, p, dims, sc, seed, NULL, 0);
 }
 
 /* The host reads the go word of the step sph_begin_step enqueued (sim.c's default): `want`
@@ -659,6 +670,69 @@ static void test_step_vs_reference(void **state)
             step_vs_reference(f, sol, &r, &s, &p, label);
             if (host) rebuild_ways_agree(f, &s, &p, lists);
 
+            run_free(&r);
+            sph_destroy(sol);
+            particles_free(&p);
+        }
+}
+
+/* A wall particle's list build skips the cells without fluid (sph_cell_fluid, on the grid and
+ * flags sim.c gives lists): a dry cell next to a wet one must be skipped and the wet one walked,
+ * in either order along a row. With the fluid against the far wall in x, the walls at x < 0
+ * fill cell 0 with no fluid and cell 1 holds fluid (an even dry cell, then a wet one); against
+ * the near wall, the fluid's last cell is an even one and the next holds only floor walls (wet,
+ * then dry); the test checks that the placement's pairs exist. A wall that missed its fluid
+ * neighbours would get another pressure than the reference's (an off-by-one in the flag's
+ * index fails here). In the "lists" mode (fused build, the device's decision) and the
+ * "3 parts4" one (the GPUs' layout, the build apart, the host's decision). */
+static void test_walls_beside_dry_cells(void **state)
+{
+    fixture *f = *state;
+    static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
+    static const int modes[2] = {1, 4};
+    for (int m = 0; m < 2; ++m)
+        for (int far = 0; far <= 1; ++far)
+        for (int dims = 2; dims <= 3; ++dims) {
+            const int lists = modes[m], host = lists == 4;
+            const int nf2[3] = {8, 8, 1}, nf3[3] = {3, 6, 4};
+            scene s;
+            particles p;
+            perturbed_scene_block(&s, &p, dims, &wcsph, 77 + dims, dims == 2 ? nf2 : nf3,
+                                  far ? (dims == 2 ? 4 : 3) : 0);
+            s.skin = 0.1;
+            setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
+            sph_solver *sol = make_solver_lists(&f->d, &s, lists, p.n);
+            unsetenv("SPHSIM_LIST_BUILD");
+            run r;
+            /* the grid sim.c gives lists (cells support (1 + skin) wide) and the cells' fluid
+             * flags on it (sph_bind_check), which a wall particle's build reads */
+            run_alloc_cell(&f->d, &r, p.n, &s, 2.0 * s.h * (1.0 + s.skin));
+            sph_error e;
+            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPH_OK);
+            /* cells with fluid and cells with walls, then the pairs (even x, x + 1) of a row
+             * whose first cell has walls and no fluid and whose second has fluid */
+            uint8_t *kind = calloc(r.gp.n_cells, 1);
+            assert_non_null(kind);
+            for (size_t i = 0; i < p.n; ++i)
+                kind[ref_sph_cell_index(&r.gp, p.pos + 4 * i)] |= p.type[i] == PTYPE_FLUID ? 1u : 2u;
+            size_t pairs[2] = {0, 0}; /* dry then wet, wet then dry */
+            for (uint32_t c = 0; c + 1 < r.gp.n_cells; ++c)
+                if (c % r.gp.ncell[0] % 2 == 0 && c % r.gp.ncell[0] + 1 < r.gp.ncell[0]) {
+                    pairs[0] += kind[c] == 2u && (kind[c + 1] & 1u);
+                    pairs[1] += (kind[c] & 1u) && kind[c + 1] == 2u;
+                }
+            free(kind);
+            const size_t want = pairs[far ? 0 : 1]; /* the placement's kind of pair */
+            assert_true(want > 0);
+            run_upload(&f->d, sol, &r, &p);
+            if (host) {
+                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+                expect_go(sol, 1);
+            }
+            char label[96];
+            snprintf(label, sizeof label, "fluid at the %s wall %dD, %zu %s pairs, %s", far ? "far " : "near", dims,
+                     want, far ? "dry-wet" : "wet-dry", host ? "3 parts4, host" : "lists");
+            step_vs_reference(f, sol, &r, &s, &p, label);
             run_free(&r);
             sph_destroy(sol);
             particles_free(&p);
@@ -1706,6 +1780,7 @@ int main(void)
     };
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_step_vs_reference),
+        cmocka_unit_test(test_walls_beside_dry_cells),
         cmocka_unit_test(test_list_keep),
         cmocka_unit_test(test_list_check),
         cmocka_unit_test(test_check_boxes),
