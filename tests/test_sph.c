@@ -679,11 +679,11 @@ static void test_step_vs_reference(void **state)
 /* A wall particle's list build skips the cells without fluid (sph_cell_fluid, on the grid and
  * flags sim.c gives lists): a dry cell next to a wet one must be skipped and the wet one walked,
  * in either order along a row. With the fluid against the far wall in x, the walls at x < 0
- * fill cell 0 with no fluid and cell 1 holds fluid (an even dry cell, then a wet one); against
- * the near wall, the fluid's last cell is an even one and the next holds only floor walls (wet,
- * then dry); the test checks that the placement's pairs exist. A wall that missed its fluid
- * neighbours would get another pressure than the reference's (an off-by-one in the flag's
- * index fails here). In the "lists" mode (fused build, the device's decision) and the
+ * fill the first cells with no fluid next to cells with fluid (dry, then wet); against the near
+ * wall, the fluid's last cells are next to cells with only floor walls (wet, then dry); the
+ * test checks that the placement's neighbours exist. A wall that missed its fluid neighbours
+ * would get another pressure than the reference's: an off-by-one in the flag's index, either
+ * way along x, fails here. In the "lists" mode (fused build, the device's decision) and the
  * "3 parts4" one (the GPUs' layout, the build apart, the host's decision). */
 static void test_walls_beside_dry_cells(void **state)
 {
@@ -709,20 +709,20 @@ static void test_walls_beside_dry_cells(void **state)
             run_alloc_cell(&f->d, &r, p.n, &s, 2.0 * s.h * (1.0 + s.skin));
             sph_error e;
             assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPH_OK);
-            /* cells with fluid and cells with walls, then the pairs (even x, x + 1) of a row
-             * whose first cell has walls and no fluid and whose second has fluid */
+            /* cells with fluid and cells with walls, then the neighbours (x, x + 1) in a row
+             * of which one has walls and no fluid and the other fluid */
             uint8_t *kind = calloc(r.gp.n_cells, 1);
             assert_non_null(kind);
             for (size_t i = 0; i < p.n; ++i)
                 kind[ref_sph_cell_index(&r.gp, p.pos + 4 * i)] |= p.type[i] == PTYPE_FLUID ? 1u : 2u;
             size_t pairs[2] = {0, 0}; /* dry then wet, wet then dry */
             for (uint32_t c = 0; c + 1 < r.gp.n_cells; ++c)
-                if (c % r.gp.ncell[0] % 2 == 0 && c % r.gp.ncell[0] + 1 < r.gp.ncell[0]) {
+                if (c % r.gp.ncell[0] + 1 < r.gp.ncell[0]) {
                     pairs[0] += kind[c] == 2u && (kind[c + 1] & 1u);
                     pairs[1] += (kind[c] & 1u) && kind[c + 1] == 2u;
                 }
             free(kind);
-            const size_t want = pairs[far ? 0 : 1]; /* the placement's kind of pair */
+            const size_t want = pairs[far ? 0 : 1]; /* the placement's kind */
             assert_true(want > 0);
             run_upload(&f->d, sol, &r, &p);
             if (host) {
@@ -730,7 +730,7 @@ static void test_walls_beside_dry_cells(void **state)
                 expect_go(sol, 1);
             }
             char label[96];
-            snprintf(label, sizeof label, "fluid at the %s wall %dD, %zu %s pairs, %s", far ? "far " : "near", dims,
+            snprintf(label, sizeof label, "fluid at the %s wall %dD, %zu %s neighbours, %s", far ? "far " : "near", dims,
                      want, far ? "dry-wet" : "wet-dry", host ? "3 parts4, host" : "lists");
             step_vs_reference(f, sol, &r, &s, &p, label);
             run_free(&r);
