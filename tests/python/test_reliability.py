@@ -8,6 +8,7 @@ Needs build/sphsim (or $SPHSIM); about a minute on 2 cores with PoCL.
 """
 import hashlib
 import json
+import math
 import os
 import random
 import re
@@ -598,10 +599,22 @@ def test_numerical_failure_exit_6_names_step_time_particle(work):
 # ---------------------------------------------------------------------------- device memory
 
 def test_run_too_big_for_the_device_fails_before_it_starts(work):
+    """A valid scene whose device estimate is about twice the largest device's memory (the
+    machine's RAM for PoCL, so the particle count follows the machine) is refused before any
+    particle is generated, with --check's estimate in the message, and leaves no file."""
     out = work / "huge.h5"
-    args = [work / "resume.json", "--set", "fluid.spacing=0.00001"]  # 2e8 particles: valid, too big
-    chk = sphsim(*args, "--check", check_rc=0)
-    est = json.loads(chk.stdout[chk.stdout.rindex('{"check"'):])["check"]["estimated_device_bytes"]
+    listed = sphsim("--list-devices", check_rc=0).stdout
+    mem = max(float(g) * 2**30 for g in re.findall(r"([0-9.]+) GiB", listed))
+
+    def estimate(spacing):
+        chk = sphsim(work / "resume.json", "--set", f"fluid.spacing={spacing:.4g}", "--check", check_rc=0)
+        return json.loads(chk.stdout[chk.stdout.rindex('{"check"'):])["check"]["estimated_device_bytes"]
+
+    # the 2D scene's estimate grows as 1 / spacing^2; 3.3e-6 m is about the 2e9-particle limit
+    spacing = max(1e-5 * math.sqrt(estimate(1e-5) / (2.0 * mem)), 3.3e-6)
+    est = estimate(spacing)
+    assert est > mem, f"no valid scene needs more than this machine's {mem / 1e9:.3g} GB device"
+    args = [work / "resume.json", "--set", f"fluid.spacing={spacing:.4g}"]
     t0 = time.time()
     p = sphsim(*args, "-o", out, check_rc=5, timeout=60)
     assert time.time() - t0 < 30, "the memory check must come before the particles are generated"
