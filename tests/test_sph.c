@@ -444,6 +444,15 @@ static sph_solver *make_solver_lists(sph_device *d, const scene *s, int lists, s
     return sol;
 }
 
+/* make_solver_lists with the lists built `way` (SPHSIM_LIST_BUILD: "apart" or "fused"). */
+static sph_solver *make_solver_way(sph_device *d, const scene *s, int lists, size_t n, const char *way)
+{
+    setenv("SPHSIM_LIST_BUILD", way, 1);
+    sph_solver *sol = make_solver_lists(d, s, lists, n);
+    unsetenv("SPHSIM_LIST_BUILD");
+    return sol;
+}
+
 static sph_solver *make_solver(sph_device *d, const scene *s) { return make_solver_lists(d, s, 0, 0); }
 
 /* Perturb fluid particles: positions by up to +-0.15 dx, velocities up to +-1 m/s per axis. */
@@ -594,9 +603,7 @@ static void expect_go(sph_solver *sol, int want)
 static void host_rebuild_step(fixture *f, const scene *s, const particles *p, int lists, const char *way, float *rho,
                               float *pr, float *x, float *v)
 {
-    setenv("SPHSIM_LIST_BUILD", way, 1);
-    sph_solver *sol = make_solver_lists(&f->d, s, lists, p->n);
-    unsetenv("SPHSIM_LIST_BUILD");
+    sph_solver *sol = make_solver_way(&f->d, s, lists, p->n, way);
     run r;
     run_alloc(&f->d, &r, p->n, s);
     run_upload(&f->d, sol, &r, p);
@@ -652,9 +659,7 @@ static void test_step_vs_reference(void **state)
              * them (GPUs' default); in the others the kernels read it on the device
              * (SPHSIM_GO_ON_HOST=0) and the build sums the densities (sph_density) */
             const int host = lists == 2 || lists == 4 || lists == 5;
-            setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
-            sph_solver *sol = make_solver_lists(&f->d, &s, lists, n);
-            unsetenv("SPHSIM_LIST_BUILD");
+            sph_solver *sol = make_solver_way(&f->d, &s, lists, n, host ? "apart" : "fused");
             run r;
             run_alloc(&f->d, &r, n, &s);
             run_upload(&f->d, sol, &r, &p);
@@ -694,15 +699,13 @@ static void test_walls_beside_dry_cells(void **state)
         for (int far = 0; far <= 1; ++far)
         for (int dims = 2; dims <= 3; ++dims) {
             const int lists = modes[m], host = lists == 4;
-            const int nf2[3] = {8, 8, 1}, nf3[3] = {3, 6, 4};
+            const int nf3[3] = {3, 6, 4}; /* 2D: the default block */
             scene s;
             particles p;
-            perturbed_scene_block(&s, &p, dims, &wcsph, 77 + dims, dims == 2 ? nf2 : nf3,
+            perturbed_scene_block(&s, &p, dims, &wcsph, 77 + dims, dims == 2 ? NULL : nf3,
                                   far ? (dims == 2 ? 4 : 3) : 0);
             s.skin = 0.1;
-            setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
-            sph_solver *sol = make_solver_lists(&f->d, &s, lists, p.n);
-            unsetenv("SPHSIM_LIST_BUILD");
+            sph_solver *sol = make_solver_way(&f->d, &s, lists, p.n, host ? "apart" : "fused");
             run r;
             /* the grid sim.c gives lists (cells support (1 + skin) wide) and the cells' fluid
              * flags on it (sph_bind_check), which a wall particle's build reads */
