@@ -106,6 +106,10 @@ sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e);
  * sph_cell_refs: 4 floats per cell of the bound grid, centre and half diagonal, w = -1 for a
  * cell without fluid; blocks). Fails unless the check is on and n_cells is the bound grid's. */
 sph_status sph_read_check_boxes(sph_solver *s, float *boxes, size_t n_cells, sph_error *e);
+/* Tests: the neighbour lists of particles 0 .. n-1 as the last build wrote them (blocks):
+ * counts[i], and entries[i * sph_get_params(s)->list_cap + k] the k-th entry of particle i for
+ * k < min(counts[i], list_cap), 0 after. Fails without lists or for n over the lists' size. */
+sph_status sph_read_lists(sph_solver *s, size_t n, uint32_t *counts, uint32_t *entries, sph_error *e);
 /* Tests: shorten the lists to `cap` entries (<= sph_list_cap), so that particles with more
  * neighbours take the fallback walk. */
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e);
