@@ -28,46 +28,6 @@
  * the others, and most wall particles (those away from the fluid) get empty lists. With
  * use_cf, a boundary particle skips the cells that cell_fluid marks as holding no fluid
  * (sph_cell_fluid), most of its candidates. */
-/* Particle i's list being written (sph_list_build, sph_lists_build_tiled): NL_OUT_BEGIN_ declares
- * out, its next element, and with 4 entries to a load q, which collects four entries before one
- * 16-byte store; NL_PUT_ appends entry j as the c-th (counted beyond cap, not written);
- * NL_OUT_END_ writes the entries still in q, the count, the walkers' tally and x_i. */
-#if SPH_LIST_PACK == 4
-#define NL_OUT_BEGIN_(i)                                                                           \
-    NL_ROW_(SPH_LIST_OUT_ *, i, out, stride)                                                       \
-    uint4 q = (uint4)(0u);
-#define NL_PUT_(c, cap, j)                                                                         \
-    if ((c) < (cap)) {                                                                             \
-        q = (uint4)(q.yzw, (j));                                                                   \
-        if (((c) & 3u) == 3u) {                                                                    \
-            *out = q;                                                                              \
-            out += stride;                                                                         \
-        }                                                                                          \
-    }                                                                                              \
-    ++(c);
-#define NL_REST_(c, cap)                                                                           \
-    {                                                                                              \
-        const uint rest = min(c, cap) & 3u; /* entries still in q, at its end */                   \
-        if (rest == 1u) *out = (uint4)(q.w, 0u, 0u, 0u);                                           \
-        else if (rest == 2u) *out = (uint4)(q.zw, 0u, 0u);                                         \
-        else if (rest == 3u) *out = (uint4)(q.yzw, 0u);                                            \
-    }
-#else
-#define NL_OUT_BEGIN_(i) NL_ROW_(SPH_LIST_OUT_ *, i, out, stride)
-#define NL_PUT_(c, cap, j)                                                                         \
-    if ((c) < (cap)) {                                                                             \
-        *out = (j);                                                                                \
-        out += stride;                                                                             \
-    }                                                                                              \
-    ++(c);
-#define NL_REST_(c, cap)
-#endif
-#define NL_OUT_END_(i, c, cap, x_i)                                                                \
-    NL_REST_(c, cap)                                                                               \
-    nl_count[i] = (c);                                                                             \
-    if ((c) > (cap)) atomic_inc(lstate + 5); /* a particle the _walk kernels take */               \
-    pos_ref[i] = (x_i);
-
 inline float sph_list_build(const uint n, const uint i, const float4 x_i, const int fluid_i,
                             __global const float4 *pos, __global const uchar *type,
                             __global const uint *cell_start,
@@ -80,7 +40,10 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
     const int skip_dry = !fluid_i && use_cf; /* a wall particle lists fluid only */
     const float radius2 = P->list_radius2[lstate[4]], support2 = P->support2;
     const uint cap = P->list_cap;
-    NL_OUT_BEGIN_(i) /* particle i's first entry, and the step to the next */
+    NL_ROW_(SPH_LIST_OUT_ *, i, out, stride) /* particle i's first entry, and the step to the next */
+#if SPH_LIST_PACK == 4
+    uint4 q = (uint4)(0u);
+#endif
     uint c = 0u;
     float rho_i = 0.0f;
     NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, x_i, j0, j1)
@@ -92,11 +55,31 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
         const float r2 = dot(dx, dx);
         if (r2 >= radius2) continue;
         if (!fluid_i && type[j] != PTYPE_FLUID) continue;
-        NL_PUT_(c, cap, j)
+        if (c < cap) {
+#if SPH_LIST_PACK == 4
+            q = (uint4)(q.yzw, j); /* q collects four entries, then goes out in one 16-byte store */
+            if ((c & 3u) == 3u) {
+                *out = q;
+                out += stride;
+            }
+#else
+            *out = j;
+            out += stride;
+#endif
+        }
+        ++c;
         if (with_rho && r2 < support2) rho_i += x_j.w * sph_W(r2, P);
     }
     NEIGHBOURS_CELLS_END
-    NL_OUT_END_(i, c, cap, x_i)
+#if SPH_LIST_PACK == 4
+    const uint rest = min(c, cap) & 3u; /* entries still in q, at its end */
+    if (rest == 1u) *out = (uint4)(q.w, 0u, 0u, 0u);
+    else if (rest == 2u) *out = (uint4)(q.zw, 0u, 0u);
+    else if (rest == 3u) *out = (uint4)(q.yzw, 0u);
+#endif
+    nl_count[i] = c;
+    if (c > cap) atomic_inc(lstate + 5); /* a particle the _walk kernels take */
+    pos_ref[i] = x_i;
     return rho_i;
 }
 
@@ -196,129 +179,6 @@ __kernel void sph_lists_build(SPH_DENSITY_ARGS)
     __global const float4 *pos = SPH_ALT_(lstate) ? pos_b : pos_a;
     sph_list_build(n, i, pos[i], type[i] == PTYPE_FLUID, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1,
                    nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, cell_fluid, use_cf);
-}
-
-/* The tiled list build (sph.c takes it on GPUs, SPHSIM_LIST_BUILD=tiled), the same lists as
- * sph_lists_build to the bit: the work-group's SPH_TILE particles, consecutive in sorted order and
- * so in two or three neighbouring cells, share one box of cells, the union of their 3^d blocks.
- * The group walks that box cell by cell in the blocks' order (z, y, x, then sorted index), loads
- * each cell's particles into local memory once, and the work-items whose block holds the cell
- * test all of them: the lanes no longer walk different cells with different lengths, and each
- * candidate is one broadcast read. A particle tests the cells of its own block in the order of
- * its own walk, so it lists the same candidates in the same order.
- * A group whose box exceeds that of a 2^d block of home cells, (2 reach + 2)^d cells (a jump of
- * the Morton order, sparse splashes), builds particle by particle, as sph_lists_build;
- * -DSPH_TILE_MAX_CELLS sets another limit (benchmarks, SPHSIM_TILE_MAX_CELLS). */
-#ifndef SPH_TILE
-#define SPH_TILE 32 /* work-items of a group of sph_lists_build_tiled (sph.c passes it) */
-#endif
-
-/* Particle i's list from the group's box of cells bx0..bx1, by0..by1, bz0..bz1 (inclusive), with
- * the group's tile of candidates; every work-item of the group calls it (active: i < n). The
- * particle takes the cells of its own block (NEIGHBOURS_BLOCK). A cell without fluid is skipped
- * by the whole group when no particle of it is fluid (any_fluid), else by its wall particles
- * only (a wall lists fluid only), as in sph_list_build. */
-inline void sph_list_build_tile(const uint n, const uint i, const int active, const float4 x_i, const int fluid_i,
-                                const int any_fluid, const int bx0, const int bx1, const int by0, const int by1,
-                                const int bz0, const int bz1, __global const float4 *pos,
-                                __global const uchar *type, __global const uint *cell_start,
-                                __global const uint *cell_end, __constant const grid_params *gp,
-                                __constant const sph_params *P, __global uint *nl_list, __global uint *nl_list1,
-                                __global uint *nl_list2, __global uint *nl_list3, __global uint *nl_count,
-                                __global float4 *pos_ref, __global uint *lstate, __global const uchar *cell_fluid,
-                                const uint use_cf, __local float4 *tile)
-{
-    const uint l = get_local_id(0);
-    const int skip_dry = !fluid_i && use_cf;
-    const float radius2 = P->list_radius2[lstate[4]];
-    const uint cap = P->list_cap, nx = gp->ncell[0], ny = gp->ncell[1];
-    NL_OUT_BEGIN_(i)
-    NEIGHBOURS_BLOCK(gp, x_i, x0, x1, y0, y1, z0, z1) /* particle i's own block */
-    uint c = 0u;
-    for (int z = bz0; z <= bz1; ++z)
-        for (int y = by0; y <= by1; ++y) {
-            const uint row = (uint)bx0 + nx * ((uint)y + ny * (uint)z);
-            const int row_mine = active && z >= z0 && z <= z1 && y >= y0 && y <= y1;
-            for (int x = bx0; x <= bx1; ++x) {
-                const uint cell = row + (uint)(x - bx0);
-                const int dry = use_cf && cell_fluid[cell] == 0u;
-                if (dry && !any_fluid) continue; /* the same for the whole group */
-                const int mine = row_mine && x >= x0 && x <= x1 && !(skip_dry && dry);
-                const uint j0 = cell_start[cell], j1 = cell_end[cell];
-                for (uint b = j0; b < j1; b += SPH_TILE) {
-                    const uint m = min(j1 - b, (uint)SPH_TILE);
-                    barrier(CLK_LOCAL_MEM_FENCE); /* the last tile is read */
-                    if (l < m) {
-                        float4 x_j = pos[b + l];
-                        x_j.w = type[b + l] == PTYPE_FLUID ? 1.0f : 0.0f; /* the tile's w: fluid */
-                        tile[l] = x_j;
-                    }
-                    barrier(CLK_LOCAL_MEM_FENCE);
-                    if (mine)
-                        for (uint k = 0u; k < m; ++k) {
-                            const float4 x_j = tile[k];
-                            float4 dx = x_i - x_j;
-                            dx.w = 0.0f;
-                            const float r2 = dot(dx, dx);
-                            if (r2 >= radius2) continue;
-                            if (!fluid_i && x_j.w == 0.0f) continue;
-                            NL_PUT_(c, cap, b + k)
-                        }
-                }
-            }
-        }
-    if (active) {
-        NL_OUT_END_(i, c, cap, x_i)
-    }
-}
-
-__kernel __attribute__((reqd_work_group_size(SPH_TILE, 1, 1))) void sph_lists_build_tiled(SPH_DENSITY_ARGS)
-{
-    __local float4 tile[SPH_TILE];
-    __local int box[7]; /* the group's home cells: min x, y, z, max x, y, z; any fluid */
-    const uint l = get_local_id(0), i = get_group_id(0) * SPH_TILE + l;
-    const int active = i < n;
-    __global const float4 *pos = SPH_ALT_(lstate) ? pos_b : pos_a;
-    const float4 x_i = active ? pos[i] : (float4)(0.0f);
-    const int fluid_i = active && type[i] == PTYPE_FLUID;
-    if (l == 0u) {
-        box[0] = box[1] = box[2] = INT_MAX;
-        box[3] = box[4] = box[5] = -1;
-        box[6] = 0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (active) {
-        const int cx = grid_cell_coord(x_i.x, gp->origin[0], gp->cell_size_inv, gp->ncell[0]);
-        const int cy = grid_cell_coord(x_i.y, gp->origin[1], gp->cell_size_inv, gp->ncell[1]);
-        const int cz = gp->dims == 3 ? grid_cell_coord(x_i.z, gp->origin[2], gp->cell_size_inv, gp->ncell[2]) : 0;
-        atomic_min(box + 0, cx);
-        atomic_min(box + 1, cy);
-        atomic_min(box + 2, cz);
-        atomic_max(box + 3, cx);
-        atomic_max(box + 4, cy);
-        atomic_max(box + 5, cz);
-        if (fluid_i) atomic_or(box + 6, 1);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int r = (int)gp->reach, rz = gp->dims == 3 ? r : 0;
-    const int bx0 = max(box[0] - r, 0), bx1 = min(box[3] + r, (int)gp->ncell[0] - 1);
-    const int by0 = max(box[1] - r, 0), by1 = min(box[4] + r, (int)gp->ncell[1] - 1);
-    const int bz0 = max(box[2] - rz, 0), bz1 = min(box[5] + rz, (int)gp->ncell[2] - 1);
-    const uint cells = (uint)(bx1 - bx0 + 1) * (uint)(by1 - by0 + 1) * (uint)(bz1 - bz0 + 1);
-#ifdef SPH_TILE_MAX_CELLS
-    const uint max_cells = SPH_TILE_MAX_CELLS;
-#else
-    const uint side = 2u * (uint)r + 2u, max_cells = gp->dims == 3 ? side * side * side : side * side;
-#endif
-    if (cells > max_cells) { /* the same for the whole group */
-        if (active)
-            sph_list_build(n, i, x_i, fluid_i, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1, nl_list2,
-                           nl_list3, nl_count, pos_ref, lstate, 0, cell_fluid, use_cf);
-        return;
-    }
-    sph_list_build_tile(n, i, active, x_i, fluid_i, box[6], bx0, bx1, by0, by1, bz0, bz1, pos, type, cell_start,
-                        cell_end, gp, P, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate,
-                        cell_fluid, use_cf, tile);
 }
 
 /* The particles over list_cap (launched over a few work-groups that loop, sph.c; returns at once

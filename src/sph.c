@@ -30,7 +30,6 @@ struct sph_solver {
     /* the lists alone, and the walkers' densities after them, for a step known to rebuild
      * (lists_apart) */
     cl_kernel k_lists_build, k_density_walk_built;
-    cl_kernel k_lists_tiled; /* the build apart by tiles of work-items (lists_tiled) */
     cl_kernel k_cell_fluid; /* neighbour lists only: which cells hold fluid, for the list build */
     cl_mem params_buf; /* __constant sph_params */
     size_t local;      /* work-group size of the SPH kernels (the host rounds the global size up) */
@@ -58,8 +57,6 @@ struct sph_solver {
     int known_rebuild;  /* sph_read_go saw that this step rebuilds them */
     int lists_apart;    /* a known rebuild builds the lists alone (sph_lists_build), then takes
                            the densities from them as a kept step does: GPUs (lists_apart_on) */
-    int lists_tiled;    /* ... and builds them with sph_lists_build_tiled (lists_tiled_on) */
-    size_t tile;        /* work-items of sph_lists_build_tiled's groups (-DSPH_TILE) */
     int pack;           /* list entries to a load (-DSPH_LIST_PACK, 1 or 4) */
     int no_walkers;     /* sph_read_go saw this step keep lists that no particle overflows: the
                            _walk kernels, which would return at once, are not launched */
@@ -75,34 +72,9 @@ struct sph_solver {
 static int lists_apart_on(const sph_device *d)
 {
     const char *v = getenv("SPHSIM_LIST_BUILD");
-    if (v && (!strcmp(v, "apart") || !strcmp(v, "tiled"))) return 1;
+    if (v && !strcmp(v, "apart")) return 1;
     if (v && !strcmp(v, "fused")) return 0;
     return d->is_gpu;
-}
-
-/* Whether the lists built apart are built by tiles (sph_lists_build_tiled: a work-group's
- * particles test the candidates of their shared box of cells from local memory), the same lists
- * to the bit. SPHSIM_LIST_BUILD=tiled turns it on, apart or fused off. */
-static int lists_tiled_on(const sph_device *d)
-{
-    const char *v = getenv("SPHSIM_LIST_BUILD");
-    if (v && !strcmp(v, "tiled")) return 1;
-    if (v && (!strcmp(v, "apart") || !strcmp(v, "fused"))) return 0;
-    (void)d;
-    return 0;
-}
-
-/* Work-items of sph_lists_build_tiled's groups: 32; SPHSIM_TILE (16-256) overrides it for
- * benchmarks. */
-static size_t sph_tile_size(void)
-{
-    const char *v = getenv("SPHSIM_TILE");
-    if (v && *v) {
-        char *end;
-        const unsigned long t = strtoul(v, &end, 10);
-        if (*end == '\0' && t >= 16 && t <= 256) return (size_t)t;
-    }
-    return 32;
 }
 
 /* Work-group size of the SPH kernels: 128 on GPUs (2.2 % less per step than 64 on the H200 over
@@ -615,8 +587,6 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     s->list_n = list_n;
     s->swap_on_device = 0; /* sim.c turns it on when the device decides (SPHSIM_GO_ON_HOST=0) */
     s->lists_apart = lists_apart_on(d);
-    s->lists_tiled = s->lists_apart && lists_tiled_on(d);
-    s->tile = sph_tile_size();
     if (s->lists) s->params.list_cap = sph_list_cap(sc);
     static const char *kernel_opt[] = {"KERNEL_POLY6", "KERNEL_CUBIC", "KERNEL_WENDLAND"};
     /* SPHSIM_SPH_OPTIONS, a developers' knob for benchmarks (docs/performance.md), appends build
@@ -630,7 +600,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
                      : d->is_gpu                                                     ? 4
                                                                                       : 1;
     s->pack = pack;
-    char list_opt[160] = "";
+    char list_opt[96] = "";
     const unsigned parts = s->lists ? sph_list_parts(list_n, s->params.list_cap, d->max_alloc) : 0;
     if (s->lists && parts == 0) {
         const unsigned cap = s->params.list_cap;
@@ -638,14 +608,9 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
         return SPH_FAIL(e, SPH_E_DEVICE, "the neighbour lists of %zu particles (%u entries each) exceed %d buffers of %.3g GB",
                         list_n, cap, SPH_LIST_MAX_PARTS, d->max_alloc / 1e9);
     }
-    /* SPHSIM_TILE_MAX_CELLS: another largest box of the tiled build (benchmarks) */
-    const char *tmax = getenv("SPHSIM_TILE_MAX_CELLS");
-    char tmax_opt[48] = "";
-    if (tmax && *tmax && strspn(tmax, "0123456789") == strlen(tmax) && strlen(tmax) < 10)
-        snprintf(tmax_opt, sizeof tmax_opt, " -DSPH_TILE_MAX_CELLS=%su", tmax);
     if (s->lists)
-        snprintf(list_opt, sizeof list_opt, " -DSPH_LIST -DSPH_NB_REC -DSPH_LIST_PACK=%d -DSPH_LIST_PARTS=%u -DSPH_TILE=%zu%s",
-                 pack, parts, s->tile, tmax_opt);
+        snprintf(list_opt, sizeof list_opt, " -DSPH_LIST -DSPH_NB_REC -DSPH_LIST_PACK=%d -DSPH_LIST_PARTS=%u", pack,
+                 parts);
     snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s%s %s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
              sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL", list_opt, extra ? extra : "");
@@ -687,7 +652,6 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
             (st = device_kernel(s->prog_density, "sph_density_kept", &s->k_density_kept, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_lists_build", &s->k_lists_build, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_density_walk_built", &s->k_density_walk_built, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_density, "sph_lists_build_tiled", &s->k_lists_tiled, e)) != SPH_OK ||
             (st = device_kernel(s->prog_density, "sph_boundary_walk", &s->k_boundary_walk, e)) != SPH_OK ||
             (st = device_kernel(s->prog_forces, "sph_forces_walk", &s->k_forces_walk, e)) != SPH_OK ||
             (st = device_kernel(s->prog_forces, "sph_forces_alt_walk", &s->k_forces_alt_walk, e)) != SPH_OK ||
@@ -709,11 +673,6 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
                          CL_SUCCESS && m > 0 && m < s->local)
             s->local = m;
     }
-    /* the tiled build needs its groups whole (reqd_work_group_size): else the build apart */
-    size_t tm = 0;
-    if (s->lists_tiled && (clGetKernelWorkGroupInfo(s->k_lists_tiled, d->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof tm,
-                                                    &tm, NULL) != CL_SUCCESS || tm < s->tile))
-        s->lists_tiled = 0;
     *out = s;
     return SPH_OK;
 }
@@ -725,7 +684,6 @@ void sph_destroy(sph_solver *s)
     solver_kernels(s, ks);
     for (int k = 0; k < SPH_KERNELS; ++k)
         if (ks[k]) clReleaseKernel(ks[k]);
-    if (s->k_lists_tiled) clReleaseKernel(s->k_lists_tiled); /* not in ks: its groups are fixed */
     if (s->check_cref) clReleaseMemObject(s->check_cref);
     if (s->cell_fluid) clReleaseMemObject(s->cell_fluid);
     for (int k = 0; k < SPH_LIST_MAX_PARTS; ++k)
@@ -784,8 +742,8 @@ static sph_status run_sph_kernel(sph_solver *s, cl_kernel k, int walk, size_t n,
 /* sph_density and sph_boundary take the same first arguments; sph_density (`density`) also the
  * list build's outputs (it builds the lists in a rebuild step). Both take the second buffer pair
  * and the go word last. Set them on `k` and launch it. */
-static sph_status set_density_args(sph_solver *s, cl_kernel k, int density, cl_uint n, cl_mem cell_start,
-                                   cl_mem cell_end, cl_mem grid_params_buf, dev_state *st, sph_error *e)
+static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, int walk, cl_uint n, cl_mem cell_start,
+                                    cl_mem cell_end, cl_mem grid_params_buf, dev_state *st, sph_error *e)
 {
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
@@ -816,13 +774,6 @@ static sph_status set_density_args(sph_solver *s, cl_kernel k, int density, cl_u
         DEVICE_ARG(e, k, a + 3, cf);
         DEVICE_ARG(e, k, a + 4, use_cf);
     }
-    return SPH_OK;
-}
-
-static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, int walk, cl_uint n, cl_mem cell_start,
-                                    cl_mem cell_end, cl_mem grid_params_buf, dev_state *st, sph_error *e)
-{
-    SPH_TRY(set_density_args(s, k, density, n, cell_start, cell_end, grid_params_buf, st, e));
     return run_sph_kernel(s, k, walk, st->n, e);
 }
 
@@ -962,13 +913,17 @@ sph_status sph_read_lists(sph_solver *s, size_t n, uint32_t *counts, uint32_t *e
     uint32_t *part = NULL;
     size_t part_bytes = 0;
     sph_status st = SPH_OK;
-    for (size_t i = 0; i < n && st == SPH_OK; ++i) {
+    for (size_t i = 0; i < n; ++i) {
         const size_t p = i / part_n, ii = i % part_n;
         if (ii == 0) { /* the next part's buffer */
-            CL_CHECK(e, clGetMemObjectInfo(s->nl_list[p], CL_MEM_SIZE, sizeof part_bytes, &part_bytes, NULL));
             free(part);
-            if (!(part = malloc(part_bytes))) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
-            st = device_read(s->d, s->nl_list[p], 0, part_bytes, part, e);
+            part = NULL;
+            CL_CHECK(e, clGetMemObjectInfo(s->nl_list[p], CL_MEM_SIZE, sizeof part_bytes, &part_bytes, NULL));
+            if (!(part = malloc(part_bytes))) {
+                st = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+                break;
+            }
+            if ((st = device_read(s->d, s->nl_list[p], 0, part_bytes, part, e)) != SPH_OK) break;
         }
         for (size_t k = 0; k < cap; ++k) {
             /* the layout of kernels/sph_common.h: four entries to a uint4 on GPUs, else one */
@@ -1106,12 +1061,7 @@ sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end
     }
     if (s->known_rebuild && s->lists_apart) {
         /* the lists alone, then the densities from them as in a kept step */
-        if (s->lists_tiled) {
-            SPH_TRY(set_density_args(s, s->k_lists_tiled, 1, n, cell_start, cell_end, grid_params_buf, st, e));
-            SPH_TRY(device_run1d(s->d, s->k_lists_tiled, st->n, s->tile, e));
-        } else {
-            SPH_TRY(run_density_stage(s, s->k_lists_build, 1, 0, n, cell_start, cell_end, grid_params_buf, st, e));
-        }
+        SPH_TRY(run_density_stage(s, s->k_lists_build, 1, 0, n, cell_start, cell_end, grid_params_buf, st, e));
         kd = s->k_density_kept;
         kw = s->k_density_walk_built;
     }

@@ -598,8 +598,8 @@ static void expect_go(sph_solver *sol, int want)
 }
 
 /* One host-decided rebuild step (a new solver's first) with the lists built `way`
- * (SPHSIM_LIST_BUILD: "apart", GPUs' default, "tiled" or "fused", CPUs'): rho, p, x_next and
- * v_next in id order, and the lists as built (sph_read_lists, sorted indices). */
+ * (SPHSIM_LIST_BUILD: "apart", GPUs' default, or "fused", CPUs'): rho, p, x_next and v_next in
+ * id order, and the lists as built (sph_read_lists, sorted indices). */
 static void host_rebuild_step(fixture *f, const scene *s, const particles *p, int lists, const char *way, float *rho,
                               float *pr, float *x, float *v, uint32_t *counts, uint32_t *entries)
 {
@@ -614,45 +614,44 @@ static void host_rebuild_step(fixture *f, const scene *s, const particles *p, in
     run_step(&f->d, sol, &r, p->n, rho, pr, x, v, &flags);
     assert_int_equal(flags, 0);
     assert_int_equal(sph_read_lists(sol, p->n, counts, entries, &e), SPH_OK);
+    /* every entry is a particle, and a fluid particle whose list holds all its neighbours lists
+     * itself (the density's self term) */
+    const size_t cap = sph_get_params(sol)->list_cap;
+    for (size_t k = 0; k < p->n; ++k) {
+        int self = 0;
+        for (size_t q = 0; q < cap && q < counts[k]; ++q) {
+            assert_true(entries[k * cap + q] < p->n);
+            self |= entries[k * cap + q] == k;
+        }
+        if (p->type[r.order[k]] == PTYPE_FLUID && counts[k] <= cap) assert_true(self);
+    }
     run_free(&r);
     sph_destroy(sol);
 }
 
-/* The ways give the same step and the same lists to the bit (docs/grid.md: the build's density
- * sum and the list loop visit the same neighbours in the same order; the tiled build lists what
- * each particle's own walk lists, in its order), particles over list_cap included. The tiled
- * build three times: as sph.c sets it up; with tiles of 16 work-items and no limit on its box, so
- * that every group builds by tiles and cells of more than 16 particles take several tiles; and
- * with a limit of one cell, so that every group builds particle by particle. */
+/* The two ways give the same step and the same lists to the bit (docs/grid.md: the build's
+ * density sum and the list loop visit the same neighbours in the same order, and both builds
+ * walk the same cells), particles over list_cap included. */
 static void rebuild_ways_agree(fixture *f, const scene *s, const particles *p, int lists)
 {
     const size_t n = p->n, cap = sph_list_cap(s);
-    enum { WAYS = 5 };
-    static const char *const way[WAYS] = {"apart", "fused", "tiled", "tiled", "tiled"};
-    static const char *const tile[WAYS] = {NULL, NULL, NULL, "16", NULL};
-    static const char *const tile_max[WAYS] = {NULL, NULL, NULL, "100000", "1"};
-    float *a[WAYS][4];
-    uint32_t *counts[WAYS], *entries[WAYS];
+    static const char *const way[2] = {"apart", "fused"};
+    float *a[2][4];
+    uint32_t *counts[2], *entries[2];
     const size_t w[4] = {1, 1, 4, 4}; /* floats per particle: rho, p, x_next, v_next */
-    for (int m = 0; m < WAYS; ++m) {
+    for (int m = 0; m < 2; ++m) {
         for (int k = 0; k < 4; ++k) assert_non_null(a[m][k] = calloc(w[k] * n, sizeof(float)));
         assert_non_null(counts[m] = calloc(n, sizeof(uint32_t)));
         assert_non_null(entries[m] = calloc(n * cap, sizeof(uint32_t)));
-        if (tile[m]) setenv("SPHSIM_TILE", tile[m], 1);
-        if (tile_max[m]) setenv("SPHSIM_TILE_MAX_CELLS", tile_max[m], 1);
         host_rebuild_step(f, s, p, lists, way[m], a[m][0], a[m][1], a[m][2], a[m][3], counts[m], entries[m]);
-        unsetenv("SPHSIM_TILE");
-        unsetenv("SPHSIM_TILE_MAX_CELLS");
     }
     size_t listed = 0;
     for (size_t i = 0; i < n; ++i) listed += counts[0][i];
     assert_true(listed > 2 * n); /* the lists hold something to compare */
-    for (int m = 1; m < WAYS; ++m) {
-        for (int k = 0; k < 4; ++k) assert_memory_equal(a[0][k], a[m][k], w[k] * n * sizeof(float));
-        assert_memory_equal(counts[0], counts[m], n * sizeof(uint32_t));
-        assert_memory_equal(entries[0], entries[m], n * cap * sizeof(uint32_t));
-    }
-    for (int m = 0; m < WAYS; ++m) {
+    for (int k = 0; k < 4; ++k) assert_memory_equal(a[0][k], a[1][k], w[k] * n * sizeof(float));
+    assert_memory_equal(counts[0], counts[1], n * sizeof(uint32_t));
+    assert_memory_equal(entries[0], entries[1], n * cap * sizeof(uint32_t));
+    for (int m = 0; m < 2; ++m) {
         for (int k = 0; k < 4; ++k) free(a[m][k]);
         free(counts[m]);
         free(entries[m]);
@@ -710,15 +709,13 @@ static void test_step_vs_reference(void **state)
  * test checks that the placement's neighbours exist. A wall that missed its fluid neighbours
  * would get another pressure than the reference's: an off-by-one in the flag's index, either
  * way along x, fails here. In the "lists" mode (fused build, the device's decision) and the
- * "3 parts4" one (the GPUs' layout, the host's decision), with the build apart and tiled (whose
- * group of 16 then skips a dry cell only when none of its particles is fluid). */
+ * "3 parts4" one (the GPUs' layout, the build apart, the host's decision). */
 static void test_walls_beside_dry_cells(void **state)
 {
     fixture *f = *state;
     static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
-    static const int modes[3] = {1, 4, 4};
-    static const char *const way[3] = {"fused", "apart", "tiled"};
-    for (int m = 0; m < 3; ++m)
+    static const int modes[2] = {1, 4};
+    for (int m = 0; m < 2; ++m)
         for (int far = 0; far <= 1; ++far)
         for (int dims = 2; dims <= 3; ++dims) {
             const int lists = modes[m], host = lists == 4;
@@ -728,9 +725,7 @@ static void test_walls_beside_dry_cells(void **state)
             perturbed_scene_block(&s, &p, dims, &wcsph, 77 + dims, dims == 2 ? NULL : nf3,
                                   far ? (dims == 2 ? 4 : 3) : 0);
             s.skin = 0.1;
-            setenv("SPHSIM_TILE", "16", 1);
-            sph_solver *sol = make_solver_way(&f->d, &s, lists, p.n, way[m]);
-            unsetenv("SPHSIM_TILE");
+            sph_solver *sol = make_solver_way(&f->d, &s, lists, p.n, host ? "apart" : "fused");
             run r;
             /* the grid sim.c gives lists (cells support (1 + skin) wide) and the cells' fluid
              * flags on it (sph_bind_check), which a wall particle's build reads */
@@ -758,8 +753,8 @@ static void test_walls_beside_dry_cells(void **state)
                 expect_go(sol, 1);
             }
             char label[96];
-            snprintf(label, sizeof label, "fluid at the %s wall %dD, %zu %s neighbours, %s, %s", far ? "far " : "near",
-                     dims, want, far ? "dry-wet" : "wet-dry", host ? "3 parts4, host" : "lists", way[m]);
+            snprintf(label, sizeof label, "fluid at the %s wall %dD, %zu %s neighbours, %s", far ? "far " : "near", dims,
+                     want, far ? "dry-wet" : "wet-dry", host ? "3 parts4, host" : "lists");
             step_vs_reference(f, sol, &r, &s, &p, label);
             run_free(&r);
             sph_destroy(sol);
