@@ -75,7 +75,7 @@ inline void sph_forces_one(const uint i, const uint n,
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
         if (r2 >= support2 || r2 == 0.0f) continue; /* r2 == 0 also skips j == i */
-        const float r = sqrt(r2);
+        const float r = SPH_SQRT_(r2);
         const float F = sph_F(r, P); /* grad_i W_ij = F dx */
         const float4 v_j = SPH_NB_V_(pos_p, vel, j); /* (v_j, rho_j) for fluid, (0, -rho_w) for walls */
         const float m_j = v_j.w < 0.0f ? m_wall : m_fluid;
@@ -91,7 +91,7 @@ inline void sph_forces_one(const uint i, const uint n,
             /* Pi_ij = alpha_c0 mu_ij / rho_ij, mu_ij = h vr / (r^2 + eta^2) (m/s),
              * rho_ij = (rho_i + rho_j) / 2: one division */
             const float Pi_ij = /* m^5/(kg s^2) */
-                alpha_c0 * h * vr / ((r2 + eta2) * (0.5f * (rho_i + rho_j)));
+                SPH_DIVIDE_(alpha_c0 * h * vr, (r2 + eta2) * (0.5f * (rho_i + rho_j)));
             coef -= m_j * Pi_ij * F;
         }
         acc += coef * dx;
