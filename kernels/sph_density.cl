@@ -19,15 +19,49 @@
  * entries and writes only boundary entries. */
 #include "sph_common.h"
 
-/* With lists (-DSPH_LIST), in a step whose go word is set: the list of particle i (every j within
- * list_radius, in walk order; layout in sph_common.h), its length, the position it was built at,
- * and, with with_rho (a constant of the caller), from the same walk the density sum over j
- * within the support, which visits the same j in the same order as the list loop would, so the
- * sum is the same to the bit. A boundary
- * particle's list holds only its fluid neighbours: sph_boundary, the only loop over it, skips
- * the others, and most wall particles (those away from the fluid) get empty lists. With
- * use_cf, a boundary particle skips the cells that cell_fluid marks as holding no fluid
- * (sph_cell_fluid), most of its candidates. */
+/* With lists (-DSPH_LIST), in a step whose go word is set: the list of particle i (in walk
+ * order; layout in sph_common.h), its length, the position it was built at, and, with with_rho
+ * (a constant of the caller), from the same walk the density sum over j within the support,
+ * which visits the same j in the same order as the list loop would, so the sum is the same to
+ * the bit. A fluid particle lists the fluid within list_radius = support (1 + skin_k) and the
+ * walls within the wider wall_radius = support (1 + 2 skin_k) (so that fluid sliding along a
+ * wall keeps its lists twice as far, docs/grid.md); a boundary particle lists only the fluid
+ * within wall_radius: sph_boundary, the only loop over it, skips the others, and most wall
+ * particles (those away from the fluid) get empty lists. With use_cf, a boundary particle skips
+ * the cells that cell_fluid marks as holding no fluid (sph_cell_fluid), most of its
+ * candidates.
+ * wall_radius may exceed the cells (support (1 + skin_0) wide at least): the walk then takes
+ * the cells of the wider block, up to two either side, after the usual 3^d block (the ring),
+ * for the walls (fluid i; only near a tank face when every wall is outside the tank) or the
+ * fluid (wall i) within wall_radius there, skipping with use_cf the cells without any. The ring
+ * holds nothing within list_radius (<= the cell size) of particle i, so no density term. */
+/* Particle j (squared distance r2) goes into the list being built, at entry c */
+#define SPH_LIST_PUT_(j)                                                                           \
+    {                                                                                              \
+        if (c < cap) {                                                                             \
+            SPH_LIST_STORE_(j)                                                                     \
+        }                                                                                          \
+        ++c;                                                                                       \
+    }
+#if SPH_LIST_PACK == 4
+/* q collects four entries, then goes out in one 16-byte store */
+#define SPH_LIST_STORE_(j)                                                                         \
+    q = (uint4)(q.yzw, (j));                                                                       \
+    if ((c & 3u) == 3u) {                                                                          \
+        *out = q;                                                                                  \
+        out += stride;                                                                             \
+    }
+#else
+#define SPH_LIST_STORE_(j)                                                                         \
+    *out = (j);                                                                                    \
+    out += stride;
+#endif
+/* Whether candidate j at r2 goes into particle i's list (reach2: wall_radius2, or list_radius2
+ * for fluid that no wall can reach): fluid i lists fluid within radius2 and walls within reach2,
+ * a wall lists fluid within reach2 */
+#define SPH_LIST_TAKES_(j, r2)                                                                     \
+    ((r2) < reach2 && (fluid_i ? (r2) < radius2 || type[j] != PTYPE_FLUID : type[j] == PTYPE_FLUID))
+
 inline float sph_list_build(const uint n, const uint i, const float4 x_i, const int fluid_i,
                             __global const float4 *pos, __global const uchar *type,
                             __global const uint *cell_start,
@@ -38,7 +72,16 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
                             __global const uchar *cell_fluid, const uint use_cf)
 {
     const int skip_dry = !fluid_i && use_cf; /* a wall particle lists fluid only */
-    const float radius2 = P->list_radius2[lstate[4]], support2 = P->support2;
+    const uint level = lstate[4];
+    const float radius2 = P->list_radius2[level], wall_radius2 = P->wall_radius2[level], support2 = P->support2;
+    const float rw = sqrt(wall_radius2) * 1.0001f; /* a margin for the rounding of cell bounds */
+    /* fluid i near a wall: within wall_radius of a tank face, or anywhere if some wall is inside */
+    int near_wall = !fluid_i || !P->walls_outside;
+    for (uint a = 0u; a < P->dims && !near_wall; ++a) {
+        const float xa = a == 0u ? x_i.x : a == 1u ? x_i.y : x_i.z;
+        near_wall = xa - P->tank_min[a] < rw || P->tank_max[a] - xa < rw;
+    }
+    const float reach2 = near_wall ? wall_radius2 : radius2;
     const uint cap = P->list_cap;
     NL_ROW_(SPH_LIST_OUT_ *, i, out, stride) /* particle i's first entry, and the step to the next */
 #if SPH_LIST_PACK == 4
@@ -47,30 +90,46 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
     uint c = 0u;
     float rho_i = 0.0f;
     NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, x_i, j0, j1)
-    if (skip_dry && cell_fluid[NEIGHBOURS_CELL] == 0u) continue;
+    if (skip_dry && (cell_fluid[NEIGHBOURS_CELL] & CELL_FLUID) == 0u) continue;
     for (uint j = j0; j < j1; ++j) {
         const float4 x_j = pos[j]; /* (x_j, m_j) */
         float4 dx = x_i - x_j;
         dx.w = 0.0f;
         const float r2 = dot(dx, dx);
-        if (r2 >= radius2) continue;
-        if (!fluid_i && type[j] != PTYPE_FLUID) continue;
-        if (c < cap) {
-#if SPH_LIST_PACK == 4
-            q = (uint4)(q.yzw, j); /* q collects four entries, then goes out in one 16-byte store */
-            if ((c & 3u) == 3u) {
-                *out = q;
-                out += stride;
-            }
-#else
-            *out = j;
-            out += stride;
-#endif
-        }
-        ++c;
+        if (!SPH_LIST_TAKES_(j, r2)) continue;
+        SPH_LIST_PUT_(j)
         if (with_rho && r2 < support2) rho_i += x_j.w * sph_W(r2, P);
     }
     NEIGHBOURS_CELLS_END
+    if (near_wall) { /* the ring: the cells within wall_radius beyond the 3^d block */
+        NEIGHBOURS_BLOCK(gp, x_i, bx0, bx1, by0, by1, bz0, bz1)
+        const int dims3 = gp->dims == 3;
+        const int ex0 = min(bx0, grid_cell_coord(x_i.x - rw, gp->origin[0], gp->cell_size_inv, gp->ncell[0]));
+        const int ex1 = max(bx1, grid_cell_coord(x_i.x + rw, gp->origin[0], gp->cell_size_inv, gp->ncell[0]));
+        const int ey0 = min(by0, grid_cell_coord(x_i.y - rw, gp->origin[1], gp->cell_size_inv, gp->ncell[1]));
+        const int ey1 = max(by1, grid_cell_coord(x_i.y + rw, gp->origin[1], gp->cell_size_inv, gp->ncell[1]));
+        const int ez0 = dims3 ? min(bz0, grid_cell_coord(x_i.z - rw, gp->origin[2], gp->cell_size_inv, gp->ncell[2])) : 0;
+        const int ez1 = dims3 ? max(bz1, grid_cell_coord(x_i.z + rw, gp->origin[2], gp->cell_size_inv, gp->ncell[2])) : 0;
+        const uchar want = fluid_i ? CELL_WALL : CELL_FLUID;
+        for (int z = ez0; z <= ez1; ++z)
+            for (int y = ey0; y <= ey1; ++y) {
+                const int in_yz = z >= bz0 && z <= bz1 && y >= by0 && y <= by1;
+                for (int x = ex0; x <= ex1; ++x) {
+                    if (in_yz && x == bx0) x = bx1 + 1; /* skip the block's row */
+                    if (x > ex1) break;
+                    const uint cell = (uint)x + gp->ncell[0] * ((uint)y + gp->ncell[1] * (uint)z);
+                    if (use_cf && (cell_fluid[cell] & want) == 0u) continue;
+                    const uint j1 = cell_end[cell];
+                    for (uint j = cell_start[cell]; j < j1; ++j) {
+                        float4 dx = x_i - pos[j];
+                        dx.w = 0.0f;
+                        const float r2 = dot(dx, dx);
+                        if (!SPH_LIST_TAKES_(j, r2)) continue;
+                        SPH_LIST_PUT_(j)
+                    }
+                }
+            }
+    }
 #if SPH_LIST_PACK == 4
     const uint rest = min(c, cap) & 3u; /* entries still in q, at its end */
     if (rest == 1u) *out = (uint4)(q.w, 0u, 0u, 0u);
@@ -378,18 +437,20 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
 inline float sph_max_nan_inf(float m, float v) { return isnan(v) ? INFINITY : fmax(m, v); }
 
 /* In a step whose go word has GO_REBUILD (returns at once otherwise), after the grid and the
- * gathers: cell_fluid[c] = 1 if cell c of the new grid holds a fluid particle, else 0, for the
- * list build, where a wall particle skips the cells without fluid (sph_list_build). One
- * work-item per cell, which stops at the cell's first fluid particle. */
+ * gathers: cell_fluid[c] = CELL_FLUID if cell c of the new grid holds a fluid particle, | CELL_WALL
+ * if it holds a wall particle, for the list build, where a wall particle skips the cells without
+ * fluid and the walk beyond the 3^d block the cells without what it looks for (sph_list_build).
+ * One work-item per cell, which stops once it has seen both. */
 __kernel void sph_cell_fluid(__global const uchar *type, __global const uint *cell_start, __global const uint *cell_end,
                              __constant const grid_params *gp, __global const uint *lstate, __global uchar *cell_fluid)
 {
     if ((lstate[0] & GO_REBUILD) == 0u) return;
     for (uint c = get_global_id(0); c < gp->n_cells; c += get_global_size(0)) {
         const uint j1 = cell_end[c];
-        uint j = cell_start[c];
-        while (j < j1 && type[j] != PTYPE_FLUID) ++j;
-        cell_fluid[c] = j < j1 ? 1u : 0u;
+        uint f = 0u;
+        for (uint j = cell_start[c]; j < j1 && f != (CELL_FLUID | CELL_WALL); ++j)
+            f |= type[j] == PTYPE_FLUID ? CELL_FLUID : type[j] == PTYPE_BOUNDARY ? CELL_WALL : 0u;
+        cell_fluid[c] = (uchar)f;
     }
 }
 

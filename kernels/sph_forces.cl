@@ -159,14 +159,16 @@ inline void sph_forces_one(const uint i, const uint n,
     if (bad) atomic_or(flags, bad);
 #ifdef SPH_LIST
     { /* moved more than skin_k / 2 since the lists were built: the next step checks the relative
-       * motion or rebuilds (NEED_SOFT); at least skin_k: it rebuilds (NEED_HARD) (sph_list_go; a
-       * NaN position compares false here; the flags above stop the run) */
+       * motion or rebuilds (NEED_SOFT); at least 2 skin_k, the fluid-wall entries' margin, or
+       * skin_0 while some particle walks the kept grid: it rebuilds (NEED_HARD) (sph_list_go;
+       * docs/grid.md; a NaN position compares false here; the flags above stop the run) */
         float4 d = x_next - pos_ref[i];
         d.w = 0.0f;
         const uint k = lstate[4];
         const float d2 = dot(d, d);
+        const float hard2 = lstate[5] != 0u ? fmin(P->skin2[k], P->skin_walk2) : P->skin2[k];
         const uint soft = d2 > P->skin_half2[k]; /* (hard implies soft, also with skin 0) */
-        const uint bits = soft ? NEED_SOFT | (d2 >= P->skin2[k] ? NEED_HARD : 0u) : 0u;
+        const uint bits = soft ? NEED_SOFT | (d2 >= hard2 ? NEED_HARD : 0u) : 0u;
         if (bits != 0u && (lstate[1] & bits) != bits) atomic_or(lstate + 1, bits);
     }
 #endif

@@ -709,7 +709,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
                                  : contact_create(&c->contact, &c->dev, s, e);
     /* sph_prepare's masses (also on --resume, which takes only positions and velocities from
      * the snapshot) */
-    if (st == SPH_OK && c->sph) st = sph_set_masses(c->sph, c->hp.mass, c->hp.type, n, e);
+    if (st == SPH_OK && c->sph) st = sph_set_masses(c->sph, c->hp.pos, c->hp.mass, c->hp.type, n, e);
     if (st == SPH_OK && c->sph) grid_set_go(c->g, sph_go_buffer(c->sph));
     if (st == SPH_OK && c->sph && sph_lists(c->sph)) {
         c->go_on_host = go_on_host();

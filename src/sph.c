@@ -47,8 +47,9 @@ struct sph_solver {
     int check;
     cl_mem check_cs, check_ce, check_gp;
     cl_mem check_cref; /* float4 [n_cells]: each cell's box of displacements (sph_cell_refs) */
-    cl_mem cell_fluid; /* uchar [n_cells] of the same grid: 1 if the cell holds fluid (sph_cell_fluid),
-                          for the list build; NULL when not bound (the build then scans every cell) */
+    cl_mem cell_fluid; /* uchar [n_cells] of the same grid: CELL_FLUID | CELL_WALL, what the cell holds
+                          (sph_cell_fluid), for the list build; NULL when not bound (the build then
+                          scans every cell) */
     size_t check_ncells;
     const dev_state *check_st;
     int swap_on_device; /* sph_list_go swaps the buffer pairs in steps that keep the grid */
@@ -116,13 +117,22 @@ static void set_skin_levels(sph_params *p, double skin, int levels)
 {
     const char *cv = getenv("SPHSIM_SKIN_C"); /* benchmarks: another SPH_SKIN_C */
     const double cv_val = cv ? atof(cv) : 0.0, c = cv_val > 0.0 ? cv_val : SPH_SKIN_C;
+    const double walk = 0.999 * p->support * skin; /* cells of support (1 + skin): sim.c */
+    p->skin_walk2 = (float)(walk * walk);
     for (int k = 0; k < SPH_SKIN_LEVELS; ++k) {
         const double sk = skin / (double)(1 << k), rl = p->support * (1.0 + sk), half = 0.5 * p->support * sk;
         const double l_opt = sk > 0.0 ? c / sk : 0.0;
+        /* fluid-wall pairs: listed within support (1 + ws), and a fluid particle may move ws
+         * support before the lists go: ws = 2 skin_k, at most 1/2 + skin, so that two fluid
+         * particles in cells three apart (at least 2 support (1 + skin) apart at the build) stay
+         * beyond the support (docs/grid.md) */
+        const double ws = fmin(2.0 * sk, 0.5 + skin), rw = p->support * (1.0 + ws);
         p->list_radius2[k] = (float)(rl * rl);
+        p->wall_radius2[k] = (float)(rw * rw);
         p->skin_half2[k] = (float)(half * half);
         const double full = 0.999 * p->support * sk; /* the 0.1 % margin covers float rounding */
-        p->skin2[k] = (float)(full * full);
+        const double hard = 0.999 * p->support * ws;
+        p->skin2[k] = (float)(hard * hard);
         p->skin_rel[k] = (float)full;
         const double shrink = ceil(2.0 * l_opt), grow = floor(0.25 * l_opt); /* clamped to 32 bits */
         p->skin_shrink_age[k] = k + 1 < levels && sk > 0.0 && shrink < 4294967295.0 ? (sph_u32)shrink : 0xffffffffu;
@@ -186,10 +196,16 @@ static int skin_levels(const sph_device *d)
 
 unsigned sph_list_cap(const scene *s)
 {
-    /* particles of a lattice of spacing dx within support (1 + skin), plus 20 % for compression
-     * and irregular packing, rounded up to a multiple of 4 */
+    /* particles of a lattice of spacing dx within support (1 + skin), or for fluid in a corner
+     * of the tank, one 2^d-th of that and the rest walls within the walls' wider radius (support
+     * (1 + 2 skin), set_skin_levels), whichever is more, plus 20 % for compression and irregular
+     * packing, rounded up to a multiple of 4 */
     const double r = 2.0 * s->h * (1.0 + s->skin) / s->spacing;
-    const double expect = s->dims == 3 ? 4.0 / 3.0 * M_PI * r * r * r : M_PI * r * r;
+    const double rw = 2.0 * s->h * (1.0 + fmin(2.0 * s->skin, 0.5 + s->skin)) / s->spacing;
+    const double vr = s->dims == 3 ? 4.0 / 3.0 * M_PI * r * r * r : M_PI * r * r;
+    const double vw = s->dims == 3 ? 4.0 / 3.0 * M_PI * rw * rw * rw : M_PI * rw * rw;
+    const double corners = s->dims == 3 ? 8.0 : 4.0;
+    const double expect = fmax(vr, (vr + (corners - 1.0) * vw) / corners);
     const double cap = ceil((1.2 * expect + 8.0) / 4.0) * 4.0;
     return cap < 4096.0 ? (unsigned)cap : 4096u;
 }
@@ -947,13 +963,21 @@ sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e)
     return device_write(s->d, s->params_buf, 0, sizeof s->params, &s->params, e);
 }
 
-sph_status sph_set_masses(sph_solver *s, const float *mass, const uint8_t *type, size_t n, sph_error *e)
+sph_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, const uint8_t *type, size_t n,
+                          sph_error *e)
 {
     float m[2] = {0.0f, 0.0f}; /* fluid, wall */
     int seen[2] = {0, 0};
+    sph_u32 outside = 1; /* every wall particle outside the tank box (in some axis) */
     for (size_t i = 0; i < n; ++i) {
         if (type[i] != PTYPE_FLUID && type[i] != PTYPE_BOUNDARY) continue;
         const int w = type[i] == PTYPE_BOUNDARY;
+        if (w) {
+            int out = 0;
+            for (sph_u32 a = 0; a < s->params.dims; ++a)
+                out |= !(pos[4 * i + a] >= s->params.tank_min[a] && pos[4 * i + a] <= s->params.tank_max[a]);
+            outside &= (sph_u32)out;
+        }
         if (!seen[w]) {
             m[w] = mass[i];
             seen[w] = 1;
@@ -965,6 +989,7 @@ sph_status sph_set_masses(sph_solver *s, const float *mass, const uint8_t *type,
     }
     s->params.mass_fluid = m[0];
     s->params.mass_wall = m[1];
+    s->params.walls_outside = outside;
     return device_write(s->d, s->params_buf, 0, sizeof s->params, &s->params, e);
 }
 

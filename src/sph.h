@@ -113,12 +113,16 @@ sph_status sph_read_lists(sph_solver *s, size_t n, uint32_t *counts, uint32_t *e
 /* Tests: shorten the lists to `cap` entries (<= sph_list_cap), so that particles with more
  * neighbours take the fallback walk. */
 sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e);
-/* The masses of the particles in the solver's parameters (before the first step; `type` and
- * `mass` of n particles, any order): the forces loop takes a neighbour's mass from these, by
- * whether it is a wall, instead of loading it (kernels/sph_forces.cl). Fails (SPH_E_SCENE,
- * naming both masses) unless every fluid particle has one mass and every wall particle one,
- * as sph_prepare sets them (sim.c calls it with sph_prepare's masses, also on --resume). */
-sph_status sph_set_masses(sph_solver *s, const float *mass, const uint8_t *type, size_t n, sph_error *e);
+/* The masses of the particles in the solver's parameters (before the first step; `pos` (4
+ * floats each), `type` and `mass` of n particles, any order): the forces loop takes a
+ * neighbour's mass from these, by whether it is a wall, instead of loading it
+ * (kernels/sph_forces.cl). Also notes whether every wall particle lies outside the tank box
+ * (init.c's shell does), which lets the list build look for walls only near the tank's faces.
+ * Fails (SPH_E_SCENE, naming both masses) unless every fluid particle has one mass and every
+ * wall particle one, as sph_prepare sets them (sim.c calls it with sph_prepare's masses, also
+ * on --resume). */
+sph_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, const uint8_t *type, size_t n,
+                          sph_error *e);
 /* Grid and list rebuilds so far (blocks on a small read; 0 without lists). */
 sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e);
 /* Particles over list_cap, which the fallback walk takes, counted by the list builds since the

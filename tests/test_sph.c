@@ -269,6 +269,13 @@ typedef struct run {
     uint32_t *order;
 } run;
 
+/* The host grid's margin beyond the tank, in particle spacings: 0, so that the walls fall into
+ * the grid's outer cells, or (run_check_case's wide cases) a grid over the walls as sim.c's,
+ * on which a wall can be more than a cell from the fluid it meets: with 3.3 dx and cells of
+ * R (1 + skin) = 2.86 dx, the walls' first layer (at -0.5 dx) ends the first cell, 0.06 dx from
+ * its edge, and the fluid at 2.5 dx, 1.15 R away, is two cells on. */
+static double g_grid_margin = 0.0;
+
 /* cell: the cell size of the host grid (>= the support radius) */
 static void run_alloc_cell(sph_device *d, run *r, size_t n, const scene *s, double cell)
 {
@@ -277,8 +284,9 @@ static void run_alloc_cell(sph_device *d, run *r, size_t n, const scene *s, doub
     r->st.n = n;
     double lo[3], hi[3];
     for (int k = 0; k < 3; ++k) {
-        lo[k] = s->tank.min[k];
-        hi[k] = s->tank.max[k];
+        const double m = k < s->dims ? g_grid_margin * s->spacing : 0.0;
+        lo[k] = s->tank.min[k] - m;
+        hi[k] = s->tank.max[k] + m;
     }
     ref_sph_grid_params(s->dims, lo, hi, cell, &r->gp);
     assert_int_equal(device_alloc(d, 16 * n, "pos", &r->st.pos, &e), SPH_OK);
@@ -346,7 +354,7 @@ static void run_upload(sph_device *d, sph_solver *sol, run *r, const particles *
     free(mass);
     free(type);
     /* the forces loop's two masses (sim.c sets them from the particles the same way) */
-    assert_int_equal(sph_set_masses(sol, p->mass, p->type, n, &e), SPH_OK);
+    assert_int_equal(sph_set_masses(sol, p->pos, p->mass, p->type, n, &e), SPH_OK);
 }
 
 /* Run one step and read results back into particle order (`p` order). */
@@ -940,7 +948,74 @@ typedef struct check_case {
     int lists;           /* make_solver_lists' mode: 1 full lists, 5 half of them over (walks) */
     double spread;       /* d / (skin R) added for even ids, taken for odd ones, along x (along y
                             with by 4; 0 if not given) */
+    int wide;            /* 1: sim.c's grid, over the walls too (g_grid_margin), on which the
+                            lists hold walls more than a cell away */
 } check_case;
+
+/* The lists as built against the brute force at the build positions (p in the host's sorted
+ * order r->order, on a grid of cells at least list_radius wide, as sim.c's): a fluid particle
+ * lists every fluid particle within list_radius and every wall within the wider wall_radius, a
+ * wall every fluid particle within wall_radius, each once, and nothing else (up to float
+ * rounding at either radius); particles over list_cap are skipped. Returns the wall entries
+ * beyond list_radius, which only the wider radius lists (the walk beyond the 3^d block finds
+ * those more than a cell away). */
+static size_t lists_vs_brute_force(sph_solver *sol, const run *r, const particles *p, const char *label,
+                                   size_t *far)
+{
+    const size_t n = p->n;
+    const sph_params *P = sph_get_params(sol);
+    const size_t cap = P->list_cap;
+    sph_error e;
+    int level = -1;
+    assert_int_equal(sph_list_level(sol, &level, &e), SPH_OK);
+    const double rl2 = P->list_radius2[level], rw2 = P->wall_radius2[level];
+    uint32_t *counts = calloc(n, sizeof *counts), *entries = calloc(n * cap, sizeof *entries);
+    char *listed = calloc(n, 1);
+    assert_true(counts && entries && listed);
+    assert_int_equal(sph_read_lists(sol, n, counts, entries, &e), SPH_OK);
+    size_t beyond = 0, checked = 0;
+    *far = 0;
+    const uint32_t nx = r->gp.ncell[0], ny = r->gp.ncell[1];
+    for (size_t k = 0; k < n; ++k) {
+        if (counts[k] > cap) continue;
+        ++checked;
+        const float *xi = p->pos + 4 * r->order[k];
+        const uint32_t ci = ref_sph_cell_index(&r->gp, xi);
+        const int fi = p->type[r->order[k]] == PTYPE_FLUID;
+        memset(listed, 0, n);
+        for (size_t q = 0; q < counts[k]; ++q) {
+            const uint32_t j = entries[k * cap + q];
+            assert_true(j < n);
+            assert_false(listed[j]);
+            listed[j] = 1;
+        }
+        for (size_t j = 0; j < n; ++j) {
+            const float *xj = p->pos + 4 * r->order[j];
+            const int fj = p->type[r->order[j]] == PTYPE_FLUID;
+            double d2 = 0.0;
+            for (int a = 0; a < 3; ++a) d2 += ((double)xi[a] - xj[a]) * ((double)xi[a] - xj[a]);
+            const double lim = fi && fj ? rl2 : rw2;
+            if (listed[j]) {
+                assert_true(fi || fj); /* no wall-wall entry */
+                assert_true(d2 < lim * (1.0 + 1e-5));
+                beyond += !(fi && fj) && d2 >= rl2;
+                /* more than a cell away in some axis: found beyond the 3^d block */
+                const uint32_t cj = ref_sph_cell_index(&r->gp, xj);
+                const long dc[3] = {(long)(ci % nx) - (long)(cj % nx), (long)(ci / nx % ny) - (long)(cj / nx % ny),
+                                    (long)(ci / (nx * ny)) - (long)(cj / (nx * ny))};
+                *far += labs(dc[0]) > 1 || labs(dc[1]) > 1 || labs(dc[2]) > 1;
+            } else if (fi || fj) {
+                assert_true(d2 >= lim * (1.0 - 1e-5));
+            }
+        }
+    }
+    print_message("  %s: %zu lists as the brute force's, %zu wall entries beyond list_radius, %zu more than a "
+                  "cell away\n", label, checked, beyond, *far);
+    free(counts);
+    free(entries);
+    free(listed);
+    return beyond;
+}
 
 static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
 {
@@ -950,7 +1025,9 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     sph_error e;
     if (!cc->check) setenv("SPHSIM_LIST_CHECK", "0", 1);
     setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
+    g_grid_margin = cc->wide ? 3.3 : 0.0;
     sph_solver *sol = list_test_setup_skin(f, &s, &p, &r, dims, 900 + (uint64_t)dims, cc->lists, 0.1, 1);
+    g_grid_margin = 0.0;
     unsetenv("SPHSIM_LIST_BUILD");
     const size_t n = p.n;
     sph_set_swap_on_device(sol, !host);
@@ -964,6 +1041,9 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     long walkers = -1;
     assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPH_OK);
     assert_true(cc->lists == 5 ? walkers > 0 : walkers == 0);
+    size_t far = 0;
+    assert_true(lists_vs_brute_force(sol, &r, &p, "lists at the build", &far) > 0);
+    if (cc->wide) assert_true(far > 0);
     /* the move, from the cells of the build (the host's grid, in run_upload's sorted order) */
     const double skin_r = 2.0 * s.h * s.skin;
     long cell_prev = -1, cell_first = -1;
@@ -1027,6 +1107,7 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
              cc->a_even,
              cc->a_odd, cc->spread, cc->check == 1 ? "" : cc->check ? " (check off: too many cells)" : " (check off)");
     if (cc->lists == 5) strncat(label, " (half the lists over)", sizeof label - strlen(label) - 1);
+    if (cc->wide) strncat(label, " (grid over the walls)", sizeof label - strlen(label) - 1);
     printf("  %s: %s\n", label, rebuilds == 2 ? "rebuild" : "keep");
     assert_int_equal(rebuilds, 1 + cc->want_rebuild);
     if (!cc->want_rebuild) {
@@ -1045,28 +1126,35 @@ static void test_list_check(void **state)
 {
     fixture *f = *state;
     static const check_case cases[] = {
-        {1, 0.8, 0.8, 1, 0, 1, 0},    /* the fluid moved as a whole: kept */
-        {1, 0.8, 0.8, 0, 1, 1, 0},    /* the same without the check: rebuilt */
-        {1, 0.8, 0.8, 2, 1, 1, 0},    /* the same with too many cells for the check's buffer: rebuilt */
-        {1, 1.05, 1.05, 1, 1, 1, 0},  /* a move of skin R: rebuilt, whatever the relative motion */
-        {1, 0.8, 0.4, 1, 0, 1, 0},    /* cells 0.4 skin R apart: kept */
-        {1, 0.8, -0.05, 1, 0, 1, 0},  /* cells 0.85 skin R apart, near the bound: kept */
-        {1, 0.8, -0.3, 1, 1, 1, 0},   /* cells 1.1 skin R apart: rebuilt */
-        {0, 0.55, -0.55, 1, 1, 1, 0}, /* particles 1.1 skin R apart: rebuilt */
-        {2, 0.55, -0.55, 1, 1, 1, 0}, /* particles of one cell 1.1 skin R apart, boxes alike: rebuilt */
-        {3, 0.55, -0.55, 1, 1, 1, 0}, /* the same, the first of each cell at rest: rebuilt */
-        {2, 0.8, 0.05, 1, 0, 1, 0},   /* the first of each cell 0.75 skin R from the others: kept (a
+        {1, 0.8, 0.8, 1, 0, 1, 0, 0},    /* the fluid moved as a whole: kept */
+        {1, 0.8, 0.8, 0, 1, 1, 0, 0},    /* the same without the check: rebuilt */
+        {1, 0.8, 0.8, 2, 1, 1, 0, 0},    /* the same with too many cells for the check's buffer: rebuilt */
+        {1, 2.05, 2.05, 1, 1, 1, 0, 0},  /* a move of 2 skin R: rebuilt, whatever the relative motion */
+        {1, 1.85, 1.85, 1, 0, 1, 0, 0},  /* moved as a whole by 1.85 skin R, along the walls: kept (the
+                                      lists hold the walls within R (1 + 2 skin), and the step
+                                      matches the reference with the walls it now reaches) */
+        {1, 0.8, 0.4, 1, 0, 1, 0, 0},    /* cells 0.4 skin R apart: kept */
+        {1, 0.8, -0.05, 1, 0, 1, 0, 0},  /* cells 0.85 skin R apart, near the bound: kept */
+        {1, 0.8, -0.3, 1, 1, 1, 0, 0},   /* cells 1.1 skin R apart: rebuilt */
+        {0, 0.55, -0.55, 1, 1, 1, 0, 0}, /* particles 1.1 skin R apart: rebuilt */
+        {2, 0.55, -0.55, 1, 1, 1, 0, 0}, /* particles of one cell 1.1 skin R apart, boxes alike: rebuilt */
+        {3, 0.55, -0.55, 1, 1, 1, 0, 0}, /* the same, the first of each cell at rest: rebuilt */
+        {2, 0.8, 0.05, 1, 0, 1, 0, 0},   /* the first of each cell 0.75 skin R from the others: kept (a
                                       reference at the first particle's d would make it 1.5) */
-        {1, 0.65, 0.15, 1, 0, 1, 0.2}, /* cells 0.5 skin R apart, each spread over 0.4: kept */
-        {1, 0.65, 0.15, 1, 1, 1, 0.3}, /* the same spread over 0.6 (0.3 + 0.5 + 0.3): rebuilt */
-        {4, 0.4, 0.4, 1, 0, 1, 0.45},  /* one cell spread over 0.9 skin R in y, its neighbours not: kept */
-        {4, 0.4, 0.4, 1, 1, 1, 0.55},  /* the same over 1.1: rebuilt (its pairs with the others: 0.55) */
-        {5, 0.8, 0.4, 1, 0, 1, 0},     /* cells 0.4 skin R apart along the last axis: kept */
-        {5, 0.8, -0.3, 1, 1, 1, 0},    /* 1.1 apart along the last axis: rebuilt */
-        {6, 0.8, -0.3, 1, 1, 1, 0},    /* 1.1 apart along y: rebuilt */
-        {7, 0.8, 0.8, 1, 1, 1, 0},     /* moved as a whole, one position NaN: rebuilt */
-        {1, 0.8, 0.8, 1, 0, 5, 0},    /* kept with some particles over their lists, which walk the */
-        {1, 0.8, 0.4, 1, 0, 5, 0}     /* kept grid after moves beyond skin R / 2 */
+        {1, 0.65, 0.15, 1, 0, 1, 0.2, 0}, /* cells 0.5 skin R apart, each spread over 0.4: kept */
+        {1, 0.65, 0.15, 1, 1, 1, 0.3, 0}, /* the same spread over 0.6 (0.3 + 0.5 + 0.3): rebuilt */
+        {4, 0.4, 0.4, 1, 0, 1, 0.45, 0},  /* one cell spread over 0.9 skin R in y, its neighbours not: kept */
+        {4, 0.4, 0.4, 1, 1, 1, 0.55, 0},  /* the same over 1.1: rebuilt (its pairs with the others: 0.55) */
+        {5, 0.8, 0.4, 1, 0, 1, 0, 0},     /* cells 0.4 skin R apart along the last axis: kept */
+        {5, 0.8, -0.3, 1, 1, 1, 0, 0},    /* 1.1 apart along the last axis: rebuilt */
+        {6, 0.8, -0.3, 1, 1, 1, 0, 0},    /* 1.1 apart along y: rebuilt */
+        {7, 0.8, 0.8, 1, 1, 1, 0, 0},     /* moved as a whole, one position NaN: rebuilt */
+        {1, 0.8, 0.8, 1, 0, 5, 0, 0},    /* kept with some particles over their lists, which walk the */
+        {1, 0.8, 0.4, 1, 0, 5, 0, 0},    /* kept grid after moves beyond skin R / 2 */
+        {1, 1.05, 1.05, 1, 1, 5, 0, 0},  /* the same moved by skin R: rebuilt (the walk's limit) */
+        {1, 0.8, 0.8, 1, 0, 1, 0, 1},   /* on sim.c's grid, over the walls: kept, */
+        {1, 1.85, 1.85, 1, 0, 1, 0, 1}, /* kept (walls within R (1 + 2 skin) more than a cell away), */
+        {1, 2.05, 2.05, 1, 1, 1, 0, 1}  /* rebuilt */
     };
     for (int dims = 2; dims <= 3; ++dims)
         for (int host = 0; host <= 1; ++host)
@@ -1762,7 +1850,8 @@ static void test_list_parts(void **state)
 
 /* sph_set_masses takes one mass per particle type, and refuses particles of one type with two
  * masses (which sph_prepare never makes; the forces loop could not tell them apart), naming
- * the type and both masses. */
+ * the type and both masses. It notes whether every wall particle is outside the tank box (the
+ * list build then looks for walls near the tank's faces only). */
 static void test_set_masses(void **state)
 {
     fixture *f = *state;
@@ -1773,15 +1862,22 @@ static void test_set_masses(void **state)
     sph_error e;
     const uint8_t type[5] = {PTYPE_FLUID, PTYPE_BOUNDARY, PTYPE_FLUID, PTYPE_BOUNDARY, PTYPE_FLUID};
     const float same[5] = {0.1f, 0.125f, 0.1f, 0.125f, 0.1f};
-    assert_int_equal(sph_set_masses(sol, same, type, 5, &e), SPH_OK);
+    /* the tank is [0, 0.08]^2: walls below it in y and right of it in x, then one inside */
+    float pos[20] = {0.01f, 0.01f, 0, 0, 0.02f, -0.005f, 0, 0, 0.03f, 0.03f, 0, 0, 0.085f, 0.04f, 0, 0,
+                     0.05f, 0.05f, 0, 0};
+    assert_int_equal(sph_set_masses(sol, pos, same, type, 5, &e), SPH_OK);
+    assert_int_equal(sph_get_params(sol)->walls_outside, 1);
+    pos[12] = 0.075f;
+    assert_int_equal(sph_set_masses(sol, pos, same, type, 5, &e), SPH_OK);
+    assert_int_equal(sph_get_params(sol)->walls_outside, 0);
     const float fluid2[5] = {0.1f, 0.125f, 0.1f, 0.125f, 0.2f}, wall2[5] = {0.1f, 0.125f, 0.1f, 0.5f, 0.1f};
     memset(&e, 0, sizeof e);
-    assert_int_equal(sph_set_masses(sol, fluid2, type, 5, &e), SPH_E_SCENE);
+    assert_int_equal(sph_set_masses(sol, pos, fluid2, type, 5, &e), SPH_E_SCENE);
     print_message("  %s\n", e.msg);
     assert_non_null(strstr(e.msg, "every fluid particle"));
     assert_non_null(strstr(e.msg, "0.200000003"));
     memset(&e, 0, sizeof e);
-    assert_int_equal(sph_set_masses(sol, wall2, type, 5, &e), SPH_E_SCENE);
+    assert_int_equal(sph_set_masses(sol, pos, wall2, type, 5, &e), SPH_E_SCENE);
     assert_non_null(strstr(e.msg, "every wall particle"));
     assert_non_null(strstr(e.msg, "0.125"));
     assert_non_null(strstr(e.msg, "0.5 kg"));
