@@ -62,6 +62,14 @@
 #define SPH_LIST_TAKES_(j, r2)                                                                     \
     ((r2) < reach2 && (fluid_i ? (r2) < radius2 || type[j] != PTYPE_FLUID : type[j] == PTYPE_FLUID))
 
+/* Cells e0 .. e1 along one axis of the box of half-width rw around coordinate x, widened to
+ * the 3^d block's b0 .. b1 (grid_cell_coord clamps both ends into the grid) */
+inline int2 sph_ring_axis(float x, float rw, float origin, float cell_inv, uint ncell, int b0, int b1)
+{
+    return (int2)(min(b0, grid_cell_coord(x - rw, origin, cell_inv, ncell)),
+                  max(b1, grid_cell_coord(x + rw, origin, cell_inv, ncell)));
+}
+
 inline float sph_list_build(const uint n, const uint i, const float4 x_i, const int fluid_i,
                             __global const float4 *pos, __global const uchar *type,
                             __global const uint *cell_start,
@@ -103,13 +111,11 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
     NEIGHBOURS_CELLS_END
     if (near_wall) { /* the ring: the cells within wall_radius beyond the 3^d block */
         NEIGHBOURS_BLOCK(gp, x_i, bx0, bx1, by0, by1, bz0, bz1)
-        const int dims3 = gp->dims == 3;
-        const int ex0 = min(bx0, grid_cell_coord(x_i.x - rw, gp->origin[0], gp->cell_size_inv, gp->ncell[0]));
-        const int ex1 = max(bx1, grid_cell_coord(x_i.x + rw, gp->origin[0], gp->cell_size_inv, gp->ncell[0]));
-        const int ey0 = min(by0, grid_cell_coord(x_i.y - rw, gp->origin[1], gp->cell_size_inv, gp->ncell[1]));
-        const int ey1 = max(by1, grid_cell_coord(x_i.y + rw, gp->origin[1], gp->cell_size_inv, gp->ncell[1]));
-        const int ez0 = dims3 ? min(bz0, grid_cell_coord(x_i.z - rw, gp->origin[2], gp->cell_size_inv, gp->ncell[2])) : 0;
-        const int ez1 = dims3 ? max(bz1, grid_cell_coord(x_i.z + rw, gp->origin[2], gp->cell_size_inv, gp->ncell[2])) : 0;
+        const float inv = gp->cell_size_inv;
+        const int2 ex = sph_ring_axis(x_i.x, rw, gp->origin[0], inv, gp->ncell[0], bx0, bx1);
+        const int2 ey = sph_ring_axis(x_i.y, rw, gp->origin[1], inv, gp->ncell[1], by0, by1);
+        const int2 ez = gp->dims == 3 ? sph_ring_axis(x_i.z, rw, gp->origin[2], inv, gp->ncell[2], bz0, bz1) : (int2)(0);
+        const int ex0 = ex.x, ex1 = ex.y, ey0 = ey.x, ey1 = ey.y, ez0 = ez.x, ez1 = ez.y;
         const uchar want = fluid_i ? CELL_WALL : CELL_FLUID;
         for (int z = ez0; z <= ez1; ++z)
             for (int y = ey0; y <= ey1; ++y) {

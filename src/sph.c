@@ -113,6 +113,12 @@ static size_t sph_local_size(const sph_device *d)
  * sweep on the H200 instead (0.3, 0.6, 1.2, 2.4). Lists kept 2 C / skin_k steps move down a
  * level; lists outgrown within C / (4 skin_k) move up (a level's L halves, so the two rules
  * cannot alternate). SPHSIM_SKIN_C overrides C (benchmarks). */
+/* The fluid-wall pairs' skin at a list skin sk (scene skin `skin`): listed within support
+ * (1 + ws), and a fluid particle may move ws support before the lists go. ws = 2 sk, at most
+ * 1/2 + skin, so that two fluid particles in cells three apart (at least 2 support (1 + skin)
+ * apart at the build) stay beyond the support (docs/grid.md). */
+static double wall_skin(double sk, double skin) { return fmin(2.0 * sk, 0.5 + skin); }
+
 static void set_skin_levels(sph_params *p, double skin, int levels)
 {
     const char *cv = getenv("SPHSIM_SKIN_C"); /* benchmarks: another SPH_SKIN_C */
@@ -122,11 +128,7 @@ static void set_skin_levels(sph_params *p, double skin, int levels)
     for (int k = 0; k < SPH_SKIN_LEVELS; ++k) {
         const double sk = skin / (double)(1 << k), rl = p->support * (1.0 + sk), half = 0.5 * p->support * sk;
         const double l_opt = sk > 0.0 ? c / sk : 0.0;
-        /* fluid-wall pairs: listed within support (1 + ws), and a fluid particle may move ws
-         * support before the lists go: ws = 2 skin_k, at most 1/2 + skin, so that two fluid
-         * particles in cells three apart (at least 2 support (1 + skin) apart at the build) stay
-         * beyond the support (docs/grid.md) */
-        const double ws = fmin(2.0 * sk, 0.5 + skin), rw = p->support * (1.0 + ws);
+        const double ws = wall_skin(sk, skin), rw = p->support * (1.0 + ws);
         p->list_radius2[k] = (float)(rl * rl);
         p->wall_radius2[k] = (float)(rw * rw);
         p->skin_half2[k] = (float)(half * half);
@@ -198,10 +200,10 @@ unsigned sph_list_cap(const scene *s)
 {
     /* particles of a lattice of spacing dx within support (1 + skin), or for fluid in a corner
      * of the tank, one 2^d-th of that and the rest walls within the walls' wider radius (support
-     * (1 + 2 skin), set_skin_levels), whichever is more, plus 20 % for compression and irregular
+     * (1 + wall_skin), level 0's), whichever is more, plus 20 % for compression and irregular
      * packing, rounded up to a multiple of 4 */
     const double r = 2.0 * s->h * (1.0 + s->skin) / s->spacing;
-    const double rw = 2.0 * s->h * (1.0 + fmin(2.0 * s->skin, 0.5 + s->skin)) / s->spacing;
+    const double rw = 2.0 * s->h * (1.0 + wall_skin(s->skin, s->skin)) / s->spacing;
     const double vr = s->dims == 3 ? 4.0 / 3.0 * M_PI * r * r * r : M_PI * r * r;
     const double vw = s->dims == 3 ? 4.0 / 3.0 * M_PI * rw * rw * rw : M_PI * rw * rw;
     const double corners = s->dims == 3 ? 8.0 : 4.0;

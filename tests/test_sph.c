@@ -948,8 +948,8 @@ typedef struct check_case {
     int lists;           /* make_solver_lists' mode: 1 full lists, 5 half of them over (walks) */
     double spread;       /* d / (skin R) added for even ids, taken for odd ones, along x (along y
                             with by 4; 0 if not given) */
-    int wide;            /* 1: sim.c's grid, over the walls too (g_grid_margin), on which the
-                            lists hold walls more than a cell away */
+    int wide;            /* 1: a grid over the walls too, as sim.c's (g_grid_margin), on which
+                            the lists hold walls more than a cell away */
 } check_case;
 
 /* The lists as built against the brute force at the build positions (p in the host's sorted
