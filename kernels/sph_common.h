@@ -225,14 +225,16 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #define SPH_REBUILT_(lstate) 1 /* the cell walk re-sorts every step */
 #endif
 
-/* The square root of the pair loops, and the division of the artificial viscosity: correctly
- * rounded by default; with -DSPH_NATIVE_MATH (a benchmark switch) the device's native_sqrt and
- * native_divide. On an H100 -cl-unsafe-math-optimizations, which lets the compiler take such
- * approximations everywhere, made the forces loop 5.4 % faster and the developed 3D dam break
- * 2.8 % (docs/performance.md, nineteenth session); this switch confines them to the pair
- * bodies, leaving the NaN checks and the EOS as they are, and took 4.9 % off the forces loop
- * and 2.1 % off the step there (twentieth session; test_sph passes with it on that GPU). Off
- * until validated against the physical cases on a GPU and measured on the H200. */
+/* The square root of the pair loops, and the division of the artificial viscosity: OpenCL's
+ * sqrt and / by default; with -DSPH_NATIVE_MATH the device's native_sqrt and native_divide,
+ * whose accuracy OpenCL leaves to the device. On an H100 -cl-unsafe-math-optimizations, which
+ * lets the compiler take such approximations everywhere, made the forces loop 5.4 % faster and
+ * the developed 3D dam break 2.8 % (docs/performance.md, nineteenth session); this switch
+ * confines them to the pair bodies, leaving the NaN checks and the EOS as they are, and took
+ * 4.9 % off the forces loop and 2.1 % off the step there (twentieth session). On NVIDIA's GPUs
+ * the 2D dam break (7 720 steps) and the 3D one (1 661 steps) wrote the same files to the bit
+ * with it as without (twenty-first session), so sph.c sets it there (native_math); elsewhere it
+ * stays off. */
 #ifdef SPH_NATIVE_MATH
 #define SPH_SQRT_(x) native_sqrt(x)
 #define SPH_DIVIDE_(a, b) native_divide((a), (b))

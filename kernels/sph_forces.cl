@@ -170,6 +170,14 @@ inline void sph_forces_one(const uint i, const uint n,
         const uint soft = d2 > P->skin_half2[k]; /* (hard implies soft, also with skin 0) */
         const uint bits = soft ? NEED_SOFT | (d2 >= hard2 ? NEED_HARD : 0u) : 0u;
         if (bits != 0u && (lstate[1] & bits) != bits) atomic_or(lstate + 1, bits);
+        /* the step's largest displacement, for the bound that lets the check be skipped
+         * (sph_list_go): only above the filter, and only while larger than what some other
+         * work-item already wrote (a stale read costs an atomic, never the maximum); a NaN
+         * passes both tests and makes the bound infinite */
+        float4 step = x_next - x_i;
+        step.w = 0.0f;
+        const float s2 = dot(step, step);
+        if (!(s2 <= as_float(lstate[7])) && as_uint(s2) > lstate[8]) atomic_max(lstate + 8, as_uint(s2));
     }
 #endif
 }

@@ -11,6 +11,9 @@
 /* Levels of the adaptive list skin (docs/grid.md, "Neighbour lists"). */
 #define SPH_SKIN_LEVELS 4
 
+/* Words of the neighbour lists' state (lstate; kernels/sph_density.cl, sph_list_go). */
+#define SPH_LSTATE_WORDS 12
+
 /* Bits of the list state's need word (lstate[1], set by sph_forces): a fluid particle moved
  * more than skin_k / 2 (NEED_SOFT: the lists may still hold, sph_list_check decides) or at least
  * 2 skin_k (skin_0 while some particle walks; NEED_HARD: they must be rebuilt) from where the

@@ -127,6 +127,9 @@ def run_case(args, name, n, tmp):
            "device_bytes_per_particle": (info["estimated_device_bytes"] + (
                info.get("estimated_list_bytes", 0) if summary.get("neighbour_lists") else 0)) / max(npart, 1),
            "list_rebuilds": summary.get("list_rebuilds", 0),
+           # steps that ran the relative-motion check, and that kept the lists without it
+           "list_checks": summary.get("list_checks", 0),
+           "list_checks_skipped": summary.get("list_checks_skipped", 0),
            "device": summary["device"]}
     stage_s = {s: 0.0 for s, _ in STAGES}
     stage_s["other"] = 0.0
@@ -261,7 +264,7 @@ def main():
     cols = ["scene", "N", "neighbours", "candidates"] + [f"ms_{s}" for s, _ in STAGES] + \
         ["ms_other", "ms_step_kernels", "ms_step_wall", "ms_per_step_per_million", "N_fluid",
          "ms_per_step_per_million_fluid", "particle_steps_per_s",
-         "device_bytes_per_particle", "list_rebuilds", "device"]
+         "device_bytes_per_particle", "list_rebuilds", "list_checks", "list_checks_skipped", "device"]
     if ok:
         with open(args.out + ".csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=cols + ["target_n", "steps"], extrasaction="ignore")

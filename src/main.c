@@ -106,7 +106,9 @@ static void print_summary(const char *out, const sim_result *r, sph_status st, c
     printf(",\"particles\":%ld,\"steps\":%ld,\"last_step\":%ld,\"simulated_time_s\":%.9g,\"wall_time_s\":%.4f,"
            "\"particle_steps_per_s\":%.6g,\"snapshots\":%ld,\"particles_outside\":%ld",
            r->n_particles, r->steps, r->last_step, r->sim_time, r->wall_time, pps, r->snapshots, r->n_outside);
-    if (r->lists) printf(",\"neighbour_lists\":true,\"list_rebuilds\":%ld", r->list_rebuilds);
+    if (r->lists)
+        printf(",\"neighbour_lists\":true,\"list_rebuilds\":%ld,\"list_checks\":%ld,\"list_checks_skipped\":%ld",
+               r->list_rebuilds, r->list_checks, r->list_checks_skipped);
     if (r->mean_candidates > 0)
         printf(",\"mean_neighbours\":%.4g,\"mean_candidates\":%.4g", r->mean_neighbours, r->mean_candidates);
     if (r->n_prof > 0) {

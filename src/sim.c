@@ -817,7 +817,10 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         r->t_steps = now_s() - t_steps0;
         r->steps_timed = step - step_t0;
     }
-    if (c->sph) SPH_TRY(sph_list_rebuilds(c->sph, &r->list_rebuilds, e));
+    if (c->sph) {
+        SPH_TRY(sph_list_rebuilds(c->sph, &r->list_rebuilds, e));
+        SPH_TRY(sph_list_checks(c->sph, &r->list_checks, &r->list_checks_skipped, e));
+    }
     sph_status wst = sync_writer(c, r, e); /* the last snapshots */
     if (wst != SPH_OK) return snapshot_failed(c, r, wst, e);
     if (o->profile) r->n_prof = device_profile(&c->dev, r->prof, 32);

@@ -38,6 +38,9 @@ typedef struct sim_result {
     long n_outside;         /* particles found outside the tank */
     int lists;              /* the SPH loops used neighbour lists (grid.neighbour_list) */
     long list_rebuilds;     /* with lists: steps that rebuilt the grid and the lists */
+    long list_checks, list_checks_skipped; /* with lists: steps that ran the relative-motion
+                               check, and that kept the lists on the bound carried from the last
+                               check without running it (sph_list_checks) */
     double mean_neighbours, mean_candidates; /* when stats */
     double t_output;        /* s the time loop spent on snapshots: enqueueing their copies, waiting
                                for a free staging buffer and for the last snapshots at the end */

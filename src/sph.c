@@ -23,6 +23,7 @@ struct sph_solver {
     cl_kernel k_list_go;     /* neighbour lists only */
     cl_kernel k_list_check;  /* neighbour lists only: the relative-motion check */
     cl_kernel k_cell_refs;   /* neighbour lists only: its first pass, each cell's box */
+    int cell_lanes;          /* work-items per cell in sph_cell_refs (cell_lanes) */
     cl_kernel k_forces_alt;  /* neighbour lists only: sph_forces with the buffer pairs swapped */
     /* neighbour lists only: the particles over list_cap (kernels/sph_common.h, SPH_LIST_MINE_) */
     cl_kernel k_density_walk, k_boundary_walk, k_forces_walk, k_forces_alt_walk;
@@ -40,8 +41,10 @@ struct sph_solver {
                                            particles p list_part_n .. (unused parts: dummy) */
     cl_mem nl_count;   /* uint [n_max] */
     cl_mem pos_ref;    /* float4 [n_max] */
-    cl_mem lstate;     /* uint [8]: go word, need, rebuilds, age, skin level, particles over list_cap,
-                          the check's bound, and one word unused (kernels/sph_density.cl) */
+    cl_mem lstate;     /* uint [SPH_LSTATE_WORDS]: go word, need, rebuilds, age, skin level,
+                          particles over list_cap, the bound on the relative motion, the step's
+                          displacement filter and maximum, checks run and skipped
+                          (kernels/sph_density.cl) */
     /* the relative-motion check (sph_bind_check): the grid and state it reads; off (0) until
      * bound, or with SPHSIM_LIST_CHECK=0 */
     int check;
@@ -86,6 +89,34 @@ static int lists_apart_on(const sph_device *d)
  * had measured the same once the work-groups are spread, see sph_stride).
  * SPHSIM_SPH_LOCAL overrides it for benchmarks. sph_create lowers either to the smallest
  * CL_KERNEL_WORK_GROUP_SIZE of the SPH kernels. */
+/* Work-items per cell in the check's first pass (kernels/sph_density.cl, sph_cell_refs): 8 on
+ * GPUs, whose lanes of a cell then read consecutive particles (twenty-first session,
+ * docs/performance.md), 1 on CPUs, where one work-item's loop over its cell reads them in order
+ * and the kernel needs no barrier. SPHSIM_CELL_LANES (1 to 32) overrides it for benchmarks and
+ * tests. */
+static int cell_lanes(const sph_device *d)
+{
+    const char *v = getenv("SPHSIM_CELL_LANES");
+    if (v && *v) {
+        char *end;
+        const unsigned long l = strtoul(v, &end, 10);
+        if (*end == '\0' && l >= 1 && l <= 32) return (int)l;
+    }
+    return d->is_gpu ? 8 : 1;
+}
+
+/* The pair loops' square root and division as native_sqrt and native_divide
+ * (kernels/sph_common.h, SPH_NATIVE_MATH): on NVIDIA's GPUs, where the developed 3D dam break
+ * ran 2 % faster with them and the 2D and 3D dam breaks wrote the same files to the bit as
+ * without (twenty-first session, docs/performance.md); elsewhere sqrt and /, since OpenCL leaves
+ * the native functions' accuracy to the device. SPHSIM_NATIVE_MATH (0 or 1) overrides it. */
+static int native_math(const sph_device *d)
+{
+    const char *v = getenv("SPHSIM_NATIVE_MATH");
+    if (v && (!strcmp(v, "0") || !strcmp(v, "1"))) return v[0] == '1';
+    return d->is_gpu && (strstr(d->platform_name, "NVIDIA") || strstr(d->name, "NVIDIA"));
+}
+
 static size_t sph_local_size(const sph_device *d)
 {
     const char *v = getenv("SPHSIM_SPH_LOCAL");
@@ -237,7 +268,7 @@ size_t sph_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
     const size_t rows = parts ? (size_t)parts * list_part_n(n, parts) : n; /* particles' lists allocated */
     /* the entries, each particle's count and build position, the wider pos_p, and the list
      * state (lstate) */
-    return rows * cap * 4 + n * (4 + 16 + sph_pos_p_bytes(1) - sph_pos_p_bytes(0)) + 8 * 4;
+    return rows * cap * 4 + n * (4 + 16 + sph_pos_p_bytes(1) - sph_pos_p_bytes(0)) + SPH_LSTATE_WORDS * 4;
 }
 
 size_t sph_pos_p_bytes(int lists) { return lists ? 32 : 16; }
@@ -618,7 +649,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
                      : d->is_gpu                                                     ? 4
                                                                                       : 1;
     s->pack = pack;
-    char list_opt[96] = "";
+    char list_opt[128] = "";
     const unsigned parts = s->lists ? sph_list_parts(list_n, s->params.list_cap, d->max_alloc) : 0;
     if (s->lists && parts == 0) {
         const unsigned cap = s->params.list_cap;
@@ -626,12 +657,15 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
         return SPH_FAIL(e, SPH_E_DEVICE, "the neighbour lists of %zu particles (%u entries each) exceed %d buffers of %.3g GB",
                         list_n, cap, SPH_LIST_MAX_PARTS, d->max_alloc / 1e9);
     }
+    s->cell_lanes = cell_lanes(d);
     if (s->lists)
-        snprintf(list_opt, sizeof list_opt, " -DSPH_LIST -DSPH_NB_REC -DSPH_LIST_PACK=%d -DSPH_LIST_PARTS=%u", pack,
-                 parts);
-    snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s%s %s", sc->dims, kernel_opt[sc->kernel],
+        snprintf(list_opt, sizeof list_opt,
+                 " -DSPH_LIST -DSPH_NB_REC -DSPH_LIST_PACK=%d -DSPH_LIST_PARTS=%u -DSPH_CELL_LANES=%d", pack, parts,
+                 s->cell_lanes);
+    snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s%s%s %s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
-             sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL", list_opt, extra ? extra : "");
+             sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL", list_opt,
+             native_math(d) ? " -DSPH_NATIVE_MATH" : "", extra ? extra : "");
     sph_status st;
     if ((st = device_build(d, "sph_density.cl", opts, &s->prog_density, e)) != SPH_OK ||
         (st = device_build(d, "sph_forces.cl", opts, &s->prog_forces, e)) != SPH_OK ||
@@ -648,7 +682,10 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     if (s->lists) {
         /* go = need = 1: the first step builds the lists (and sph_enqueue, which never runs
          * sph_list_go, rebuilds them every time) */
-        const cl_uint init[8] = {GO_REBUILD, NEED_HARD, 0, 0, 0, 0, 0, 0};
+        /* no bound on the relative motion, no displacement written (the filter +inf) until
+         * sph_list_go sets it */
+        const cl_uint inf = 0x7f800000u;
+        const cl_uint init[SPH_LSTATE_WORDS] = {GO_REBUILD, NEED_HARD, 0, 0, 0, 0, inf, inf, 0, 0, 0, 0};
         const size_t part_n = list_part_n(list_n, parts);
         s->params.list_part_n = (sph_u32)part_n;
         for (unsigned k = 0; k < parts; ++k)
@@ -852,6 +889,7 @@ static sph_status set_check_args(sph_solver *s, cl_kernel k, sph_error *e)
     DEVICE_ARG(e, k, 6, s->pos_ref);
     DEVICE_ARG(e, k, 7, s->lstate);
     DEVICE_ARG(e, k, 8, s->check_cref);
+    DEVICE_ARG(e, k, 9, s->cell_fluid);
     return SPH_OK;
 }
 
@@ -860,10 +898,21 @@ static sph_status set_check_args(sph_solver *s, cl_kernel k, sph_error *e)
 static sph_status launch_check(sph_solver *s, sph_error *e)
 {
     SPH_TRY(set_check_args(s, s->k_cell_refs, e));
-    SPH_TRY(device_run_strided(s->d, s->k_cell_refs, s->check_ncells, s->local, NULL, e));
+    if (s->cell_lanes > 1) {
+        /* two float4 per work-item, where the lanes of a cell join their boxes; a group for each
+         * `per` cells (one trip each, up to 2^20 groups, which then loop) */
+        const size_t per = s->local / ((size_t)s->cell_lanes < s->local ? (size_t)s->cell_lanes : s->local);
+        const size_t groups = (s->check_ncells + per - 1) / per;
+        CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 10, 2 * s->local * 4 * sizeof(cl_float), NULL));
+        SPH_TRY(device_launch(s->d, s->k_cell_refs, (groups < ((size_t)1 << 20) ? groups : ((size_t)1 << 20)) * s->local,
+                              s->local, NULL, e));
+    } else {
+        CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 10, 4 * sizeof(cl_float), NULL)); /* unused */
+        SPH_TRY(device_run_strided(s->d, s->k_cell_refs, s->check_ncells, s->local, NULL, e));
+    }
     cl_kernel k = s->k_list_check;
     SPH_TRY(set_check_args(s, k, e));
-    CL_CHECK(e, clSetKernelArg(k, 9, s->local * sizeof(cl_float), NULL));
+    CL_CHECK(e, clSetKernelArg(k, 10, s->local * sizeof(cl_float), NULL));
     SPH_TRY(device_run_strided(s->d, k, s->check_ncells, s->local, NULL, e));
     return launch_go(s, 0, 1, e);
 }
@@ -919,7 +968,16 @@ sph_status sph_read_check_boxes(sph_solver *s, float *boxes, size_t n_cells, sph
     if (!s->check_cref || n_cells != s->check_ncells)
         return SPH_FAIL(e, SPH_E_DEVICE, "sph_read_check_boxes: %zu cells, the check has %zu%s", n_cells,
                         s->check_ncells, s->check_cref ? "" : " and is off");
-    return device_read(s->d, s->check_cref, 0, 16 * n_cells, boxes, e);
+    SPH_TRY(device_read(s->d, s->check_cref, 0, 16 * n_cells, boxes, e));
+    /* the check's view: a cell the flags give no fluid reads "no fluid" (w = -1), whatever
+     * an earlier grid left in its entry (sph_cell_refs writes only the cells with fluid) */
+    uint8_t *flags = malloc(n_cells ? n_cells : 1);
+    if (!flags) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+    sph_status st = device_read(s->d, s->cell_fluid, 0, n_cells, flags, e);
+    for (size_t c = 0; st == SPH_OK && c < n_cells; ++c)
+        if (!(flags[c] & CELL_FLUID)) boxes[4 * c + 3] = -1.0f;
+    free(flags);
+    return st;
 }
 
 sph_status sph_read_lists(sph_solver *s, size_t n, uint32_t *counts, uint32_t *entries, sph_error *e)
@@ -1015,6 +1073,12 @@ sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e)
 sph_status sph_list_walkers(sph_solver *s, long *walkers, sph_error *e)
 {
     return read_lstate_word(s, 5, walkers, e);
+}
+
+sph_status sph_list_checks(sph_solver *s, long *checks, long *skipped, sph_error *e)
+{
+    SPH_TRY(read_lstate_word(s, 9, checks, e));
+    return read_lstate_word(s, 10, skipped, e);
 }
 
 sph_status sph_list_level(sph_solver *s, int *level, sph_error *e)

@@ -102,9 +102,10 @@ void sph_set_swap_on_device(sph_solver *s, int on);
  * the pairs. The host calls it before it reads the state (sim.c: at snapshots, after a
  * failure). */
 sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e);
-/* Tests: the relative-motion check's cell boxes of the last check (kernels/sph_density.cl,
- * sph_cell_refs: 4 floats per cell of the bound grid, centre and half diagonal, w = -1 for a
- * cell without fluid; blocks). Fails unless the check is on and n_cells is the bound grid's. */
+/* Tests: the relative-motion check's cell boxes of the last check as the check reads them
+ * (kernels/sph_density.cl, sph_cell_refs: 4 floats per cell of the bound grid, centre and half
+ * diagonal; w = -1 for a cell that the kept grid's flags give no fluid; blocks). Fails unless the
+ * check is on and n_cells is the bound grid's. */
 sph_status sph_read_check_boxes(sph_solver *s, float *boxes, size_t n_cells, sph_error *e);
 /* Tests: the neighbour lists of particles 0 .. n-1 as the last build wrote them (blocks):
  * counts[i], and entries[i * sph_get_params(s)->list_cap + k] the k-th entry of particle i for
@@ -129,6 +130,10 @@ sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e);
  * last rebuild sph_list_go decided (blocks; 0 without lists; after sph_set_list_cap, at least 1
  * until the next such rebuild; sph_enqueue alone, which runs no sph_list_go, keeps adding). */
 sph_status sph_list_walkers(sph_solver *s, long *walkers, sph_error *e);
+/* Steps that ran the relative-motion check, and steps that kept the lists without it, since
+ * the bound carried from the last check stayed under the skin (sph_list_go; blocks; 0 without
+ * lists). */
+sph_status sph_list_checks(sph_solver *s, long *checks, long *skipped, sph_error *e);
 /* Skin level k of the current lists: their skin is grid.skin / 2^k (blocks; 0 without lists). */
 sph_status sph_list_level(sph_solver *s, int *level, sph_error *e);
 /* Restart state (sim.c stores it with every snapshot, output_write_state): the skin level of

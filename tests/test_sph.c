@@ -1161,6 +1161,95 @@ static void test_list_check(void **state)
             for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) run_check_case(f, dims, host, &cases[k]);
 }
 
+/* The check skipped on the bound (sph_list_go): after a check keeps the lists with bound B, each
+ * step adds twice its largest displacement (sph_forces) to B, and the steps whose B stays under
+ * skin R keep the lists without the check. The fluid at rest in the perturbed tank, then given a
+ * velocity along x that moves it 0.1 skin R a step: all of it (`shear` 0: no relative motion
+ * but the tank's own), or the cells of even x index at the build alone (1: the cells slide past
+ * each other by 0.1 skin R a step). The host decides (sim.c's default) and sorts again on every
+ * rebuild; each step, kept, checked, skipped or rebuilt, must match the brute-force reference,
+ * and the state it leaves is the next step's. Both runs must skip some checks; with shear, the
+ * bound must also stop skipping before the relative motion reaches skin R, else the lists would
+ * miss pairs that slid within the support and the reference would differ (a bound that does not
+ * grow fails here). */
+static void test_list_skip(void **state)
+{
+    fixture *f = *state;
+    for (int dims = 2; dims <= 3; ++dims)
+        for (int shear = 0; shear <= 1; ++shear) {
+            scene s;
+            particles p;
+            run r;
+            sph_error e;
+            static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
+            perturbed_scene(&s, &p, dims, &wcsph, 1400 + (uint64_t)dims);
+            s.skin = 0.1;
+            s.dt *= 0.25; /* the tank's own motion, from the perturbation, far below the set one */
+            const size_t n = p.n;
+            for (size_t i = 0; i < n; ++i)
+                for (int a = 0; a < 3; ++a) p.vel[4 * i + a] = 0.0f;
+            setenv("SPHSIM_LIST_BUILD", "apart", 1);
+            sph_solver *sol = make_solver_lists(&f->d, &s, 1, n);
+            unsetenv("SPHSIM_LIST_BUILD");
+            run_alloc_cell(&f->d, &r, n, &s, 2.0 * s.h * (1.0 + s.skin));
+            sph_set_swap_on_device(sol, 0);
+            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPH_OK);
+            const double v = (shear ? 0.05 : 0.1) * 2.0 * s.h * s.skin / s.dt;
+            const long nx = (long)r.gp.ncell[0];
+            for (size_t i = 0; i < n; ++i)
+                if (p.type[i] == PTYPE_FLUID) {
+                    const long cx = (long)ref_sph_cell_index(&r.gp, p.pos + 4 * i) % nx;
+                    p.vel[4 * i] = (float)(!shear || cx % 2 == 0 ? v : 0.0);
+                }
+            run_upload(&f->d, sol, &r, &p);
+            float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n), *x = malloc(16 * n), *u = malloc(16 * n);
+            assert_true(sorted && sorted_v && x && u);
+            enum { STEPS = 40 };
+            char seq[STEPS + 1] = {0};
+            long checks = 0, skipped = 0, rebuilds = 0;
+            for (int k = 0; k < STEPS; ++k) {
+                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+                int go = -1;
+                assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK); /* runs the check if asked */
+                if (k == 0) assert_int_equal(go, 1);
+                long c1 = 0, s1 = 0;
+                assert_int_equal(sph_list_checks(sol, &c1, &s1, &e), SPH_OK);
+                seq[k] = go ? 'R' : s1 > skipped ? 's' : c1 > checks ? 'c' : 'k';
+                if (go && c1 > checks) seq[k] = 'C'; /* checked, then rebuilt */
+                checks = c1;
+                skipped = s1;
+                if (go) run_upload(&f->d, sol, &r, &p); /* the host sorts the moved fluid again */
+                else assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
+                char label[64];
+                snprintf(label, sizeof label, "skip %dD %s step %d (%c)", dims, shear ? "shear" : "whole", k + 1, seq[k]);
+                step_vs_reference(f, sol, &r, &s, &p, label);
+                /* the step's output is the next step's state */
+                assert_int_equal(device_read(&f->d, r.st.pos_next, 0, 16 * n, x, &e), SPH_OK);
+                assert_int_equal(device_read(&f->d, r.st.vel_next, 0, 16 * n, u, &e), SPH_OK);
+                for (size_t q = 0; q < n; ++q) {
+                    const size_t i = r.order[q];
+                    if (p.type[i] != PTYPE_FLUID) continue;
+                    memcpy(p.pos + 4 * i, x + 4 * q, 12);
+                    memcpy(p.vel + 4 * i, u + 4 * q, 12);
+                }
+            }
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            print_message("  skip %dD %s: %s (R rebuild, C checked and rebuilt, c checked and kept, s kept on "
+                          "the bound, k kept): %ld rebuilds, %ld checks, %ld skipped\n",
+                          dims, shear ? "shear" : "whole", seq, rebuilds, checks, skipped);
+            assert_true(skipped > 0);
+            assert_true(checks > 0);
+            assert_true(rebuilds >= 1 && rebuilds < STEPS);
+            free(sorted);
+            free(sorted_v);
+            free(x);
+            free(u);
+            run_free(&r);
+            sph_destroy(sol);
+            particles_free(&p);
+        }
+}
+
 /* The check's cell boxes (kernels/sph_density.cl, sph_cell_refs) against the host's, cell by
  * cell, for the grid the host sorted (r) with the particles built at `built` (4 floats per
  * sorted particle): the state the check read is the last step's output, pos_next (the host
@@ -1224,78 +1313,84 @@ static size_t check_boxes_vs_reference(fixture *f, sph_solver *sol, const run *r
  * boxes compared with the host's; then the fluid put back, shifted by two cells along x, the
  * grid sorted again and a rebuild forced, the same move, and the boxes compared again: the cells
  * that held fluid on the first grid and hold none now must not keep their old boxes. With the
- * kernels' work-group size and with 16 work-items (the boxes must not depend on it). */
+ * kernels' work-group size and with 16 work-items, and with 1, 8 and 5 work-items a cell (the
+ * boxes must depend on neither). */
 static void test_check_boxes(void **state)
 {
     fixture *f = *state;
     static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
     const int nt2[3] = {20, 20, 1}, nf2[3] = {8, 8, 1}, nt3[3] = {16, 16, 16}, nf3[3] = {5, 5, 4};
-    for (int local = 0; local <= 1; ++local)
-        for (int dims = 2; dims <= 3; ++dims) {
-            scene s;
-            particles p;
-            run r;
-            sph_error e;
-            ref_sph_scene(&s, dims, wcsph.kernel, wcsph.eos, wcsph.visc, 0.01, 1.3, dims == 2 ? nt2 : nt3,
-                          dims == 2 ? nf2 : nf3);
-            s.alpha = 0.5;
-            s.skin = 0.1;
-            assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
-            assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
-            perturb(&s, &p, 1300 + (uint64_t)dims);
-            const size_t n = p.n;
-            for (size_t i = 0; i < n; ++i) /* at rest, in the middle of the tank */
-                if (p.type[i] == PTYPE_FLUID)
-                    for (int a = 0; a < 3; ++a) {
-                        p.vel[4 * i + a] = 0.0f;
-                        if (a < dims) p.pos[4 * i + a] += (float)(0.3 * (s.tank.max[a] - s.tank.min[a]));
-                    }
-            float *start = malloc(16 * n), *built = malloc(16 * n), *sorted = malloc(16 * n),
-                  *sorted_v = malloc(16 * n);
-            assert_true(start && built && sorted && sorted_v);
-            memcpy(start, p.pos, 16 * n);
-            if (local) setenv("SPHSIM_SPH_LOCAL", "16", 1);
-            sph_solver *sol = make_solver_lists(&f->d, &s, 1, n);
-            unsetenv("SPHSIM_SPH_LOCAL");
-            sph_set_swap_on_device(sol, 0);
-            const double cell = 2.0 * s.h * (1.0 + s.skin), skin_r = 2.0 * s.h * s.skin;
-            run_alloc_cell(&f->d, &r, n, &s, cell);
-            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPH_OK);
-            uint64_t seed = 77 + (uint64_t)dims;
-            size_t wet[2] = {0, 0};
-            for (int g = 0; g < 2; ++g) {
-                memcpy(p.pos, start, 16 * n);
-                if (g == 1)
-                    for (size_t i = 0; i < n; ++i)
-                        if (p.type[i] == PTYPE_FLUID) p.pos[4 * i] += (float)(2.0 * cell);
-                run_upload(&f->d, sol, &r, &p);
-                for (size_t k = 0; k < n; ++k) memcpy(built + 4 * k, p.pos + 4 * r.order[k], 16);
-                assert_int_equal(sph_begin_step(sol, g == 1, &e), SPH_OK); /* the first step builds */
-                expect_go(sol, 1);
-                assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
-                for (size_t i = 0; i < n; ++i)
+    /* work-items per cell (SPHSIM_CELL_LANES): one, GPUs' 8, and 5, which 16 does not divide */
+    static const char *lanes_of[3] = {"1", "8", "5"};
+    for (int li = 0; li < 3; ++li)
+        for (int local = 0; local <= 1; ++local)
+            for (int dims = 2; dims <= 3; ++dims) {
+                scene s;
+                particles p;
+                run r;
+                sph_error e;
+                ref_sph_scene(&s, dims, wcsph.kernel, wcsph.eos, wcsph.visc, 0.01, 1.3, dims == 2 ? nt2 : nt3,
+                              dims == 2 ? nf2 : nf3);
+                s.alpha = 0.5;
+                s.skin = 0.1;
+                assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
+                assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+                perturb(&s, &p, 1300 + (uint64_t)dims);
+                const size_t n = p.n;
+                for (size_t i = 0; i < n; ++i) /* at rest, in the middle of the tank */
                     if (p.type[i] == PTYPE_FLUID)
-                        for (int a = 0; a < dims; ++a)
-                            p.pos[4 * i + a] += (float)(skin_r * ((a == 0 ? 0.6 : 0.0) + 0.15 * ref_sph_rand(&seed)));
-                assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
-                assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
-                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-                int go = -1;
-                assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK); /* runs the check */
-                char label[96];
-                snprintf(label, sizeof label, "boxes %dD, %s work-items, grid %d (%s)", dims,
-                         local ? "16" : "the kernels'", g + 1, go ? "rebuild" : "keep");
-                wet[g] = check_boxes_vs_reference(f, sol, &r, &p, built, label);
+                        for (int a = 0; a < 3; ++a) {
+                            p.vel[4 * i + a] = 0.0f;
+                            if (a < dims) p.pos[4 * i + a] += (float)(0.3 * (s.tank.max[a] - s.tank.min[a]));
+                        }
+                float *start = malloc(16 * n), *built = malloc(16 * n), *sorted = malloc(16 * n),
+                      *sorted_v = malloc(16 * n);
+                assert_true(start && built && sorted && sorted_v);
+                memcpy(start, p.pos, 16 * n);
+                if (local) setenv("SPHSIM_SPH_LOCAL", "16", 1);
+                setenv("SPHSIM_CELL_LANES", lanes_of[li], 1);
+                sph_solver *sol = make_solver_lists(&f->d, &s, 1, n);
+                unsetenv("SPHSIM_SPH_LOCAL");
+                unsetenv("SPHSIM_CELL_LANES");
+                sph_set_swap_on_device(sol, 0);
+                const double cell = 2.0 * s.h * (1.0 + s.skin), skin_r = 2.0 * s.h * s.skin;
+                run_alloc_cell(&f->d, &r, n, &s, cell);
+                assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPH_OK);
+                uint64_t seed = 77 + (uint64_t)dims;
+                size_t wet[2] = {0, 0};
+                for (int g = 0; g < 2; ++g) {
+                    memcpy(p.pos, start, 16 * n);
+                    if (g == 1)
+                        for (size_t i = 0; i < n; ++i)
+                            if (p.type[i] == PTYPE_FLUID) p.pos[4 * i] += (float)(2.0 * cell);
+                    run_upload(&f->d, sol, &r, &p);
+                    for (size_t k = 0; k < n; ++k) memcpy(built + 4 * k, p.pos + 4 * r.order[k], 16);
+                    assert_int_equal(sph_begin_step(sol, g == 1, &e), SPH_OK); /* the first step builds */
+                    expect_go(sol, 1);
+                    assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+                    for (size_t i = 0; i < n; ++i)
+                        if (p.type[i] == PTYPE_FLUID)
+                            for (int a = 0; a < dims; ++a)
+                                p.pos[4 * i + a] += (float)(skin_r * ((a == 0 ? 0.6 : 0.0) + 0.15 * ref_sph_rand(&seed)));
+                    assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
+                    assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+                    assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+                    int go = -1;
+                    assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK); /* runs the check */
+                    char label[96];
+                    snprintf(label, sizeof label, "boxes %dD, %s work-items, %s a cell, grid %d (%s)", dims,
+                             local ? "16" : "the kernels'", lanes_of[li], g + 1, go ? "rebuild" : "keep");
+                    wet[g] = check_boxes_vs_reference(f, sol, &r, &p, built, label);
+                }
+                assert_true(wet[0] > 0 && wet[1] > 0);
+                free(start);
+                free(built);
+                free(sorted);
+                free(sorted_v);
+                run_free(&r);
+                sph_destroy(sol);
+                particles_free(&p);
             }
-            assert_true(wet[0] > 0 && wet[1] > 0);
-            free(start);
-            free(built);
-            free(sorted);
-            free(sorted_v);
-            run_free(&r);
-            sph_destroy(sol);
-            particles_free(&p);
-        }
 }
 
 /* The adaptive skin (sph_list_go): lists nothing outgrows are rebuilt one level down (half the
@@ -1840,7 +1935,7 @@ static void test_list_parts(void **state)
      * position, the second half of its pos_p record, and the 8 words of list state */
     assert_int_equal(sph_pos_p_bytes(1), 32);
     assert_int_equal(sph_pos_p_bytes(0), 16);
-    const size_t rest = n * (4 + 16 + 16) + 8 * 4;
+    const size_t rest = n * (4 + 16 + 16) + SPH_LSTATE_WORDS * 4;
     assert_int_equal(sph_list_bytes(&s, n, 0), (size_t)n * c * 4 + rest);
     assert_int_equal(sph_list_bytes(&s, n, (unsigned long long)n * c * 4), (size_t)n * c * 4 + rest);
     assert_int_equal(sph_list_bytes(&s, n, 334ull * c * 4), (size_t)3 * 334 * c * 4 + rest);
@@ -1902,6 +1997,7 @@ int main(void)
         cmocka_unit_test(test_walls_beside_dry_cells),
         cmocka_unit_test(test_list_keep),
         cmocka_unit_test(test_list_check),
+        cmocka_unit_test(test_list_skip),
         cmocka_unit_test(test_check_boxes),
         cmocka_unit_test(test_adaptive_skin),
         cmocka_unit_test(test_rest_lattice),
