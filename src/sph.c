@@ -81,14 +81,17 @@ static int lists_apart_on(const sph_device *d)
     return d->is_gpu;
 }
 
-/* Work-group size of the SPH kernels: 128 on GPUs (2.2 % less per step than 64 on the H200 over
- * the young and the developed 3D dam break, every SPH loop a little faster; docs/performance.md,
- * eleventh session; the seventh session's code measured no difference), 512 elsewhere (on PoCL
- * with 2 threads, against 64: the 2D dam break at 1.1x10^5 particles 31 % less per step, the 3D
- * one 6-9 % less at 8x10^4 and 2.7x10^5, 2D at 2.5x10^4 the same; twelfth session; 64 and 128
- * had measured the same once the work-groups are spread, see sph_stride).
- * SPHSIM_SPH_LOCAL overrides it for benchmarks. sph_create lowers either to the smallest
- * CL_KERNEL_WORK_GROUP_SIZE of the SPH kernels. */
+/* The whole number in environment variable `name` if it lies in [lo, hi], else 0 (unset or not
+ * such a number). */
+static unsigned long env_count(const char *name, unsigned long lo, unsigned long hi)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return 0;
+    char *end;
+    const unsigned long l = strtoul(v, &end, 10);
+    return *end == '\0' && l >= lo && l <= hi ? l : 0;
+}
+
 /* Work-items per cell in the check's first pass (kernels/sph_density.cl, sph_cell_refs): 8 on
  * GPUs, whose lanes of a cell then read consecutive particles (twenty-first session,
  * docs/performance.md), 1 on CPUs, where one work-item's loop over its cell reads them in order
@@ -96,13 +99,8 @@ static int lists_apart_on(const sph_device *d)
  * tests. */
 static int cell_lanes(const sph_device *d)
 {
-    const char *v = getenv("SPHSIM_CELL_LANES");
-    if (v && *v) {
-        char *end;
-        const unsigned long l = strtoul(v, &end, 10);
-        if (*end == '\0' && l >= 1 && l <= 32) return (int)l;
-    }
-    return d->is_gpu ? 8 : 1;
+    const unsigned long l = env_count("SPHSIM_CELL_LANES", 1, 32);
+    return l ? (int)l : d->is_gpu ? 8 : 1;
 }
 
 /* The pair loops' square root and division as native_sqrt and native_divide
@@ -117,15 +115,18 @@ static int native_math(const sph_device *d)
     return d->is_gpu && (strstr(d->platform_name, "NVIDIA") || strstr(d->name, "NVIDIA"));
 }
 
+/* Work-group size of the SPH kernels: 128 on GPUs (2.2 % less per step than 64 on the H200 over
+ * the young and the developed 3D dam break, every SPH loop a little faster; docs/performance.md,
+ * eleventh session; the seventh session's code measured no difference), 512 elsewhere (on PoCL
+ * with 2 threads, against 64: the 2D dam break at 1.1x10^5 particles 31 % less per step, the 3D
+ * one 6-9 % less at 8x10^4 and 2.7x10^5, 2D at 2.5x10^4 the same; twelfth session; 64 and 128
+ * had measured the same once the work-groups are spread, see sph_stride).
+ * SPHSIM_SPH_LOCAL overrides it for benchmarks. sph_create lowers either to the smallest
+ * CL_KERNEL_WORK_GROUP_SIZE of the SPH kernels. */
 static size_t sph_local_size(const sph_device *d)
 {
-    const char *v = getenv("SPHSIM_SPH_LOCAL");
-    if (v && *v) {
-        char *end;
-        const unsigned long l = strtoul(v, &end, 10);
-        if (*end == '\0' && l >= 1 && l <= 1024) return (size_t)l;
-    }
-    return d->is_gpu ? 128 : 512;
+    const unsigned long l = env_count("SPHSIM_SPH_LOCAL", 1, 1024);
+    return l ? (size_t)l : d->is_gpu ? 128 : 512;
 }
 
 /* Steps x skin at which a neighbour list's rebuild and its longer loops cost the same
