@@ -381,11 +381,12 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
  * fluid particle moved more than skin_k / 2 or at least skin_k from where the lists were built),
  * [2] number of rebuilds so far, [3] steps the lists have been kept, [4] the skin level k of the
  * lists (skin_k = skin / 2^k, sph_params), [5] particles over list_cap at the last build (the
- * _walk kernels' work; sph_common.h), [6] the bound on the relative motion of any two fluid
- * particles since the build (float bits, m; +inf: none known; the check writes it, sph_list_go
- * adds each step's motion to it), [7] the step's displacement filter F (float bits, m^2),
- * [8] the largest squared displacement above F in the step's sph_forces (float bits; 0: none),
- * [9] checks run, [10] checks skipped for the bound (both counted over the run; [11] unused). */
+ * _walk kernels' work; sph_common.h), [6] the bound B on the relative motion since the build of
+ * any two fluid particles in cells of the kept grid at most two apart (float bits, m; +inf: none
+ * known; pass 1 takes it from the check, pass 0 adds each step's motion to it), [7] the step's
+ * displacement filter F (float bits, m^2), [8] the largest squared displacement above F in the
+ * step's sph_forces (float bits; 0: none), [9] checks run, [10] checks skipped for the bound
+ * (both counted over the run), [11] the check's maximum (float bits, sph_list_check). */
 
 /* The filter of the per-step displacement (lstate[7], sph_forces) after a rebuild at level k:
  * (skin_rel / 16)^2, so that in the rebuild step only the particles that move that far in one
@@ -416,9 +417,12 @@ inline uint sph_step_filter(__constant const sph_params *P, uint k, uint check)
  *     (a smaller skin: shorter lists, cheaper loops, while the flow is slow enough to keep
  *     them many steps).
  * Pass 1 returns at once without GO_CHECK.
- * The bound without the check: once a check has kept the lists with bound B (every fluid pair's
- * relative displacement since the build is below B), a step in which no fluid particle moved
- * more than b adds at most 2 b to any pair's, so B + 2 b bounds it after that step. sph_forces
+ * The bound without the check: once a check has kept the lists with bound B (the relative
+ * displacement since the build of every fluid pair in cells at most two apart is below B; the
+ * other pairs NEED_HARD covers in every step), a step in which no fluid particle moved more than
+ * b adds at most 2 b to any pair's, so B + 2 b bounds it after that step. Every fluid particle's
+ * step goes through sph_forces_one (the four sph_forces kernels), and nothing else moves one
+ * between two sph_list_go (sph.h). sph_forces
  * gives b: with the filter F = lstate[7], every particle that moved more than sqrt(F) in the
  * step writes its squared displacement to lstate[8] (atomic_max; a plain read first, so that few
  * do), and b^2 = max(F, lstate[8]). Pass 0 adds 2 b to B in every step (+inf stays +inf until a
@@ -446,7 +450,8 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
         need = lstate[1];
         /* the last step's motion (no fluid particle moved more than b) grows the bound */
         const float m2 = as_float(lstate[8]), b2 = isnan(m2) ? INFINITY : fmax(as_float(lstate[7]), m2);
-        const float bound = as_float(lstate[6]) + 2.0f * sqrt(b2);
+        /* rounded up, so that float sums over many steps never fall below the motion */
+        const float bound = nextafter(as_float(lstate[6]) + 2.0f * sqrt(b2), INFINITY);
         lstate[6] = as_uint(bound);
         lstate[7] = check ? as_uint(SPH_FILTER_DECAY * b2) : as_uint(INFINITY);
         lstate[8] = 0u;
@@ -456,13 +461,15 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
                 lstate[10] += 1u;
             } else {
                 lstate[0] = GO_CHECK | alt;
-                lstate[6] = 0u;
+                lstate[6] = as_uint(INFINITY); /* until pass 1 takes the check's bound */
+                lstate[11] = 0u;               /* sph_list_check's maximum */
                 lstate[9] += 1u;
                 return;
             }
         }
     } else {
         if ((lstate[0] & GO_CHECK) == 0u) return;
+        lstate[6] = lstate[11]; /* the check's bound B, carried while the lists are kept */
         need = as_float(lstate[6]) >= P->skin_rel[k] ? NEED_HARD : 0u;
     }
     uint g = force || need ? 1u : 0u, k2 = k;
@@ -622,19 +629,21 @@ __kernel void sph_cell_refs(SPH_CHECK_ARGS, __local float4 *red)
  * is not listed was more than R_l = R (1 + skin_k) apart at the build (R the support) and is
  * still more than R apart if its relative displacement |d_i - d_j| < skin_k R (d = x - x_ref,
  * x_ref = pos_ref, where the lists were built). sph_forces asked for a rebuild if any fluid
- * particle has |d| >= skin_k R (NEED_HARD), which covers every fluid-wall pair (walls do not
- * move) and every pair in cells of the kept grid at least three apart (at least 2 cells >= 2 R_l
- * apart at the build). For fluid i in cell c and fluid j in cell c' at most two apart (in each
- * axis; c' = c included), with the boxes of sph_cell_refs,
+ * particle has |d| >= min(2 skin_k, 1/2 + skin_0) R (skin_0 R while some particle walks;
+ * NEED_HARD), which covers every fluid-wall pair (walls do not move, and the lists hold them
+ * within R (1 + 2 skin_k)) and every pair in cells of the kept grid at least three apart (at
+ * least 2 cells >= 2 R_l apart at the build). For fluid i in cell c and fluid j in cell c' at
+ * most two apart (in each axis; c' = c included), with the boxes of sph_cell_refs,
  *   |d_i - d_j| <= |d_i - u_c| + |u_c - u_c'| + |u_c' - d_j| <= r_c + |u_c - u_c'| + r_c',
- * and this kernel writes the largest such bound B to lstate[6] (atomic_max on the bits of
+ * and this kernel writes the largest such bound B to lstate[11] (atomic_max on the bits of
  * floats >= 0, which order as uints); sph_list_go's pass 1 keeps the lists if B < skin_rel =
  * 0.999 skin_k R. A cell's own pairs give 2 r_c. In a flow that moves as a whole (the surge of
  * a dam break), the relative motion is far smaller than the motion, and the lists last longer
  * (docs/performance.md, tenth and twelfth sessions). A bound of one reference per cell (its first
  * fluid particle's d) and one maximum over all cells, 2 max|d - u_c| + max|u_c - u_c'|, rebuilt
- * 27 % more often (twelfth session). Work-item c takes cell c and the cells after it, launched
- * over a few work-groups that loop (sph.c). `red` holds one float per work-item of a group. */
+ * 27 % more often (twelfth session). Work-item c takes cell c and the cells after it, those with
+ * fluid (SPH_CELL_WET_), launched over a few work-groups that loop (sph.c). `red` holds one float
+ * per work-item of a group. */
 __kernel void sph_list_check(SPH_CHECK_ARGS, __local float *red)
 {
     const uint go = lstate[0];
@@ -667,6 +676,6 @@ __kernel void sph_list_check(SPH_CHECK_ARGS, __local float *red)
     barrier(CLK_LOCAL_MEM_FENCE);
     if (l == 0u) {
         for (uint k = 1u; k < ls; ++k) bmax = fmax(bmax, red[k]);
-        atomic_max(lstate + 6, as_uint(bmax));
+        atomic_max(lstate + 11, as_uint(bmax));
     }
 }

@@ -112,7 +112,7 @@ static int native_math(const sph_device *d)
 {
     const char *v = getenv("SPHSIM_NATIVE_MATH");
     if (v && (!strcmp(v, "0") || !strcmp(v, "1"))) return v[0] == '1';
-    return d->is_gpu && (strstr(d->platform_name, "NVIDIA") || strstr(d->name, "NVIDIA"));
+    return d->is_gpu && strstr(d->platform_name, "NVIDIA") != NULL; /* NVIDIA's driver, not a port */
 }
 
 /* Work-group size of the SPH kernels: 128 on GPUs (2.2 % less per step than 64 on the H200 over
@@ -859,6 +859,10 @@ sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_
     }
     const size_t cells = n_cells ? n_cells : 1;
     SPH_TRY(device_alloc(s->d, cells, "SPH cells' fluid flags (list build)", &s->cell_fluid, e));
+    /* new flags are filled in a rebuild, which the check reads until the next one: the next step
+     * rebuilds (as a new solver's first does anyway) */
+    const cl_uint hard = NEED_HARD;
+    SPH_TRY(device_write(s->d, s->lstate, sizeof hard, sizeof hard, &hard, e));
     if (!s->check) return SPH_OK;
     return device_alloc(s->d, 16 * cells, "SPH cell boxes (list check)", &s->check_cref, e);
 }
@@ -901,12 +905,16 @@ static sph_status launch_check(sph_solver *s, sph_error *e)
     SPH_TRY(set_check_args(s, s->k_cell_refs, e));
     if (s->cell_lanes > 1) {
         /* two float4 per work-item, where the lanes of a cell join their boxes; a group for each
-         * `per` cells (one trip each, up to 2^20 groups, which then loop) */
+         * `per` cells (one trip each, up to 2^20 groups, which then loop), since with barriers in
+         * the loop each trip of a looping group waits on memory in turn */
         const size_t per = s->local / ((size_t)s->cell_lanes < s->local ? (size_t)s->cell_lanes : s->local);
         const size_t groups = (s->check_ncells + per - 1) / per;
+        /* a device that decides alone gets this launch in every step, mostly to return at once:
+         * there the groups loop, as in device_run_strided */
+        const size_t cap = s->swap_on_device ? 16 * (size_t)(s->d->compute_units ? s->d->compute_units : 1)
+                                             : (size_t)1 << 20;
         CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 10, 2 * s->local * 4 * sizeof(cl_float), NULL));
-        SPH_TRY(device_launch(s->d, s->k_cell_refs, (groups < ((size_t)1 << 20) ? groups : ((size_t)1 << 20)) * s->local,
-                              s->local, NULL, e));
+        SPH_TRY(device_launch(s->d, s->k_cell_refs, (groups < cap ? groups : cap) * s->local, s->local, NULL, e));
     } else {
         CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 10, 4 * sizeof(cl_float), NULL)); /* unused */
         SPH_TRY(device_run_strided(s->d, s->k_cell_refs, s->check_ncells, s->local, NULL, e));

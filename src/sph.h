@@ -46,7 +46,13 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *s, size_t li
  * (sph_go_buffer, for grid_set_go) that the grid kernels and the list build read; `force` makes
  * the step rebuild regardless, at the level the rules give (sim.c forces it in every step that
  * writes a snapshot, and the snapshot stores the level, sph_state_save, so that --resume
- * continues bit for bit). */
+ * continues bit for bit).
+ * Between two sph_begin_step the particles must move only through sph_enqueue_forces (sim.c's
+ * steps): after a relative-motion check has kept the lists, the device carries its bound and
+ * adds each step's largest displacement, which sph_forces measures, and keeps the lists without
+ * the check while the bound allows (kernels/sph_density.cl, sph_list_go). A host that writes
+ * positions itself must do so before the lists' first check after a rebuild (as the tests do),
+ * or force the next step. */
 #define SPH_LIST_MAX_PARTS 4 /* the list may be split over this many buffers (sph_list_parts) */
 unsigned sph_list_cap(const scene *s);              /* entries per particle */
 /* Buffers the lists of n particles with `cap` entries take, each at most max_alloc bytes (1 to
@@ -76,9 +82,11 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);
  * Without it (until bound, or with SPHSIM_LIST_CHECK=0) a move of skin_k / 2 rebuilds. sim.c
  * binds it once the grid and state exist. It allocates 17 bytes per grid cell (n_cells): the
  * check's box of displacements per cell (sph_cell_refs) and the cell's fluid flag, which the
- * list build of sph_enqueue_density fills and reads for that same grid (so the lists must be
- * built on the grid bound here), and returns the error when that fails; when the boxes would
- * exceed the device's largest buffer, the check and the flags stay off. */
+ * list build of sph_enqueue_density fills at each rebuild and reads for that same grid (so the
+ * lists must be built on the grid bound here), and which the check reads until the next
+ * rebuild (only the cells with fluid get boxes); new flags make the next step rebuild. Returns
+ * the error when that fails; when the boxes would exceed the device's largest buffer, the check
+ * and the flags stay off. */
 sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, size_t n_cells,
                           const dev_state *st, sph_error *e);
 /* The go word of the step sph_begin_step just enqueued (blocks until the device has run it):
