@@ -388,6 +388,11 @@ __kernel void sph_pressure(const uint n, __constant const sph_params *P,
  * step's sph_forces (float bits; 0: none), [9] checks run, [10] checks skipped for the bound
  * (both counted over the run), [11] the check's maximum (float bits, sph_list_check). */
 
+/* The larger of m and v, where a NaN v counts as infinite (a NaN position makes the check rebuild,
+ * and a NaN displacement the carried bound infinite, instead of hiding the motion; fmax would
+ * drop it). */
+inline float sph_max_nan_inf(float m, float v) { return isnan(v) ? INFINITY : fmax(m, v); }
+
 /* The filter of the per-step displacement (lstate[7], sph_forces) after a rebuild at level k:
  * (skin_rel / 16)^2, so that in the rebuild step only the particles that move that far in one
  * step (lists that last a few steps) write the maximum; +inf without the check (nothing
@@ -449,7 +454,7 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
     if (pass == 0u) {
         need = lstate[1];
         /* the last step's motion (no fluid particle moved more than b) grows the bound */
-        const float m2 = as_float(lstate[8]), b2 = isnan(m2) ? INFINITY : fmax(as_float(lstate[7]), m2);
+        const float b2 = sph_max_nan_inf(as_float(lstate[7]), as_float(lstate[8]));
         /* rounded up, so that float sums over many steps never fall below the motion */
         const float bound = nextafter(as_float(lstate[6]) + 2.0f * sqrt(b2), INFINITY);
         lstate[6] = as_uint(bound);
@@ -491,10 +496,6 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
         lstate[7] = sph_step_filter(P, k2, check);
     }
 }
-
-/* The larger of m and v, where a NaN v counts as infinite (a NaN position makes the check rebuild
- * instead of hiding its neighbours' motion; fmax would drop it). */
-inline float sph_max_nan_inf(float m, float v) { return isnan(v) ? INFINITY : fmax(m, v); }
 
 /* In a step whose go word has GO_REBUILD (returns at once otherwise), after the grid and the
  * gathers: cell_fluid[c] = CELL_FLUID if cell c of the new grid holds a fluid particle, | CELL_WALL

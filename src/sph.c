@@ -908,13 +908,12 @@ static sph_status launch_check(sph_solver *s, sph_error *e)
          * `per` cells (one trip each, up to 2^20 groups, which then loop), since with barriers in
          * the loop each trip of a looping group waits on memory in turn */
         const size_t per = s->local / ((size_t)s->cell_lanes < s->local ? (size_t)s->cell_lanes : s->local);
-        const size_t groups = (s->check_ncells + per - 1) / per;
-        /* a device that decides alone gets this launch in every step, mostly to return at once:
-         * there the groups loop, as in device_run_strided */
-        const size_t cap = s->swap_on_device ? 16 * (size_t)(s->d->compute_units ? s->d->compute_units : 1)
-                                             : (size_t)1 << 20;
+        const size_t groups = (s->check_ncells + per - 1) / per, cap = (size_t)1 << 20;
         CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 10, 2 * s->local * 4 * sizeof(cl_float), NULL));
-        SPH_TRY(device_launch(s->d, s->k_cell_refs, (groups < cap ? groups : cap) * s->local, s->local, NULL, e));
+        /* a device that decides alone gets this launch in every step, mostly to return at once:
+         * there the groups loop (device_run_strided) */
+        if (s->swap_on_device) SPH_TRY(device_run_strided(s->d, s->k_cell_refs, groups * s->local, s->local, NULL, e));
+        else SPH_TRY(device_launch(s->d, s->k_cell_refs, (groups < cap ? groups : cap) * s->local, s->local, NULL, e));
     } else {
         CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 10, 4 * sizeof(cl_float), NULL)); /* unused */
         SPH_TRY(device_run_strided(s->d, s->k_cell_refs, s->check_ncells, s->local, NULL, e));

@@ -823,14 +823,16 @@ static void nudge_fluid(const scene *s, particles *p, double step, uint64_t seed
 }
 
 /* The set-up of the list tests: the perturbed tank (seed) with `skin` (and the fluid at rest with
- * `at_rest`), its solver with lists (`lists` as for make_solver_lists) and a run on cells of the
- * list radius, uploaded. list_test_setup: skin 0.2, the perturbed velocities. */
+ * `at_rest`, the time step times dt_scale), its solver with lists (`lists` as for
+ * make_solver_lists) and a run on cells of the list radius, uploaded. list_test_setup: skin 0.2,
+ * the perturbed velocities. */
 static sph_solver *list_test_setup_skin(fixture *f, scene *s, particles *p, run *r, int dims, uint64_t seed,
-                                        int lists, double skin, int at_rest)
+                                        int lists, double skin, int at_rest, double dt_scale)
 {
     static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
     perturbed_scene(s, p, dims, &wcsph, seed);
     s->skin = skin;
+    s->dt *= dt_scale;
     if (at_rest)
         for (size_t i = 0; i < p->n; ++i)
             for (int a = 0; a < 3; ++a) p->vel[4 * i + a] = 0.0f;
@@ -842,7 +844,7 @@ static sph_solver *list_test_setup_skin(fixture *f, scene *s, particles *p, run 
 
 static sph_solver *list_test_setup(fixture *f, scene *s, particles *p, run *r, int dims, uint64_t seed, int lists)
 {
-    return list_test_setup_skin(f, s, p, r, dims, seed, lists, 0.2, 0);
+    return list_test_setup_skin(f, s, p, r, dims, seed, lists, 0.2, 0, 1.0);
 }
 
 static void test_list_keep(void **state)
@@ -1026,7 +1028,7 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     if (!cc->check) setenv("SPHSIM_LIST_CHECK", "0", 1);
     setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
     g_grid_margin = cc->wide ? 3.3 : 0.0;
-    sph_solver *sol = list_test_setup_skin(f, &s, &p, &r, dims, 900 + (uint64_t)dims, cc->lists, 0.1, 1);
+    sph_solver *sol = list_test_setup_skin(f, &s, &p, &r, dims, 900 + (uint64_t)dims, cc->lists, 0.1, 1, 1.0);
     g_grid_margin = 0.0;
     unsetenv("SPHSIM_LIST_BUILD");
     const size_t n = p.n;
@@ -1181,17 +1183,12 @@ static void test_list_skip(void **state)
             particles p;
             run r;
             sph_error e;
-            static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
-            perturbed_scene(&s, &p, dims, &wcsph, 1400 + (uint64_t)dims);
-            s.skin = 0.1;
-            s.dt *= 0.25; /* the tank's own motion, from the perturbation, far below the set one */
-            const size_t n = p.n;
-            for (size_t i = 0; i < n; ++i)
-                for (int a = 0; a < 3; ++a) p.vel[4 * i + a] = 0.0f;
+            /* a quarter of the time step: the tank's own motion, from the perturbation, far below
+             * the set one */
             setenv("SPHSIM_LIST_BUILD", "apart", 1);
-            sph_solver *sol = make_solver_lists(&f->d, &s, 1, n);
+            sph_solver *sol = list_test_setup_skin(f, &s, &p, &r, dims, 1400 + (uint64_t)dims, 1, 0.1, 1, 0.25);
             unsetenv("SPHSIM_LIST_BUILD");
-            run_alloc_cell(&f->d, &r, n, &s, 2.0 * s.h * (1.0 + s.skin));
+            const size_t n = p.n;
             sph_set_swap_on_device(sol, 0);
             assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPH_OK);
             const double v = (shear ? 0.05 : 0.1) * 2.0 * s.h * s.skin / s.dt;
