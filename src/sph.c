@@ -115,6 +115,23 @@ static int native_math(const sph_device *d)
     return d->is_gpu && strstr(d->platform_name, "NVIDIA") != NULL; /* NVIDIA's driver, not a port */
 }
 
+/* The register cap of the kernels of sph_density.cl on NVIDIA's GPUs (-cl-nv-maxrregcount, an
+ * option of NVIDIA's compiler alone), 0 for none: 40 there, so that 12 work-groups of 128 share
+ * an SM instead of the 11 that sph_lists_build's 44 registers allow. On an H100 the list build
+ * ran 3.5 % faster with it and the developed 3D dam break 0.3 % (twenty-third session,
+ * docs/performance.md); the densities' and the check's kernels use 40 or fewer registers
+ * without it. sph_forces.cl keeps its 48: a cap of 40 made the forces loop 22 % slower (it
+ * spills). Registers change no arithmetic, so the results are the same to the bit.
+ * SPHSIM_DENSITY_REGS (0 for none, or 16 to 255) overrides it there, for benchmarks. */
+static unsigned density_regs(const sph_device *d)
+{
+    if (!d->is_gpu || strstr(d->platform_name, "NVIDIA") == NULL) return 0; /* other compilers */
+    const char *v = getenv("SPHSIM_DENSITY_REGS");
+    if (v && !strcmp(v, "0")) return 0;
+    const unsigned long l = env_count("SPHSIM_DENSITY_REGS", 16, 255);
+    return l ? (unsigned)l : 40;
+}
+
 /* Work-group size of the SPH kernels: 128 on GPUs (2.2 % less per step than 64 on the H200 over
  * the young and the developed 3D dam break, every SPH loop a little faster; docs/performance.md,
  * eleventh session; the seventh session's code measured no difference), 512 elsewhere (on PoCL
@@ -667,8 +684,12 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
              sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL", list_opt,
              native_math(d) ? " -DSPH_NATIVE_MATH" : "", extra ? extra : "");
+    char dopts[600];
+    const unsigned regs = density_regs(d);
+    if (regs) snprintf(dopts, sizeof dopts, "%s -cl-nv-maxrregcount=%u", opts, regs);
+    else snprintf(dopts, sizeof dopts, "%s", opts);
     sph_status st;
-    if ((st = device_build(d, "sph_density.cl", opts, &s->prog_density, e)) != SPH_OK ||
+    if ((st = device_build(d, "sph_density.cl", dopts, &s->prog_density, e)) != SPH_OK ||
         (st = device_build(d, "sph_forces.cl", opts, &s->prog_forces, e)) != SPH_OK ||
         (st = device_kernel(s->prog_density, "sph_density", &s->k_density, e)) != SPH_OK ||
         (st = device_kernel(s->prog_density, "sph_boundary", &s->k_boundary, e)) != SPH_OK ||
