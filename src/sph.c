@@ -119,9 +119,11 @@ static int native_math(const sph_device *d)
  * option of NVIDIA's compiler alone), 0 for none: 40 there, so that 12 work-groups of 128 share
  * an SM instead of the 11 that sph_lists_build's 44 registers allow. On an H100 the list build
  * ran 3.5 % faster with it and the developed 3D dam break 0.3 % (twenty-third session,
- * docs/performance.md); the densities' and the check's kernels use 40 or fewer registers
- * without it. sph_forces.cl keeps its 48: a cap of 40 made the forces loop 22 % slower (it
- * spills). Registers change no arithmetic, so the results are the same to the bit.
+ * docs/performance.md). The file's other kernels that a GPU runs with lists use 40 or fewer
+ * registers without it; sph_density (52 with lists), which a GPU runs only when the device
+ * decides (SPHSIM_GO_ON_HOST=0) or with SPHSIM_LIST_BUILD=fused, and the cell walk's kernels (a
+ * run too large for lists) were not timed with it. sph_forces.cl keeps its 48: caps of 40 to 44
+ * made the forces loop 4-22 % slower. Registers change no arithmetic: the same file to the bit.
  * SPHSIM_DENSITY_REGS (0 for none, or 16 to 255) overrides it there, for benchmarks. */
 static unsigned density_regs(const sph_device *d)
 {
