@@ -103,6 +103,10 @@ static int cell_lanes(const sph_device *d)
     return l ? (int)l : d->is_gpu ? 8 : 1;
 }
 
+/* The device is a GPU under NVIDIA's own driver (not a port of its platform name): its compiler
+ * takes the -cl-nv-* options, and its native functions were validated (native_math). */
+static int nvidia_gpu(const sph_device *d) { return d->is_gpu && strstr(d->platform_name, "NVIDIA") != NULL; }
+
 /* The pair loops' square root and division as native_sqrt and native_divide
  * (kernels/sph_common.h, SPH_NATIVE_MATH): on NVIDIA's GPUs, where the developed 3D dam break
  * ran 2 % faster with them and the 2D and 3D dam breaks wrote the same files to the bit as
@@ -112,7 +116,7 @@ static int native_math(const sph_device *d)
 {
     const char *v = getenv("SPHSIM_NATIVE_MATH");
     if (v && (!strcmp(v, "0") || !strcmp(v, "1"))) return v[0] == '1';
-    return d->is_gpu && strstr(d->platform_name, "NVIDIA") != NULL; /* NVIDIA's driver, not a port */
+    return nvidia_gpu(d);
 }
 
 /* The register cap of the kernels of sph_density.cl on NVIDIA's GPUs (-cl-nv-maxrregcount, an
@@ -127,7 +131,7 @@ static int native_math(const sph_device *d)
  * SPHSIM_DENSITY_REGS (0 for none, or 16 to 255) overrides it there, for benchmarks. */
 static unsigned density_regs(const sph_device *d)
 {
-    if (!d->is_gpu || strstr(d->platform_name, "NVIDIA") == NULL) return 0; /* other compilers */
+    if (!nvidia_gpu(d)) return 0; /* other compilers don't take the option */
     const char *v = getenv("SPHSIM_DENSITY_REGS");
     if (v && !strcmp(v, "0")) return 0;
     const unsigned long l = env_count("SPHSIM_DENSITY_REGS", 16, 255);
