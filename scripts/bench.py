@@ -151,6 +151,11 @@ def run_case(args, name, n, tmp):
     row["ms_step_kernels"] = 1e3 * per_step
     # every kernel on its own, ms per step (the stages above add some of them up)
     row["kernels_ms"] = {k: round(1e3 * sec / runs(stage_of(k)), 4) for k, sec in summary.get("profile_s", {}).items()}
+    # the device's gaps between timed commands over the timed steps, under the command after
+    # each (the host's reads of the rebuild decision, launches), ms per step
+    timed = max(summary.get("steps_timed", 0), 1)
+    row["idle_ms"] = {k: round(1e3 * sec / timed, 4) for k, sec in summary.get("idle_s", {}).items()}
+    row["ms_idle"] = sum(row["idle_ms"].values())
     # host time of the steps alone: sphsim --profile times them from the first snapshot's copies
     # done to the last step done (older binaries: the whole loop minus the time on snapshots)
     if summary.get("steps_timed", 0) > 0:
@@ -257,12 +262,16 @@ def main():
                     print(f"{name} N={row['N']}: {row['ms_step_wall']:.3f} ms/step, "
                           f"{row['particle_steps_per_s'] / 1e6:.2f} M particle-steps/s; kernels, ms per step: "
                           + ", ".join(f"{k} {v}" for k, v in row["kernels_ms"].items()), file=sys.stderr, flush=True)
+                    if row["idle_ms"]:
+                        print(f"  device idle {row['ms_idle']:.4f} ms per step, before: "
+                              + ", ".join(f"{k} {v}" for k, v in sorted(row["idle_ms"].items(), key=lambda kv: -kv[1])),
+                              file=sys.stderr, flush=True)
                     for t0, t1, k, ms in row.get("windows", []):
                         print(f"  t = {t0:.3f}-{t1:.3f} s: {k} steps, {ms:.3f} ms/step, "
                               f"{ms / (row['N'] / 1e6):.3f} ms/step per million", file=sys.stderr, flush=True)
     ok = [r for r in rows if "error" not in r]
     cols = ["scene", "N", "neighbours", "candidates"] + [f"ms_{s}" for s, _ in STAGES] + \
-        ["ms_other", "ms_step_kernels", "ms_step_wall", "ms_per_step_per_million", "N_fluid",
+        ["ms_other", "ms_step_kernels", "ms_idle", "ms_step_wall", "ms_per_step_per_million", "N_fluid",
          "ms_per_step_per_million_fluid", "particle_steps_per_s",
          "device_bytes_per_particle", "list_rebuilds", "list_checks", "list_checks_skipped", "device"]
     if ok:

@@ -23,6 +23,8 @@ struct device_prof {
     int n_pending;
     device_prof_entry total[PROF_KERNELS];
     int n_total;
+    int idle_on;      /* device_profile_idle: add the gaps between timed commands to idle */
+    cl_ulong last_end; /* the end of the last timed command while idle_on (0: none yet) */
 };
 
 /* Wait for the pending profiled launches and add their times to the per-kernel totals. */
@@ -51,6 +53,12 @@ static void prof_collect(struct device_prof *p)
         }
         p->total[k].seconds += t1 > t0 ? (double)(t1 - t0) * 1e-9 : 0.0;
         p->total[k].launches++;
+        if (p->idle_on) {
+            /* commands run in the order they were queued (one in-order queue): the device did
+             * none of the timed ones between the last one's end and this one's start */
+            if (p->last_end && t0 > p->last_end) p->total[k].idle += (double)(t0 - p->last_end) * 1e-9;
+            if (t1 > p->last_end) p->last_end = t1;
+        }
     }
     p->n_pending = 0;
 }
@@ -69,6 +77,14 @@ void device_profile_command(sph_device *d, cl_event ev, const char *label)
     if (!d->prof || !ev) return;
     clRetainEvent(ev);
     prof_push(d->prof, ev, NULL, label);
+}
+
+void device_profile_idle(sph_device *d, int on)
+{
+    if (!d->prof) return;
+    prof_collect(d->prof);
+    d->prof->idle_on = on;
+    d->prof->last_end = 0;
 }
 
 int device_profile(sph_device *d, device_prof_entry *out, int max)

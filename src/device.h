@@ -34,8 +34,14 @@ typedef struct device_prof_entry {
     char name[64];
     double seconds;
     long launches;
+    double idle; /* device time with no timed command running just before this one's launches
+                    (s), counted while device_profile_idle is on */
 } device_prof_entry;
 int device_profile(sph_device *d, device_prof_entry *out, int max);
+/* Profiling only: from now (on) or no longer (off), count the gaps between consecutive timed
+ * commands, each under the command after it (the device idle, or running untimed commands such
+ * as reads). Call with the queue finished. */
+void device_profile_idle(sph_device *d, int on);
 /* With profiling on, also time the command of event `ev` (not consumed) under `label`, a string
  * that outlives the device (a literal). */
 void device_profile_command(sph_device *d, cl_event ev, const char *label);

@@ -111,7 +111,7 @@ static void print_summary(const char *out, const sim_result *r, sph_status st, c
                r->list_rebuilds, r->list_checks, r->list_checks_skipped);
     if (r->mean_candidates > 0)
         printf(",\"mean_neighbours\":%.4g,\"mean_candidates\":%.4g", r->mean_neighbours, r->mean_candidates);
-    if (r->n_prof > 0) {
+    if (r->n_prof > 0 || r->steps_timed > 0) {
         printf(",\"output_s\":%.6g,\"writer_s\":%.6g,\"writer_phases_s\":{\"copies\":%.6g,\"id_order\":%.6g,"
                "\"file\":%.6g},\"steps_timed\":%ld,\"steps_s\":%.6g,\"profile_s\":{",
                r->t_output, r->t_writer, r->t_writer_phase[0], r->t_writer_phase[1], r->t_writer_phase[2],
@@ -120,6 +120,16 @@ static void print_summary(const char *out, const sim_result *r, sph_status st, c
             printf("%s", i ? "," : "");
             json_str(stdout, r->prof[i].name);
             printf(":%.6g", r->prof[i].seconds);
+        }
+        /* the device's time between timed commands during the timed steps, under the command
+         * after each gap */
+        printf("},\"idle_s\":{");
+        for (int i = 0, first = 1; i < r->n_prof; ++i) {
+            if (r->prof[i].idle <= 0.0) continue;
+            printf("%s", first ? "" : ",");
+            first = 0;
+            json_str(stdout, r->prof[i].name);
+            printf(":%.6g", r->prof[i].idle);
         }
         printf("}");
     }

@@ -635,7 +635,10 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
 
     /* The device and its memory first: a run too big for the device fails before any particle
      * is generated (a scene at the particle limit would need tens of GB of host memory). */
-    SPH_TRY(device_open(&c->dev, o->device, o->profile, e));
+    /* SPHSIM_PROFILE_EVENTS=0: --profile times the steps without timing each command (the
+     * queue's profiling off), to measure what that costs (benchmarks) */
+    const char *pe = getenv("SPHSIM_PROFILE_EVENTS");
+    SPH_TRY(device_open(&c->dev, o->device, o->profile && !(pe && !strcmp(pe, "0")), e));
     c->dev_open = 1;
     snprintf(r->device_name, sizeof r->device_name, "%s", c->dev.name);
     r->n_particles = s->n_total;
@@ -783,6 +786,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
             clFinish(c->dev.queue);
             r->t_steps = now_s() - t_steps0;
             r->steps_timed = step - step_t0;
+            device_profile_idle(&c->dev, 0);
         }
         if (is_output && !(o->resume_path && step == first_step)) {
             cl_uint flags[2] = {0, 0};
@@ -798,6 +802,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
             clFinish(c->dev.queue);
             t_steps0 = now_s();
             step_t0 = step;
+            device_profile_idle(&c->dev, 1); /* the device's gaps between the steps' kernels */
         }
         if (c->sph)
             SPH_TRY(sph_forces(c->sph, c->g, &c->st, e));
@@ -816,6 +821,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     if (o->profile && t_steps0 >= 0 && r->steps_timed == 0) { /* stopped by a signal: the steps so far */
         r->t_steps = now_s() - t_steps0;
         r->steps_timed = step - step_t0;
+        device_profile_idle(&c->dev, 0);
     }
     if (c->sph) {
         SPH_TRY(sph_list_rebuilds(c->sph, &r->list_rebuilds, e));
