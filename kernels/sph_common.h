@@ -72,7 +72,8 @@
  * cells (and the grid is not rebuilt: the order stays). A particle with more than list_cap
  * entries walks the cells of the kept grid instead, whose cells are at least support
  * (1 + grid.skin) wide (sim.c), so that walk still finds every neighbour. The body tests r2
- * itself, as with the walks; a fluid particle lists j == i (the density's self term). SPH_LIST_BEGIN uses the kernel's n, P,
+ * itself, as with the walks; no particle lists itself (the density starts from its self term,
+ * SPH_SELF_RHO_), and the fallback walk skips j == i likewise. SPH_LIST_BEGIN uses the kernel's n, P,
  * nl_list .. nl_list3 and nl_count. */
 /* Lists larger than the largest buffer the device allows are split over up to four buffers
  * (arguments nl_list, nl_list1 .. nl_list3, sph.c) by particle: part p holds the whole lists
@@ -166,6 +167,7 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
                 }                                                                                  \
                 if (nl_j_ == nl_j1_) break;                                                        \
                 j = nl_j_++;                                                                       \
+                if (j == (i)) continue; /* as the lists: without i itself */                        \
             }
 
 #define SPH_LIST_END                                                                               \
@@ -273,6 +275,10 @@ inline float sph_W(float r2, __constant const sph_params *P)
     return sphk_wendland_w(SPH_SQRT_(r2) * P->h_inv, P->w_norm);
 #endif
 }
+
+/* The self term m_i W(0) of rho_i (x_i: (x_i, m_i)), which the list loops add before their
+ * entries, since no list holds i itself (sph_list_build). */
+#define SPH_SELF_RHO_(x_i, P) ((x_i).w * sph_W(0.0f, P))
 
 /* F(r) = (1/r) dW/dr of the compiled gradient kernel (spiky for the poly6 scheme), 1/m^(dims+2);
  * grad_i W_ij = F(r) dx with dx = x_i - x_j. Requires r > 0. */

@@ -58,9 +58,11 @@
 #endif
 /* Whether candidate j at r2 goes into particle i's list (reach2: wall_radius2, or list_radius2
  * for fluid that no wall can reach): fluid i lists fluid within radius2 and walls within reach2,
- * a wall lists fluid within reach2 */
+ * a wall lists fluid within reach2; nobody lists itself (the density adds its self term first,
+ * SPH_SELF_RHO_, and the forces loop had skipped it: one entry fewer for both loops to read) */
 #define SPH_LIST_TAKES_(j, r2)                                                                     \
-    ((r2) < reach2 && (fluid_i ? (r2) < radius2 || type[j] != PTYPE_FLUID : type[j] == PTYPE_FLUID))
+    ((r2) < reach2 && (j) != i &&                                                                  \
+     (fluid_i ? (r2) < radius2 || type[j] != PTYPE_FLUID : type[j] == PTYPE_FLUID))
 
 /* Cells e0 .. e1 along one axis of the box of half-width rw around coordinate x, widened to
  * the 3^d block's b0 .. b1 (grid_cell_coord clamps both ends into the grid) */
@@ -96,7 +98,7 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
     uint4 q = (uint4)(0u);
 #endif
     uint c = 0u;
-    float rho_i = 0.0f;
+    float rho_i = with_rho && fluid_i ? SPH_SELF_RHO_(x_i, P) : 0.0f;
     NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, x_i, j0, j1)
     if (skip_dry && (cell_fluid[NEIGHBOURS_CELL] & CELL_FLUID) == 0u) continue;
     for (uint j = j0; j < j1; ++j) {
@@ -180,6 +182,9 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     if (!fluid) return;
     if (!build) {
         const float support2 = P->support2;
+#ifdef SPH_LIST
+        rho_i = SPH_SELF_RHO_(x_i, P); /* the lists (and their fallback walk) leave i out */
+#endif
         SPH_DENSITY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, i, j)
             const float4 x_j = pos[j]; /* (x_j, m_j) */
             float4 dx = x_i - x_j;       /* dx = x_i - x_j */

@@ -56,10 +56,20 @@ inline void sph_forces_one(const uint i, const uint n,
         }
         return;
     }
+#ifdef SPH_NB_REC
+    /* i's own record, which the density stage wrote this step from pos[i] and vel[i] (and which
+     * its neighbours read too, so it is likely in L2): one 32-byte load instead of pos[i], vel[i]
+     * and the record's p/rho^2 (the same values; fluid mass is uniform, sph_set_masses) */
+    const float4 rec_i = SPH_NB_X_(pos_p, vel, i);
+    const float4 x_i = (float4)(rec_i.xyz, P->mass_fluid); /* (x_i, m_i) */
+    const float4 v_i = SPH_NB_V_(pos_p, vel, i);   /* (v_i, rho_i) */
+    const float p_rho2_i = rec_i.w;                /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
+#else
     const float4 x_i = pos[i];                     /* (x_i, m_i) */
     const float4 v_i = vel[i];
-    const float rho_i = v_i.w;                     /* > 0: i is fluid */
     const float p_rho2_i = SPH_NB_X_(pos_p, vel, i).w; /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
+#endif
+    const float rho_i = v_i.w;                     /* > 0: i is fluid */
     const float m_fluid = P->mass_fluid, m_wall = P->mass_wall; /* kg */
     const float support2 = P->support2;
     const float eta2 = P->eta2;                    /* m^2 */

@@ -166,7 +166,10 @@ sph_status sph_step(sph_solver *s, grid *g, dev_state *st, sph_error *e);
 
 /* sph_density + sph_forces with explicit neighbour buffers instead of a grid: cell_start and
  * cell_end (uint per cell, linear cell index cx + nx (cy + ny cz)) and a __constant grid_params
- * buffer. Tests build these on the host, which isolates the SPH from the device grid. */
+ * buffer. Tests build these on the host, which isolates the SPH from the device grid. With
+ * neighbour lists the forces take a fluid particle's own x, v, rho and p/rho^2 from the record
+ * (st->pos_p) that the density stage wrote, as its neighbours do: a host that writes positions
+ * or velocities between the two must write the records' x and v too. */
 sph_status sph_enqueue(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, dev_state *st,
                        sph_error *e);
 sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,

@@ -622,17 +622,14 @@ static void host_rebuild_step(fixture *f, const scene *s, const particles *p, in
     run_step(&f->d, sol, &r, p->n, rho, pr, x, v, &flags);
     assert_int_equal(flags, 0);
     assert_int_equal(sph_read_lists(sol, p->n, counts, entries, &e), SPH_OK);
-    /* every entry is a particle, and a fluid particle whose list holds all its neighbours lists
-     * itself (the density's self term) */
+    /* every entry is another particle: no list holds its own particle (the density adds the
+     * self term before the entries) */
     const size_t cap = sph_get_params(sol)->list_cap;
-    for (size_t k = 0; k < p->n; ++k) {
-        int self = 0;
+    for (size_t k = 0; k < p->n; ++k)
         for (size_t q = 0; q < cap && q < counts[k]; ++q) {
             assert_true(entries[k * cap + q] < p->n);
-            self |= entries[k * cap + q] == k;
+            assert_true(entries[k * cap + q] != k);
         }
-        if (p->type[r.order[k]] == PTYPE_FLUID && counts[k] <= cap) assert_true(self);
-    }
     run_free(&r);
     sph_destroy(sol);
 }
@@ -811,6 +808,19 @@ static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p,
     free(dev_v);
     const cl_mem bufs[4] = {r->st.pos, r->st.pos_next, r->st.vel, r->st.vel_next};
     for (int b = 0; b < 4; ++b) assert_int_equal(device_write(&f->d, bufs[b], 0, 16 * n, b < 2 ? sorted : sorted_v, &e), SPH_OK);
+    /* and into the neighbour records, from which the forces loop also takes a fluid particle's
+     * own x and v (with lists, kernels/sph_forces.cl): the density stage wrote them for the old
+     * positions; p/rho^2 and rho stay */
+    const size_t rec = sph_pos_p_bytes(sph_lists(sol)) / 16; /* float4 per particle */
+    float *pp = malloc(16 * rec * n);
+    assert_non_null(pp);
+    assert_int_equal(device_read(&f->d, r->st.pos_p, 0, 16 * rec * n, pp, &e), SPH_OK);
+    for (size_t k = 0; k < n; ++k) {
+        memcpy(pp + 4 * rec * k, sorted + 4 * k, 12);
+        if (rec == 2) memcpy(pp + 4 * (2 * k + 1), sorted_v + 4 * k, 12);
+    }
+    assert_int_equal(device_write(&f->d, r->st.pos_p, 0, 16 * rec * n, pp, &e), SPH_OK);
+    free(pp);
     return r->st.pos != pos0;
 }
 
@@ -958,7 +968,7 @@ typedef struct check_case {
  * order r->order, on a grid of cells at least list_radius wide, as sim.c's): a fluid particle
  * lists every fluid particle within list_radius and every wall within the wider wall_radius, a
  * wall every fluid particle within wall_radius, each once, and nothing else (up to float
- * rounding at either radius); particles over list_cap are skipped. Returns the wall entries
+ * rounding at either radius), itself never; particles over list_cap are skipped. Returns the wall entries
  * beyond list_radius, which only the wider radius lists (the walk beyond the 3^d block finds
  * those more than a cell away). */
 static size_t lists_vs_brute_force(sph_solver *sol, const run *r, const particles *p, const char *label,
@@ -991,7 +1001,9 @@ static size_t lists_vs_brute_force(sph_solver *sol, const run *r, const particle
             assert_false(listed[j]);
             listed[j] = 1;
         }
+        assert_false(listed[k]); /* nobody lists itself (the density's self term comes apart) */
         for (size_t j = 0; j < n; ++j) {
+            if (j == k) continue;
             const float *xj = p->pos + 4 * r->order[j];
             const int fj = p->type[r->order[j]] == PTYPE_FLUID;
             double d2 = 0.0;
