@@ -138,6 +138,12 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #define SPH_LIST_MINE_(i, list_walk) ((list_walk) == 0) /* the cell walk: one kernel for all */
 #endif
 #define SPH_LIST_WALKERS_(lstate) ((lstate)[5] != 0u)
+/* A density-stage kernel launched ahead of the host's read of the step's decision (`ahead`, sph.c,
+ * sph_density_ahead) returns at once unless the go word keeps the lists: not in a step that
+ * rebuilds (the host then launches the stage itself, after the grid), nor while undecided
+ * (GO_CHECK: no check ran). The lists are then those of the kept grid, and the pair read is the
+ * last step's output, which the host passes (and swaps to once it has read the decision). */
+#define SPH_AHEAD_SKIP_(ahead, lstate) ((ahead) != 0u && ((lstate)[0] & (GO_REBUILD | GO_CHECK)) != 0u)
 #define SPH_LIST_BEGIN(gp, cell_start, cell_end, xi, i, j)                                         \
     {                                                                                              \
         const uint nl_cnt_ = nl_count[i];                                                          \

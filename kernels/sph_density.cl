@@ -217,13 +217,15 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */                   \
     __global float4 *vel_b,                                                                        \
     __global const uchar *cell_fluid, /* lists: per cell, 1 if it holds fluid (sph_cell_fluid) */ \
-    const uint use_cf             /* cell_fluid is set for this step's grid */
+    const uint use_cf,            /* cell_fluid is set for this step's grid */                     \
+    const uint ahead              /* launched ahead of the host's read of the decision: only in a \
+                                     step that keeps the lists (SPH_AHEAD_SKIP_) */
 
 /* The kernel body: particle i of this work-item, from the pair the go word names. */
 #define SPH_DENSITY_KERNEL_(may_build)                                                             \
     {                                                                                              \
         const uint i = sph_item(stride);                                                           \
-        if (i >= n) return;                                                                        \
+        if (i >= n || SPH_AHEAD_SKIP_(ahead, lstate)) return;                                      \
         const int alt = SPH_ALT_(lstate);                                                          \
         sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, \
                         pos_p, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, may_build, \
@@ -256,7 +258,8 @@ __kernel void sph_lists_build(SPH_DENSITY_ARGS)
  * rebuild step sph_density has done them), sph_density_walk_built after sph_lists_build. */
 #define SPH_DENSITY_WALK_KERNEL_(after_lists_build)                                                \
     {                                                                                              \
-        if (!SPH_LIST_WALKERS_(lstate) || (!(after_lists_build) && (lstate[0] & GO_REBUILD) != 0u)) \
+        if (!SPH_LIST_WALKERS_(lstate) || (!(after_lists_build) && (lstate[0] & GO_REBUILD) != 0u) || \
+            SPH_AHEAD_SKIP_(ahead, lstate))                                                        \
             return;                                                                                \
         const int alt = SPH_ALT_(lstate);                                                          \
         for (uint i = get_global_id(0); i < n; i += get_global_size(0))                            \
@@ -343,12 +346,13 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
     const uint stride,           /* work-group spread (sph_item) */                                \
     __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */                   \
     __global float4 *vel_b,                                                                        \
-    __global const uint *lstate  /* lists: [0] go word, [5] walkers */
+    __global const uint *lstate, /* lists: [0] go word, [5] walkers */                             \
+    const uint ahead             /* as in SPH_DENSITY_ARGS */
 
 __kernel void sph_boundary(SPH_BOUNDARY_ARGS)
 {
     const uint i = sph_item(stride);
-    if (i >= n) return;
+    if (i >= n || SPH_AHEAD_SKIP_(ahead, lstate)) return;
     const int alt = SPH_ALT_(lstate);
     sph_boundary_one(i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, pos_p, n,
                      nl_list, nl_list1, nl_list2, nl_list3, nl_count, 0, !SPH_REBUILT_(lstate));
@@ -358,7 +362,7 @@ __kernel void sph_boundary(SPH_BOUNDARY_ARGS)
 /* The wall particles over list_cap (as sph_density_walk, in every step). */
 __kernel void sph_boundary_walk(SPH_BOUNDARY_ARGS)
 {
-    if (!SPH_LIST_WALKERS_(lstate)) return;
+    if (!SPH_LIST_WALKERS_(lstate) || SPH_AHEAD_SKIP_(ahead, lstate)) return;
     const int alt = SPH_ALT_(lstate);
     for (uint i = get_global_id(0); i < n; i += get_global_size(0))
         sph_boundary_one(i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, pos_p, n,

@@ -55,6 +55,20 @@ static int go_on_host(void)
     return !(v && !strcmp(v, "0"));
 }
 
+/* With the host reading each decision: does it enqueue, before it waits for the read, the
+ * density stage of a step that keeps the lists (kernels that return at once otherwise;
+ * sph_read_go_ahead), so that the device works while the read travels? On GPUs, where it took
+ * the device's idle time between the kernels from 0.064 to 0.049 ms per step and the step 0.2 %
+ * (H100, 3.9x10^6 particles, docs/performance.md, twenty-fourth session); not on CPUs, where
+ * PoCL's launches of kernels that return at once cost more. SPHSIM_GO_AHEAD=0 or 1 overrides. */
+static int go_ahead(const sph_device *d)
+{
+    const char *v = getenv("SPHSIM_GO_AHEAD");
+    if (v && !strcmp(v, "0")) return 0;
+    if (v && !strcmp(v, "1")) return 1;
+    return d->is_gpu;
+}
+
 /* Bytes per particle of dev_state (see state.h). */
 static size_t state_bytes_per_particle(const scene *s)
 {
@@ -90,6 +104,7 @@ size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
 typedef struct sim_ctx {
     const scene *s;
     int go_on_host;      /* SPH lists: the host reads each step's go word (go_on_host()) */
+    int go_ahead;        /* ... with the kept step's density stage enqueued before it waits (go_ahead()) */
     const sim_options *o;
     sph_device dev;
     grid *g;
@@ -716,6 +731,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     if (st == SPH_OK && c->sph) grid_set_go(c->g, sph_go_buffer(c->sph));
     if (st == SPH_OK && c->sph && sph_lists(c->sph)) {
         c->go_on_host = go_on_host();
+        c->go_ahead = go_ahead(&c->dev);
         sph_set_swap_on_device(c->sph, !c->go_on_host);
         st = sph_bind_check(c->sph, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g),
                             grid_get_params(c->g)->n_cells, &c->st, e);
@@ -770,8 +786,11 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
          * SPHSIM_GO_ON_HOST=0, go_on_host); always rebuilt at a snapshot, where a resumed run
          * starts */
         if (c->sph) SPH_TRY(sph_begin_step(c->sph, is_output, e));
-        int go = 1;
-        if (c->go_on_host) SPH_TRY(sph_read_go(c->sph, &go, e));
+        int go = 1, density_done = 0;
+        if (c->go_on_host && c->go_ahead && !is_output)
+            SPH_TRY(sph_read_go_ahead(c->sph, c->g, &c->st, &go, &density_done, e));
+        else if (c->go_on_host)
+            SPH_TRY(sph_read_go(c->sph, &go, e));
         if (go) {
             SPH_TRY(rebuild(c, e));
         } else {
@@ -781,7 +800,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
             swap_mem(&c->st.pos, &c->st.pos_next);
             swap_mem(&c->st.vel, &c->st.vel_next);
         }
-        if (c->sph) SPH_TRY(sph_density(c->sph, c->g, &c->st, e));
+        if (c->sph && !density_done) SPH_TRY(sph_density(c->sph, c->g, &c->st, e));
         if (o->profile && t_steps0 >= 0 && step >= s->n_steps) {
             clFinish(c->dev.queue);
             r->t_steps = now_s() - t_steps0;

@@ -64,6 +64,19 @@ struct sph_solver {
     int pack;           /* list entries to a load (-DSPH_LIST_PACK, 1 or 4) */
     int no_walkers;     /* sph_read_go saw this step keep lists that no particle overflows: the
                            _walk kernels, which would return at once, are not launched */
+    cl_uint ahead;      /* the density-stage kernels being launched ahead of the decision's read
+                           (their `ahead` argument, sph_read_go_ahead) */
+    int no_walkers_known; /* sph_read_go_ahead: 1 when the lists in use have no particle over
+                           list_cap (read in a step that kept them), so that no _walk kernel is
+                           launched ahead; 0 after a rebuild, until the next read */
+    cl_uint go_word[6]; /* lstate[0..5] as sph_read_go_ahead reads it, without waiting, when no
+                           page-locked buffer could be had */
+    cl_mem go_pin;      /* sph_read_go_ahead: 6 uints of page-locked host memory, mapped at go_host,
+                           that the read lands in (a read into ordinary memory may be finished
+                           by the host only when it waits, holding up the kernels behind it) */
+    cl_uint *go_host;
+    int ahead_check;    /* launch_check in every step (sph_read_go_ahead): sph_cell_refs over a few
+                           looping groups, as when the device decides alone */
     cl_mem dummy;      /* one uint */
 };
 
@@ -767,6 +780,11 @@ void sph_destroy(sph_solver *s)
     solver_kernels(s, ks);
     for (int k = 0; k < SPH_KERNELS; ++k)
         if (ks[k]) clReleaseKernel(ks[k]);
+    if (s->go_pin) {
+        if (s->go_host) clEnqueueUnmapMemObject(s->d->queue, s->go_pin, s->go_host, 0, NULL, NULL);
+        clFinish(s->d->queue);
+        clReleaseMemObject(s->go_pin);
+    }
     if (s->check_cref) clReleaseMemObject(s->check_cref);
     if (s->cell_fluid) clReleaseMemObject(s->cell_fluid);
     for (int k = 0; k < SPH_LIST_MAX_PARTS; ++k)
@@ -850,12 +868,16 @@ static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, int
     DEVICE_ARG(e, k, a, stride);
     DEVICE_ARG(e, k, a + 1, st->pos_next);
     DEVICE_ARG(e, k, a + 2, st->vel_next);
-    if (!density) DEVICE_ARG(e, k, a + 3, lstate);
+    if (!density) {
+        DEVICE_ARG(e, k, a + 3, lstate);
+        DEVICE_ARG(e, k, a + 4, s->ahead);
+    }
     if (density) {
         const cl_uint use_cf = s->cell_fluid != NULL;
         cl_mem cf = use_cf ? s->cell_fluid : s->dummy;
         DEVICE_ARG(e, k, a + 3, cf);
         DEVICE_ARG(e, k, a + 4, use_cf);
+        DEVICE_ARG(e, k, a + 5, s->ahead);
     }
     return run_sph_kernel(s, k, walk, st->n, e);
 }
@@ -939,7 +961,8 @@ static sph_status launch_check(sph_solver *s, sph_error *e)
         CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 10, 2 * s->local * 4 * sizeof(cl_float), NULL));
         /* a device that decides alone gets this launch in every step, mostly to return at once:
          * there the groups loop (device_run_strided) */
-        if (s->swap_on_device) SPH_TRY(device_run_strided(s->d, s->k_cell_refs, groups * s->local, s->local, NULL, e));
+        if (s->swap_on_device || s->ahead_check)
+            SPH_TRY(device_run_strided(s->d, s->k_cell_refs, groups * s->local, s->local, NULL, e));
         else SPH_TRY(device_launch(s->d, s->k_cell_refs, (groups < cap ? groups : cap) * s->local, s->local, NULL, e));
     } else {
         CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 10, 4 * sizeof(cl_float), NULL)); /* unused */
@@ -979,6 +1002,66 @@ sph_status sph_read_go(sph_solver *s, int *go, sph_error *e)
     s->known_kept = !*go;
     s->known_rebuild = *go;
     s->no_walkers = !*go && v[5] == 0;
+    return SPH_OK;
+}
+
+sph_status sph_read_go_ahead(sph_solver *s, grid *g, const dev_state *st, int *go, int *done, sph_error *e)
+{
+    *done = 0;
+    if (!s->lists || s->swap_on_device) return sph_read_go(s, go, e);
+    /* the check in every step (it returns at once on the device unless the go word asks for it),
+     * so that one read gets the decision */
+    if (s->check && s->check_st->n > 0) {
+        s->ahead_check = 1;
+        const sph_status cst = launch_check(s, e);
+        s->ahead_check = 0;
+        SPH_TRY(cst);
+    }
+    if (!s->go_host) { /* once: page-locked memory for the read, else go_word */
+        cl_int perr;
+        s->go_pin = clCreateBuffer(s->d->ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, sizeof s->go_word, NULL, &perr);
+        if (perr == CL_SUCCESS)
+            s->go_host = clEnqueueMapBuffer(s->d->queue, s->go_pin, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                            sizeof s->go_word, 0, NULL, NULL, &perr);
+        if (perr != CL_SUCCESS || !s->go_host) {
+            if (s->go_pin) clReleaseMemObject(s->go_pin);
+            s->go_pin = NULL;
+            s->go_host = s->go_word;
+        }
+    }
+    cl_event ev = NULL;
+    CL_CHECK(e, clEnqueueReadBuffer(s->d->queue, s->lstate, CL_FALSE, 0, sizeof s->go_word, s->go_host, 0, NULL, &ev));
+    /* the kept step's density stage on the pair it would read, the last step's output */
+    dev_state kept = *st;
+    kept.pos = st->pos_next;
+    kept.pos_next = st->pos;
+    kept.vel = st->vel_next;
+    kept.vel_next = st->vel;
+    s->known_kept = 1;
+    s->known_rebuild = 0;
+    s->no_walkers = s->no_walkers_known;
+    s->ahead = 1u;
+    sph_status ast = sph_density(s, g, &kept, e);
+    s->ahead = 0u;
+    cl_int err = ast == SPH_OK ? clFlush(s->d->queue) : CL_SUCCESS;
+    if (err == CL_SUCCESS) err = clWaitForEvents(1, &ev);
+    clReleaseEvent(ev);
+    SPH_TRY(ast);
+    CL_CHECK_ERR(e, err, "reading the rebuild decision");
+    cl_uint v[6];
+    memcpy(v, s->go_host, sizeof v);
+    if (v[0] & GO_CHECK) {
+        /* undecided, no check ran (the kernels above returned at once): as sph_read_go */
+        SPH_TRY(launch_check(s, e));
+        SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e));
+    } else {
+        *done = (v[0] & GO_REBUILD) == 0;
+    }
+    *go = (v[0] & GO_REBUILD) != 0;
+    s->known_kept = !*go;
+    s->known_rebuild = *go;
+    s->no_walkers = !*go && v[5] == 0;
+    s->no_walkers_known = s->no_walkers;
     return SPH_OK;
 }
 

@@ -97,6 +97,15 @@ sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_
  * rebuilds them runs, on GPUs, sph_lists_build and then sph_density_kept and
  * sph_density_walk_built on the new lists (lists_apart in sph.c, docs/grid.md). */
 sph_status sph_read_go(sph_solver *s, int *go, sph_error *e);
+/* sph_read_go with the device kept busy while the host waits (SPHSIM_GO_AHEAD, sim.c): enqueues
+ * the relative-motion check (which returns at once on the device unless the go word asks for
+ * it), a read of the decision that does not block, and then the density stage of a step that
+ * keeps the lists, on the pair such a step reads (st's pos_next and vel_next, the last step's
+ * output; kernels that return at once unless the go word keeps the lists, SPH_AHEAD_SKIP_),
+ * and only then waits for the read. *done = 1: the step keeps the lists and its density stage
+ * is enqueued (the caller swaps its handles and does not call sph_density); otherwise, as after
+ * sph_read_go. Without lists, or with the pairs swapped on the device: sph_read_go. */
+sph_status sph_read_go_ahead(sph_solver *s, grid *g, const dev_state *st, int *go, int *done, sph_error *e);
 /* Buffer pairs (docs/grid.md, "Neighbour lists": the device decides). On: a step that keeps
  * the grid swaps, on the device, which of (pos, vel) and (pos_next, vel_next) the kernels read
  * and which sph_forces writes (GO_ALT in the go word), so nothing is copied and the host never
