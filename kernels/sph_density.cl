@@ -456,7 +456,7 @@ inline uint sph_step_filter(__constant const sph_params *P, uint k, uint check)
  * step that keeps the grid flips GO_ALT: the last step's output becomes the state read, and
  * nothing is copied; a rebuild gathers from the output into the other pair and keeps GO_ALT. */
 __kernel void sph_list_go(__global uint *lstate, const uint force, const uint swap, __constant const sph_params *P,
-                          const uint pass, const uint check)
+                          const uint pass, const uint check, __global uint *wet_n)
 {
     const uint age = lstate[3], k = lstate[4];
     uint alt = lstate[0] & GO_ALT, need;
@@ -500,6 +500,7 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
     lstate[3] = g ? 0u : age + (age < 0xffffffffu ? 1u : 0u);
     lstate[4] = k2;
     if (g) {
+        wet_n[0] = 0u;                      /* the wet cells, listed again by sph_cell_fluid */
         lstate[5] = 0u;                     /* counted again by the list build */
         lstate[6] = as_uint(INFINITY);      /* no bound until a check */
         lstate[7] = sph_step_filter(P, k2, check);
@@ -510,17 +511,37 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
  * gathers: cell_fluid[c] = CELL_FLUID if cell c of the new grid holds a fluid particle, | CELL_WALL
  * if it holds a wall particle, for the list build, where a wall particle skips the cells without
  * fluid and the walk beyond the 3^d block the cells without what it looks for (sph_list_build).
- * One work-item per cell, which stops once it has seen both. */
+ * One work-item per cell, which stops once it has seen both. The cells with fluid also go, in
+ * no particular order, to wet[0 .. wet_n), which sph_list_go emptied when it decided the rebuild:
+ * the check's kernels visit only those (a developed dam break at 1.36x10^7 particles has about
+ * one cell with fluid in eight). */
 __kernel void sph_cell_fluid(__global const uchar *type, __global const uint *cell_start, __global const uint *cell_end,
-                             __constant const grid_params *gp, __global const uint *lstate, __global uchar *cell_fluid)
+                             __constant const grid_params *gp, __global const uint *lstate, __global uchar *cell_fluid,
+                             __global uint *wet, __global uint *wet_n)
 {
     if ((lstate[0] & GO_REBUILD) == 0u) return;
-    for (uint c = get_global_id(0); c < gp->n_cells; c += get_global_size(0)) {
-        const uint j1 = cell_end[c];
+    __local uint cnt, base;
+    const uint l = get_local_id(0), ls = get_local_size(0), n_cells = gp->n_cells;
+    /* the same trips for every work-item of a group, so that all reach the barriers */
+    for (uint b = get_group_id(0) * ls; b < n_cells; b += get_num_groups(0) * ls) {
+        const uint c = b + l;
         uint f = 0u;
-        for (uint j = cell_start[c]; j < j1 && f != (CELL_FLUID | CELL_WALL); ++j)
-            f |= type[j] == PTYPE_FLUID ? CELL_FLUID : type[j] == PTYPE_BOUNDARY ? CELL_WALL : 0u;
-        cell_fluid[c] = (uchar)f;
+        if (c < n_cells) {
+            const uint j1 = cell_end[c];
+            for (uint j = cell_start[c]; j < j1 && f != (CELL_FLUID | CELL_WALL); ++j)
+                f |= type[j] == PTYPE_FLUID ? CELL_FLUID : type[j] == PTYPE_BOUNDARY ? CELL_WALL : 0u;
+            cell_fluid[c] = (uchar)f;
+        }
+        /* the group's wet cells go to the list in one global atomic (their order there does not
+         * matter: each cell's box, and the check's maximum, are the same in any order) */
+        if (l == 0u) cnt = 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int w = (f & CELL_FLUID) != 0u;
+        const uint slot = w ? atomic_inc(&cnt) : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (l == 0u) base = cnt ? atomic_add(wet_n, cnt) : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (w && base + slot < n_cells) wet[base + slot] = c; /* (a stale count never writes past) */
     }
 }
 
@@ -532,7 +553,7 @@ __kernel void sph_cell_fluid(__global const uchar *type, __global const uint *ce
     __global const float4 *pos_a, __global const float4 *pos_b, __global const uchar *type,       \
         __global const uint *cell_start, __global const uint *cell_end, __constant const grid_params *gp, \
         __global const float4 *pos_ref, __global uint *lstate, __global float4 *cref,               \
-        __global const uchar *cell_fluid
+        __global const uchar *cell_fluid, __global const uint *wet, __global const uint *wet_n
 
 /* Cell c of the kept grid holds fluid: the flags sph_cell_fluid wrote at the rebuild, which hold
  * until the next one (the particles stay in the cells of the build while the grid is kept). */
@@ -585,8 +606,9 @@ inline float4 sph_box_ref(float4 lo, float4 hi)
  * otherwise): for every cell c of the kept grid that holds fluid (SPH_CELL_WET_), the box around
  * the displacements d = x - x_ref of its fluid particles, written to cref[c] as its centre u_c
  * and, in w, the half of its diagonal r_c, so that |d - u_c| <= r_c for every fluid particle of
- * c (sph_list_check). The other cells, most of a dam break's tank, are not read or written:
- * sph_list_check skips them by the same flags. A non-finite d makes r_c infinite (fmin and fmax
+ * c (sph_list_check). It takes the cells from the list sph_cell_fluid wrote (wet[0 .. wet_n));
+ * the other cells, most of a dam break's tank, are not read or written, and sph_list_check skips
+ * them by their flags. A non-finite d makes r_c infinite (fmin and fmax
  * would drop a NaN), so that the step rebuilds. With SPH_CELL_LANES = L > 1, L work-items take
  * a cell: lane l the particles l, l + L, ... of it in sorted order, so that the lanes of a cell
  * read consecutive particles (one work-item per cell read 16-byte pieces some 300 bytes apart),
@@ -599,7 +621,7 @@ __kernel void sph_cell_refs(SPH_CHECK_ARGS, __local float4 *red)
     const uint go = lstate[0];
     if ((go & GO_CHECK) == 0u) return; /* the same for every work-item: none reaches a barrier */
     __global const float4 *x = SPH_CHECK_STATE_(go);
-    const uint n_cells = gp->n_cells;
+    const uint nw = wet_n[0]; /* the kept grid's cells with fluid, wet[0 .. nw) (sph_cell_fluid) */
     float4 lo, hi;
 #if SPH_CELL_LANES > 1
     /* L lanes a cell (fewer in a smaller group), `per` cells a group; the work-items past
@@ -607,8 +629,8 @@ __kernel void sph_cell_refs(SPH_CHECK_ARGS, __local float4 *red)
     const uint ls = get_local_size(0), lanes = min((uint)SPH_CELL_LANES, ls), per = ls / lanes;
     const uint l = get_local_id(0), lane = l % lanes, mine = l / lanes < per;
     /* the same trips for every work-item of a group, so that all reach the barriers */
-    for (uint base = get_group_id(0) * per; base < n_cells; base += get_num_groups(0) * per) {
-        const uint c = base + l / lanes, take = mine && c < n_cells && SPH_CELL_WET_(c);
+    for (uint base = get_group_id(0) * per; base < nw; base += get_num_groups(0) * per) {
+        const uint k = base + l / lanes, take = mine && k < nw, c = take ? wet[k] : 0u;
         if (take) {
             sph_box_of(c, lane, lanes, x, pos_ref, type, cell_start, cell_end, &lo, &hi);
             red[2 * l] = lo;
@@ -626,8 +648,8 @@ __kernel void sph_cell_refs(SPH_CHECK_ARGS, __local float4 *red)
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 #else
-    for (uint c = get_global_id(0); c < n_cells; c += get_global_size(0)) {
-        if (!SPH_CELL_WET_(c)) continue;
+    for (uint k = get_global_id(0); k < nw; k += get_global_size(0)) {
+        const uint c = wet[k];
         sph_box_of(c, 0u, 1u, x, pos_ref, type, cell_start, cell_end, &lo, &hi);
         cref[c] = sph_box_ref(lo, hi);
     }
@@ -651,7 +673,8 @@ __kernel void sph_cell_refs(SPH_CHECK_ARGS, __local float4 *red)
  * a dam break), the relative motion is far smaller than the motion, and the lists last longer
  * (docs/performance.md, tenth and twelfth sessions). A bound of one reference per cell (its first
  * fluid particle's d) and one maximum over all cells, 2 max|d - u_c| + max|u_c - u_c'|, rebuilt
- * 27 % more often (twelfth session). Work-item c takes cell c and the cells after it, those with
+ * 27 % more often (twelfth session). Work-item k takes the cells with fluid wet[k], wet[k + the
+ * number of work-items], ... (sph_cell_fluid's list) and, of the cells after each, those with
  * fluid (SPH_CELL_WET_), launched over a few work-groups that loop (sph.c). `red` holds one float
  * per work-item of a group. */
 __kernel void sph_list_check(SPH_CHECK_ARGS, __local float *red)
@@ -659,10 +682,11 @@ __kernel void sph_list_check(SPH_CHECK_ARGS, __local float *red)
     const uint go = lstate[0];
     if ((go & GO_CHECK) == 0u) return; /* the same for every work-item: none reaches the barrier */
     const int r = gp->dims == 3 ? 2 : 0;
-    const uint nx = gp->ncell[0], ny = gp->ncell[1], nz = gp->ncell[2], n_cells = gp->n_cells;
+    const uint nx = gp->ncell[0], ny = gp->ncell[1], nz = gp->ncell[2];
     float bmax = 0.0f;
-    for (uint c = get_global_id(0); c < n_cells; c += get_global_size(0)) {
-        if (!SPH_CELL_WET_(c)) continue;
+    const uint nw = wet_n[0];
+    for (uint k = get_global_id(0); k < nw; k += get_global_size(0)) {
+        const uint c = wet[k];
         const float4 u = cref[c];
         bmax = sph_max_nan_inf(bmax, 2.0f * u.w);
         /* the cells after c (in z, y, x order) at most two apart in each axis */

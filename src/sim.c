@@ -93,11 +93,11 @@ size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
 {
     grid_params gp;
     sph_error e;
-    /* per cell of the lists' grid, the relative-motion check's box (16 bytes) and the list
-     * build's fluid flag (1 byte) (sph_bind_check, which leaves both off when the boxes would
-     * exceed the largest buffer) */
+    /* per cell of the lists' grid, the relative-motion check's box (16 bytes), the list
+     * build's fluid flag (1 byte) and the list of cells with fluid (4 bytes) (sph_bind_check,
+     * which leaves them off when the boxes would exceed the largest buffer) */
     const size_t cells = sim_grid_geometry(s, 1, &gp, &e) == SPH_OK ? (size_t)gp.n_cells : 0;
-    const size_t refs = max_alloc && 16 * cells > max_alloc ? 0 : 17 * cells;
+    const size_t refs = max_alloc && 16 * cells > max_alloc ? 0 : 21 * cells;
     return sph_list_bytes(s, n, max_alloc) + refs;
 }
 

@@ -67,8 +67,8 @@ size_t sim_device_bytes(const scene *s);
 size_t sim_host_bytes(const scene *s);
 /* Device bytes the SPH neighbour lists of n particles take on top (sph_list_bytes, split as a
  * device whose largest buffer is max_alloc bytes would split them, 0: one buffer), with the
- * 17 bytes per cell of the lists' grid for the relative-motion check's boxes and the build's fluid
- * flags (unless the boxes exceed max_alloc). */
+ * 21 bytes per cell of the lists' grid for the relative-motion check's boxes, the build's fluid
+ * flags and the list of cells with fluid (unless the boxes exceed max_alloc). */
 size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc);
 
 /* Run the scene. Returns SPH_E_INTERRUPTED when stopped by a signal (r->stop_signal). */

@@ -53,6 +53,9 @@ struct sph_solver {
     cl_mem cell_fluid; /* uchar [n_cells] of the same grid: CELL_FLUID | CELL_WALL, what the cell holds
                           (sph_cell_fluid), for the list build; NULL when not bound (the build then
                           scans every cell) */
+    cl_mem wet;        /* uint [n_cells] of the same grid: the cells with fluid, in some order, and */
+    cl_mem wet_n;      /* uint: their number (sph_cell_fluid at each rebuild; the check's kernels
+                          take only those cells); dummy until bound */
     size_t check_ncells;
     const dev_state *check_st;
     int swap_on_device; /* sph_list_go swaps the buffer pairs in steps that keep the grid */
@@ -787,6 +790,8 @@ void sph_destroy(sph_solver *s)
     }
     if (s->check_cref) clReleaseMemObject(s->check_cref);
     if (s->cell_fluid) clReleaseMemObject(s->cell_fluid);
+    if (s->wet) clReleaseMemObject(s->wet);
+    if (s->wet_n) clReleaseMemObject(s->wet_n);
     for (int k = 0; k < SPH_LIST_MAX_PARTS; ++k)
         if (s->nl_list[k]) clReleaseMemObject(s->nl_list[k]);
     cl_mem ms[4] = {s->nl_count, s->pos_ref, s->lstate, s->dummy};
@@ -898,7 +903,9 @@ sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_
     s->check_st = st;
     if (s->check_cref) clReleaseMemObject(s->check_cref);
     if (s->cell_fluid) clReleaseMemObject(s->cell_fluid);
-    s->check_cref = s->cell_fluid = NULL;
+    if (s->wet) clReleaseMemObject(s->wet);
+    if (s->wet_n) clReleaseMemObject(s->wet_n);
+    s->check_cref = s->cell_fluid = s->wet = s->wet_n = NULL;
     s->check_ncells = n_cells;
     /* a grid whose boxes exceed the largest buffer runs without the check (a soft need then
      * rebuilds, as before it) and without the cells' fluid flags (every cell is scanned) */
@@ -908,6 +915,12 @@ sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_
     }
     const size_t cells = n_cells ? n_cells : 1;
     SPH_TRY(device_alloc(s->d, cells, "SPH cells' fluid flags (list build)", &s->cell_fluid, e));
+    SPH_TRY(device_alloc(s->d, 4 * cells, "SPH list of the cells with fluid (list check)", &s->wet, e));
+    SPH_TRY(device_alloc(s->d, 4, "SPH number of the cells with fluid", &s->wet_n, e));
+    /* empty until a rebuild lists them (sph_list_go empties it in every step that decides one;
+     * a caller that enqueues the density stage without sph_begin_step relies on this) */
+    const cl_uint zero = 0;
+    SPH_TRY(device_write(s->d, s->wet_n, 0, sizeof zero, &zero, e));
     /* new flags are filled in a rebuild, which the check reads until the next one: the next step
      * rebuilds (as a new solver's first does anyway) */
     const cl_uint hard = NEED_HARD;
@@ -926,6 +939,8 @@ static sph_status launch_go(sph_solver *s, int force, cl_uint pass, sph_error *e
     DEVICE_ARG(e, s->k_list_go, 3, s->params_buf);
     DEVICE_ARG(e, s->k_list_go, 4, pass);
     DEVICE_ARG(e, s->k_list_go, 5, check);
+    cl_mem wet_n = s->wet_n ? s->wet_n : s->dummy;
+    DEVICE_ARG(e, s->k_list_go, 6, wet_n);
     return device_launch(s->d, s->k_list_go, 1, 1, NULL, e);
 }
 
@@ -944,6 +959,8 @@ static sph_status set_check_args(sph_solver *s, cl_kernel k, sph_error *e)
     DEVICE_ARG(e, k, 7, s->lstate);
     DEVICE_ARG(e, k, 8, s->check_cref);
     DEVICE_ARG(e, k, 9, s->cell_fluid);
+    DEVICE_ARG(e, k, 10, s->wet);
+    DEVICE_ARG(e, k, 11, s->wet_n);
     return SPH_OK;
 }
 
@@ -958,19 +975,19 @@ static sph_status launch_check(sph_solver *s, sph_error *e)
          * the loop each trip of a looping group waits on memory in turn */
         const size_t per = s->local / ((size_t)s->cell_lanes < s->local ? (size_t)s->cell_lanes : s->local);
         const size_t groups = (s->check_ncells + per - 1) / per, cap = (size_t)1 << 20;
-        CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 10, 2 * s->local * 4 * sizeof(cl_float), NULL));
+        CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 12, 2 * s->local * 4 * sizeof(cl_float), NULL));
         /* a device that decides alone gets this launch in every step, mostly to return at once:
          * there the groups loop (device_run_strided) */
         if (s->swap_on_device || s->ahead_check)
             SPH_TRY(device_run_strided(s->d, s->k_cell_refs, groups * s->local, s->local, NULL, e));
         else SPH_TRY(device_launch(s->d, s->k_cell_refs, (groups < cap ? groups : cap) * s->local, s->local, NULL, e));
     } else {
-        CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 10, 4 * sizeof(cl_float), NULL)); /* unused */
+        CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 12, 4 * sizeof(cl_float), NULL)); /* unused */
         SPH_TRY(device_run_strided(s->d, s->k_cell_refs, s->check_ncells, s->local, NULL, e));
     }
     cl_kernel k = s->k_list_check;
     SPH_TRY(set_check_args(s, k, e));
-    CL_CHECK(e, clSetKernelArg(k, 10, s->local * sizeof(cl_float), NULL));
+    CL_CHECK(e, clSetKernelArg(k, 12, s->local * sizeof(cl_float), NULL));
     SPH_TRY(device_run_strided(s->d, k, s->check_ncells, s->local, NULL, e));
     return launch_go(s, 0, 1, e);
 }
@@ -1266,6 +1283,8 @@ sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end
         DEVICE_ARG(e, k, 3, grid_params_buf);
         DEVICE_ARG(e, k, 4, s->lstate);
         DEVICE_ARG(e, k, 5, s->cell_fluid);
+        DEVICE_ARG(e, k, 6, s->wet);
+        DEVICE_ARG(e, k, 7, s->wet_n);
         SPH_TRY(device_run_strided(s->d, k, s->check_ncells, s->local, NULL, e));
     }
     if (s->known_rebuild && s->lists_apart) {

@@ -80,11 +80,12 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e);
  * reads the kept grid's cell table and the state st (the last step's output: st->pos_next, or
  * st->pos when the device swapped the pairs), which the solver keeps until it is destroyed.
  * Without it (until bound, or with SPHSIM_LIST_CHECK=0) a move of skin_k / 2 rebuilds. sim.c
- * binds it once the grid and state exist. It allocates 17 bytes per grid cell (n_cells): the
- * check's box of displacements per cell (sph_cell_refs) and the cell's fluid flag, which the
- * list build of sph_enqueue_density fills at each rebuild and reads for that same grid (so the
- * lists must be built on the grid bound here), and which the check reads until the next
- * rebuild (only the cells with fluid get boxes); new flags make the next step rebuild. Returns
+ * binds it once the grid and state exist. It allocates 21 bytes per grid cell (n_cells): the
+ * check's box of displacements per cell (sph_cell_refs), the cell's fluid flag and the list of
+ * the cells with fluid, which the list build of sph_enqueue_density fills at each rebuild and
+ * reads for that same grid (so the lists must be built on the grid bound here), and which the
+ * check reads until the next rebuild (only the cells with fluid get boxes, and only they are
+ * visited); new flags make the next step rebuild. Returns
  * the error when that fails; when the boxes would exceed the device's largest buffer, the check
  * and the flags stay off. */
 sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, size_t n_cells,
