@@ -788,7 +788,8 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         if (c->sph) SPH_TRY(sph_begin_step(c->sph, is_output, e));
         int go = 1, density_done = 0;
         if (c->go_on_host && c->go_ahead && !is_output)
-            SPH_TRY(sph_read_go_ahead(c->sph, c->g, &c->st, &go, &density_done, e));
+            SPH_TRY(sph_read_go_ahead(c->sph, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g),
+                                      &c->st, &go, &density_done, e));
         else if (c->go_on_host)
             SPH_TRY(sph_read_go(c->sph, &go, e));
         if (go) {

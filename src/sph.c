@@ -1003,26 +1003,40 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e)
     return SPH_OK;
 }
 
-sph_status sph_read_go(sph_solver *s, int *go, sph_error *e)
+/* The step's decision from v, lstate[0..5] as the host read it: if undecided (GO_CHECK, the
+ * check not yet launched), the relative-motion check and the decision after it, read again into
+ * v (*checked = 1); then *go and what the host launches for the step. Both reads of the decision
+ * end here, so that no_walkers_known follows every decision. */
+static sph_status take_decision(sph_solver *s, cl_uint v[6], int *go, int *checked, sph_error *e)
 {
-    *go = 1;
-    if (!s->lists) return SPH_OK;
-    cl_uint v[6] = {GO_REBUILD, 0, 0, 0, 0, 1};
-    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e)); /* as fast as the go word alone */
-    if ((v[0] & GO_CHECK) && !s->swap_on_device) {
-        /* undecided: the relative-motion check and the decision after it, then read again */
+    *checked = (v[0] & GO_CHECK) && !s->swap_on_device;
+    if (*checked) {
         SPH_TRY(launch_check(s, e));
-        SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e));
+        SPH_TRY(device_read(s->d, s->lstate, 0, 6 * sizeof *v, v, e));
     }
     *go = (v[0] & GO_REBUILD) != 0;
     /* a step that keeps lists without particles over list_cap launches no _walk kernels */
     s->known_kept = !*go;
     s->known_rebuild = *go;
     s->no_walkers = !*go && v[5] == 0;
+    /* and so does the next step's density stage launched ahead, while these lists are kept (a
+     * rebuild, whichever read decided it, counts the walkers again) */
+    s->no_walkers_known = s->no_walkers;
     return SPH_OK;
 }
 
-sph_status sph_read_go_ahead(sph_solver *s, grid *g, const dev_state *st, int *go, int *done, sph_error *e)
+sph_status sph_read_go(sph_solver *s, int *go, sph_error *e)
+{
+    *go = 1;
+    if (!s->lists) return SPH_OK;
+    cl_uint v[6] = {GO_REBUILD, 0, 0, 0, 0, 1};
+    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e)); /* as fast as the go word alone */
+    int checked;
+    return take_decision(s, v, go, &checked, e);
+}
+
+sph_status sph_read_go_ahead(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                             const dev_state *st, int *go, int *done, sph_error *e)
 {
     *done = 0;
     if (!s->lists || s->swap_on_device) return sph_read_go(s, go, e);
@@ -1058,7 +1072,7 @@ sph_status sph_read_go_ahead(sph_solver *s, grid *g, const dev_state *st, int *g
     s->known_rebuild = 0;
     s->no_walkers = s->no_walkers_known;
     s->ahead = 1u;
-    sph_status ast = sph_density(s, g, &kept, e);
+    sph_status ast = sph_enqueue_density(s, cell_start, cell_end, grid_params_buf, &kept, e);
     s->ahead = 0u;
     cl_int err = ast == SPH_OK ? clFlush(s->d->queue) : CL_SUCCESS;
     if (err == CL_SUCCESS) err = clWaitForEvents(1, &ev);
@@ -1067,18 +1081,10 @@ sph_status sph_read_go_ahead(sph_solver *s, grid *g, const dev_state *st, int *g
     CL_CHECK_ERR(e, err, "reading the rebuild decision");
     cl_uint v[6];
     memcpy(v, s->go_host, sizeof v);
-    if (v[0] & GO_CHECK) {
-        /* undecided, no check ran (the kernels above returned at once): as sph_read_go */
-        SPH_TRY(launch_check(s, e));
-        SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e));
-    } else {
-        *done = (v[0] & GO_REBUILD) == 0;
-    }
-    *go = (v[0] & GO_REBUILD) != 0;
-    s->known_kept = !*go;
-    s->known_rebuild = *go;
-    s->no_walkers = !*go && v[5] == 0;
-    s->no_walkers_known = s->no_walkers;
+    /* undecided (no check ran: the kernels above returned at once) goes on as sph_read_go */
+    int checked;
+    SPH_TRY(take_decision(s, v, go, &checked, e));
+    *done = !checked && !*go;
     return SPH_OK;
 }
 
@@ -1151,7 +1157,7 @@ sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e)
     if (!s->lists || cap > s->params.list_cap)
         return SPH_FAIL(e, SPH_E_DEVICE, "sph_set_list_cap: %u entries, the lists hold %u", cap, s->params.list_cap);
     s->params.list_cap = cap;
-    s->no_walkers = 0;
+    s->no_walkers = s->no_walkers_known = 0;
     /* lists built with the larger cap may now be over it: let the _walk kernels look */
     const cl_uint walkers = 1;
     SPH_TRY(device_write(s->d, s->lstate, 5 * sizeof walkers, sizeof walkers, &walkers, e));

@@ -105,8 +105,10 @@ sph_status sph_read_go(sph_solver *s, int *go, sph_error *e);
  * output; kernels that return at once unless the go word keeps the lists, SPH_AHEAD_SKIP_),
  * and only then waits for the read. *done = 1: the step keeps the lists and its density stage
  * is enqueued (the caller swaps its handles and does not call sph_density); otherwise, as after
- * sph_read_go. Without lists, or with the pairs swapped on the device: sph_read_go. */
-sph_status sph_read_go_ahead(sph_solver *s, grid *g, const dev_state *st, int *go, int *done, sph_error *e);
+ * sph_read_go. The grid's buffers as for sph_enqueue_density. Without lists, or with the pairs
+ * swapped on the device: sph_read_go. */
+sph_status sph_read_go_ahead(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                             const dev_state *st, int *go, int *done, sph_error *e);
 /* Buffer pairs (docs/grid.md, "Neighbour lists": the device decides). On: a step that keeps
  * the grid swaps, on the device, which of (pos, vel) and (pos_next, vel_next) the kernels read
  * and which sph_forces writes (GO_ALT in the go word), so nothing is copied and the host never

@@ -857,6 +857,83 @@ static sph_solver *list_test_setup(fixture *f, scene *s, particles *p, run *r, i
     return list_test_setup_skin(f, s, p, r, dims, seed, lists, 0.2, 0, 1.0);
 }
 
+/* One run of test_go_ahead: five host-decided steps on the perturbed tank's lists (each output
+ * becomes the next step's state, the order kept, as sim.c's handles after an identity re-sort),
+ * list_cap lowered before the third (sph_set_list_cap: some lists are over it from then on) and
+ * the fourth forced (sim.c's snapshot step, whose decision sph_read_go reads), the others read
+ * with sph_read_go_ahead when `ahead`. The final state's positions, velocities with densities
+ * and records into x (4 n floats), v (4 n) and rec (8 n). */
+static void go_ahead_run(fixture *f, int dims, int ahead, float *x, float *v, float *rec)
+{
+    scene s;
+    particles p;
+    run r;
+    sph_error e;
+    setenv("SPHSIM_LIST_BUILD", "apart", 1);
+    sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 900 + (uint64_t)dims, 1);
+    unsetenv("SPHSIM_LIST_BUILD");
+    sph_set_swap_on_device(sol, 0);
+    const size_t n = p.n;
+    for (int step = 0; step < 5; ++step) {
+        if (step == 2) assert_int_equal(sph_set_list_cap(sol, sph_get_params(sol)->list_cap / 8 * 4, &e), SPH_OK);
+        const int force = step == 3;
+        assert_int_equal(sph_begin_step(sol, force, &e), SPH_OK);
+        int go = -1, done = 0;
+        if (ahead && !force)
+            assert_int_equal(sph_read_go_ahead(sol, r.cs, r.ce, r.gpb, &r.st, &go, &done, &e), SPH_OK);
+        else
+            assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK);
+        assert_int_equal(go, step == 0 || force); /* the others keep the lists */
+        assert_int_equal(done, ahead && !go);
+        if (step > 0) {
+            cl_mem t = r.st.pos;
+            r.st.pos = r.st.pos_next;
+            r.st.pos_next = t;
+            t = r.st.vel;
+            r.st.vel = r.st.vel_next;
+            r.st.vel_next = t;
+        }
+        if (!done) assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+        assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+    }
+    long walkers = 0;
+    assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPH_OK);
+    assert_true(walkers > 0); /* the lowered cap leaves some particles walking */
+    assert_int_equal(device_read(&f->d, r.st.pos_next, 0, 16 * n, x, &e), SPH_OK);
+    assert_int_equal(device_read(&f->d, r.st.vel, 0, 16 * n, v, &e), SPH_OK);
+    assert_int_equal(device_read(&f->d, r.st.pos_p, 0, 32 * n, rec, &e), SPH_OK);
+    run_free(&r);
+    sph_destroy(sol);
+    particles_free(&p);
+}
+
+/* sph_read_go_ahead (sim.c's way on GPUs) enqueues the density stage of a kept step before it
+ * waits for the decision, skipping the _walk kernels while it knows that no list is over
+ * list_cap. The steps must come out as sph_read_go's, to the bit, also after list_cap was
+ * lowered under lists that no particle overflowed, and after a rebuild that sph_read_go decided
+ * (both leave particles walking that the last read of sph_read_go_ahead did not see). */
+static void test_go_ahead(void **state)
+{
+    fixture *f = *state;
+    for (int dims = 2; dims <= 3; ++dims) {
+        scene s;
+        particles p;
+        static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
+        perturbed_scene(&s, &p, dims, &wcsph, 900 + (uint64_t)dims);
+        const size_t n = p.n;
+        particles_free(&p);
+        float *b[2][3];
+        for (int a = 0; a < 2; ++a) {
+            for (int k = 0; k < 3; ++k) assert_non_null(b[a][k] = malloc((k == 2 ? 32 : 16) * n));
+            go_ahead_run(f, dims, a, b[a][0], b[a][1], b[a][2]);
+        }
+        for (int k = 0; k < 3; ++k) assert_memory_equal(b[0][k], b[1][k], (k == 2 ? 32 : 16) * n);
+        for (int a = 0; a < 2; ++a)
+            for (int k = 0; k < 3; ++k) free(b[a][k]);
+        print_message("  ahead %dD: %zu particles, the same five steps to the bit\n", dims, n);
+    }
+}
+
 static void test_list_keep(void **state)
 {
     fixture *f = *state;
@@ -2010,6 +2087,7 @@ int main(void)
         cmocka_unit_test(test_step_vs_reference),
         cmocka_unit_test(test_walls_beside_dry_cells),
         cmocka_unit_test(test_list_keep),
+        cmocka_unit_test(test_go_ahead),
         cmocka_unit_test(test_list_check),
         cmocka_unit_test(test_list_skip),
         cmocka_unit_test(test_check_boxes),
