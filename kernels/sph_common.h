@@ -139,7 +139,7 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #endif
 #define SPH_LIST_WALKERS_(lstate) ((lstate)[5] != 0u)
 /* A density-stage kernel launched ahead of the host's read of the step's decision (`ahead`, sph.c,
- * sph_density_ahead) returns at once unless the go word keeps the lists: not in a step that
+ * sph_read_go_ahead) returns at once unless the go word keeps the lists: not in a step that
  * rebuilds (the host then launches the stage itself, after the grid), nor while undecided
  * (GO_CHECK: no check ran). The lists are then those of the kept grid, and the pair read is the
  * last step's output, which the host passes (and swaps to once it has read the decision). */

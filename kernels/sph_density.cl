@@ -513,8 +513,7 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
  * fluid and the walk beyond the 3^d block the cells without what it looks for (sph_list_build).
  * One work-item per cell, which stops once it has seen both. The cells with fluid also go, in
  * no particular order, to wet[0 .. wet_n), which sph_list_go emptied when it decided the rebuild:
- * the check's kernels visit only those (a developed dam break at 1.36x10^7 particles has about
- * one cell with fluid in eight). */
+ * the check's kernels visit only those (most of a dam break's tank holds none). */
 __kernel void sph_cell_fluid(__global const uchar *type, __global const uint *cell_start, __global const uint *cell_end,
                              __constant const grid_params *gp, __global const uint *lstate, __global uchar *cell_fluid,
                              __global uint *wet, __global uint *wet_n)

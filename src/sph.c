@@ -78,8 +78,6 @@ struct sph_solver {
                            that the read lands in (a read into ordinary memory may be finished
                            by the host only when it waits, holding up the kernels behind it) */
     cl_uint *go_host;
-    int ahead_check;    /* launch_check in every step (sph_read_go_ahead): sph_cell_refs over a few
-                           looping groups, as when the device decides alone */
     cl_mem dummy;      /* one uint */
 };
 
@@ -965,8 +963,9 @@ static sph_status set_check_args(sph_solver *s, cl_kernel k, sph_error *e)
 }
 
 /* The relative-motion check (the cells' references, then the check) and the decision after it
- * (all return at once on the device unless the go word has GO_CHECK). */
-static sph_status launch_check(sph_solver *s, sph_error *e)
+ * (all return at once on the device unless the go word has GO_CHECK). every_step: launched in
+ * every step, mostly to return at once (the device decides alone, or sph_read_go_ahead). */
+static sph_status launch_check(sph_solver *s, int every_step, sph_error *e)
 {
     SPH_TRY(set_check_args(s, s->k_cell_refs, e));
     if (s->cell_lanes > 1) {
@@ -976,9 +975,8 @@ static sph_status launch_check(sph_solver *s, sph_error *e)
         const size_t per = s->local / ((size_t)s->cell_lanes < s->local ? (size_t)s->cell_lanes : s->local);
         const size_t groups = (s->check_ncells + per - 1) / per, cap = (size_t)1 << 20;
         CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 12, 2 * s->local * 4 * sizeof(cl_float), NULL));
-        /* a device that decides alone gets this launch in every step, mostly to return at once:
-         * there the groups loop (device_run_strided) */
-        if (s->swap_on_device || s->ahead_check)
+        /* launched in every step, the groups loop (device_run_strided) */
+        if (every_step)
             SPH_TRY(device_run_strided(s->d, s->k_cell_refs, groups * s->local, s->local, NULL, e));
         else SPH_TRY(device_launch(s->d, s->k_cell_refs, (groups < cap ? groups : cap) * s->local, s->local, NULL, e));
     } else {
@@ -999,7 +997,7 @@ sph_status sph_begin_step(sph_solver *s, int force, sph_error *e)
     SPH_TRY(launch_go(s, force, 0, e));
     /* a host that does not read the decision launches the check every step (sph_read_go
      * launches it only when the go word asks for it) */
-    if (s->check && s->swap_on_device && s->check_st->n > 0) SPH_TRY(launch_check(s, e));
+    if (s->check && s->swap_on_device && s->check_st->n > 0) SPH_TRY(launch_check(s, 1, e));
     return SPH_OK;
 }
 
@@ -1011,7 +1009,7 @@ static sph_status take_decision(sph_solver *s, cl_uint v[6], int *go, int *check
 {
     *checked = (v[0] & GO_CHECK) && !s->swap_on_device;
     if (*checked) {
-        SPH_TRY(launch_check(s, e));
+        SPH_TRY(launch_check(s, 0, e));
         SPH_TRY(device_read(s->d, s->lstate, 0, 6 * sizeof *v, v, e));
     }
     *go = (v[0] & GO_REBUILD) != 0;
@@ -1042,12 +1040,7 @@ sph_status sph_read_go_ahead(sph_solver *s, cl_mem cell_start, cl_mem cell_end, 
     if (!s->lists || s->swap_on_device) return sph_read_go(s, go, e);
     /* the check in every step (it returns at once on the device unless the go word asks for it),
      * so that one read gets the decision */
-    if (s->check && s->check_st->n > 0) {
-        s->ahead_check = 1;
-        const sph_status cst = launch_check(s, e);
-        s->ahead_check = 0;
-        SPH_TRY(cst);
-    }
+    if (s->check && s->check_st->n > 0) SPH_TRY(launch_check(s, 1, e));
     if (!s->go_host) { /* once: page-locked memory for the read, else go_word */
         cl_int perr;
         s->go_pin = clCreateBuffer(s->d->ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, sizeof s->go_word, NULL, &perr);
