@@ -29,8 +29,8 @@ typedef struct contact_params {
     float v_rest;      /* m/s: impact threshold 2 |g| dt; slower approaches are resting contacts */
     float omega_x;     /* CONTACT_OMEGA_X */
     float omega_v;     /* CONTACT_OMEGA_V */
-    sph_u32 slots;     /* contact slots per particle: CONTACT_SLOTS_2D or _3D */
-    sph_u32 dims;      /* 2 or 3 */
+    dev_u32 slots;     /* contact slots per particle: CONTACT_SLOTS_2D or _3D */
+    dev_u32 dims;      /* 2 or 3 */
 } contact_params;
 
 #endif

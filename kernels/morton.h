@@ -21,7 +21,7 @@
 
 /* ---- spread: bit b of x goes to bit 2b (2D) or 3b (3D) ---- */
 
-MORTON_FN sph_u32 morton_spread2_32(sph_u32 x)
+MORTON_FN dev_u32 morton_spread2_32(dev_u32 x)
 {
     x &= 0x0000ffffu;
     x = (x | (x << 8)) & 0x00ff00ffu;
@@ -31,7 +31,7 @@ MORTON_FN sph_u32 morton_spread2_32(sph_u32 x)
     return x;
 }
 
-MORTON_FN sph_u32 morton_spread3_32(sph_u32 x)
+MORTON_FN dev_u32 morton_spread3_32(dev_u32 x)
 {
     x &= 0x000003ffu;
     x = (x | (x << 16)) & 0x030000ffu;
@@ -41,7 +41,7 @@ MORTON_FN sph_u32 morton_spread3_32(sph_u32 x)
     return x;
 }
 
-MORTON_FN sph_u64 morton_spread2_64(sph_u64 x)
+MORTON_FN dev_u64 morton_spread2_64(dev_u64 x)
 {
     x &= MORTON_U64(0x00000000ffffffff);
     x = (x | (x << 16)) & MORTON_U64(0x0000ffff0000ffff);
@@ -52,7 +52,7 @@ MORTON_FN sph_u64 morton_spread2_64(sph_u64 x)
     return x;
 }
 
-MORTON_FN sph_u64 morton_spread3_64(sph_u64 x)
+MORTON_FN dev_u64 morton_spread3_64(dev_u64 x)
 {
     x &= MORTON_U64(0x00000000001fffff);
     x = (x | (x << 32)) & MORTON_U64(0x001f00000000ffff);
@@ -65,7 +65,7 @@ MORTON_FN sph_u64 morton_spread3_64(sph_u64 x)
 
 /* ---- compact: the inverse of spread (bits between the kept ones are ignored) ---- */
 
-MORTON_FN sph_u32 morton_compact2_32(sph_u32 x)
+MORTON_FN dev_u32 morton_compact2_32(dev_u32 x)
 {
     x &= 0x55555555u;
     x = (x | (x >> 1)) & 0x33333333u;
@@ -75,7 +75,7 @@ MORTON_FN sph_u32 morton_compact2_32(sph_u32 x)
     return x;
 }
 
-MORTON_FN sph_u32 morton_compact3_32(sph_u32 x)
+MORTON_FN dev_u32 morton_compact3_32(dev_u32 x)
 {
     x &= 0x09249249u;
     x = (x | (x >> 2)) & 0x030c30c3u;
@@ -85,7 +85,7 @@ MORTON_FN sph_u32 morton_compact3_32(sph_u32 x)
     return x;
 }
 
-MORTON_FN sph_u64 morton_compact2_64(sph_u64 x)
+MORTON_FN dev_u64 morton_compact2_64(dev_u64 x)
 {
     x &= MORTON_U64(0x5555555555555555);
     x = (x | (x >> 1)) & MORTON_U64(0x3333333333333333);
@@ -96,7 +96,7 @@ MORTON_FN sph_u64 morton_compact2_64(sph_u64 x)
     return x;
 }
 
-MORTON_FN sph_u64 morton_compact3_64(sph_u64 x)
+MORTON_FN dev_u64 morton_compact3_64(dev_u64 x)
 {
     x &= MORTON_U64(0x1249249249249249);
     x = (x | (x >> 2)) & MORTON_U64(0x10c30c30c30c30c3);
@@ -109,54 +109,54 @@ MORTON_FN sph_u64 morton_compact3_64(sph_u64 x)
 
 /* ---- keys ---- */
 
-MORTON_FN sph_u32 morton2_encode32(sph_u32 x, sph_u32 y) { return morton_spread2_32(x) | (morton_spread2_32(y) << 1); }
+MORTON_FN dev_u32 morton2_encode32(dev_u32 x, dev_u32 y) { return morton_spread2_32(x) | (morton_spread2_32(y) << 1); }
 
-MORTON_FN sph_u32 morton3_encode32(sph_u32 x, sph_u32 y, sph_u32 z)
+MORTON_FN dev_u32 morton3_encode32(dev_u32 x, dev_u32 y, dev_u32 z)
 {
     return morton_spread3_32(x) | (morton_spread3_32(y) << 1) | (morton_spread3_32(z) << 2);
 }
 
-MORTON_FN sph_u64 morton2_encode64(sph_u32 x, sph_u32 y)
+MORTON_FN dev_u64 morton2_encode64(dev_u32 x, dev_u32 y)
 {
-    return morton_spread2_64((sph_u64)x) | (morton_spread2_64((sph_u64)y) << 1);
+    return morton_spread2_64((dev_u64)x) | (morton_spread2_64((dev_u64)y) << 1);
 }
 
-MORTON_FN sph_u64 morton3_encode64(sph_u32 x, sph_u32 y, sph_u32 z)
+MORTON_FN dev_u64 morton3_encode64(dev_u32 x, dev_u32 y, dev_u32 z)
 {
-    return morton_spread3_64((sph_u64)x) | (morton_spread3_64((sph_u64)y) << 1) | (morton_spread3_64((sph_u64)z) << 2);
+    return morton_spread3_64((dev_u64)x) | (morton_spread3_64((dev_u64)y) << 1) | (morton_spread3_64((dev_u64)z) << 2);
 }
 
 /* Decoders write the coordinates through pointers (private memory in kernels). */
 #ifdef __OPENCL_VERSION__
-#define MORTON_OUT __private sph_u32 *
+#define MORTON_OUT __private dev_u32 *
 #else
-#define MORTON_OUT sph_u32 *
+#define MORTON_OUT dev_u32 *
 #endif
 
-MORTON_FN void morton2_decode32(sph_u32 key, MORTON_OUT x, MORTON_OUT y)
+MORTON_FN void morton2_decode32(dev_u32 key, MORTON_OUT x, MORTON_OUT y)
 {
     *x = morton_compact2_32(key);
     *y = morton_compact2_32(key >> 1);
 }
 
-MORTON_FN void morton3_decode32(sph_u32 key, MORTON_OUT x, MORTON_OUT y, MORTON_OUT z)
+MORTON_FN void morton3_decode32(dev_u32 key, MORTON_OUT x, MORTON_OUT y, MORTON_OUT z)
 {
     *x = morton_compact3_32(key);
     *y = morton_compact3_32(key >> 1);
     *z = morton_compact3_32(key >> 2);
 }
 
-MORTON_FN void morton2_decode64(sph_u64 key, MORTON_OUT x, MORTON_OUT y)
+MORTON_FN void morton2_decode64(dev_u64 key, MORTON_OUT x, MORTON_OUT y)
 {
-    *x = (sph_u32)morton_compact2_64(key);
-    *y = (sph_u32)morton_compact2_64(key >> 1);
+    *x = (dev_u32)morton_compact2_64(key);
+    *y = (dev_u32)morton_compact2_64(key >> 1);
 }
 
-MORTON_FN void morton3_decode64(sph_u64 key, MORTON_OUT x, MORTON_OUT y, MORTON_OUT z)
+MORTON_FN void morton3_decode64(dev_u64 key, MORTON_OUT x, MORTON_OUT y, MORTON_OUT z)
 {
-    *x = (sph_u32)morton_compact3_64(key);
-    *y = (sph_u32)morton_compact3_64(key >> 1);
-    *z = (sph_u32)morton_compact3_64(key >> 2);
+    *x = (dev_u32)morton_compact3_64(key);
+    *y = (dev_u32)morton_compact3_64(key >> 1);
+    *z = (dev_u32)morton_compact3_64(key >> 2);
 }
 
 #endif

@@ -5,14 +5,14 @@
 #define SPHSIM_SHARED_H
 
 #ifdef __OPENCL_VERSION__
-typedef uint sph_u32;
-typedef int sph_i32;
-typedef ulong sph_u64;
+typedef uint dev_u32;
+typedef int dev_i32;
+typedef ulong dev_u64;
 #else
 #include <stdint.h>
-typedef uint32_t sph_u32;
-typedef int32_t sph_i32;
-typedef uint64_t sph_u64;
+typedef uint32_t dev_u32;
+typedef int32_t dev_i32;
+typedef uint64_t dev_u64;
 #endif
 
 /* Particle types, stored per particle as one byte (uchar) and written to the output. */

@@ -53,7 +53,7 @@ typedef struct sph_params {
     float mass_fluid;   /* kg: the mass of every fluid particle (sph_set_masses) */
     float mass_wall;    /* kg: the mass of every wall particle; the forces loop takes m_j from
                            these two by the sign of vel_j.w (negative for walls) */
-    sph_u32 dims;       /* 2 or 3 (also -DDIMS) */
+    dev_u32 dims;       /* 2 or 3 (also -DDIMS) */
     /* neighbour lists (-DSPH_LIST; docs/grid.md, "Neighbour lists"), built with the skin of
      * level k (the go word's companion lstate[4], set by sph_list_go): skin_k = skin / 2^k */
     float list_radius2[SPH_SKIN_LEVELS]; /* m^2: (support (1 + skin_k))^2, the radius of the lists */
@@ -66,17 +66,17 @@ typedef struct sph_params {
                            far from where the lists were built makes the next step rebuild */
     float skin_walk2;   /* m^2: (0.999 support skin_0)^2, the same limit while some particle is over
                            list_cap (its walk finds what cells of support (1 + skin_0) hold) */
-    sph_u32 walls_outside; /* 1 if every wall particle lies outside the tank box (sph_set_masses),
+    dev_u32 walls_outside; /* 1 if every wall particle lies outside the tank box (sph_set_masses),
                            so that fluid farther than the walls' list radius from every tank face
                            has no wall within it */
     float skin_rel[SPH_SKIN_LEVELS];     /* m: 0.999 support skin_k, the bound on the relative motion
                            of two fluid particles that keeps the lists (sph_list_check) */
-    sph_u32 skin_shrink_age[SPH_SKIN_LEVELS]; /* lists at level k kept this many steps: rebuild
+    dev_u32 skin_shrink_age[SPH_SKIN_LEVELS]; /* lists at level k kept this many steps: rebuild
                            them at level k + 1 (0xffffffff: never) */
-    sph_u32 skin_grow_age[SPH_SKIN_LEVELS];   /* lists at level k outgrown after fewer kept steps
+    dev_u32 skin_grow_age[SPH_SKIN_LEVELS];   /* lists at level k outgrown after fewer kept steps
                            than this: rebuild them at level k - 1 */
-    sph_u32 list_cap;   /* entries per particle; a particle with more falls back to the cell walk */
-    sph_u32 list_part_n; /* particles per list buffer: particle i's list is in part
+    dev_u32 list_cap;   /* entries per particle; a particle with more falls back to the cell walk */
+    dev_u32 list_part_n; /* particles per list buffer: particle i's list is in part
                            i / list_part_n (more than one part when the lists exceed the largest
                            buffer the device allows; sph_common.h) */
 } sph_params;

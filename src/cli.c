@@ -43,13 +43,13 @@ const char cli_usage[] =
 static int is(const char *arg, const char *s, const char *l) { return (s && !strcmp(arg, s)) || (l && !strcmp(arg, l)); }
 
 /* Value of an option given as "--opt VALUE" or "--opt=VALUE". */
-static const char *value_of(int argc, char **argv, int *i, const char *lname, sph_error *e)
+static const char *value_of(int argc, char **argv, int *i, const char *lname, sphsim_error *e)
 {
     const char *arg = argv[*i];
     size_t ln = strlen(lname);
     if (!strncmp(arg, lname, ln) && arg[ln] == '=') return arg + ln + 1;
     if (*i + 1 >= argc) {
-        SPH_FAIL(e, SPH_E_USAGE, "option %s needs a value", arg);
+        SPHSIM_FAIL(e, SPHSIM_E_USAGE, "option %s needs a value", arg);
         return NULL;
     }
     return argv[++*i];
@@ -61,7 +61,7 @@ static int has_value_form(const char *arg, const char *lname)
     return !strcmp(arg, lname) || (!strncmp(arg, lname, ln) && arg[ln] == '=');
 }
 
-sph_status cli_parse(int argc, char **argv, cli_args *a, sph_error *e)
+sphsim_status cli_parse(int argc, char **argv, cli_args *a, sphsim_error *e)
 {
     memset(a, 0, sizeof *a);
     a->action = CLI_RUN;
@@ -71,33 +71,33 @@ sph_status cli_parse(int argc, char **argv, cli_args *a, sph_error *e)
         const char *v;
         if (is(arg, "-h", "--help")) {
             a->action = CLI_HELP;
-            return SPH_OK;
+            return SPHSIM_OK;
         } else if (is(arg, NULL, "--version")) {
             a->action = CLI_VERSION;
-            return SPH_OK;
+            return SPHSIM_OK;
         } else if (is(arg, "-o", NULL) || has_value_form(arg, "--output")) {
-            if (!(v = value_of(argc, argv, &i, "--output", e))) return SPH_E_USAGE;
-            if (!*v) return SPH_FAIL(e, SPH_E_USAGE, "-o: empty output path");
+            if (!(v = value_of(argc, argv, &i, "--output", e))) return SPHSIM_E_USAGE;
+            if (!*v) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "-o: empty output path");
             a->out_path = v;
         } else if (has_value_form(arg, "--set")) {
-            if (!(v = value_of(argc, argv, &i, "--set", e))) return SPH_E_USAGE;
+            if (!(v = value_of(argc, argv, &i, "--set", e))) return SPHSIM_E_USAGE;
             const char *eq = strchr(v, '=');
-            if (!eq || eq == v) return SPH_FAIL(e, SPH_E_USAGE, "--set %s: expected PATH=VALUE, e.g. --set fluid.spacing=0.01", v);
-            if (a->n_sets >= SCENE_MAX_SETS) return SPH_FAIL(e, SPH_E_USAGE, "too many --set options (at most %d)", SCENE_MAX_SETS);
+            if (!eq || eq == v) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: expected PATH=VALUE, e.g. --set fluid.spacing=0.01", v);
+            if (a->n_sets >= SCENE_MAX_SETS) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "too many --set options (at most %d)", SCENE_MAX_SETS);
             a->sets[a->n_sets++] = v;
         } else if (has_value_form(arg, "--device")) {
-            if (!(v = value_of(argc, argv, &i, "--device", e))) return SPH_E_USAGE;
+            if (!(v = value_of(argc, argv, &i, "--device", e))) return SPHSIM_E_USAGE;
             a->device = v;
         } else if (has_value_form(arg, "--resume")) {
-            if (!(v = value_of(argc, argv, &i, "--resume", e))) return SPH_E_USAGE;
+            if (!(v = value_of(argc, argv, &i, "--resume", e))) return SPHSIM_E_USAGE;
             a->resume_path = v;
         } else if (has_value_form(arg, "--progress")) {
-            if (!(v = value_of(argc, argv, &i, "--progress", e))) return SPH_E_USAGE;
+            if (!(v = value_of(argc, argv, &i, "--progress", e))) return SPHSIM_E_USAGE;
             if (!strcmp(v, "auto")) a->progress = PROGRESS_AUTO;
             else if (!strcmp(v, "plain")) a->progress = PROGRESS_PLAIN;
             else if (!strcmp(v, "json")) a->progress = PROGRESS_JSON;
             else if (!strcmp(v, "none")) a->progress = PROGRESS_NONE;
-            else return SPH_FAIL(e, SPH_E_USAGE, "--progress %s: expected auto, plain, json or none", v);
+            else return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--progress %s: expected auto, plain, json or none", v);
         } else if (is(arg, NULL, "--check")) {
             check = 1;
         } else if (is(arg, NULL, "--list-devices")) {
@@ -112,29 +112,29 @@ sph_status cli_parse(int argc, char **argv, cli_args *a, sph_error *e)
             a->profile = 1;
         } else if (!strcmp(arg, "--")) {
             for (++i; i < argc; ++i) {
-                if (a->scene_path) return SPH_FAIL(e, SPH_E_USAGE, "more than one scene given (%s and %s)", a->scene_path, argv[i]);
+                if (a->scene_path) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "more than one scene given (%s and %s)", a->scene_path, argv[i]);
                 a->scene_path = argv[i];
             }
         } else if (arg[0] == '-' && arg[1]) {
-            return SPH_FAIL(e, SPH_E_USAGE, "unknown option %s (see sphsim --help)", arg);
+            return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "unknown option %s (see sphsim --help)", arg);
         } else {
-            if (a->scene_path) return SPH_FAIL(e, SPH_E_USAGE, "more than one scene given (%s and %s)", a->scene_path, arg);
+            if (a->scene_path) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "more than one scene given (%s and %s)", a->scene_path, arg);
             a->scene_path = arg;
         }
     }
     if (list) {
         a->action = CLI_LIST_DEVICES;
-        return SPH_OK;
+        return SPHSIM_OK;
     }
     if (a->resume_path) {
-        if (check) return SPH_FAIL(e, SPH_E_USAGE, "--check and --resume do not go together");
-        if (a->n_sets) return SPH_FAIL(e, SPH_E_USAGE, "--set cannot change a resumed run: it continues with the scene stored in %s", a->resume_path);
+        if (check) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--check and --resume do not go together");
+        if (a->n_sets) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set cannot change a resumed run: it continues with the scene stored in %s", a->resume_path);
         if (a->out_path && strcmp(a->out_path, a->resume_path))
-            return SPH_FAIL(e, SPH_E_USAGE, "--resume appends to %s itself; -o %s is not allowed with it", a->resume_path, a->out_path);
-        if (a->scene_path) return SPH_FAIL(e, SPH_E_USAGE, "--resume takes the scene stored in %s; do not give a scene file (%s)", a->resume_path, a->scene_path);
-        return SPH_OK;
+            return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--resume appends to %s itself; -o %s is not allowed with it", a->resume_path, a->out_path);
+        if (a->scene_path) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--resume takes the scene stored in %s; do not give a scene file (%s)", a->resume_path, a->scene_path);
+        return SPHSIM_OK;
     }
-    if (!a->scene_path) return SPH_FAIL(e, SPH_E_USAGE, "no scene file given");
+    if (!a->scene_path) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "no scene file given");
     if (check) a->action = CLI_CHECK;
-    return SPH_OK;
+    return SPHSIM_OK;
 }

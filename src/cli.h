@@ -22,8 +22,8 @@ typedef struct cli_args {
     sim_progress progress;
 } cli_args;
 
-/* Parse argv. SPH_E_USAGE with a message on bad usage. */
-sph_status cli_parse(int argc, char **argv, cli_args *a, sph_error *e);
+/* Parse argv. SPHSIM_E_USAGE with a message on bad usage. */
+sphsim_status cli_parse(int argc, char **argv, cli_args *a, sphsim_error *e);
 
 /* The --help text. */
 extern const char cli_usage[];

@@ -10,7 +10,7 @@
 #define CONTACT_LOCAL 64 /* work-group size of every contact kernel */
 
 struct contact_solver {
-    sph_device *d;
+    ocl_device *d;
     contact_params cp;
     int iterations;    /* Jacobi passes per step */
     double r_max;      /* m: largest sphere radius of the scene (0 when the scene has no groups) */
@@ -45,7 +45,7 @@ void contact_params_from_scene(const scene *s, contact_params *p)
     p->omega_x = CONTACT_OMEGA_X;
     p->omega_v = CONTACT_OMEGA_V;
     p->slots = s->dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D;
-    p->dims = (sph_u32)s->dims;
+    p->dims = (dev_u32)s->dims;
 }
 
 size_t contact_bytes(const scene *s, size_t n)
@@ -88,73 +88,73 @@ void contact_destroy(contact_solver *c)
     free(c);
 }
 
-static sph_status create(contact_solver *c, sph_device *d, const scene *s, sph_error *e)
+static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, sphsim_error *e)
 {
     if (s->dims != 2 && s->dims != 3)
-        return SPH_FAIL(e, SPH_E_SCENE, "dimensions: expected 2 or 3, got %d", s->dims);
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "dimensions: expected 2 or 3, got %d", s->dims);
     if (!(s->restitution >= 0.0 && s->restitution <= 1.0))
-        return SPH_FAIL(e, SPH_E_SCENE, "spheres.restitution: expected a number in [0, 1], got %g", s->restitution);
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "spheres.restitution: expected a number in [0, 1], got %g", s->restitution);
     if (s->contact_iterations < 1)
-        return SPH_FAIL(e, SPH_E_SCENE, "spheres.iterations: expected an integer >= 1, got %d", s->contact_iterations);
-    if (!(s->dt > 0)) return SPH_FAIL(e, SPH_E_SCENE, "contact solver: the time step must be > 0, got %g s", s->dt);
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "spheres.iterations: expected an integer >= 1, got %d", s->contact_iterations);
+    if (!(s->dt > 0)) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "contact solver: the time step must be > 0, got %g s", s->dt);
     c->d = d;
     c->iterations = s->contact_iterations;
     for (int g = 0; g < s->n_groups; ++g)
         if (s->groups[g].radius > c->r_max) c->r_max = s->groups[g].radius;
     contact_params_from_scene(s, &c->cp);
-    SPH_TRY(device_build(d, "contacts.cl", "", &c->prog, e));
-    SPH_TRY(device_kernel(c->prog, "contact_list", &c->k_list, e));
-    SPH_TRY(device_kernel(c->prog, "contact_warm", &c->k_warm, e));
-    SPH_TRY(device_kernel(c->prog, "contact_resolve", &c->k_resolve, e));
-    SPH_TRY(device_kernel(c->prog, "contact_integrate", &c->k_integrate, e));
-    SPH_TRY(device_kernel(c->prog, "contact_pairs", &c->k_pairs, e));
-    SPH_TRY(device_alloc(d, sizeof c->cp, "contact parameters", &c->params, e));
-    SPH_TRY(device_write(d, c->params, 0, sizeof c->cp, &c->cp, e));
-    return SPH_OK;
+    SPHSIM_TRY(device_build(d, "contacts.cl", "", &c->prog, e));
+    SPHSIM_TRY(device_kernel(c->prog, "contact_list", &c->k_list, e));
+    SPHSIM_TRY(device_kernel(c->prog, "contact_warm", &c->k_warm, e));
+    SPHSIM_TRY(device_kernel(c->prog, "contact_resolve", &c->k_resolve, e));
+    SPHSIM_TRY(device_kernel(c->prog, "contact_integrate", &c->k_integrate, e));
+    SPHSIM_TRY(device_kernel(c->prog, "contact_pairs", &c->k_pairs, e));
+    SPHSIM_TRY(device_alloc(d, sizeof c->cp, "contact parameters", &c->params, e));
+    SPHSIM_TRY(device_write(d, c->params, 0, sizeof c->cp, &c->cp, e));
+    return SPHSIM_OK;
 }
 
-sph_status contact_create(contact_solver **out, sph_device *d, const scene *s, sph_error *e)
+sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s, sphsim_error *e)
 {
     *out = NULL;
     contact_solver *c = calloc(1, sizeof *c);
-    if (!c) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory creating the contact solver");
-    sph_status st = create(c, d, s, e);
-    if (st != SPH_OK) {
+    if (!c) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory creating the contact solver");
+    sphsim_status st = create(c, d, s, e);
+    if (st != SPHSIM_OK) {
         contact_destroy(c);
         return st;
     }
     *out = c;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Scratch buffers for n particles (kept; reallocated, dropping the carried impulses, when a
  * larger state comes). */
-static sph_status reserve(contact_solver *c, size_t n, sph_error *e)
+static sphsim_status reserve(contact_solver *c, size_t n, sphsim_error *e)
 {
-    if (n <= c->cap && c->x[0]) return SPH_OK;
+    if (n <= c->cap && c->x[0]) return SPHSIM_OK;
     release_scratch(c);
     const size_t slots = c->cp.slots;
     for (int k = 0; k < 2; ++k) {
-        SPH_TRY(device_alloc(c->d, n * 16, "contact positions (scratch)", &c->x[k], e));
-        SPH_TRY(device_alloc(c->d, n * 16, "contact velocities (scratch)", &c->v[k], e));
-        SPH_TRY(device_alloc(c->d, n * slots * 4, "contact partner ids", &c->pid[k], e));
-        SPH_TRY(device_alloc(c->d, n * slots * 4, "contact impulses", &c->lam[k], e));
+        SPHSIM_TRY(device_alloc(c->d, n * 16, "contact positions (scratch)", &c->x[k], e));
+        SPHSIM_TRY(device_alloc(c->d, n * 16, "contact velocities (scratch)", &c->v[k], e));
+        SPHSIM_TRY(device_alloc(c->d, n * slots * 4, "contact partner ids", &c->pid[k], e));
+        SPHSIM_TRY(device_alloc(c->d, n * slots * 4, "contact impulses", &c->lam[k], e));
     }
-    SPH_TRY(device_alloc(c->d, n * 4, "contact degrees", &c->degree, e));
-    SPH_TRY(device_alloc(c->d, n * 4, "contact counts", &c->counts, e));
+    SPHSIM_TRY(device_alloc(c->d, n * 4, "contact degrees", &c->degree, e));
+    SPHSIM_TRY(device_alloc(c->d, n * 4, "contact counts", &c->counts, e));
     c->counts_host = malloc((n ? n : 1) * sizeof *c->counts_host);
-    if (!c->counts_host) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory for %zu contact counts", n);
+    if (!c->counts_host) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu contact counts", n);
     c->cap = n;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-static sph_status check_state(const dev_state *st, sph_error *e)
+static sphsim_status check_state(const dev_state *st, sphsim_error *e)
 {
     if (!st->pos || !st->vel || !st->pos_next || !st->vel_next || !st->mass || !st->radius || !st->id)
-        return SPH_FAIL(e, SPH_E_DEVICE,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                         "contact solver: the device state lacks positions, velocities, masses, radii or ids");
-    if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "contact solver: %zu particles exceed 2^32", st->n);
-    return SPH_OK;
+    if (st->n > 0xffffffffu) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact solver: %zu particles exceed 2^32", st->n);
+    return SPHSIM_OK;
 }
 
 void contact_forget(contact_solver *c)
@@ -180,16 +180,16 @@ static size_t state_bytes(size_t n, size_t slots)
 }
 
 /* Read the device ids of st (n) into `id` and check that they are a permutation of 0..n-1. */
-static sph_status read_ids(contact_solver *c, dev_state *st, uint32_t *id, sph_error *e)
+static sphsim_status read_ids(contact_solver *c, dev_state *st, uint32_t *id, sphsim_error *e)
 {
     const size_t n = st->n;
-    SPH_TRY(device_read(c->d, st->id, 0, n * 4, id, e));
+    SPHSIM_TRY(device_read(c->d, st->id, 0, n * 4, id, e));
     unsigned char *seen = calloc(n ? n : 1, 1);
-    if (!seen) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory for %zu particle ids", n);
-    sph_status r = SPH_OK;
-    for (size_t i = 0; i < n && r == SPH_OK; ++i) {
+    if (!seen) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particle ids", n);
+    sphsim_status r = SPHSIM_OK;
+    for (size_t i = 0; i < n && r == SPHSIM_OK; ++i) {
         if (id[i] >= n || seen[id[i]])
-            r = SPH_FAIL(e, SPH_E_DEVICE,
+            r = SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                          "contact state: device slot %zu holds particle id %u (of %zu): state corrupted", i, id[i], n);
         else
             seen[id[i]] = 1;
@@ -198,23 +198,23 @@ static sph_status read_ids(contact_solver *c, dev_state *st, uint32_t *id, sph_e
     return r;
 }
 
-sph_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void **blob, size_t *bytes,
-                              sph_error *e)
+sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void **blob, size_t *bytes,
+                              sphsim_error *e)
 {
     *blob = NULL;
     *bytes = 0;
-    SPH_TRY(check_state(st, e));
+    SPHSIM_TRY(check_state(st, e));
     const size_t n = st->n, slots = c->cp.slots;
     if (n > (SIZE_MAX / 4 - STATE_HEADER) / (2 * slots))
-        return SPH_FAIL(e, SPH_E_NOMEM, "contact state: %zu particles are too many to save", n);
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "contact state: %zu particles are too many to save", n);
     /* what the next contact_enqueue will carry (it drops the slots of another particle count) */
     const int warm = c->have_warm && n > 0 && n == c->cap;
     const size_t size = state_bytes(n, slots), ns = n * slots;
     uint32_t *out = malloc(size);
     uint32_t *id = NULL, *perm = NULL, *pid = NULL;
     float *lam = NULL;
-    sph_status r = SPH_OK;
-    if (!out) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory for a %zu-byte contact state", size);
+    sphsim_status r = SPHSIM_OK;
+    if (!out) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for a %zu-byte contact state", size);
     const uint32_t head[STATE_HEADER] = {STATE_MAGIC, STATE_VERSION, (uint32_t)n, (uint32_t)slots, (uint32_t)warm,
                                          0, 0, 0};
     memcpy(out, head, sizeof head);
@@ -229,17 +229,17 @@ sph_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void
         pid = malloc(ns * sizeof *pid);
         lam = malloc(ns * sizeof *lam);
         if (!id || !perm || !pid || !lam) {
-            r = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory saving the contact state of %zu particles", n);
+            r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory saving the contact state of %zu particles", n);
             goto done;
         }
-        if ((r = read_ids(c, st, id, e)) != SPH_OK) goto done;
-        if (idx && (r = device_read(c->d, idx, 0, n * 4, perm, e)) != SPH_OK) goto done;
-        if ((r = device_read(c->d, c->pid[last], 0, ns * 4, pid, e)) != SPH_OK) goto done;
-        if ((r = device_read(c->d, c->lam[last], 0, ns * 4, lam, e)) != SPH_OK) goto done;
+        if ((r = read_ids(c, st, id, e)) != SPHSIM_OK) goto done;
+        if (idx && (r = device_read(c->d, idx, 0, n * 4, perm, e)) != SPHSIM_OK) goto done;
+        if ((r = device_read(c->d, c->pid[last], 0, ns * 4, pid, e)) != SPHSIM_OK) goto done;
+        if ((r = device_read(c->d, c->lam[last], 0, ns * 4, lam, e)) != SPHSIM_OK) goto done;
         for (size_t i = 0; i < n; ++i) {
             const size_t o = idx ? perm[i] : i; /* slot of sorted particle i in the last step's order */
             if (o >= n) {
-                r = SPH_FAIL(e, SPH_E_DEVICE, "contact state: permutation entry %zu is %zu (of %zu)", i, o, n);
+                r = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact state: permutation entry %zu is %zu (of %zu)", i, o, n);
                 goto done;
             }
             memcpy(&pid_out[(size_t)id[i] * slots], &pid[o * slots], slots * sizeof *pid);
@@ -251,48 +251,48 @@ done:
     free(perm);
     free(pid);
     free(lam);
-    if (r != SPH_OK) {
+    if (r != SPHSIM_OK) {
         free(out);
         return r;
     }
     *blob = out;
     *bytes = size;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status contact_state_restore(contact_solver *c, dev_state *st, const void *blob, size_t bytes, sph_error *e)
+sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void *blob, size_t bytes, sphsim_error *e)
 {
     c->have_warm = 0;
-    SPH_TRY(check_state(st, e));
+    SPHSIM_TRY(check_state(st, e));
     const size_t n = st->n, slots = c->cp.slots;
     uint32_t head[STATE_HEADER];
     if (!blob || bytes < sizeof head || bytes % 4 != 0)
-        return SPH_FAIL(e, SPH_E_IO, "the stored contact solver state (%zu bytes) is not one", bytes);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state (%zu bytes) is not one", bytes);
     memcpy(head, blob, sizeof head);
     if (head[0] != STATE_MAGIC)
-        return SPH_FAIL(e, SPH_E_IO, "the stored contact solver state is not one (its header is damaged)");
-    if (head[1] != STATE_VERSION || head[3] != slots) return SPH_OK; /* another sphsim's format: start cold */
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state is not one (its header is damaged)");
+    if (head[1] != STATE_VERSION || head[3] != slots) return SPHSIM_OK; /* another sphsim's format: start cold */
     if (head[2] != n)
-        return SPH_FAIL(e, SPH_E_IO, "the stored contact solver state is for %u particles, the run has %zu", head[2],
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state is for %u particles, the run has %zu", head[2],
                         n);
     if (bytes != state_bytes(n, slots) || head[4] > 1)
-        return SPH_FAIL(e, SPH_E_IO, "the stored contact solver state is damaged (%zu bytes, expected %zu for %zu "
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state is damaged (%zu bytes, expected %zu for %zu "
                                      "particles)",
                         bytes, state_bytes(n, slots), n);
-    if (!head[4] || n == 0) return SPH_OK; /* nothing carried */
+    if (!head[4] || n == 0) return SPHSIM_OK; /* nothing carried */
     const size_t ns = n * slots;
     uint32_t *pid_in = malloc(ns * 4), *pid = malloc(ns * 4), *id = malloc(n * 4);
     float *lam_in = malloc(ns * 4), *lam = malloc(ns * 4);
-    sph_status r = SPH_OK;
+    sphsim_status r = SPHSIM_OK;
     if (!pid_in || !pid || !id || !lam_in || !lam) {
-        r = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory restoring the contact state of %zu particles", n);
+        r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory restoring the contact state of %zu particles", n);
         goto done;
     }
     memcpy(pid_in, (const uint32_t *)blob + STATE_HEADER, ns * 4);
     memcpy(lam_in, (const uint32_t *)blob + STATE_HEADER + ns, ns * 4);
     for (size_t s = 0; s < ns; ++s) {
         if ((pid_in[s] >= n && pid_in[s] != STATE_NO_ID) || !isfinite(lam_in[s]) || lam_in[s] < 0.0f) {
-            r = SPH_FAIL(e, SPH_E_IO,
+            r = SPHSIM_FAIL(e, SPHSIM_E_IO,
                          "the stored contact solver state is damaged: slot %zu of particle id %zu holds partner %u "
                          "and impulse %g N s",
                          s % slots, s / slots, pid_in[s], (double)lam_in[s]);
@@ -300,15 +300,15 @@ sph_status contact_state_restore(contact_solver *c, dev_state *st, const void *b
         }
     }
     if (n != c->cap) release_scratch(c); /* contact_enqueue carries only slots made for st->n */
-    if ((r = reserve(c, n, e)) != SPH_OK) goto done;
-    if ((r = read_ids(c, st, id, e)) != SPH_OK) goto done;
+    if ((r = reserve(c, n, e)) != SPHSIM_OK) goto done;
+    if ((r = read_ids(c, st, id, e)) != SPHSIM_OK) goto done;
     for (size_t i = 0; i < n; ++i) { /* device slot i holds particle id[i] */
         memcpy(&pid[i * slots], &pid_in[(size_t)id[i] * slots], slots * 4);
         memcpy(&lam[i * slots], &lam_in[(size_t)id[i] * slots], slots * 4);
     }
     const int last = !c->cur; /* where the next contact_enqueue looks for the last step's slots */
-    if ((r = device_write(c->d, c->pid[last], 0, ns * 4, pid, e)) != SPH_OK) goto done;
-    if ((r = device_write(c->d, c->lam[last], 0, ns * 4, lam, e)) != SPH_OK) goto done;
+    if ((r = device_write(c->d, c->pid[last], 0, ns * 4, pid, e)) != SPHSIM_OK) goto done;
+    if ((r = device_write(c->d, c->lam[last], 0, ns * 4, lam, e)) != SPHSIM_OK) goto done;
     c->have_warm = 1;
 done:
     free(pid_in);
@@ -319,13 +319,13 @@ done:
     return r;
 }
 
-sph_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
-                           dev_state *st, sph_error *e)
+sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
+                           dev_state *st, sphsim_error *e)
 {
-    SPH_TRY(check_state(st, e));
-    if (st->n == 0) return SPH_OK;
+    SPHSIM_TRY(check_state(st, e));
+    if (st->n == 0) return SPHSIM_OK;
     if (st->n != c->cap) c->have_warm = 0; /* carried slots belong to another particle set */
-    SPH_TRY(reserve(c, st->n, e));
+    SPHSIM_TRY(reserve(c, st->n, e));
     const cl_uint n = (cl_uint)st->n;
     const cl_uint warm = c->have_warm && idx;
     const int cur = c->cur, old = !cur;
@@ -348,7 +348,7 @@ sph_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end
     DEVICE_ARG(e, k, 12, c->degree);
     DEVICE_ARG(e, k, 13, c->pid[cur]);
     DEVICE_ARG(e, k, 14, c->lam[cur]);
-    SPH_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+    SPHSIM_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
 
     /* warm start: vel + carried impulses -> v[1] */
     k = c->k_warm;
@@ -364,7 +364,7 @@ sph_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end
     DEVICE_ARG(e, k, 9, c->degree);
     DEVICE_ARG(e, k, 10, c->lam[cur]);
     DEVICE_ARG(e, k, 11, c->v[1]);
-    SPH_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+    SPHSIM_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
 
     /* Jacobi passes: (pos, v[1]) -> (x[0], v[0]) -> (x[1], v[1]) -> (x[0], v[0]) ... */
     cl_mem x_in = st->pos, v_in = c->v[1];
@@ -386,7 +386,7 @@ sph_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end
         DEVICE_ARG(e, k, 12, v_in);
         DEVICE_ARG(e, k, 13, x_out);
         DEVICE_ARG(e, k, 14, v_out);
-        SPH_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+        SPHSIM_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
         x_in = x_out;
         v_in = v_out;
     }
@@ -400,15 +400,15 @@ sph_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end
     DEVICE_ARG(e, k, 5, st->pos_next);
     DEVICE_ARG(e, k, 6, st->vel_next);
     DEVICE_ARG(e, k, 7, st->flags);
-    SPH_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+    SPHSIM_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
     c->cur = old; /* this step's slots become the last step's */
     c->have_warm = 1;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Enqueue the pair kernel on st->pos into c->counts (and `partner` when max_per > 0). */
-static sph_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf,
-                                dev_state *st, cl_uint max_per, cl_mem partner, sph_error *e)
+static sphsim_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf,
+                                dev_state *st, cl_uint max_per, cl_mem partner, sphsim_error *e)
 {
     const cl_uint n = (cl_uint)st->n;
     cl_mem partner_arg = partner ? partner : c->counts; /* not written when max_per == 0 */
@@ -425,64 +425,64 @@ static sph_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem cel
     return device_run1d(c->d, k, n, CONTACT_LOCAL, e);
 }
 
-sph_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
-                               long *n_contacts, sph_error *e)
+sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
+                               long *n_contacts, sphsim_error *e)
 {
     *n_contacts = 0;
-    if (!st->pos || !st->radius) return SPH_FAIL(e, SPH_E_DEVICE, "contact_count: the state lacks positions or radii");
-    if (st->n == 0) return SPH_OK;
+    if (!st->pos || !st->radius) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_count: the state lacks positions or radii");
+    if (st->n == 0) return SPHSIM_OK;
     if (st->n != c->cap) c->have_warm = 0;
-    SPH_TRY(reserve(c, st->n, e));
-    SPH_TRY(enqueue_pairs(c, cell_start, cell_end, gp_buf, st, 0, NULL, e));
-    SPH_TRY(device_read(c->d, c->counts, 0, st->n * 4, c->counts_host, e));
+    SPHSIM_TRY(reserve(c, st->n, e));
+    SPHSIM_TRY(enqueue_pairs(c, cell_start, cell_end, gp_buf, st, 0, NULL, e));
+    SPHSIM_TRY(device_read(c->d, c->counts, 0, st->n * 4, c->counts_host, e));
     long total = 0;
     for (size_t i = 0; i < st->n; ++i) total += (long)c->counts_host[i];
     *n_contacts = total;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
-                              unsigned max_per, uint32_t *count, uint32_t *partner, sph_error *e)
+sphsim_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
+                              unsigned max_per, uint32_t *count, uint32_t *partner, sphsim_error *e)
 {
-    if (!st->pos || !st->radius) return SPH_FAIL(e, SPH_E_DEVICE, "contact_list_pairs: the state lacks positions or radii");
-    if (st->n == 0) return SPH_OK;
-    if (max_per == 0) return SPH_FAIL(e, SPH_E_DEVICE, "contact_list_pairs: max_per must be >= 1");
+    if (!st->pos || !st->radius) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_list_pairs: the state lacks positions or radii");
+    if (st->n == 0) return SPHSIM_OK;
+    if (max_per == 0) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_list_pairs: max_per must be >= 1");
     if (st->n != c->cap) c->have_warm = 0;
-    SPH_TRY(reserve(c, st->n, e));
+    SPHSIM_TRY(reserve(c, st->n, e));
     cl_mem buf = NULL;
-    SPH_TRY(device_alloc(c->d, st->n * max_per * 4, "contact pair list", &buf, e));
-    sph_status s = enqueue_pairs(c, cell_start, cell_end, gp_buf, st, (cl_uint)max_per, buf, e);
-    if (s == SPH_OK) s = device_read(c->d, c->counts, 0, st->n * 4, count, e);
-    if (s == SPH_OK) s = device_read(c->d, buf, 0, st->n * max_per * 4, partner, e);
+    SPHSIM_TRY(device_alloc(c->d, st->n * max_per * 4, "contact pair list", &buf, e));
+    sphsim_status s = enqueue_pairs(c, cell_start, cell_end, gp_buf, st, (cl_uint)max_per, buf, e);
+    if (s == SPHSIM_OK) s = device_read(c->d, c->counts, 0, st->n * 4, count, e);
+    if (s == SPHSIM_OK) s = device_read(c->d, buf, 0, st->n * max_per * 4, partner, e);
     clReleaseMemObject(buf);
-    SPH_TRY(s);
+    SPHSIM_TRY(s);
     for (size_t i = 0; i < st->n; ++i)
         if (count[i] > max_per)
-            return SPH_FAIL(e, SPH_E_DEVICE, "contact_list_pairs: sorted particle %zu touches %u spheres, more than %u",
+            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_list_pairs: sorted particle %zu touches %u spheres, more than %u",
                             i, count[i], max_per);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* The grid must see every pair that can touch: radius >= r_i + r_j for all i, j. */
-static sph_status check_grid(const contact_solver *c, const grid *g, sph_error *e)
+static sphsim_status check_grid(const contact_solver *c, const grid *g, sphsim_error *e)
 {
     const grid_params *gp = grid_get_params(g);
     if ((double)gp->radius < 2.0 * c->r_max * (1.0 - 1e-6))
-        return SPH_FAIL(e, SPH_E_SCENE,
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                         "contact solver: the grid search radius %g m is below twice the largest sphere radius (%g m)",
                         (double)gp->radius, 2.0 * c->r_max);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status contact_step(contact_solver *c, grid *g, dev_state *st, sph_error *e)
+sphsim_status contact_step(contact_solver *c, grid *g, dev_state *st, sphsim_error *e)
 {
-    SPH_TRY(check_grid(c, g, e));
+    SPHSIM_TRY(check_grid(c, g, e));
     return contact_enqueue(c, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), grid_index(g), st, e);
 }
 
-sph_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_contacts, sph_error *e)
+sphsim_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_contacts, sphsim_error *e)
 {
     *n_contacts = 0;
-    SPH_TRY(check_grid(c, g, e));
+    SPHSIM_TRY(check_grid(c, g, e));
     return contact_count_cells(c, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), st, n_contacts, e);
 }

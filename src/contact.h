@@ -27,16 +27,16 @@ typedef struct contact_solver contact_solver;
 /* Fill the kernel-side parameters from a resolved scene. */
 void contact_params_from_scene(const scene *s, contact_params *p);
 
-sph_status contact_create(contact_solver **out, sph_device *d, const scene *s, sph_error *e);
+sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s, sphsim_error *e);
 void contact_destroy(contact_solver *c);
 
 /* Enqueue one step on `st` (sorted) using grid `g`. Never blocks the host. Fails
- * (SPH_E_SCENE) when the grid's search radius is below 2 * the largest sphere radius. */
-sph_status contact_step(contact_solver *c, grid *g, dev_state *st, sph_error *e);
+ * (SPHSIM_E_SCENE) when the grid's search radius is below 2 * the largest sphere radius. */
+sphsim_status contact_step(contact_solver *c, grid *g, dev_state *st, sphsim_error *e);
 
 /* Number of touching pairs (distance < r_i + r_j) in st->pos, the sorted positions the grid
  * was last built on (in sim.c: the state just written as a snapshot); blocks. */
-sph_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_contacts, sph_error *e);
+sphsim_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_contacts, sphsim_error *e);
 
 /* Device bytes the solver allocates for n particles (scratch, contact slots). */
 size_t contact_bytes(const scene *s, size_t n);
@@ -47,8 +47,8 @@ size_t contact_bytes(const scene *s, size_t n);
  * idx: uint per particle, sorted slot -> slot in the order the last contact_enqueue wrote
  * (pos_next), or NULL: then no impulses are carried into this step.
  * st needs pos, vel, pos_next, vel_next, mass, radius, id (flags may be NULL). */
-sph_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
-                           dev_state *st, sph_error *e);
+sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
+                           dev_state *st, sphsim_error *e);
 
 /* Drop the impulses carried to the next step (e.g. after the state was replaced). */
 void contact_forget(contact_solver *c);
@@ -69,19 +69,19 @@ void contact_forget(contact_solver *c);
  * (st->id on the device names each slot's particle) and not rebuilt since; the next step's
  * `idx` maps its sorted order back to that order (sim.c: restore after state_upload, before
  * the first grid_build). The step is then bit-identical to the one that followed the save.
- * A blob of another format version or slot count starts cold (SPH_OK, nothing carried);
- * a damaged one, or one for another particle count, fails (SPH_E_IO). Blocks. */
-sph_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void **blob, size_t *bytes,
-                              sph_error *e);
-sph_status contact_state_restore(contact_solver *c, dev_state *st, const void *blob, size_t bytes, sph_error *e);
-sph_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
-                               long *n_contacts, sph_error *e);
+ * A blob of another format version or slot count starts cold (SPHSIM_OK, nothing carried);
+ * a damaged one, or one for another particle count, fails (SPHSIM_E_IO). Blocks. */
+sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void **blob, size_t *bytes,
+                              sphsim_error *e);
+sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void *blob, size_t bytes, sphsim_error *e);
+sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
+                               long *n_contacts, sphsim_error *e);
 
 /* Touching pairs of st->pos listed per particle (blocks): count[i] is the number of partners
  * j > i (sorted index) of sorted particle i; partner[i * max_per + k], k < min(count[i],
- * max_per), are their sorted indices in the order the cell block is scanned. Fails (SPH_E_DEVICE) when a particle has
+ * max_per), are their sorted indices in the order the cell block is scanned. Fails (SPHSIM_E_DEVICE) when a particle has
  * more than max_per partners. Host arrays hold st->n and st->n * max_per entries. */
-sph_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
-                              unsigned max_per, uint32_t *count, uint32_t *partner, sph_error *e);
+sphsim_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
+                              unsigned max_per, uint32_t *count, uint32_t *partner, sphsim_error *e);
 
 #endif

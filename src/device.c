@@ -72,14 +72,14 @@ static void prof_push(struct device_prof *p, cl_event ev, cl_kernel k, const cha
     p->pending_kernel[p->n_pending++] = k;
 }
 
-void device_profile_command(sph_device *d, cl_event ev, const char *label)
+void device_profile_command(ocl_device *d, cl_event ev, const char *label)
 {
     if (!d->prof || !ev) return;
     clRetainEvent(ev);
     prof_push(d->prof, ev, NULL, label);
 }
 
-void device_profile_idle(sph_device *d, int on)
+void device_profile_idle(ocl_device *d, int on)
 {
     if (!d->prof) return;
     prof_collect(d->prof);
@@ -87,7 +87,7 @@ void device_profile_idle(sph_device *d, int on)
     d->prof->last_end = 0;
 }
 
-int device_profile(sph_device *d, device_prof_entry *out, int max)
+int device_profile(ocl_device *d, device_prof_entry *out, int max)
 {
     if (!d->prof) return 0;
     prof_collect(d->prof);
@@ -105,19 +105,19 @@ typedef struct dev_entry {
     char platform_name[256];
 } dev_entry;
 
-static sph_status enumerate(dev_entry *list, int *count, sph_error *e)
+static sphsim_status enumerate(dev_entry *list, int *count, sphsim_error *e)
 {
     cl_platform_id plats[MAX_PLATFORMS];
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(MAX_PLATFORMS, plats, &np);
     *count = 0;
     if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && np == 0))
-        return SPH_FAIL(e, SPH_E_DEVICE,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                         "no OpenCL platform found. Install a driver: on Debian/Ubuntu without a GPU "
                         "`apt-get install pocl-opencl-icd` (CPU), or your GPU vendor's OpenCL ICD "
                         "(NVIDIA: the driver's libnvidia-opencl; AMD: ROCm OpenCL); check with `clinfo -l`");
     if (err != CL_SUCCESS)
-        return SPH_FAIL(e, SPH_E_DEVICE, "clGetPlatformIDs failed: %s", sph_cl_error_name(err));
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "clGetPlatformIDs failed: %s", cl_error_name(err));
     if (np > MAX_PLATFORMS) np = MAX_PLATFORMS;
     for (cl_uint p = 0; p < np; ++p) {
         cl_device_id devs[MAX_DEVICES];
@@ -137,10 +137,10 @@ static sph_status enumerate(dev_entry *list, int *count, sph_error *e)
         }
     }
     if (*count == 0)
-        return SPH_FAIL(e, SPH_E_DEVICE,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                         "OpenCL platforms found but no devices; install pocl-opencl-icd for the CPU "
                         "or check the GPU driver (`clinfo -l`)");
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 static const char *type_name(cl_device_type t)
@@ -151,18 +151,18 @@ static const char *type_name(cl_device_type t)
     return "other";
 }
 
-sph_status device_list(FILE *out, sph_error *e)
+sphsim_status device_list(FILE *out, sphsim_error *e)
 {
     dev_entry list[MAX_DEVICES];
     int n = 0;
-    SPH_TRY(enumerate(list, &n, e));
+    SPHSIM_TRY(enumerate(list, &n, e));
     for (int i = 0; i < n; ++i) {
         cl_ulong mem = 0;
         clGetDeviceInfo(list[i].device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
         fprintf(out, "%d\t%s\t%s\t%s\t%.1f GiB\n", i, type_name(list[i].type), list[i].name, list[i].platform_name,
                 (double)mem / (1024.0 * 1024.0 * 1024.0));
     }
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 static int contains_ci(const char *hay, const char *needle)
@@ -176,14 +176,14 @@ static int contains_ci(const char *hay, const char *needle)
     return n == 0;
 }
 
-sph_status device_open(sph_device *d, const char *selector, int profiling, sph_error *e)
+sphsim_status device_open(ocl_device *d, const char *selector, int profiling, sphsim_error *e)
 {
     memset(d, 0, sizeof *d);
     if (!selector) selector = getenv("SPHSIM_DEVICE");
     if (selector && !*selector) selector = NULL;
     dev_entry list[MAX_DEVICES];
     int n = 0;
-    SPH_TRY(enumerate(list, &n, e));
+    SPHSIM_TRY(enumerate(list, &n, e));
     int pick = -1;
     if (!selector) {
         for (int i = 0; i < n && pick < 0; ++i)
@@ -196,21 +196,21 @@ sph_status device_open(sph_device *d, const char *selector, int profiling, sph_e
         for (int i = 0; i < n && pick < 0; ++i)
             if (list[i].type & want) pick = i;
         if (pick < 0)
-            return SPH_FAIL(e, SPH_E_DEVICE, "--device %s: no %s OpenCL device found (see --list-devices)%s", selector,
+            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "--device %s: no %s OpenCL device found (see --list-devices)%s", selector,
                             selector, want == CL_DEVICE_TYPE_CPU ? "; install pocl-opencl-icd for a CPU device" : "");
     } else {
         char *end = NULL;
         long idx = strtol(selector, &end, 10);
         if (end != selector && *end == 0) {
             if (idx < 0 || idx >= n)
-                return SPH_FAIL(e, SPH_E_DEVICE, "--device %s: no device with that index; there are %d (see --list-devices)",
+                return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "--device %s: no device with that index; there are %d (see --list-devices)",
                                 selector, n);
             pick = (int)idx;
         } else {
             for (int i = 0; i < n && pick < 0; ++i)
                 if (contains_ci(list[i].name, selector) || contains_ci(list[i].platform_name, selector)) pick = i;
             if (pick < 0)
-                return SPH_FAIL(e, SPH_E_DEVICE, "--device %s: no device name matches (see --list-devices)", selector);
+                return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "--device %s: no device name matches (see --list-devices)", selector);
         }
     }
     dev_entry *x = &list[pick];
@@ -232,7 +232,7 @@ sph_status device_open(sph_device *d, const char *selector, int profiling, sph_e
     if (profiling && !(d->prof = calloc(1, sizeof *d->prof))) {
         clReleaseContext(d->ctx);
         d->ctx = NULL;
-        return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
     }
     d->queue = clCreateCommandQueue(d->ctx, d->device, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     if (err != CL_SUCCESS) {
@@ -240,10 +240,10 @@ sph_status device_open(sph_device *d, const char *selector, int profiling, sph_e
         d->ctx = NULL;
     }
     CL_CHECK_ERR(e, err, "clCreateCommandQueue");
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-void device_close(sph_device *d)
+void device_close(ocl_device *d)
 {
     if (d->queue) {
         clFinish(d->queue);
@@ -322,20 +322,20 @@ static int sb_append(strbuf *b, const char *s, size_t n)
 #define MAX_INCLUDED 64
 
 /* Append `file` with its `#include "x"` lines expanded (each file at most once). */
-static sph_status expand(strbuf *b, const char *file, char included[][64], int *n_included, int depth, sph_error *e)
+static sphsim_status expand(strbuf *b, const char *file, char included[][64], int *n_included, int depth, sphsim_error *e)
 {
     for (int i = 0; i < *n_included; ++i)
-        if (!strcmp(included[i], file)) return SPH_OK;
+        if (!strcmp(included[i], file)) return SPHSIM_OK;
     if (*n_included >= MAX_INCLUDED || depth > 16)
-        return SPH_FAIL(e, SPH_E_DEVICE, "kernel source %s: too many nested includes", file);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "kernel source %s: too many nested includes", file);
     snprintf(included[(*n_included)++], 64, "%s", file);
     char *text = kernel_file_text(file);
     if (!text)
-        return SPH_FAIL(e, SPH_E_DEVICE, "kernel source %s not found (%s)", file,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "kernel source %s not found (%s)", file,
                         getenv("SPHSIM_KERNEL_DIR") ? "in $SPHSIM_KERNEL_DIR" : "not embedded in this build");
     const char *line = text;
-    sph_status st = SPH_OK;
-    while (*line && st == SPH_OK) {
+    sphsim_status st = SPHSIM_OK;
+    while (*line && st == SPHSIM_OK) {
         const char *eol = strchr(line, '\n');
         size_t len = eol ? (size_t)(eol - line + 1) : strlen(line);
         const char *p = line;
@@ -348,16 +348,16 @@ static sph_status expand(strbuf *b, const char *file, char included[][64], int *
             const char *q = after;
             const char *r = q ? strchr(q + 1, '"') : NULL;
             if (!q || !r || r - q - 1 >= 64) {
-                st = SPH_FAIL(e, SPH_E_DEVICE, "kernel source %s: only #include \"file\" is supported", file);
+                st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "kernel source %s: only #include \"file\" is supported", file);
                 break;
             }
             char inc[64];
             memcpy(inc, q + 1, (size_t)(r - q - 1));
             inc[r - q - 1] = 0;
             st = expand(b, inc, included, n_included, depth + 1, e);
-            if (st == SPH_OK && sb_append(b, "\n", 1)) st = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+            if (st == SPHSIM_OK && sb_append(b, "\n", 1)) st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
         } else if (sb_append(b, line, len)) {
-            st = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+            st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
         }
         line += len;
     }
@@ -365,12 +365,12 @@ static sph_status expand(strbuf *b, const char *file, char included[][64], int *
     return st;
 }
 
-char *device_kernel_source(const char *file, sph_error *e)
+char *device_kernel_source(const char *file, sphsim_error *e)
 {
     strbuf b = {0};
     char included[MAX_INCLUDED][64];
     int n_included = 0;
-    if (expand(&b, file, included, &n_included, 0, e) != SPH_OK) {
+    if (expand(&b, file, included, &n_included, 0, e) != SPHSIM_OK) {
         free(b.s);
         return NULL;
     }
@@ -378,7 +378,7 @@ char *device_kernel_source(const char *file, sph_error *e)
 }
 
 /* The build log of prog (malloc'd, NUL-terminated; NULL when out of memory). */
-static char *build_log(const sph_device *d, cl_program prog)
+static char *build_log(const ocl_device *d, cl_program prog)
 {
     size_t log_size = 0;
     clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
@@ -391,11 +391,11 @@ static char *build_log(const sph_device *d, cl_program prog)
     return log;
 }
 
-sph_status device_build(sph_device *d, const char *file, const char *options, cl_program *out, sph_error *e)
+sphsim_status device_build(ocl_device *d, const char *file, const char *options, cl_program *out, sphsim_error *e)
 {
     *out = NULL;
     char *src = device_kernel_source(file, e);
-    if (!src) return e ? e->code : SPH_E_DEVICE;
+    if (!src) return e ? e->code : SPHSIM_E_DEVICE;
     char opts[2048];
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s", options ? options : "");
     cl_int err;
@@ -406,11 +406,11 @@ sph_status device_build(sph_device *d, const char *file, const char *options, cl
     err = clBuildProgram(prog, 1, &d->device, opts, NULL, NULL);
     if (err != CL_SUCCESS) {
         char *log = build_log(d, prog);
-        SPH_FAIL(e, SPH_E_DEVICE, "building kernels/%s for %s failed (%s)\nbuild options: %s\nbuild log:\n%.1500s", file,
-                 d->name, sph_cl_error_name(err), opts, log ? log : "(none)");
+        SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "building kernels/%s for %s failed (%s)\nbuild options: %s\nbuild log:\n%.1500s", file,
+                 d->name, cl_error_name(err), opts, log ? log : "(none)");
         free(log);
         clReleaseProgram(prog);
-        return SPH_E_DEVICE;
+        return SPHSIM_E_DEVICE;
     }
     /* SPHSIM_BUILD_LOG, a developers' knob (docs/performance.md): print the build log of every
      * program, e.g. the register counts NVIDIA's compiler reports with -cl-nv-verbose */
@@ -420,43 +420,43 @@ sph_status device_build(sph_device *d, const char *file, const char *options, cl
         free(log);
     }
     *out = prog;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status device_kernel(cl_program prog, const char *name, cl_kernel *out, sph_error *e)
+sphsim_status device_kernel(cl_program prog, const char *name, cl_kernel *out, sphsim_error *e)
 {
     cl_int err;
     *out = clCreateKernel(prog, name, &err);
     if (err != CL_SUCCESS)
-        return SPH_FAIL(e, SPH_E_DEVICE, "clCreateKernel(%s) failed: %s", name, sph_cl_error_name(err));
-    return SPH_OK;
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "clCreateKernel(%s) failed: %s", name, cl_error_name(err));
+    return SPHSIM_OK;
 }
 
-sph_status device_alloc(sph_device *d, size_t bytes, const char *what, cl_mem *out, sph_error *e)
+sphsim_status device_alloc(ocl_device *d, size_t bytes, const char *what, cl_mem *out, sphsim_error *e)
 {
     cl_int err;
     if (bytes == 0) bytes = 16;
     if (bytes > d->max_alloc)
-        return SPH_FAIL(e, SPH_E_DEVICE, "%s needs %.3g GB in one buffer; %s allows at most %.3g GB", what, bytes / 1e9,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "%s needs %.3g GB in one buffer; %s allows at most %.3g GB", what, bytes / 1e9,
                         d->name, d->max_alloc / 1e9);
     *out = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (err != CL_SUCCESS)
-        return SPH_FAIL(e, SPH_E_DEVICE, "allocating %s (%.3g MB) on %s failed: %s", what, bytes / 1e6, d->name,
-                        sph_cl_error_name(err));
-    return SPH_OK;
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "allocating %s (%.3g MB) on %s failed: %s", what, bytes / 1e6, d->name,
+                        cl_error_name(err));
+    return SPHSIM_OK;
 }
 
-sph_status device_launch(sph_device *d, cl_kernel k, size_t global, size_t local, cl_event *ev, sph_error *e)
+sphsim_status device_launch(ocl_device *d, cl_kernel k, size_t global, size_t local, cl_event *ev, sphsim_error *e)
 {
-    if (global == 0) return SPH_OK;
+    if (global == 0) return SPHSIM_OK;
     cl_event own = NULL;
     cl_int err = clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL,
                                         (d->prof || ev) ? &own : NULL);
     if (err != CL_SUCCESS) {
         char name[128] = "?";
         clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
-        return SPH_FAIL(e, SPH_E_DEVICE, "launching kernel %s (%zu work-items in groups of %zu) failed: %s", name,
-                        global, local, sph_cl_error_name(err));
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "launching kernel %s (%zu work-items in groups of %zu) failed: %s", name,
+                        global, local, cl_error_name(err));
     }
     if (d->prof) {
         clRetainKernel(k);
@@ -464,33 +464,33 @@ sph_status device_launch(sph_device *d, cl_kernel k, size_t global, size_t local
         prof_push(d->prof, own, k, NULL);
     }
     if (ev) *ev = own;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status device_run1d(sph_device *d, cl_kernel k, size_t n, size_t local, sph_error *e)
+sphsim_status device_run1d(ocl_device *d, cl_kernel k, size_t n, size_t local, sphsim_error *e)
 {
-    if (n == 0) return SPH_OK;
+    if (n == 0) return SPHSIM_OK;
     size_t global = local ? (n + local - 1) / local * local : n;
     return device_launch(d, k, global, local, NULL, e);
 }
 
-sph_status device_run_strided(sph_device *d, cl_kernel k, size_t n, size_t local, cl_event *ev, sph_error *e)
+sphsim_status device_run_strided(ocl_device *d, cl_kernel k, size_t n, size_t local, cl_event *ev, sphsim_error *e)
 {
-    if (n == 0) return SPH_OK;
+    if (n == 0) return SPHSIM_OK;
     const size_t groups = (n + local - 1) / local, cap = 16 * (size_t)(d->compute_units ? d->compute_units : 1);
     return device_launch(d, k, (groups < cap ? groups : cap) * local, local, ev, e);
 }
 
-sph_status device_write(sph_device *d, cl_mem buf, size_t offset, size_t bytes, const void *src, sph_error *e)
+sphsim_status device_write(ocl_device *d, cl_mem buf, size_t offset, size_t bytes, const void *src, sphsim_error *e)
 {
-    if (bytes == 0) return SPH_OK;
+    if (bytes == 0) return SPHSIM_OK;
     CL_CHECK(e, clEnqueueWriteBuffer(d->queue, buf, CL_TRUE, offset, bytes, src, 0, NULL, NULL));
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status device_read(sph_device *d, cl_mem buf, size_t offset, size_t bytes, void *dst, sph_error *e)
+sphsim_status device_read(ocl_device *d, cl_mem buf, size_t offset, size_t bytes, void *dst, sphsim_error *e)
 {
-    if (bytes == 0) return SPH_OK;
+    if (bytes == 0) return SPHSIM_OK;
     CL_CHECK(e, clEnqueueReadBuffer(d->queue, buf, CL_TRUE, offset, bytes, dst, 0, NULL, NULL));
-    return SPH_OK;
+    return SPHSIM_OK;
 }

@@ -13,7 +13,7 @@
 #define GRID_LOCAL 256
 
 struct grid {
-    sph_device *d;
+    ocl_device *d;
     grid_params gp;
     size_t n_max;
     cl_program prog_keys, prog_table, prog_gather, prog_stats;
@@ -46,27 +46,27 @@ static float float_up(double v)
     return f;
 }
 
-sph_status grid_geometry(int dims, const double lo[3], const double hi[3], double radius, double cell_ratio,
-                         grid_params *gp, sph_error *e)
+sphsim_status grid_geometry(int dims, const double lo[3], const double hi[3], double radius, double cell_ratio,
+                         grid_params *gp, sphsim_error *e)
 {
     static const char axis[3] = {'x', 'y', 'z'};
     memset(gp, 0, sizeof *gp);
-    if (dims != 2 && dims != 3) return SPH_FAIL(e, SPH_E_SCENE, "grid: dimension must be 2 or 3, got %d", dims);
+    if (dims != 2 && dims != 3) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "grid: dimension must be 2 or 3, got %d", dims);
     if (!(cell_ratio > 0.0) || !isfinite(cell_ratio))
-        return SPH_FAIL(e, SPH_E_SCENE, "grid.cell_ratio must be a positive number, got %g", cell_ratio);
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "grid.cell_ratio must be a positive number, got %g", cell_ratio);
     if (!(radius > 0.0) || !isfinite(radius) || radius > 1e30)
-        return SPH_FAIL(e, SPH_E_SCENE, "grid: the search radius must be a positive number of metres, got %g",
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "grid: the search radius must be a positive number of metres, got %g",
                         radius);
     for (int a = 0; a < dims; ++a)
         if (!isfinite(lo[a]) || !isfinite(hi[a]) || !(hi[a] >= lo[a]) || fabs(lo[a]) > 1e30 || fabs(hi[a]) > 1e30)
-            return SPH_FAIL(e, SPH_E_SCENE, "grid: the tank box along %c, [%g, %g] m, is not a finite interval",
+            return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "grid: the tank box along %c, [%g, %g] m, is not a finite interval",
                             axis[a], lo[a], hi[a]);
 
     /* Cells scanned either side of a particle's cell. */
     double reach_d = ceil(1.0 / cell_ratio - 1e-6);
     if (reach_d < 1.0) reach_d = 1.0;
     if (reach_d > 64.0)
-        return SPH_FAIL(e, SPH_E_SCENE,
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                         "grid.cell_ratio = %g would scan %.0f cells either side of each particle; use at least 1/64",
                         cell_ratio, reach_d);
     const unsigned reach = (unsigned)reach_d;
@@ -81,7 +81,7 @@ sph_status grid_geometry(int dims, const double lo[3], const double hi[3], doubl
     double extent = 0.0;
     for (int a = 0; a < dims; ++a) extent = fmax(extent, hi[a] - lo[a]);
     if (extent / cell0 >= (double)GRID_MAX_AXIS_CELLS)
-        return SPH_FAIL(e, SPH_E_SCENE,
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                         "grid.cell_ratio: the tank (%g m across) needs %.0f cells of %g m (search radius %g m x "
                         "cell_ratio %g) along one axis; at most %u are supported. Increase grid.cell_ratio or the "
                         "smoothing length, or shrink the tank",
@@ -93,8 +93,8 @@ sph_status grid_geometry(int dims, const double lo[3], const double hi[3], doubl
     const float cell_inv = float_down(1.0 / cell);
     const double cell_eff = 1.0 / (double)cell_inv;
 
-    sph_u64 n_cells = 1;
-    sph_u32 n_axis_max = 1;
+    dev_u64 n_cells = 1;
+    dev_u32 n_axis_max = 1;
     for (int a = 0; a < 3; ++a) {
         if (a >= dims) {
             gp->origin[a] = 0.0f;
@@ -107,17 +107,17 @@ sph_status grid_geometry(int dims, const double lo[3], const double hi[3], doubl
         const double u_hi = ((double)float_up(hi[a]) - (double)gp->origin[a]) / cell_eff;
         const double nc = floor(u_hi * (1.0 + 1e-6) + 1e-6) + 1.0;
         if (nc > (double)GRID_MAX_AXIS_CELLS)
-            return SPH_FAIL(e, SPH_E_SCENE,
+            return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                             "grid.cell_ratio: the tank needs %.0f cells along %c (%g m / cell %g m = search radius %g "
                             "m x cell_ratio %g); at most %u cells per axis are supported. Increase grid.cell_ratio or "
                             "the smoothing length, or shrink the tank",
                             nc, axis[a], hi[a] - lo[a], cell, radius, cell_ratio, GRID_MAX_AXIS_CELLS);
-        gp->ncell[a] = (sph_u32)nc;
+        gp->ncell[a] = (dev_u32)nc;
         n_cells *= gp->ncell[a];
         if (gp->ncell[a] > n_axis_max) n_axis_max = gp->ncell[a];
     }
     if (n_cells > 0xffffffffull)
-        return SPH_FAIL(e, SPH_E_SCENE,
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                         "grid.cell_ratio: the grid would have %llu cells (%u x %u x %u), more than 2^32 - 1. Increase "
                         "grid.cell_ratio or the smoothing length, or shrink the tank",
                         (unsigned long long)n_cells, gp->ncell[0], gp->ncell[1], gp->ncell[2]);
@@ -126,13 +126,13 @@ sph_status grid_geometry(int dims, const double lo[3], const double hi[3], doubl
     gp->cell_size = (float)cell_eff;
     gp->cell_size_inv = cell_inv;
     gp->radius = (float)radius;
-    gp->n_cells = (sph_u32)n_cells;
+    gp->n_cells = (dev_u32)n_cells;
     gp->reach = reach;
     gp->bits = bits;
-    gp->key_bits = (sph_u32)dims * bits;
+    gp->key_bits = (dev_u32)dims * bits;
     gp->key64 = gp->key_bits > 32;
-    gp->dims = (sph_u32)dims;
-    return SPH_OK;
+    gp->dims = (dev_u32)dims;
+    return SPHSIM_OK;
 }
 
 /* ---- creation ---- */
@@ -145,41 +145,41 @@ size_t grid_bytes(const grid_params *gp, size_t n_max)
     return grid_sort_bytes((int)gp->key64, gp->key_bits, n_max, &c) + 2 * (size_t)gp->n_cells * 4 + sizeof(grid_params) + 4;
 }
 
-static sph_status build(grid *g, const char *file, cl_program *prog, sph_error *e)
+static sphsim_status build(grid *g, const char *file, cl_program *prog, sphsim_error *e)
 {
     char opts[128];
     snprintf(opts, sizeof opts, "-DDIMS=%u -DKEY64=%u", g->gp.dims, g->gp.key64);
     return device_build(g->d, file, opts, prog, e);
 }
 
-sph_status grid_create(grid **out, sph_device *d, const grid_params *gp, size_t n_max, sph_error *e)
+sphsim_status grid_create(grid **out, ocl_device *d, const grid_params *gp, size_t n_max, sphsim_error *e)
 {
     *out = NULL;
     if (gp->dims != 2 && gp->dims != 3)
-        return SPH_FAIL(e, SPH_E_DEVICE, "grid_create: grid parameters not filled (dims %u)", gp->dims);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_create: grid parameters not filled (dims %u)", gp->dims);
     grid *g = calloc(1, sizeof *g);
-    if (!g) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+    if (!g) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
     g->d = d;
     g->gp = *gp;
     g->n_max = n_max;
     static const char *gather_names[5] = {"grid_gather_1", "grid_gather_2", "grid_gather_4", "grid_gather_8",
                                           "grid_gather_16"};
     grid_sort_config c = sort_config_for(gp);
-    sph_status st = grid_sort_create(&g->sort, d, (int)gp->key64, gp->key_bits, n_max, &c, e);
-    if (st == SPH_OK) st = build(g, "grid_keys.cl", &g->prog_keys, e);
-    if (st == SPH_OK) st = device_kernel(g->prog_keys, "grid_keys", &g->k_keys, e);
-    if (st == SPH_OK) st = build(g, "cell_table.cl", &g->prog_table, e);
-    if (st == SPH_OK) st = device_kernel(g->prog_table, "cell_table", &g->k_table, e);
-    if (st == SPH_OK) st = build(g, "gather.cl", &g->prog_gather, e);
-    for (int i = 0; i < 5 && st == SPH_OK; ++i) st = device_kernel(g->prog_gather, gather_names[i], &g->k_gather[i], e);
-    if (st == SPH_OK) st = device_kernel(g->prog_gather, "grid_gather_state", &g->k_gather_state, e);
-    if (st == SPH_OK) st = device_kernel(g->prog_gather, "grid_copy_state", &g->k_copy_state, e);
-    if (st == SPH_OK) st = device_alloc(d, sizeof(grid_params), "grid parameters", &g->params, e);
-    if (st == SPH_OK) st = device_alloc(d, (size_t)gp->n_cells * 4, "grid cell_start table", &g->cell_start, e);
-    if (st == SPH_OK) st = device_alloc(d, (size_t)gp->n_cells * 4, "grid cell_end table", &g->cell_end, e);
-    if (st == SPH_OK) st = device_alloc(d, 4, "grid flag word", &g->no_flags, e);
-    if (st == SPH_OK) st = device_write(d, g->params, 0, sizeof(grid_params), gp, e);
-    if (st == SPH_OK) {
+    sphsim_status st = grid_sort_create(&g->sort, d, (int)gp->key64, gp->key_bits, n_max, &c, e);
+    if (st == SPHSIM_OK) st = build(g, "grid_keys.cl", &g->prog_keys, e);
+    if (st == SPHSIM_OK) st = device_kernel(g->prog_keys, "grid_keys", &g->k_keys, e);
+    if (st == SPHSIM_OK) st = build(g, "cell_table.cl", &g->prog_table, e);
+    if (st == SPHSIM_OK) st = device_kernel(g->prog_table, "cell_table", &g->k_table, e);
+    if (st == SPHSIM_OK) st = build(g, "gather.cl", &g->prog_gather, e);
+    for (int i = 0; i < 5 && st == SPHSIM_OK; ++i) st = device_kernel(g->prog_gather, gather_names[i], &g->k_gather[i], e);
+    if (st == SPHSIM_OK) st = device_kernel(g->prog_gather, "grid_gather_state", &g->k_gather_state, e);
+    if (st == SPHSIM_OK) st = device_kernel(g->prog_gather, "grid_copy_state", &g->k_copy_state, e);
+    if (st == SPHSIM_OK) st = device_alloc(d, sizeof(grid_params), "grid parameters", &g->params, e);
+    if (st == SPHSIM_OK) st = device_alloc(d, (size_t)gp->n_cells * 4, "grid cell_start table", &g->cell_start, e);
+    if (st == SPHSIM_OK) st = device_alloc(d, (size_t)gp->n_cells * 4, "grid cell_end table", &g->cell_end, e);
+    if (st == SPHSIM_OK) st = device_alloc(d, 4, "grid flag word", &g->no_flags, e);
+    if (st == SPHSIM_OK) st = device_write(d, g->params, 0, sizeof(grid_params), gp, e);
+    if (st == SPHSIM_OK) {
         /* Empty cell table until the first build. */
         const cl_uint zero = 0;
         cl_int err = clEnqueueFillBuffer(d->queue, g->cell_start, &zero, 4, 0, (size_t)gp->n_cells * 4, 0, NULL, NULL);
@@ -187,14 +187,14 @@ sph_status grid_create(grid **out, sph_device *d, const grid_params *gp, size_t 
             err = clEnqueueFillBuffer(d->queue, g->cell_end, &zero, 4, 0, (size_t)gp->n_cells * 4, 0, NULL, NULL);
         if (err == CL_SUCCESS) err = clEnqueueFillBuffer(d->queue, g->no_flags, &zero, 4, 0, 4, 0, NULL, NULL);
         if (err != CL_SUCCESS)
-            st = SPH_FAIL(e, SPH_E_DEVICE, "clearing the grid cell table failed: %s", sph_cl_error_name(err));
+            st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "clearing the grid cell table failed: %s", cl_error_name(err));
     }
-    if (st != SPH_OK) {
+    if (st != SPHSIM_OK) {
         grid_destroy(g);
         return st;
     }
     *out = g;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 static void release_events(grid *g)
@@ -231,23 +231,23 @@ void grid_destroy(grid *g)
 /* ---- per-step stages ---- */
 
 /* Enqueue n work-items (rounded up to the work-group) with an optional event. */
-static sph_status run1d(grid *g, cl_kernel k, size_t n, cl_event *ev, sph_error *e)
+static sphsim_status run1d(grid *g, cl_kernel k, size_t n, cl_event *ev, sphsim_error *e)
 {
-    if (n == 0) return SPH_OK;
+    if (n == 0) return SPHSIM_OK;
     size_t local = g->d->max_wg < GRID_LOCAL ? g->d->max_wg : GRID_LOCAL;
     return device_launch(g->d, k, (n + local - 1) / local * local, local, ev, e);
 }
 
 /* A kernel that loops over its n items (device_run_strided). */
-static sph_status run_strided(grid *g, cl_kernel k, size_t n, cl_event *ev, sph_error *e)
+static sphsim_status run_strided(grid *g, cl_kernel k, size_t n, cl_event *ev, sphsim_error *e)
 {
     return device_run_strided(g->d, k, n, g->d->max_wg < GRID_LOCAL ? g->d->max_wg : GRID_LOCAL, ev, e);
 }
 
-sph_status grid_build(grid *g, cl_mem pos, cl_mem pos_alt, size_t n, cl_mem flags, sph_error *e)
+sphsim_status grid_build(grid *g, cl_mem pos, cl_mem pos_alt, size_t n, cl_mem flags, sphsim_error *e)
 {
     if (n > g->n_max)
-        return SPH_FAIL(e, SPH_E_DEVICE, "grid_build: %zu particles, the grid was created for %zu", n, g->n_max);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_build: %zu particles, the grid was created for %zu", n, g->n_max);
     release_events(g);
     const int prof = g->d->profiling;
     const cl_uint n32 = (cl_uint)n;
@@ -266,9 +266,9 @@ sph_status grid_build(grid *g, cl_mem pos, cl_mem pos_alt, size_t n, cl_mem flag
     cl_mem alt = pos_alt ? pos_alt : pos;
     DEVICE_ARG(e, g->k_keys, 8, alt);
     /* max(n, n_cells) work-items: the keys, and the emptied cell table */
-    SPH_TRY(run_strided(g, g->k_keys, n > g->gp.n_cells ? n : g->gp.n_cells, prof ? &g->ev_keys : NULL, e));
+    SPHSIM_TRY(run_strided(g, g->k_keys, n > g->gp.n_cells ? n : g->gp.n_cells, prof ? &g->ev_keys : NULL, e));
 
-    SPH_TRY(grid_sort_run(g->sort, n, prof ? &g->ev_sort_first : NULL, prof ? &g->ev_sort_last : NULL, e));
+    SPHSIM_TRY(grid_sort_run(g->sort, n, prof ? &g->ev_sort_first : NULL, prof ? &g->ev_sort_last : NULL, e));
 
     cl_mem keys_sorted = grid_sort_keys_out(g->sort);
     DEVICE_ARG(e, g->k_table, 0, keys_sorted);
@@ -277,11 +277,11 @@ sph_status grid_build(grid *g, cl_mem pos, cl_mem pos_alt, size_t n, cl_mem flag
     DEVICE_ARG(e, g->k_table, 3, g->cell_start);
     DEVICE_ARG(e, g->k_table, 4, g->cell_end);
     DEVICE_ARG(e, g->k_table, 5, go);
-    SPH_TRY(run_strided(g, g->k_table, n, prof ? &g->ev_table : NULL, e));
-    return SPH_OK;
+    SPHSIM_TRY(run_strided(g, g->k_table, n, prof ? &g->ev_table : NULL, e));
+    return SPHSIM_OK;
 }
 
-sph_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t n, sph_error *e)
+sphsim_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t n, sphsim_error *e)
 {
     int which;
     switch (elem_size) {
@@ -290,11 +290,11 @@ sph_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t
     case 4: which = 2; break;
     case 8: which = 3; break;
     case 16: which = 4; break;
-    default: return SPH_FAIL(e, SPH_E_DEVICE, "grid_gather: element size %zu is not 1, 2, 4, 8 or 16", elem_size);
+    default: return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_gather: element size %zu is not 1, 2, 4, 8 or 16", elem_size);
     }
     if (n > g->n_max)
-        return SPH_FAIL(e, SPH_E_DEVICE, "grid_gather: %zu particles, the grid was created for %zu", n, g->n_max);
-    if (n == 0) return SPH_OK;
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_gather: %zu particles, the grid was created for %zu", n, g->n_max);
+    if (n == 0) return SPHSIM_OK;
     cl_kernel k = g->k_gather[which];
     const cl_uint n32 = (cl_uint)n;
     cl_mem idx = grid_sort_index(g->sort), go = grid_sort_go(g->sort);
@@ -306,12 +306,12 @@ sph_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t
     return run1d(g, k, n, NULL, e);
 }
 
-sph_status grid_gather_state(grid *g, cl_mem pos_src, cl_mem pos_dst, cl_mem vel_src, cl_mem vel_dst, cl_mem id,
-                             cl_mem id_tmp, cl_mem type, cl_mem type_tmp, size_t n, sph_error *e)
+sphsim_status grid_gather_state(grid *g, cl_mem pos_src, cl_mem pos_dst, cl_mem vel_src, cl_mem vel_dst, cl_mem id,
+                             cl_mem id_tmp, cl_mem type, cl_mem type_tmp, size_t n, sphsim_error *e)
 {
     if (n > g->n_max)
-        return SPH_FAIL(e, SPH_E_DEVICE, "grid_gather_state: %zu particles, the grid was created for %zu", n, g->n_max);
-    if (n == 0) return SPH_OK;
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_gather_state: %zu particles, the grid was created for %zu", n, g->n_max);
+    if (n == 0) return SPHSIM_OK;
     const cl_uint n32 = (cl_uint)n;
     cl_mem idx = grid_sort_index(g->sort), go = grid_sort_go(g->sort);
     cl_kernel k = g->k_gather_state;
@@ -319,7 +319,7 @@ sph_status grid_gather_state(grid *g, cl_mem pos_src, cl_mem pos_dst, cl_mem vel
     for (cl_uint a = 0; a < 9; ++a) DEVICE_ARG(e, k, a, args[a]);
     DEVICE_ARG(e, k, 9, n32);
     DEVICE_ARG(e, k, 10, go);
-    SPH_TRY(run_strided(g, k, n, NULL, e));
+    SPHSIM_TRY(run_strided(g, k, n, NULL, e));
     k = g->k_copy_state;
     const cl_mem back[4] = {id_tmp, id, type_tmp, type};
     for (cl_uint a = 0; a < 4; ++a) DEVICE_ARG(e, k, a, back[a]);
@@ -338,25 +338,25 @@ const grid_params *grid_get_params(const grid *g) { return &g->gp; }
 
 /* ---- statistics and timing ---- */
 
-sph_status grid_neighbour_stats(grid *g, cl_mem pos, size_t n, double *mean_neighbours, double *mean_candidates,
-                                sph_error *e)
+sphsim_status grid_neighbour_stats(grid *g, cl_mem pos, size_t n, double *mean_neighbours, double *mean_candidates,
+                                sphsim_error *e)
 {
     *mean_neighbours = 0.0;
     *mean_candidates = 0.0;
-    if (n == 0) return SPH_OK;
+    if (n == 0) return SPHSIM_OK;
     if (n > g->n_max)
-        return SPH_FAIL(e, SPH_E_DEVICE, "grid_neighbour_stats: %zu particles, the grid was created for %zu", n,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_neighbour_stats: %zu particles, the grid was created for %zu", n,
                         g->n_max);
     if (!g->prog_stats) {
-        SPH_TRY(build(g, "grid_stats.cl", &g->prog_stats, e));
-        SPH_TRY(device_kernel(g->prog_stats, "grid_count_neighbours", &g->k_stats, e));
+        SPHSIM_TRY(build(g, "grid_stats.cl", &g->prog_stats, e));
+        SPHSIM_TRY(device_kernel(g->prog_stats, "grid_count_neighbours", &g->k_stats, e));
     }
     cl_mem nb = NULL, cand = NULL;
-    sph_status st = device_alloc(g->d, n * 4, "neighbour counts", &nb, e);
-    if (st == SPH_OK) st = device_alloc(g->d, n * 4, "candidate counts", &cand, e);
-    uint32_t *h = st == SPH_OK ? malloc(n * 4) : NULL;
-    if (st == SPH_OK && !h) st = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
-    if (st == SPH_OK) {
+    sphsim_status st = device_alloc(g->d, n * 4, "neighbour counts", &nb, e);
+    if (st == SPHSIM_OK) st = device_alloc(g->d, n * 4, "candidate counts", &cand, e);
+    uint32_t *h = st == SPHSIM_OK ? malloc(n * 4) : NULL;
+    if (st == SPHSIM_OK && !h) st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
+    if (st == SPHSIM_OK) {
         const cl_uint n32 = (cl_uint)n;
         cl_int err = clSetKernelArg(g->k_stats, 0, sizeof pos, &pos);
         err |= clSetKernelArg(g->k_stats, 1, sizeof n32, &n32);
@@ -365,51 +365,51 @@ sph_status grid_neighbour_stats(grid *g, cl_mem pos, size_t n, double *mean_neig
         err |= clSetKernelArg(g->k_stats, 4, sizeof g->cell_end, &g->cell_end);
         err |= clSetKernelArg(g->k_stats, 5, sizeof nb, &nb);
         err |= clSetKernelArg(g->k_stats, 6, sizeof cand, &cand);
-        if (err != CL_SUCCESS) st = SPH_FAIL(e, SPH_E_DEVICE, "setting the neighbour statistics kernel arguments failed");
+        if (err != CL_SUCCESS) st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "setting the neighbour statistics kernel arguments failed");
     }
-    if (st == SPH_OK) st = run1d(g, g->k_stats, n, NULL, e);
+    if (st == SPHSIM_OK) st = run1d(g, g->k_stats, n, NULL, e);
     double sum_nb = 0.0, sum_cand = 0.0;
-    if (st == SPH_OK) st = device_read(g->d, nb, 0, n * 4, h, e);
-    if (st == SPH_OK)
+    if (st == SPHSIM_OK) st = device_read(g->d, nb, 0, n * 4, h, e);
+    if (st == SPHSIM_OK)
         for (size_t i = 0; i < n; ++i) sum_nb += h[i];
-    if (st == SPH_OK) st = device_read(g->d, cand, 0, n * 4, h, e);
-    if (st == SPH_OK)
+    if (st == SPHSIM_OK) st = device_read(g->d, cand, 0, n * 4, h, e);
+    if (st == SPHSIM_OK)
         for (size_t i = 0; i < n; ++i) sum_cand += h[i];
     free(h);
     if (nb) clReleaseMemObject(nb);
     if (cand) clReleaseMemObject(cand);
-    if (st != SPH_OK) return st;
+    if (st != SPHSIM_OK) return st;
     *mean_neighbours = sum_nb / (double)n;
     *mean_candidates = sum_cand / (double)n;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-static sph_status event_times(cl_event ev, cl_ulong *start, cl_ulong *end, sph_error *e)
+static sphsim_status event_times(cl_event ev, cl_ulong *start, cl_ulong *end, sphsim_error *e)
 {
     CL_CHECK(e, clWaitForEvents(1, &ev));
     CL_CHECK(e, clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof *start, start, NULL));
     CL_CHECK(e, clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof *end, end, NULL));
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Seconds from the start of `a` to the end of `b` (0 when either is missing). */
-static sph_status span(cl_event a, cl_event b, double *t, sph_error *e)
+static sphsim_status span(cl_event a, cl_event b, double *t, sphsim_error *e)
 {
     *t = 0.0;
-    if (!a || !b) return SPH_OK;
+    if (!a || !b) return SPHSIM_OK;
     cl_ulong s0, e0, s1, e1;
-    SPH_TRY(event_times(a, &s0, &e0, e));
-    SPH_TRY(event_times(b, &s1, &e1, e));
+    SPHSIM_TRY(event_times(a, &s0, &e0, e));
+    SPHSIM_TRY(event_times(b, &s1, &e1, e));
     *t = e1 > s0 ? (double)(e1 - s0) * 1e-9 : 0.0;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status grid_last_timing(grid *g, double *t_keys, double *t_sort, double *t_table, sph_error *e)
+sphsim_status grid_last_timing(grid *g, double *t_keys, double *t_sort, double *t_table, sphsim_error *e)
 {
     *t_keys = *t_sort = *t_table = 0.0;
-    if (!g->d->profiling) return SPH_OK;
-    SPH_TRY(span(g->ev_keys, g->ev_keys, t_keys, e));
-    SPH_TRY(span(g->ev_sort_first, g->ev_sort_last, t_sort, e));
-    SPH_TRY(span(g->ev_table, g->ev_table, t_table, e));
-    return SPH_OK;
+    if (!g->d->profiling) return SPHSIM_OK;
+    SPHSIM_TRY(span(g->ev_keys, g->ev_keys, t_keys, e));
+    SPHSIM_TRY(span(g->ev_sort_first, g->ev_sort_last, t_sort, e));
+    SPHSIM_TRY(span(g->ev_table, g->ev_table, t_table, e));
+    return SPHSIM_OK;
 }

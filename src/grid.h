@@ -14,29 +14,29 @@
 typedef struct grid grid;
 
 /* Geometry of the grid for a tank [lo, hi] (metres; z ignored in 2D), search radius and
- * cell ratio. Fills everything in grid_params. Fails (SPH_E_SCENE) if the grid would need
+ * cell ratio. Fills everything in grid_params. Fails (SPHSIM_E_SCENE) if the grid would need
  * more than 2^21 cells per axis. */
-sph_status grid_geometry(int dims, const double lo[3], const double hi[3], double radius, double cell_ratio,
-                         grid_params *gp, sph_error *e);
+sphsim_status grid_geometry(int dims, const double lo[3], const double hi[3], double radius, double cell_ratio,
+                         grid_params *gp, sphsim_error *e);
 
 /* Create the device grid for up to n_max particles. Builds its kernels. */
-sph_status grid_create(grid **g, sph_device *d, const grid_params *gp, size_t n_max, sph_error *e);
+sphsim_status grid_create(grid **g, ocl_device *d, const grid_params *gp, size_t n_max, sphsim_error *e);
 void grid_destroy(grid *g);
 
 /* Enqueue: keys from `pos` (float4, n particles; from `pos_alt` instead when the go word has
  * GO_ALT; NULL: pos), sort, cell table. Never blocks the host. `flags` (one uint, may be NULL)
  * gets FLAG_OUTSIDE / FLAG_NONFINITE OR-ed in. */
-sph_status grid_build(grid *g, cl_mem pos, cl_mem pos_alt, size_t n, cl_mem flags, sph_error *e);
+sphsim_status grid_build(grid *g, cl_mem pos, cl_mem pos_alt, size_t n, cl_mem flags, sphsim_error *e);
 
 /* Enqueue dst[i] = src[idx[i]] for i < n, elements of `elem_size` bytes (1, 2, 4, 8 or 16);
  * dst must not be src. */
-sph_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t n, sph_error *e);
+sphsim_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t n, sphsim_error *e);
 /* Enqueue the gathers of a state whose (pos, vel) pairs the device swaps (sim.c, SPH neighbour
  * lists): pos_dst[i] = pos_src[idx[i]] and the same for vel (float4), or with GO_ALT the other
  * way round; id and type (uint, uchar) gathered in place through id_tmp and type_tmp. Two
  * launches; both do nothing without GO_REBUILD. */
-sph_status grid_gather_state(grid *g, cl_mem pos_src, cl_mem pos_dst, cl_mem vel_src, cl_mem vel_dst, cl_mem id,
-                             cl_mem id_tmp, cl_mem type, cl_mem type_tmp, size_t n, sph_error *e);
+sphsim_status grid_gather_state(grid *g, cl_mem pos_src, cl_mem pos_dst, cl_mem vel_src, cl_mem vel_dst, cl_mem id,
+                             cl_mem id_tmp, cl_mem type, cl_mem type_tmp, size_t n, sphsim_error *e);
 
 /* The go word (a device buffer; its first uint is read by every kernel of grid_build and of the
  * gathers when they run; bits GO_REBUILD, GO_ALT of kernels/shared.h): without GO_REBUILD
@@ -58,14 +58,14 @@ const grid_params *grid_get_params(const grid *g);
  * grid_index() after grid_build, as the solvers read them): mean number of
  * particles within the search radius (self included) and mean candidates scanned per query,
  * over all n particles. Blocks. */
-sph_status grid_neighbour_stats(grid *g, cl_mem pos, size_t n, double *mean_neighbours, double *mean_candidates,
-                                sph_error *e);
+sphsim_status grid_neighbour_stats(grid *g, cl_mem pos, size_t n, double *mean_neighbours, double *mean_candidates,
+                                sphsim_error *e);
 
 /* Device bytes used by the grid for n_max particles (for the memory estimate). */
 size_t grid_bytes(const grid_params *gp, size_t n_max);
 
 /* Enqueue per-stage timing when the device queue has profiling: seconds of the last build
  * spent in keys, sort and cell table (0 when not available). Blocks until the build ends. */
-sph_status grid_last_timing(grid *g, double *t_keys, double *t_sort, double *t_table, sph_error *e);
+sphsim_status grid_last_timing(grid *g, double *t_keys, double *t_sort, double *t_table, sphsim_error *e);
 
 #endif

@@ -6,7 +6,7 @@
 #include <string.h>
 
 struct grid_sort {
-    sph_device *d;
+    ocl_device *d;
     int key64;
     unsigned key_bits, radix_bits, wg, items, tile, passes;
     size_t n_max;
@@ -48,22 +48,22 @@ size_t grid_sort_bytes(int key64, unsigned key_bits, size_t n_max, const grid_so
     return 2 * n * (key_size + 4) + ((size_t)1 << bits) * (groups_for(n_max, wg * items) + 1) * 4;
 }
 
-sph_status grid_sort_create(grid_sort **out, sph_device *d, int key64, unsigned key_bits, size_t n_max,
-                            const grid_sort_config *cfg, sph_error *e)
+sphsim_status grid_sort_create(grid_sort **out, ocl_device *d, int key64, unsigned key_bits, size_t n_max,
+                            const grid_sort_config *cfg, sphsim_error *e)
 {
     *out = NULL;
     unsigned bits, wg, items;
     config_defaults(cfg, key_bits, &bits, &wg, &items);
     if (key_bits < 1 || key_bits > (key64 ? 64u : 32u))
-        return SPH_FAIL(e, SPH_E_DEVICE, "grid sort: %u key bits do not fit %d-bit keys", key_bits, key64 ? 64 : 32);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: %u key bits do not fit %d-bit keys", key_bits, key64 ? 64 : 32);
     if (bits < 1 || bits > 8 || wg < (1u << bits) || wg > 1024 || (wg & (wg - 1)) || wg < 16 || items < 1 ||
         items > 64 || (size_t)wg * items > 32768)
-        return SPH_FAIL(e, SPH_E_DEVICE, "grid sort: unsupported configuration (radix bits %u, work-group %u, items %u)",
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: unsupported configuration (radix bits %u, work-group %u, items %u)",
                         bits, wg, items);
     if (n_max >= 0xffffffffu)
-        return SPH_FAIL(e, SPH_E_DEVICE, "grid sort: %zu keys exceed the 32-bit particle index", n_max);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: %zu keys exceed the 32-bit particle index", n_max);
     if (d->max_wg < wg)
-        return SPH_FAIL(e, SPH_E_DEVICE, "grid sort: %s allows work-groups of %zu, the sort needs %u", d->name,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: %s allows work-groups of %zu, the sort needs %u", d->name,
                         d->max_wg, wg);
     /* Local memory of the largest kernel (sort_scatter), as laid out in kernels/sort.cl. */
     {
@@ -74,13 +74,13 @@ sph_status grid_sort_create(grid_sort **out, sph_device *d, int key64, unsigned 
         if (cnt_n * cnt_size > un) un = cnt_n * cnt_size;
         const size_t need = un + (wg + wg / 16 + 1) * 4 + 2 * radix * 4;
         if (need > d->local_mem)
-            return SPH_FAIL(e, SPH_E_DEVICE,
+            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                             "grid sort: radix bits %u, work-group %u, items %u need %zu bytes of local memory; %s has "
                             "%llu",
                             bits, wg, items, need, d->name, (unsigned long long)d->local_mem);
     }
     grid_sort *s = calloc(1, sizeof *s);
-    if (!s) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+    if (!s) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
     s->d = d;
     s->key64 = key64;
     s->key_bits = key_bits;
@@ -96,30 +96,30 @@ sph_status grid_sort_create(grid_sort **out, sph_device *d, int key64, unsigned 
     const int go_return = strstr(d->platform_name, "Portable Computing Language") == NULL;
     snprintf(opts, sizeof opts, "-DKEY64=%d -DRADIX_BITS=%u -DWG=%u -DITEMS=%u -DSORT_GO_RETURN=%d", key64 ? 1 : 0,
              bits, wg, items, go_return);
-    sph_status st = device_build(d, "sort.cl", opts, &s->prog, e);
-    if (st == SPH_OK) st = device_kernel(s->prog, "sort_count", &s->k_count, e);
-    if (st == SPH_OK) st = device_kernel(s->prog, "sort_scan", &s->k_scan, e);
-    if (st == SPH_OK) st = device_kernel(s->prog, "sort_scatter", &s->k_scatter, e);
+    sphsim_status st = device_build(d, "sort.cl", opts, &s->prog, e);
+    if (st == SPHSIM_OK) st = device_kernel(s->prog, "sort_count", &s->k_count, e);
+    if (st == SPHSIM_OK) st = device_kernel(s->prog, "sort_scan", &s->k_scan, e);
+    if (st == SPHSIM_OK) st = device_kernel(s->prog, "sort_scatter", &s->k_scatter, e);
     size_t n = n_max ? n_max : 1, key_size = key64 ? 8 : 4;
-    for (int b = 0; b < 2 && st == SPH_OK; ++b) {
+    for (int b = 0; b < 2 && st == SPHSIM_OK; ++b) {
         st = device_alloc(d, n * key_size, "grid sort keys", &s->keys[b], e);
-        if (st == SPH_OK) st = device_alloc(d, n * 4, "grid sort index", &s->idx[b], e);
+        if (st == SPHSIM_OK) st = device_alloc(d, n * 4, "grid sort index", &s->idx[b], e);
     }
     size_t radix = (size_t)1 << bits;
-    if (st == SPH_OK) st = device_alloc(d, radix * groups_for(n_max, s->tile) * 4, "grid sort histogram", &s->hist, e);
-    if (st == SPH_OK) st = device_alloc(d, radix * 4, "grid sort digit totals", &s->digit_total, e);
-    if (st == SPH_OK) st = device_alloc(d, 4, "grid sort go word", &s->one, e);
-    if (st == SPH_OK) {
+    if (st == SPHSIM_OK) st = device_alloc(d, radix * groups_for(n_max, s->tile) * 4, "grid sort histogram", &s->hist, e);
+    if (st == SPHSIM_OK) st = device_alloc(d, radix * 4, "grid sort digit totals", &s->digit_total, e);
+    if (st == SPHSIM_OK) st = device_alloc(d, 4, "grid sort go word", &s->one, e);
+    if (st == SPHSIM_OK) {
         const cl_uint one = 1;
         st = device_write(d, s->one, 0, 4, &one, e);
     }
     s->go = s->one;
-    if (st != SPH_OK) {
+    if (st != SPHSIM_OK) {
         grid_sort_destroy(s);
         return st;
     }
     *out = s;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 void grid_sort_destroy(grid_sort *s)
@@ -147,18 +147,18 @@ void grid_sort_set_go(grid_sort *s, cl_mem go) { s->go = go ? go : s->one; }
 cl_mem grid_sort_go(const grid_sort *s) { return s->go; }
 unsigned grid_sort_tile(const grid_sort *s) { return s->tile; }
 
-static sph_status enqueue(grid_sort *s, cl_kernel k, size_t groups, size_t local, cl_event *ev, sph_error *e)
+static sphsim_status enqueue(grid_sort *s, cl_kernel k, size_t groups, size_t local, cl_event *ev, sphsim_error *e)
 {
     return device_launch(s->d, k, groups * local, local, ev, e);
 }
 
-sph_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *last, sph_error *e)
+sphsim_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *last, sphsim_error *e)
 {
     if (first) *first = NULL;
     if (last) *last = NULL;
     if (n > s->n_max)
-        return SPH_FAIL(e, SPH_E_DEVICE, "grid sort: %zu keys, the sorter was created for %zu", n, s->n_max);
-    if (n == 0) return SPH_OK;
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: %zu keys, the sorter was created for %zu", n, s->n_max);
+    if (n == 0) return SPHSIM_OK;
     const cl_uint n32 = (cl_uint)n;
     const cl_uint groups = (cl_uint)groups_for(n, s->tile);
     const size_t radix = (size_t)1 << s->radix_bits;
@@ -173,13 +173,13 @@ sph_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *last
         DEVICE_ARG(e, s->k_count, 3, groups);
         DEVICE_ARG(e, s->k_count, 4, s->hist);
         DEVICE_ARG(e, s->k_count, 5, s->go);
-        SPH_TRY(enqueue(s, s->k_count, groups, s->wg, p == 0 ? first : NULL, e));
+        SPHSIM_TRY(enqueue(s, s->k_count, groups, s->wg, p == 0 ? first : NULL, e));
 
         DEVICE_ARG(e, s->k_scan, 0, s->hist);
         DEVICE_ARG(e, s->k_scan, 1, groups);
         DEVICE_ARG(e, s->k_scan, 2, s->digit_total);
         DEVICE_ARG(e, s->k_scan, 3, s->go);
-        SPH_TRY(enqueue(s, s->k_scan, radix, s->wg, NULL, e));
+        SPHSIM_TRY(enqueue(s, s->k_scan, radix, s->wg, NULL, e));
 
         DEVICE_ARG(e, s->k_scatter, 0, kin);
         DEVICE_ARG(e, s->k_scatter, 1, iin);
@@ -192,7 +192,7 @@ sph_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *last
         DEVICE_ARG(e, s->k_scatter, 8, kout);
         DEVICE_ARG(e, s->k_scatter, 9, iout);
         DEVICE_ARG(e, s->k_scatter, 10, s->go);
-        SPH_TRY(enqueue(s, s->k_scatter, groups, s->wg, p + 1 == s->passes ? last : NULL, e));
+        SPHSIM_TRY(enqueue(s, s->k_scatter, groups, s->wg, p + 1 == s->passes ? last : NULL, e));
     }
-    return SPH_OK;
+    return SPHSIM_OK;
 }

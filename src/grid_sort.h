@@ -20,8 +20,8 @@ grid_sort_config grid_sort_default_config(unsigned key_bits);
 
 /* Sorter for up to n_max keys of `key_bits` significant bits (1..64) held in uint
  * (key64 = 0, key_bits <= 32) or ulong (key64 = 1) words. cfg may be NULL. */
-sph_status grid_sort_create(grid_sort **s, sph_device *d, int key64, unsigned key_bits, size_t n_max,
-                            const grid_sort_config *cfg, sph_error *e);
+sphsim_status grid_sort_create(grid_sort **s, ocl_device *d, int key64, unsigned key_bits, size_t n_max,
+                            const grid_sort_config *cfg, sphsim_error *e);
 void grid_sort_destroy(grid_sort *s);
 
 /* Where the caller puts the n keys to sort (uint or ulong, n_max of them) before grid_sort_run. */
@@ -32,7 +32,7 @@ cl_mem grid_sort_keys_in(const grid_sort *s);
  * slot; equal keys keep their input order. Keys at or above 2^key_bits are not allowed. Never
  * blocks. When `first` / `last` are not NULL they receive the events of the first and last
  * kernel (NULL when n == 0); the caller releases them. */
-sph_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *last, sph_error *e);
+sphsim_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *last, sphsim_error *e);
 
 /* The go word: a device buffer whose first uint the sort kernels read; without GO_REBUILD
  * (kernels/shared.h) the passes of grid_sort_run treat every tile as empty, so keys_out and the index keep the last sort's

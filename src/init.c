@@ -45,7 +45,7 @@ static void sphere_lattice_dims(const scene *s, const scene_sphere_group *g, lon
     }
 }
 
-sph_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *n_spheres, sph_error *e)
+sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *n_spheres, sphsim_error *e)
 {
     *n_fluid = *n_boundary = *n_spheres = 0;
     if (s->mode == MODE_SPH) {
@@ -70,7 +70,7 @@ sph_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *n_s
                 sphere_lattice_dims(s, gr, n);
                 long room = n[0] * n[1] * n[2];
                 if (room < gr->count)
-                    return SPH_FAIL(e, SPH_E_SCENE,
+                    return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                                     "spheres.groups[%d].count: %ld spheres of radius %g m do not fit on a lattice "
                                     "(pitch %g m) in the group's region; there is room for %ld",
                                     g, gr->count, gr->radius, sphere_pitch(gr->radius), room);
@@ -78,7 +78,7 @@ sph_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *n_s
             *n_spheres += gr->count;
         }
     }
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* splitmix64: a small, well-known seeded generator, identical on every platform. */
@@ -238,7 +238,7 @@ typedef struct placer {
     long *head, *next; /* linked lists per cell over placed spheres */
 } placer;
 
-static sph_status generate_spheres(const scene *s, particles *p, sph_error *e)
+static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error *e)
 {
     size_t i = 0;
     double rmax = 0;
@@ -255,20 +255,20 @@ static sph_status generate_spheres(const scene *s, particles *p, sph_error *e)
     for (int g = 0; g < s->n_groups; ++g) any_random |= s->groups[g].placement == PLACE_RANDOM;
     if (any_random) {
         if (cells > 200000000L)
-            return SPH_FAIL(e, SPH_E_SCENE, "spheres.groups: random placement needs a host grid of %ld cells; "
+            return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "spheres.groups: random placement needs a host grid of %ld cells; "
                                             "use placement \"lattice\" for so small spheres in so large a tank", cells);
         pl.head = malloc((size_t)cells * sizeof *pl.head);
         pl.next = malloc(p->n * sizeof *pl.next);
         if (!pl.head || !pl.next) {
             free(pl.head);
             free(pl.next);
-            return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory placing spheres");
+            return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory placing spheres");
         }
         for (long c = 0; c < cells; ++c) pl.head[c] = -1;
     }
-    sph_status st = SPH_OK;
+    sphsim_status st = SPHSIM_OK;
     size_t first = i;
-    for (int g = 0; g < s->n_groups && st == SPH_OK; ++g) {
+    for (int g = 0; g < s->n_groups && st == SPHSIM_OK; ++g) {
         const scene_sphere_group *gr = &s->groups[g];
         uint64_t rng = gr->seed * 0x2545F4914F6CDD1Dull + (uint64_t)g;
         double vol = s->dims == 3 ? 4.0 / 3.0 * M_PI * pow(gr->radius, 3) : M_PI * gr->radius * gr->radius;
@@ -318,7 +318,7 @@ static sph_status generate_spheres(const scene *s, particles *p, sph_error *e)
                     }
                 }
                 if (!placed) {
-                    st = SPH_FAIL(e, SPH_E_SCENE,
+                    st = SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                                   "spheres.groups[%d]: could not place sphere %ld of %ld at random without overlap "
                                   "(the region is too full); enlarge spheres.groups[%d].region or use placement "
                                   "\"lattice\"",
@@ -347,19 +347,19 @@ static sph_status generate_spheres(const scene *s, particles *p, sph_error *e)
     return st;
 }
 
-sph_status init_generate(const scene *s, particles *p, sph_error *e)
+sphsim_status init_generate(const scene *s, particles *p, sphsim_error *e)
 {
     long nf, nb, ns;
-    SPH_TRY(init_count(s, &nf, &nb, &ns, e));
-    SPH_TRY(particles_alloc(p, (size_t)(nf + nb + ns), e));
+    SPHSIM_TRY(init_count(s, &nf, &nb, &ns, e));
+    SPHSIM_TRY(particles_alloc(p, (size_t)(nf + nb + ns), e));
     p->n_fluid = (size_t)nf;
     p->n_boundary = (size_t)nb;
     p->n_spheres = (size_t)ns;
-    sph_status st = SPH_OK;
+    sphsim_status st = SPHSIM_OK;
     if (s->mode == MODE_SPH)
         generate_sph(s, p);
     else
         st = generate_spheres(s, p, e);
-    if (st != SPH_OK) particles_free(p);
+    if (st != SPHSIM_OK) particles_free(p);
     return st;
 }

@@ -10,10 +10,10 @@
 #include "scene.h"
 
 /* Count the particles `init_generate` would make, without allocating them. */
-sph_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *n_spheres, sph_error *e);
+sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *n_spheres, sphsim_error *e);
 
 /* Allocate and fill `p` (ids 0..n-1: fluid, boundary, spheres). Boundary particles get
  * mass = rest_density * spacing^dims (solvers may recompute it); rho = rest density. */
-sph_status init_generate(const scene *s, particles *p, sph_error *e);
+sphsim_status init_generate(const scene *s, particles *p, sphsim_error *e);
 
 #endif

@@ -35,17 +35,17 @@ static void on_signal(int sig)
     raise(sig);
 }
 
-static int exit_code(sph_status st, int sig)
+static int exit_code(sphsim_status st, int sig)
 {
     switch (st) {
-    case SPH_OK: return 0;
-    case SPH_E_USAGE: return 2;
-    case SPH_E_SCENE: return 3;
-    case SPH_E_IO:
-    case SPH_E_NOMEM: return 4;
-    case SPH_E_DEVICE: return 5;
-    case SPH_E_NUMERIC: return 6;
-    case SPH_E_INTERRUPTED: return sig == SIGTERM ? 143 : 130;
+    case SPHSIM_OK: return 0;
+    case SPHSIM_E_USAGE: return 2;
+    case SPHSIM_E_SCENE: return 3;
+    case SPHSIM_E_IO:
+    case SPHSIM_E_NOMEM: return 4;
+    case SPHSIM_E_DEVICE: return 5;
+    case SPHSIM_E_NUMERIC: return 6;
+    case SPHSIM_E_INTERRUPTED: return sig == SIGTERM ? 143 : 130;
     }
     return 1;
 }
@@ -94,11 +94,11 @@ static void print_check(const scene *s)
             snapshots_of(s), dev / 1e6, host / 1e6, out / 1e6);
 }
 
-static void print_summary(const char *out, const sim_result *r, sph_status st, const sph_error *e)
+static void print_summary(const char *out, const sim_result *r, sphsim_status st, const sphsim_error *e)
 {
     double pps = r->wall_time > 0 ? (double)r->n_particles * (double)r->steps / r->wall_time : 0.0;
     printf("{\"status\":");
-    json_str(stdout, sph_status_name(st));
+    json_str(stdout, sphsim_status_name(st));
     printf(",\"output\":");
     json_str(stdout, out);
     printf(",\"device\":");
@@ -133,7 +133,7 @@ static void print_summary(const char *out, const sim_result *r, sph_status st, c
         }
         printf("}");
     }
-    if (st != SPH_OK) {
+    if (st != SPHSIM_OK) {
         printf(",\"error\":");
         json_str(stdout, e->msg);
     }
@@ -146,7 +146,7 @@ static void print_summary(const char *out, const sim_result *r, sph_status st, c
  * defaults to it), so that the resolved scene is byte-identical to the stored one. A file
  * whose scene resolves differently (another sphsim version, other defaults) is refused: the
  * continuation would not be the same run. */
-static sph_status resume_scene(scene *s, const char *path, const char *stored, sph_error *e)
+static sphsim_status resume_scene(scene *s, const char *path, const char *stored, sphsim_error *e)
 {
     /* its provenance names the scene file and the --set overrides the run started with: the
      * stored scene_json is the file as read, without them */
@@ -163,10 +163,10 @@ static sph_status resume_scene(scene *s, const char *path, const char *stored, s
         if (cJSON_IsString(it) && n_sets < SCENE_MAX_SETS) set_v[n_sets++] = it->valuestring;
     }
     const char *hint = cJSON_IsString(file) && file->valuestring[0] ? file->valuestring : path;
-    sph_status st = scene_load_string(s, stored, hint, set_v, n_sets, e);
-    if (st == SPH_OK && resolved && strcmp(resolved, s->resolved_json) != 0) {
+    sphsim_status st = scene_load_string(s, stored, hint, set_v, n_sets, e);
+    if (st == SPHSIM_OK && resolved && strcmp(resolved, s->resolved_json) != 0) {
         scene_free(s);
-        st = SPH_FAIL(e, SPH_E_IO,
+        st = SPHSIM_FAIL(e, SPHSIM_E_IO,
                       "%s: the scene stored in it resolves differently with sphsim %s than when the run started "
                       "(other defaults or derived values); --resume would not continue the same run. Finish it "
                       "with the sphsim that started it, or start a new run",
@@ -185,9 +185,9 @@ static void default_output(const scene *s, char *buf, size_t n)
 int main(int argc, char **argv)
 {
     cli_args a;
-    sph_error e = {0};
-    sph_status st = cli_parse(argc, argv, &a, &e);
-    if (st != SPH_OK) {
+    sphsim_error e = {0};
+    sphsim_status st = cli_parse(argc, argv, &a, &e);
+    if (st != SPHSIM_OK) {
         fprintf(stderr, "sphsim: %s\n\n%s", e.msg, cli_usage);
         return exit_code(st, 0);
     }
@@ -201,7 +201,7 @@ int main(int argc, char **argv)
     }
     if (a.action == CLI_LIST_DEVICES) {
         st = device_list(stdout, &e);
-        if (st != SPH_OK) fprintf(stderr, "sphsim: %s\n", e.msg);
+        if (st != SPHSIM_OK) fprintf(stderr, "sphsim: %s\n", e.msg);
         return exit_code(st, 0);
     }
 
@@ -211,7 +211,7 @@ int main(int argc, char **argv)
         particles last;
         output_snapshot_info si = {0};
         st = output_read_last(a.resume_path, &last, &si, &stored, &e);
-        if (st == SPH_OK) {
+        if (st == SPHSIM_OK) {
             particles_free(&last);
             free(si.device_order);
             st = resume_scene(&s, a.resume_path, stored, &e);
@@ -220,7 +220,7 @@ int main(int argc, char **argv)
     } else {
         st = scene_load(&s, a.scene_path, a.sets, a.n_sets, &e);
     }
-    if (st != SPH_OK) {
+    if (st != SPHSIM_OK) {
         fprintf(stderr, "sphsim: %s\n", e.msg);
         return exit_code(st, 0);
     }
@@ -258,7 +258,7 @@ int main(int argc, char **argv)
 
     sim_result r;
     st = sim_run(&s, &o, &r, &e);
-    if (st != SPH_OK) {
+    if (st != SPHSIM_OK) {
         fprintf(stderr, "sphsim: %s\n", e.msg);
     } else if (!a.quiet) {
         fprintf(stderr, "sphsim: wrote %ld snapshot(s) to %s in %.1f s on %s.\n", r.snapshots, out, r.wall_time,

@@ -549,13 +549,13 @@ static void xmf_slab(FILE *f, const char *h5name, const char *dset, int ncomp, i
 }
 
 /* Write the complete sidecar for the committed snapshots, atomically. */
-static sph_status sidecar_write(const output *o, sph_error *e)
+static sphsim_status sidecar_write(const output *o, sphsim_error *e)
 {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", o->xmf_path);
     FILE *f = fopen(tmp, "w");
     if (!f)
-        return SPH_FAIL(e, SPH_E_IO, "cannot write the XDMF sidecar '%s': %s", tmp, strerror(errno));
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the XDMF sidecar '%s': %s", tmp, strerror(errno));
     const char *h5name = base_name(o->path);
     unsigned long long total = (unsigned long long)o->nsteps * o->n;
     fprintf(f, "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n");
@@ -597,15 +597,15 @@ static sph_status sidecar_write(const output *o, sph_error *e)
     }
     if (bad) {
         unlink(tmp);
-        return SPH_FAIL(e, SPH_E_IO, "cannot write the XDMF sidecar '%s': %s", tmp, strerror(err));
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the XDMF sidecar '%s': %s", tmp, strerror(err));
     }
     if (rename(tmp, o->xmf_path) != 0) {
         err = errno;
         unlink(tmp);
-        return SPH_FAIL(e, SPH_E_IO, "cannot rename '%s' to '%s': %s", tmp, o->xmf_path, strerror(err));
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot rename '%s' to '%s': %s", tmp, o->xmf_path, strerror(err));
     }
     fsync_dir_of(o->xmf_path); /* make the rename itself durable */
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 static void poison(output *o);
@@ -765,23 +765,23 @@ static void output_free(output *o)
     free(o);
 }
 
-sph_status output_open(output **out, const char *path, int overwrite, const scene *s, const output_run_info *ri,
-                       sph_error *e)
+sphsim_status output_open(output **out, const char *path, int overwrite, const scene *s, const output_run_info *ri,
+                       sphsim_error *e)
 {
     *out = NULL;
     h5_quiet();
-    if (!path || !*path) return SPH_FAIL(e, SPH_E_IO, "no output file name given");
-    if (strlen(path) >= 4000) return SPH_FAIL(e, SPH_E_IO, "output file name too long: %.64s...", path);
+    if (!path || !*path) return SPHSIM_FAIL(e, SPHSIM_E_IO, "no output file name given");
+    if (strlen(path) >= 4000) return SPHSIM_FAIL(e, SPHSIM_E_IO, "output file name too long: %.64s...", path);
     output *o = output_alloc(path);
-    if (!o) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory opening '%s'", path);
+    if (!o) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory opening '%s'", path);
     struct stat st;
     if (!overwrite) {
         if (lstat(o->path, &st) == 0) {
             output_free(o);
-            return SPH_FAIL(e, SPH_E_IO, "output file '%s' already exists; pass --overwrite to replace it", path);
+            return SPHSIM_FAIL(e, SPHSIM_E_IO, "output file '%s' already exists; pass --overwrite to replace it", path);
         }
         if (lstat(o->xmf_path, &st) == 0) {
-            sph_status r = SPH_FAIL(e, SPH_E_IO, "sidecar file '%s' already exists; pass --overwrite to replace it",
+            sphsim_status r = SPHSIM_FAIL(e, SPHSIM_E_IO, "sidecar file '%s' already exists; pass --overwrite to replace it",
                                     o->xmf_path);
             output_free(o);
             return r;
@@ -800,11 +800,11 @@ sph_status output_open(output **out, const char *path, int overwrite, const scen
     if (o->file < 0) {
         char why[512];
         h5_reason(why, sizeof why);
-        sph_status r = SPH_FAIL(e, SPH_E_IO, "cannot create output file '%s': %s", path, why);
+        sphsim_status r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot create output file '%s': %s", path, why);
         output_free(o);
         return r;
     }
-    sph_status r = SPH_OK;
+    sphsim_status r = SPHSIM_OK;
     /* room for the empty layout first (as for every write: see output_write) */
     int err = reserve_space(o, 131072.0);
     if (err == 0 && create_layout(o, s, ri) == 0 && (err = reserve_space(o, 0)) == 0 && h5_sync(o->file) == 0) {
@@ -815,10 +815,10 @@ sph_status output_open(output **out, const char *path, int overwrite, const scen
             snprintf(why, sizeof why, "%s", strerror(err));
         else
             h5_reason(why, sizeof why);
-        r = SPH_FAIL(e, SPH_E_IO, "cannot write the layout of output file '%s': %s", path, why);
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the layout of output file '%s': %s", path, why);
     }
-    if (r == SPH_OK) release_slack(o);
-    if (r == SPH_OK) {
+    if (r == SPHSIM_OK) release_slack(o);
+    if (r == SPHSIM_OK) {
         int rc;
         if (overwrite) {
             rc = rename(tmp, path);
@@ -830,14 +830,14 @@ sph_status output_open(output **out, const char *path, int overwrite, const scen
         }
         if (rc != 0)
             r = errno == EEXIST
-                    ? SPH_FAIL(e, SPH_E_IO, "output file '%s' already exists; pass --overwrite to replace it", path)
-                    : SPH_FAIL(e, SPH_E_IO, "cannot create output file '%s': %s", path, strerror(errno));
+                    ? SPHSIM_FAIL(e, SPHSIM_E_IO, "output file '%s' already exists; pass --overwrite to replace it", path)
+                    : SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot create output file '%s': %s", path, strerror(errno));
         else
             fsync_dir_of(path);
     }
-    int placed = r == SPH_OK;
-    if (r == SPH_OK) r = sidecar_write(o, e);
-    if (r != SPH_OK) {
+    int placed = r == SPHSIM_OK;
+    if (r == SPHSIM_OK) r = sidecar_write(o, e);
+    if (r != SPHSIM_OK) {
         poison(o); /* the file is removed: nothing more needs to reach it (and a full disk
                       would make H5Fclose fail, which HDF5 1.10 follows with a crash at exit) */
         H5Fclose(o->file);
@@ -847,7 +847,7 @@ sph_status output_open(output **out, const char *path, int overwrite, const scen
         return r;
     }
     *out = o;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* ---------------------------------------------------------------- writing */
@@ -1297,31 +1297,31 @@ static int injected_failure(hsize_t k)
     return 1;
 }
 
-sph_status output_write(output *o, const particles *p, const output_snapshot_info *si, sph_error *e)
+sphsim_status output_write(output *o, const particles *p, const output_snapshot_info *si, sphsim_error *e)
 {
     return output_write_state(o, p, si, NULL, 0, e);
 }
 
-sph_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
-                              size_t state_bytes, sph_error *e)
+sphsim_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
+                              size_t state_bytes, sphsim_error *e)
 {
     if (!state) state_bytes = 0;
-    if (!o || o->file < 0) return SPH_FAIL(e, SPH_E_IO, "output_write: the output is not open");
+    if (!o || o->file < 0) return SPHSIM_FAIL(e, SPHSIM_E_IO, "output_write: the output is not open");
     if (o->broken)
-        return SPH_FAIL(e, SPH_E_IO,
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
                         "'%s' is unusable after an earlier write error; its first %llu snapshot(s) are intact",
                         o->path, (unsigned long long)o->nsteps);
     h5_quiet();
     hsize_t k = o->nsteps;
     if (o->have_topology && p->n != o->n)
-        return SPH_FAIL(e, SPH_E_IO,
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
                         "cannot write snapshot %llu to '%s': it has %zu particles but the file holds %zu per "
                         "snapshot (the particle count must stay fixed)",
                         (unsigned long long)k, o->path, p->n, o->n);
     if (k + 1 > o->times_cap) {
         size_t cap = o->times_cap ? 2 * o->times_cap : 64;
         double *t = realloc(o->times, cap * sizeof *t);
-        if (!t) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory writing '%s'", o->path);
+        if (!t) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory writing '%s'", o->path);
         o->times = t;
         o->times_cap = cap;
     }
@@ -1333,7 +1333,7 @@ sph_status output_write_state(output *o, const particles *p, const output_snapsh
         long long w = state_width(o->file);
         g_h5_have = 0;
         if (w < 0 || (w > 0 && state_bytes > (size_t)w))
-            return SPH_FAIL(e, SPH_E_IO,
+            return SPHSIM_FAIL(e, SPHSIM_E_IO,
                             "cannot write snapshot %llu to '%s': its solver state has %zu bytes but the file's "
                             "/sphsim/restart datasets hold %lld per snapshot",
                             (unsigned long long)k, o->path, state_bytes, w);
@@ -1342,7 +1342,7 @@ sph_status output_write_state(output *o, const particles *p, const output_snapsh
     int err = reserve_space(o, need);
     if (err) {
         release_slack(o);
-        return SPH_FAIL(e, SPH_E_IO,
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
                         "cannot write snapshot %llu (t = %g s) to '%s': %s (could not reserve %.3g MB for it); the "
                         "%llu snapshot(s) written before are intact",
                         (unsigned long long)k, si->time, o->path, strerror(err), need / 1e6, (unsigned long long)k);
@@ -1379,11 +1379,11 @@ sph_status output_write_state(output *o, const particles *p, const output_snapsh
             h5_reason(why, sizeof why);
         poison(o);
         if (committed)
-            return SPH_FAIL(e, SPH_E_IO,
+            return SPHSIM_FAIL(e, SPHSIM_E_IO,
                             "cannot complete snapshot %llu (t = %g s) in '%s': %s; it is committed but its time is "
                             "missing from Steps/Values (--resume completes it); the %llu snapshot(s) are intact",
                             (unsigned long long)k, si->time, o->path, why, (unsigned long long)o->nsteps);
-        return SPH_FAIL(e, SPH_E_IO,
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
                         "cannot write snapshot %llu (t = %g s) to '%s': %s; the %llu snapshot(s) written before "
                         "are intact",
                         (unsigned long long)k, si->time, o->path, why, (unsigned long long)k);
@@ -1392,10 +1392,10 @@ sph_status output_write_state(output *o, const particles *p, const output_snapsh
     return sidecar_write(o, e);
 }
 
-sph_status output_close(output *o, sph_error *e)
+sphsim_status output_close(output *o, sphsim_error *e)
 {
-    if (!o) return SPH_OK;
-    sph_status r = SPH_OK;
+    if (!o) return SPHSIM_OK;
+    sphsim_status r = SPHSIM_OK;
     h5_quiet();
     int err = o->broken ? 0 : reserve_space(o, 0);
     if (!o->broken && (err != 0 || h5_sync(o->file) < 0)) {
@@ -1406,14 +1406,14 @@ sph_status output_close(output *o, sph_error *e)
             snprintf(why, sizeof why, "%s", strerror(err));
         else
             h5_reason(why, sizeof why);
-        r = SPH_FAIL(e, SPH_E_IO, "cannot close output file '%s': %s; its %llu snapshot(s) are intact", o->path, why,
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot close output file '%s': %s; its %llu snapshot(s) are intact", o->path, why,
                      (unsigned long long)o->nsteps);
         poison(o);
     }
-    if (H5Fclose(o->file) < 0 && r == SPH_OK) {
+    if (H5Fclose(o->file) < 0 && r == SPHSIM_OK) {
         char why[512];
         h5_reason(why, sizeof why);
-        r = SPH_FAIL(e, SPH_E_IO, "cannot close output file '%s': %s", o->path, why);
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot close output file '%s': %s", o->path, why);
     }
     g_h5_have = 0;
     output_free(o);
@@ -1422,16 +1422,16 @@ sph_status output_close(output *o, sph_error *e)
 
 /* ---------------------------------------------------------------- reading / resume */
 
-static sph_status bad_file(sph_error *e, const char *path, const char *what)
+static sphsim_status bad_file(sphsim_error *e, const char *path, const char *what)
 {
     char why[512];
-    if (!g_h5_have) return SPH_FAIL(e, SPH_E_IO, "'%s' is not a readable sphsim output: %s", path, what);
+    if (!g_h5_have) return SPHSIM_FAIL(e, SPHSIM_E_IO, "'%s' is not a readable sphsim output: %s", path, what);
     h5_reason(why, sizeof why);
-    return SPH_FAIL(e, SPH_E_IO, "'%s' is not a readable sphsim output: %s (HDF5: %s)", path, what, why);
+    return SPHSIM_FAIL(e, SPHSIM_E_IO, "'%s' is not a readable sphsim output: %s (HDF5: %s)", path, what, why);
 }
 
 /* NSteps, checked against the lengths of the step-entry datasets. */
-static sph_status read_nsteps(hid_t f, const char *path, hsize_t *nsteps, sph_error *e)
+static sphsim_status read_nsteps(hid_t f, const char *path, hsize_t *nsteps, sphsim_error *e)
 {
     long long ns = 0;
     if (!link_exists(f, "/VTKHDF/Steps") || !link_exists(f, "/sphsim/steps"))
@@ -1444,11 +1444,11 @@ static sph_status read_nsteps(hid_t f, const char *path, hsize_t *nsteps, sph_er
     for (int i = 0; i < N_STEP_I64; ++i)
         if (ds_rows(f, STEP_I64[i]) < ns) return bad_file(e, path, "step datasets shorter than NSteps");
     *nsteps = (hsize_t)ns;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status output_read_last(const char *path, particles *p, output_snapshot_info *si, char **scene_json,
-                            sph_error *e)
+sphsim_status output_read_last(const char *path, particles *p, output_snapshot_info *si, char **scene_json,
+                            sphsim_error *e)
 {
     h5_quiet();
     memset(p, 0, sizeof *p);
@@ -1458,14 +1458,14 @@ sph_status output_read_last(const char *path, particles *p, output_snapshot_info
     if (f < 0) {
         char why[512];
         h5_reason(why, sizeof why);
-        return SPH_FAIL(e, SPH_E_IO, "cannot open '%s' to resume: %s", path, why);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to resume: %s", path, why);
     }
-    sph_status r = SPH_OK;
+    sphsim_status r = SPHSIM_OK;
     hsize_t ns = 0;
     float *xyz = NULL;
-    if ((r = read_nsteps(f, path, &ns, e)) != SPH_OK) goto done;
+    if ((r = read_nsteps(f, path, &ns, e)) != SPHSIM_OK) goto done;
     if (ns == 0) {
-        r = SPH_FAIL(e, SPH_E_IO, "'%s' has no completed snapshot to resume from", path);
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "'%s' has no completed snapshot to resume from", path);
         goto done;
     }
     hsize_t k = ns - 1;
@@ -1477,10 +1477,10 @@ sph_status output_read_last(const char *path, particles *p, output_snapshot_info
         goto done;
     }
     size_t n = (size_t)n64;
-    if ((r = particles_alloc(p, n, e)) != SPH_OK) goto done;
+    if ((r = particles_alloc(p, n, e)) != SPHSIM_OK) goto done;
     xyz = malloc(3 * (n ? n : 1) * sizeof *xyz);
     if (!xyz) {
-        r = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory reading '%s'", path);
+        r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory reading '%s'", path);
         goto done;
     }
     if (ds_read_rows(f, "/VTKHDF/Points", H5T_NATIVE_FLOAT, xyz, (hsize_t)poff, n) < 0) {
@@ -1573,7 +1573,7 @@ sph_status output_read_last(const char *path, particles *p, output_snapshot_info
     }
 done:
     free(xyz);
-    if (r != SPH_OK) {
+    if (r != SPHSIM_OK) {
         particles_free(p);
         free(si->device_order);
         si->device_order = NULL;
@@ -1586,7 +1586,7 @@ done:
     return r;
 }
 
-sph_status output_read_state(const char *path, void **state, size_t *state_bytes, sph_error *e)
+sphsim_status output_read_state(const char *path, void **state, size_t *state_bytes, sphsim_error *e)
 {
     *state = NULL;
     *state_bytes = 0;
@@ -1595,13 +1595,13 @@ sph_status output_read_state(const char *path, void **state, size_t *state_bytes
     if (f < 0) {
         char why[512];
         h5_reason(why, sizeof why);
-        return SPH_FAIL(e, SPH_E_IO, "cannot open '%s' to resume: %s", path, why);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to resume: %s", path, why);
     }
     hsize_t ns = 0;
-    sph_status r = read_nsteps(f, path, &ns, e);
+    sphsim_status r = read_nsteps(f, path, &ns, e);
     const char *name, *name_bytes;
     state_names(f, &name, &name_bytes);
-    long long w = r == SPH_OK && ns > 0 ? state_width_of(f, name, name_bytes) : 0;
+    long long w = r == SPHSIM_OK && ns > 0 ? state_width_of(f, name, name_bytes) : 0;
     int64_t len = 0;
     hsize_t k = ns > 0 ? ns - 1 : 0, off1 = k % 2, cnt1 = 1;
     /* an unreadable state is treated as none: the run resumes correctly, only not bit-identically */
@@ -1620,25 +1620,25 @@ sph_status output_read_state(const char *path, void **state, size_t *state_bytes
     return r;
 }
 
-sph_status output_open_append(output **out, const char *path, const scene *s, const output_run_info *ri,
-                              sph_error *e)
+sphsim_status output_open_append(output **out, const char *path, const scene *s, const output_run_info *ri,
+                              sphsim_error *e)
 {
     *out = NULL;
     h5_quiet();
     output *o = output_alloc(path);
-    if (!o) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory opening '%s'", path);
+    if (!o) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory opening '%s'", path);
     hid_t fapl = make_fapl();
     o->file = H5Fopen(path, H5F_ACC_RDWR, fapl);
     if (fapl >= 0) H5Pclose(fapl);
     if (o->file < 0) {
         char why[512];
         h5_reason(why, sizeof why);
-        sph_status r = SPH_FAIL(e, SPH_E_IO, "cannot open '%s' to append: %s", path, why);
+        sphsim_status r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to append: %s", path, why);
         output_free(o);
         return r;
     }
     hid_t f = o->file;
-    sph_status r = SPH_OK;
+    sphsim_status r = SPHSIM_OK;
     hsize_t ns = 0;
     /* A run killed while writing a snapshot can leave chunks past the end of allocation stored
      * in the superblock (written, or listed by an index flushed before the superblock). Cutting
@@ -1648,16 +1648,16 @@ sph_status output_open_append(output **out, const char *path, const scene *s, co
     if (H5Fincrement_filesize(f, 0) < 0) {
         char why[512];
         h5_reason(why, sizeof why);
-        r = SPH_FAIL(e, SPH_E_IO, "cannot open '%s' to append: %s", path, why);
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to append: %s", path, why);
         goto fail;
     }
     int err = reserve_space(o, 65536.0); /* room for the repairs and the provenance line */
     if (err) {
         poison(o); /* leave the file as it is */
-        r = SPH_FAIL(e, SPH_E_IO, "cannot append to '%s': %s", path, strerror(err));
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot append to '%s': %s", path, strerror(err));
         goto fail;
     }
-    if ((r = read_nsteps(f, path, &ns, e)) != SPH_OK) goto fail;
+    if ((r = read_nsteps(f, path, &ns, e)) != SPHSIM_OK) goto fail;
     for (int i = 0; i < N_FIELDS; ++i) {
         char p[128];
         snprintf(p, sizeof p, "/VTKHDF/PointData/%s", FIELDS[i].name);
@@ -1680,7 +1680,7 @@ sph_status output_open_append(output **out, const char *path, const scene *s, co
         o->times_cap = ns + 64;
         o->times = malloc(o->times_cap * sizeof *o->times);
         if (!o->times) {
-            r = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory opening '%s'", path);
+            r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory opening '%s'", path);
             goto fail;
         }
         if (ds_read_rows(f, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0) {
@@ -1717,20 +1717,20 @@ sph_status output_open_append(output **out, const char *path, const scene *s, co
         if (bad) {
             char why[512];
             h5_reason(why, sizeof why);
-            r = SPH_FAIL(e, SPH_E_IO, "cannot write to '%s': %s", path, why);
+            r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write to '%s': %s", path, why);
             goto fail;
         }
     }
     if (h5_sync(f) < 0) {
         char why[512];
         h5_reason(why, sizeof why);
-        r = SPH_FAIL(e, SPH_E_IO, "cannot write to '%s': %s", path, why);
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write to '%s': %s", path, why);
         goto fail;
     }
     release_slack(o);
-    if ((r = sidecar_write(o, e)) != SPH_OK) goto fail;
+    if ((r = sidecar_write(o, e)) != SPHSIM_OK) goto fail;
     *out = o;
-    return SPH_OK;
+    return SPHSIM_OK;
 fail:
     release_slack(o);
     poison(o); /* leave the file as the last flush left it; H5Fclose must not fail */

@@ -37,38 +37,38 @@ unsigned output_fields(const scene *s);
 void output_set_block_rows(output *o, size_t rows);
 
 /* Create `path` (and `path` with .h5 replaced by .xmf, or .xmf appended). Refuses to replace an
- * existing file unless `overwrite` (SPH_E_IO, naming the file and --overwrite). */
-sph_status output_open(output **o, const char *path, int overwrite, const scene *s, const output_run_info *ri,
-                       sph_error *e);
+ * existing file unless `overwrite` (SPHSIM_E_IO, naming the file and --overwrite). */
+sphsim_status output_open(output **o, const char *path, int overwrite, const scene *s, const output_run_info *ri,
+                       sphsim_error *e);
 
 /* Append one snapshot; `p` is in id order. The scene's output fields are written, and always
  * position, velocity, id and type (a restart needs them). */
-sph_status output_write(output *o, const particles *p, const output_snapshot_info *si, sph_error *e);
+sphsim_status output_write(output *o, const particles *p, const output_snapshot_info *si, sphsim_error *e);
 
 /* output_write, storing with the snapshot the solver state a restart needs besides the
  * particles (opaque here: the contact solver's carried impulses, contact_state_save, or the SPH
  * neighbour lists' skin level, sph_state_save; NULL or 0 bytes: none). Kept for the last
  * snapshots only, like device_order: /sphsim/restart/solver_state uint8[2, W], snapshot k in
- * row k % 2 (zero-padded), W = the first state's size (a larger one later is refused, SPH_E_IO,
+ * row k % 2 (zero-padded), W = the first state's size (a larger one later is refused, SPHSIM_E_IO,
  * the file untouched), and /sphsim/restart/solver_state_bytes int64[2], its length (0: none);
  * both written before the commit point. */
-sph_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
-                              size_t state_bytes, sph_error *e);
+sphsim_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
+                              size_t state_bytes, sphsim_error *e);
 
 /* For --resume: the state output_write_state stored with the last committed snapshot of
  * `path` (malloc'd), or NULL and 0 when it has none (SPH without lists, older SPH files).
  * Particle-mode files of older versions named the datasets contact_state and
  * contact_state_bytes; those are read when solver_state is missing. */
-sph_status output_read_state(const char *path, void **state, size_t *state_bytes, sph_error *e);
+sphsim_status output_read_state(const char *path, void **state, size_t *state_bytes, sphsim_error *e);
 
 /* Close the file (also frees `o`); safe with NULL. */
-sph_status output_close(output *o, sph_error *e);
+sphsim_status output_close(output *o, sphsim_error *e);
 
 /* For --resume: read the last committed snapshot of an existing output file into `p` (id
  * order; position, velocity, id and type are always in the file), its info, and the scene
  * JSON stored in the file (malloc'd). */
-sph_status output_read_last(const char *path, particles *p, output_snapshot_info *si, char **scene_json,
-                            sph_error *e);
+sphsim_status output_read_last(const char *path, particles *p, output_snapshot_info *si, char **scene_json,
+                            sphsim_error *e);
 
 /* The resolved scene a run stored in its output (/sphsim attribute resolved_json), malloc'd;
  * NULL when the file or the attribute is missing. */
@@ -77,8 +77,8 @@ char *output_read_resolved_json(const char *path);
 /* For --resume: reopen an existing output for appending after its last committed snapshot
  * (rows of an uncommitted one are cut first). The fields written are those already in the
  * file; `s` is not used to change them. */
-sph_status output_open_append(output **o, const char *path, const scene *s, const output_run_info *ri,
-                              sph_error *e);
+sphsim_status output_open_append(output **o, const char *path, const scene *s, const output_run_info *ri,
+                              sphsim_error *e);
 
 /* The sidecar path for an output path. */
 void output_xmf_path(const char *h5_path, char *out, size_t out_size);

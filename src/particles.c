@@ -15,7 +15,7 @@
     X(FIELD_PRESSURE, pressure, 4) X(FIELD_ID, id, 4) X(FIELD_RADIUS, radius, 4) X(FIELD_MASS, mass, 4) \
     X(FIELD_TYPE, type, 1)
 
-sph_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sph_error *e)
+sphsim_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sphsim_error *e)
 {
     memset(p, 0, sizeof *p);
     p->n = n;
@@ -27,12 +27,12 @@ sph_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sph_err
 #undef ALLOC_
     if (!ok) {
         particles_free(p);
-        return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory allocating %zu particles", n);
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory allocating %zu particles", n);
     }
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status particles_alloc(particles *p, size_t n, sph_error *e) { return particles_alloc_some(p, n, FIELDS_ALL, e); }
+sphsim_status particles_alloc(particles *p, size_t n, sphsim_error *e) { return particles_alloc_some(p, n, FIELDS_ALL, e); }
 
 unsigned particles_arrays(const particles *p)
 {
@@ -177,11 +177,11 @@ static void *gather_rows(void *arg)
  * 4096; docs/performance.md, eighth session). inv also shows an id that appears twice. Both
  * passes run on several threads (jobs.h), each over its own range of ids (fifteenth session);
  * the result, and the error for a corrupted state, are the same whatever their number. */
-sph_status particles_scatter_by_id(const particles *q, particles *p, sph_error *e)
+sphsim_status particles_scatter_by_id(const particles *q, particles *p, sphsim_error *e)
 {
     const size_t n = q->n;
     uint32_t *inv = malloc((n ? n : 1) * sizeof *inv);
-    if (!inv) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory for the id order of %zu particles", n);
+    if (!inv) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the id order of %zu particles", n);
     memset(inv, 0xff, n * sizeof *inv);
     /* half the host's processors (the other half is left to the time loop and, on a CPU
      * device, to the kernels), at most 8 */
@@ -201,10 +201,10 @@ sph_status particles_scatter_by_id(const particles *q, particles *p, sph_error *
     if (bad < n) {
         const uint32_t k = q->id[bad];
         free(inv);
-        return SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u %s (of %zu): state corrupted", k,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "device returned particle id %u %s (of %zu): state corrupted", k,
                         twice ? "twice" : "out of range", n);
     }
     jobs_run(gather_rows, jobs, sizeof *jobs, t);
     free(inv);
-    return SPH_OK;
+    return SPHSIM_OK;
 }

@@ -32,9 +32,9 @@ typedef struct particles {
      FIELD_MASS)
 
 /* Every array, zeroed. */
-sph_status particles_alloc(particles *p, size_t n, sph_error *e);
+sphsim_status particles_alloc(particles *p, size_t n, sphsim_error *e);
 /* Only the arrays in `arrays` (FIELD_* bits), zeroed; the others stay NULL. */
-sph_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sph_error *e);
+sphsim_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sphsim_error *e);
 /* The FIELD_* bits of the arrays p has. */
 unsigned particles_arrays(const particles *p);
 /* Bytes per particle of the arrays in `arrays`. */
@@ -54,6 +54,6 @@ void particles_free(particles *p);
 /* Scatter `sorted` (rows in device order, sorted->id[i] the particle id of row i) into `out`
  * in id order (same n), every array the two both have (out->id[k] = k); fails if an id is out
  * of range or appears twice (the device state is corrupted). */
-sph_status particles_scatter_by_id(const particles *sorted, particles *out, sph_error *e);
+sphsim_status particles_scatter_by_id(const particles *sorted, particles *out, sphsim_error *e);
 
 #endif

@@ -239,7 +239,7 @@ typedef struct set_rec {
 } set_rec;
 
 typedef struct vctx {
-    sph_error *e;
+    sphsim_error *e;
     const set_rec *sets;
     int n_sets;
     int dims;
@@ -287,12 +287,12 @@ static int path_within(const char *a, const char *b)
 }
 
 /* Fail with "<path>: <message>", noting the --set override that wrote the value if any. */
-static sph_status vfail(vctx *v, const char *fmt, ...)
+static sphsim_status vfail(vctx *v, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-static sph_status vfail(vctx *v, const char *fmt, ...)
+static sphsim_status vfail(vctx *v, const char *fmt, ...)
 {
     char msg[1400];
     va_list ap;
@@ -303,8 +303,8 @@ static sph_status vfail(vctx *v, const char *fmt, ...)
     for (int i = 0; i < v->n_sets; i++)
         if (path_within(v->path, v->sets[i].path)) from = &v->sets[i];
     const char *where = v->len ? v->path : "(top level)";
-    if (from) return SPH_FAIL(v->e, SPH_E_SCENE, "%s: %s (value from --set %.300s)", where, msg, from->text);
-    return SPH_FAIL(v->e, SPH_E_SCENE, "%s: %s", where, msg);
+    if (from) return SPHSIM_FAIL(v->e, SPHSIM_E_SCENE, "%s: %s (value from --set %.300s)", where, msg, from->text);
+    return SPHSIM_FAIL(v->e, SPHSIM_E_SCENE, "%s: %s", where, msg);
 }
 
 static const cJSON *get(const cJSON *obj, const char *key)
@@ -313,7 +313,7 @@ static const cJSON *get(const cJSON *obj, const char *key)
 }
 
 /* Reject unknown and duplicate keys of `obj`, in the order they appear. */
-static sph_status check_keys(vctx *v, const cJSON *obj, const char *const *allowed, int n)
+static sphsim_status check_keys(vctx *v, const cJSON *obj, const char *const *allowed, int n)
 {
     for (const cJSON *c = obj->child; c; c = c->next) {
         const char *key = c->string ? c->string : "";
@@ -340,7 +340,7 @@ static sph_status check_keys(vctx *v, const cJSON *obj, const char *const *allow
             if (p->string && strcmp(p->string, key) == 0) return vfail(v, "duplicate key (given twice)");
         vpop(v, old);
     }
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* A numeric range: kinds 0 = unbounded, 1 = inclusive, 2 = exclusive. */
@@ -386,7 +386,7 @@ static void range_text(char *buf, size_t n, nrange r, int integer)
 }
 
 /* Check a value that is present (`it`, path already pushed). */
-static sph_status check_num(vctx *v, const cJSON *it, nrange r, int integer, double *out)
+static sphsim_status check_num(vctx *v, const cJSON *it, nrange r, int integer, double *out)
 {
     char want[160], got[160];
     range_text(want, sizeof want, r, integer);
@@ -396,11 +396,11 @@ static sph_status check_num(vctx *v, const cJSON *it, nrange r, int integer, dou
         return vfail(v, "expected %s, got %s", want, got);
     }
     *out = it->valuedouble;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Number `key` of `obj`; `def` if absent and not required. `given` may be NULL. */
-static sph_status vnum(vctx *v, const cJSON *obj, const char *key, int required, double def, nrange r,
+static sphsim_status vnum(vctx *v, const cJSON *obj, const char *key, int required, double def, nrange r,
                        double *out, int *given)
 {
     const cJSON *it = get(obj, key);
@@ -414,12 +414,12 @@ static sph_status vnum(vctx *v, const cJSON *obj, const char *key, int required,
         }
         *out = def;
     } else
-        SPH_TRY(check_num(v, it, r, 0, out));
+        SPHSIM_TRY(check_num(v, it, r, 0, out));
     vpop(v, old);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-static sph_status vint(vctx *v, const cJSON *obj, const char *key, int required, double def, double lo,
+static sphsim_status vint(vctx *v, const cJSON *obj, const char *key, int required, double def, double lo,
                        double hi, double *out, int *given)
 {
     const cJSON *it = get(obj, key);
@@ -434,13 +434,13 @@ static sph_status vint(vctx *v, const cJSON *obj, const char *key, int required,
         }
         *out = def;
     } else
-        SPH_TRY(check_num(v, it, r, 1, out));
+        SPHSIM_TRY(check_num(v, it, r, 1, out));
     vpop(v, old);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Enumerated string `key`: one of names[]; stores the matching values[] entry. */
-static sph_status venum(vctx *v, const cJSON *obj, const char *key, const char *const *names, const int *values,
+static sphsim_status venum(vctx *v, const cJSON *obj, const char *key, const char *const *names, const int *values,
                         int n, int def, int *out)
 {
     const cJSON *it = get(obj, key);
@@ -457,7 +457,7 @@ static sph_status venum(vctx *v, const cJSON *obj, const char *key, const char *
             if (strcmp(it->valuestring, names[i]) == 0) {
                 *out = values[i];
                 vpop(v, old);
-                return SPH_OK;
+                return SPHSIM_OK;
             }
         const char *near = suggest(it->valuestring, names, n);
         if (near)
@@ -466,11 +466,11 @@ static sph_status venum(vctx *v, const cJSON *obj, const char *key, const char *
         return vfail(v, "unknown value \"%.80s\"; expected one of %s", it->valuestring, list);
     }
     vpop(v, old);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Vector `key`: exactly `dims` finite numbers; z = 0 in 2D. `def` used when absent. */
-static sph_status vvec(vctx *v, const cJSON *obj, const char *key, int required, const double def[3],
+static sphsim_status vvec(vctx *v, const cJSON *obj, const char *key, int required, const double def[3],
                        double out[3], int *given)
 {
     const cJSON *it = get(obj, key);
@@ -487,17 +487,17 @@ static sph_status vvec(vctx *v, const cJSON *obj, const char *key, int required,
         }
         for (int k = 0; k < v->dims; k++) {
             size_t o2 = vidx(v, k);
-            SPH_TRY(check_num(v, cJSON_GetArrayItem(it, k), R_ANY, 0, &out[k]));
+            SPHSIM_TRY(check_num(v, cJSON_GetArrayItem(it, k), R_ANY, 0, &out[k]));
             vpop(v, o2);
         }
         if (v->dims == 2) out[2] = 0.0;
     }
     vpop(v, old);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Object `key` (NULL in *out when absent and optional). */
-static sph_status vobj(vctx *v, const cJSON *obj, const char *key, int required, const char *why, const cJSON **out)
+static sphsim_status vobj(vctx *v, const cJSON *obj, const char *key, int required, const char *why, const cJSON **out)
 {
     const cJSON *it = get(obj, key);
     *out = NULL;
@@ -511,11 +511,11 @@ static sph_status vobj(vctx *v, const cJSON *obj, const char *key, int required,
     } else
         *out = it;
     vpop(v, old);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Array `key` with lo..hi entries. */
-static sph_status varr(vctx *v, const cJSON *obj, const char *key, int required, int lo, int hi, const char *what,
+static sphsim_status varr(vctx *v, const cJSON *obj, const char *key, int required, int lo, int hi, const char *what,
                        const cJSON **out)
 {
     const cJSON *it = get(obj, key);
@@ -533,23 +533,23 @@ static sph_status varr(vctx *v, const cJSON *obj, const char *key, int required,
         *out = it;
     }
     vpop(v, old);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 static const char AXIS[] = "xyz";
 
 /* A box {"min": [..], "max": [..]} with max > min on every axis and inside `tank` (if given).
  * `what` names the box in messages ("block", "region"). */
-static sph_status vbox(vctx *v, const cJSON *it, const scene_box *tank, const char *what, scene_box *out)
+static sphsim_status vbox(vctx *v, const cJSON *it, const scene_box *tank, const char *what, scene_box *out)
 {
     char got[160], a[40], b[40];
     if (!cJSON_IsObject(it)) {
         describe(it, got, sizeof got);
         return vfail(v, "expected an object {\"min\": [..], \"max\": [..]}, got %s", got);
     }
-    SPH_TRY(check_keys(v, it, BOX_KEYS, COUNT(BOX_KEYS)));
-    SPH_TRY(vvec(v, it, "min", 1, NULL, out->min, NULL));
-    SPH_TRY(vvec(v, it, "max", 1, NULL, out->max, NULL));
+    SPHSIM_TRY(check_keys(v, it, BOX_KEYS, COUNT(BOX_KEYS)));
+    SPHSIM_TRY(vvec(v, it, "min", 1, NULL, out->min, NULL));
+    SPHSIM_TRY(vvec(v, it, "max", 1, NULL, out->max, NULL));
     size_t old = vkey(v, "max");
     for (int k = 0; k < v->dims; k++) {
         size_t o2 = vidx(v, k);
@@ -576,7 +576,7 @@ static sph_status vbox(vctx *v, const cJSON *it, const scene_box *tank, const ch
             vpop(v, old);
         }
     }
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 static double box_volume(const scene_box *b, int dims)
@@ -602,23 +602,23 @@ static double boundary_estimate(const scene *s)
     return L2 * (n[0] * n[1] + n[1] * n[2] + n[0] * n[2]) + L2 * L2 * (n[0] + n[1] + n[2]) + L2 * L2 * L2;
 }
 
-static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *resolved)
+static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *resolved)
 {
     char a[40], b[40], c[40];
     const cJSON *blocks, *it;
     double x;
     size_t old;
     int given;
-    SPH_TRY(check_keys(v, fluid, FLUID_KEYS, COUNT(FLUID_KEYS)));
+    SPHSIM_TRY(check_keys(v, fluid, FLUID_KEYS, COUNT(FLUID_KEYS)));
 
     /* blocks */
-    SPH_TRY(varr(v, fluid, "blocks", 1, 1, SCENE_MAX_BLOCKS, "fluid blocks", &blocks));
+    SPHSIM_TRY(varr(v, fluid, "blocks", 1, 1, SCENE_MAX_BLOCKS, "fluid blocks", &blocks));
     old = vkey(v, "blocks");
     s->n_blocks = 0;
     for (it = blocks->child; it; it = it->next) {
         int i = s->n_blocks;
         size_t o2 = vidx(v, i);
-        SPH_TRY(vbox(v, it, &s->tank, "block", &s->blocks[i]));
+        SPHSIM_TRY(vbox(v, it, &s->tank, "block", &s->blocks[i]));
         for (int j = 0; j < i; j++) {
             int overlap = 1;
             for (int k = 0; k < s->dims; k++)
@@ -645,10 +645,10 @@ static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *reso
     for (int i = 0; i < s->n_blocks; i++) volume += box_volume(&s->blocks[i], s->dims);
     const char *count_key = sp ? "spacing" : "particle_count";
     if (sp) {
-        SPH_TRY(vnum(v, fluid, "spacing", 1, 0, R_POS, &s->spacing, NULL));
+        SPHSIM_TRY(vnum(v, fluid, "spacing", 1, 0, R_POS, &s->spacing, NULL));
         s->particle_count = 0;
     } else {
-        SPH_TRY(vint(v, fluid, "particle_count", 1, 0, 1, SCENE_MAX_PARTICLES, &x, NULL));
+        SPHSIM_TRY(vint(v, fluid, "particle_count", 1, 0, 1, SCENE_MAX_PARTICLES, &x, NULL));
         s->particle_count = (long)x;
         double cell = volume / x;
         s->spacing = s->dims == 2 ? sqrt(cell) : cbrt(cell);
@@ -674,9 +674,9 @@ static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *reso
                      n_fluid_est);
     vpop(v, old);
 
-    SPH_TRY(vnum(v, fluid, "rest_density", 0, 1000.0, R_POS, &s->rest_density, NULL));
+    SPHSIM_TRY(vnum(v, fluid, "rest_density", 0, 1000.0, R_POS, &s->rest_density, NULL));
     int ival;
-    SPH_TRY(venum(v, fluid, "kernel", KERNEL_NAMES, KERNEL_VALUES, 3, KERNEL_WENDLAND, &ival));
+    SPHSIM_TRY(venum(v, fluid, "kernel", KERNEL_NAMES, KERNEL_VALUES, 3, KERNEL_WENDLAND, &ival));
     s->kernel = (scene_kernel)ival;
 
     /* smoothing length */
@@ -686,7 +686,7 @@ static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *reso
         return vfail(v, "not allowed together with fluid.smoothing_length; give at most one of the two");
     }
     if (hl) {
-        SPH_TRY(vnum(v, fluid, "smoothing_length", 1, 0, R_POS, &s->h, NULL));
+        SPHSIM_TRY(vnum(v, fluid, "smoothing_length", 1, 0, R_POS, &s->h, NULL));
         s->h_factor = s->h / s->spacing;
         if (!(s->h_factor >= SCENE_H_RATIO_MIN && s->h_factor <= SCENE_H_RATIO_MAX)) {
             old = vkey(v, "smoothing_length");
@@ -695,7 +695,7 @@ static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *reso
                          fmt_num(a, s->h), s->h_factor, fmt_g(b, s->spacing));
         }
     } else {
-        SPH_TRY(vnum(v, fluid, "smoothing_length_factor", 0, 1.3, rng(SCENE_H_RATIO_MIN, 1, SCENE_H_RATIO_MAX, 1),
+        SPHSIM_TRY(vnum(v, fluid, "smoothing_length_factor", 0, 1.3, rng(SCENE_H_RATIO_MIN, 1, SCENE_H_RATIO_MAX, 1),
                      &s->h_factor, NULL));
         s->h = s->h_factor * s->spacing;
     }
@@ -718,18 +718,18 @@ static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *reso
 
     /* eos */
     const cJSON *eos, *visc;
-    SPH_TRY(vobj(v, fluid, "eos", 0, NULL, &eos));
+    SPHSIM_TRY(vobj(v, fluid, "eos", 0, NULL, &eos));
     old = vkey(v, "eos");
-    if (eos) SPH_TRY(check_keys(v, eos, EOS_KEYS, COUNT(EOS_KEYS)));
-    SPH_TRY(venum(v, eos, "type", EOS_NAMES, EOS_VALUES, 2, EOS_TAIT, &ival));
+    if (eos) SPHSIM_TRY(check_keys(v, eos, EOS_KEYS, COUNT(EOS_KEYS)));
+    SPHSIM_TRY(venum(v, eos, "type", EOS_NAMES, EOS_VALUES, 2, EOS_TAIT, &ival));
     s->eos = (scene_eos)ival;
     if (s->eos == EOS_TAIT) {
         if (get(eos, "stiffness")) {
             vkey(v, "stiffness");
             return vfail(v, "only valid with \"type\": \"linear\" (this eos is \"tait\"; use \"sound_speed\")");
         }
-        SPH_TRY(vnum(v, eos, "sound_speed", 0, c0_default, R_POS, &s->sound_speed, NULL));
-        SPH_TRY(vnum(v, eos, "gamma", 0, 7.0, rng(1, 1, 0, 0), &s->gamma, NULL));
+        SPHSIM_TRY(vnum(v, eos, "sound_speed", 0, c0_default, R_POS, &s->sound_speed, NULL));
+        SPHSIM_TRY(vnum(v, eos, "gamma", 0, 7.0, rng(1, 1, 0, 0), &s->gamma, NULL));
         s->stiffness = s->sound_speed * s->sound_speed;
     } else {
         const char *bad = get(eos, "sound_speed") ? "sound_speed" : get(eos, "gamma") ? "gamma" : NULL;
@@ -737,17 +737,17 @@ static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *reso
             vkey(v, bad);
             return vfail(v, "only valid with \"type\": \"tait\" (this eos is \"linear\"; use \"stiffness\")");
         }
-        SPH_TRY(vnum(v, eos, "stiffness", 0, c0_default * c0_default, R_POS, &s->stiffness, NULL));
+        SPHSIM_TRY(vnum(v, eos, "stiffness", 0, c0_default * c0_default, R_POS, &s->stiffness, NULL));
         s->sound_speed = sqrt(s->stiffness);
         s->gamma = 1.0;
     }
     vpop(v, old);
 
     /* viscosity */
-    SPH_TRY(vobj(v, fluid, "viscosity", 0, NULL, &visc));
+    SPHSIM_TRY(vobj(v, fluid, "viscosity", 0, NULL, &visc));
     old = vkey(v, "viscosity");
-    if (visc) SPH_TRY(check_keys(v, visc, VISC_KEYS, COUNT(VISC_KEYS)));
-    SPH_TRY(venum(v, visc, "type", VISC_NAMES, VISC_VALUES, 2, VISC_ARTIFICIAL, &ival));
+    if (visc) SPHSIM_TRY(check_keys(v, visc, VISC_KEYS, COUNT(VISC_KEYS)));
+    SPHSIM_TRY(venum(v, visc, "type", VISC_NAMES, VISC_VALUES, 2, VISC_ARTIFICIAL, &ival));
     s->visc = (scene_visc)ival;
     if (s->visc == VISC_ARTIFICIAL) {
         if (get(visc, "dynamic_viscosity")) {
@@ -755,7 +755,7 @@ static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *reso
             return vfail(v, "only valid with \"type\": \"laplacian\" (this viscosity is \"artificial\"; use "
                             "\"alpha\")");
         }
-        SPH_TRY(vnum(v, visc, "alpha", 0, 0.02, rng(0, 1, SCENE_ALPHA_MAX, 1), &s->alpha, NULL));
+        SPHSIM_TRY(vnum(v, visc, "alpha", 0, 0.02, rng(0, 1, SCENE_ALPHA_MAX, 1), &s->alpha, NULL));
         s->mu = 0.0;
     } else {
         if (get(visc, "alpha")) {
@@ -763,12 +763,12 @@ static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *reso
             return vfail(v, "only valid with \"type\": \"artificial\" (this viscosity is \"laplacian\"; use "
                             "\"dynamic_viscosity\")");
         }
-        SPH_TRY(vnum(v, visc, "dynamic_viscosity", 0, 1e-3, R_NONNEG, &s->mu, NULL));
+        SPHSIM_TRY(vnum(v, visc, "dynamic_viscosity", 0, 1e-3, R_NONNEG, &s->mu, NULL));
         s->alpha = 0.0;
     }
     vpop(v, old);
 
-    SPH_TRY(vint(v, fluid, "boundary_layers", 0, 3, 1, 8, &x, &given));
+    SPHSIM_TRY(vint(v, fluid, "boundary_layers", 0, 3, 1, 8, &x, &given));
     s->boundary_layers = (int)x;
     /* The wall must fill the kernel support of a fluid particle at the wall, or its sums miss
      * wall particles and it leaks: at least ceil(2h / spacing) layers. */
@@ -827,17 +827,17 @@ static sph_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *reso
     else
         add_num(rv, "dynamic_viscosity", s->mu);
     add_num(f, "boundary_layers", s->boundary_layers);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-static sph_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSON *resolved)
+static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSON *resolved)
 {
     char a[40], b[40];
     const cJSON *groups, *it;
     double x, total = 0.0;
     size_t old;
-    SPH_TRY(check_keys(v, spheres, SPHERES_KEYS, COUNT(SPHERES_KEYS)));
-    SPH_TRY(varr(v, spheres, "groups", 1, 1, SCENE_MAX_GROUPS, "sphere groups", &groups));
+    SPHSIM_TRY(check_keys(v, spheres, SPHERES_KEYS, COUNT(SPHERES_KEYS)));
+    SPHSIM_TRY(varr(v, spheres, "groups", 1, 1, SCENE_MAX_GROUPS, "sphere groups", &groups));
     old = vkey(v, "groups");
     s->n_groups = 0;
     double max_r = 0.0;
@@ -850,15 +850,15 @@ static sph_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSON *
             describe(it, got, sizeof got);
             return vfail(v, "expected an object (a sphere group), got %s", got);
         }
-        SPH_TRY(check_keys(v, it, GROUP_KEYS, COUNT(GROUP_KEYS)));
-        SPH_TRY(vint(v, it, "count", 1, 0, 1, SCENE_MAX_PARTICLES, &x, NULL));
+        SPHSIM_TRY(check_keys(v, it, GROUP_KEYS, COUNT(GROUP_KEYS)));
+        SPHSIM_TRY(vint(v, it, "count", 1, 0, 1, SCENE_MAX_PARTICLES, &x, NULL));
         gr->count = (long)x;
-        SPH_TRY(vnum(v, it, "radius", 1, 0, R_POS, &gr->radius, NULL));
-        SPH_TRY(vnum(v, it, "density", 0, 1000.0, R_POS, &gr->density, NULL));
+        SPHSIM_TRY(vnum(v, it, "radius", 1, 0, R_POS, &gr->radius, NULL));
+        SPHSIM_TRY(vnum(v, it, "density", 0, 1000.0, R_POS, &gr->density, NULL));
         const cJSON *region = get(it, "region");
         if (region) {
             size_t o3 = vkey(v, "region");
-            SPH_TRY(vbox(v, region, &s->tank, "region", &gr->region));
+            SPHSIM_TRY(vbox(v, region, &s->tank, "region", &gr->region));
             vpop(v, o3);
         } else
             gr->region = s->tank;
@@ -880,13 +880,13 @@ static sph_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSON *
             return vfail(v, "%ld spheres of radius %s m cannot fit in the %s: at most %.0f at the densest packing",
                          gr->count, fmt_num(a, gr->radius), region ? "region" : "tank", n_max);
         }
-        SPH_TRY(venum(v, it, "placement", PLACE_NAMES, PLACE_VALUES, 2, PLACE_LATTICE, &ival));
+        SPHSIM_TRY(venum(v, it, "placement", PLACE_NAMES, PLACE_VALUES, 2, PLACE_LATTICE, &ival));
         gr->placement = (scene_placement)ival;
-        SPH_TRY(vint(v, it, "seed", 0, 1, 0, SCENE_SEED_MAX, &x, NULL));
+        SPHSIM_TRY(vint(v, it, "seed", 0, 1, 0, SCENE_SEED_MAX, &x, NULL));
         gr->seed = (uint64_t)x;
         static const double zero[3] = {0, 0, 0};
-        SPH_TRY(vvec(v, it, "velocity", 0, zero, gr->velocity, NULL));
-        SPH_TRY(vnum(v, it, "velocity_jitter", 0, 0.0, R_NONNEG, &gr->velocity_jitter, NULL));
+        SPHSIM_TRY(vvec(v, it, "velocity", 0, zero, gr->velocity, NULL));
+        SPHSIM_TRY(vnum(v, it, "velocity_jitter", 0, 0.0, R_NONNEG, &gr->velocity_jitter, NULL));
         total += (double)gr->count;
         if (total > SCENE_MAX_PARTICLES)
             return vfail(v, "the sphere groups hold %.3g spheres in all, more than the limit of 2e9", total);
@@ -911,8 +911,8 @@ static sph_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSON *
                          fmt_num(a, s->groups[i_min].radius), diameters, AXIS[k]);
         }
     }
-    SPH_TRY(vnum(v, spheres, "restitution", 0, 0.5, rng(0, 1, 1, 1), &s->restitution, NULL));
-    SPH_TRY(vint(v, spheres, "iterations", 0, 4, 1, 100, &x, NULL));
+    SPHSIM_TRY(vnum(v, spheres, "restitution", 0, 0.5, rng(0, 1, 1, 1), &s->restitution, NULL));
+    SPHSIM_TRY(vint(v, spheres, "iterations", 0, 4, 1, 100, &x, NULL));
     s->contact_iterations = (int)x;
     s->support = 2.0 * max_r;
     s->h = max_r;
@@ -936,7 +936,7 @@ static sph_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSON *
     }
     add_num(sp, "restitution", s->restitution);
     add_num(sp, "iterations", s->contact_iterations);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Base name of `path` without a ".json" extension, into name[128]. */
@@ -960,7 +960,7 @@ static void default_name(char name[128], const char *path)
 }
 
 /* The whole validation and resolution of a parsed scene. */
-static sph_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
+static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
 {
     char got[160], a[40], b[40];
     int ival, given = 0;
@@ -981,7 +981,7 @@ static sph_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
         return vfail(v, "unsupported scene format %s; this sphsim reads format %d", got, SCENE_FORMAT_VERSION);
     vpop(v, old);
     s->format = SCENE_FORMAT_VERSION;
-    SPH_TRY(check_keys(v, root, TOP_KEYS, COUNT(TOP_KEYS)));
+    SPHSIM_TRY(check_keys(v, root, TOP_KEYS, COUNT(TOP_KEYS)));
 
     /* name */
     const cJSON *name = get(root, "name");
@@ -1011,19 +1011,19 @@ static sph_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     vpop(v, old);
     s->dims = v->dims = (int)dim->valuedouble;
 
-    SPH_TRY(venum(v, root, "mode", MODE_NAMES, MODE_VALUES, 2, MODE_SPH, &ival));
+    SPHSIM_TRY(venum(v, root, "mode", MODE_NAMES, MODE_VALUES, 2, MODE_SPH, &ival));
     s->mode = (scene_mode)ival;
 
     /* tank */
     const cJSON *tank;
-    SPH_TRY(vobj(v, root, "tank", 1, " (expected {\"min\": [..], \"max\": [..]})", &tank));
+    SPHSIM_TRY(vobj(v, root, "tank", 1, " (expected {\"min\": [..], \"max\": [..]})", &tank));
     old = vkey(v, "tank");
-    SPH_TRY(vbox(v, tank, NULL, "tank", &s->tank));
+    SPHSIM_TRY(vbox(v, tank, NULL, "tank", &s->tank));
     vpop(v, old);
 
     /* gravity */
     const double g2[3] = {0, -9.81, 0}, g3[3] = {0, 0, -9.81};
-    SPH_TRY(vvec(v, root, "gravity", 0, s->dims == 2 ? g2 : g3, s->gravity, NULL));
+    SPHSIM_TRY(vvec(v, root, "gravity", 0, s->dims == 2 ? g2 : g3, s->gravity, NULL));
 
     add_num(res, "format", s->format);
     cJSON_AddStringToObject(res, "name", s->name);
@@ -1045,45 +1045,45 @@ static sph_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
             return vfail(v, "not allowed in mode \"sph\"%s; use \"fluid\", or set \"mode\": \"particles\"",
                          get(root, "mode") ? "" : " (the default mode)");
         }
-        SPH_TRY(vobj(v, root, "fluid", 1, " (required in mode \"sph\")", &sec));
+        SPHSIM_TRY(vobj(v, root, "fluid", 1, " (required in mode \"sph\")", &sec));
         old = vkey(v, "fluid");
-        SPH_TRY(parse_fluid(v, sec, s, res));
+        SPHSIM_TRY(parse_fluid(v, sec, s, res));
         vpop(v, old);
     } else {
         if (get(root, "fluid")) {
             vkey(v, "fluid");
             return vfail(v, "not allowed in mode \"particles\"; use \"spheres\", or set \"mode\": \"sph\"");
         }
-        SPH_TRY(vobj(v, root, "spheres", 1, " (required in mode \"particles\")", &sec));
+        SPHSIM_TRY(vobj(v, root, "spheres", 1, " (required in mode \"particles\")", &sec));
         old = vkey(v, "spheres");
-        SPH_TRY(parse_spheres(v, sec, s, res));
+        SPHSIM_TRY(parse_spheres(v, sec, s, res));
         vpop(v, old);
     }
 
     /* time */
     const cJSON *tm;
     int dt_given, max_speed_given;
-    SPH_TRY(vobj(v, root, "time", 1, " (expected {\"end\": s})", &tm));
+    SPHSIM_TRY(vobj(v, root, "time", 1, " (expected {\"end\": s})", &tm));
     old = vkey(v, "time");
-    SPH_TRY(check_keys(v, tm, TIME_KEYS, COUNT(TIME_KEYS)));
-    SPH_TRY(vnum(v, tm, "end", 1, 0, R_NONNEG, &s->t_end, NULL));
-    SPH_TRY(vnum(v, tm, "dt", 0, 0.0, R_POS, &s->dt_fixed, &dt_given));
-    SPH_TRY(vnum(v, tm, "cfl", 0, 0.25, rng(0, 2, 1, 1), &s->cfl, NULL));
-    SPH_TRY(vnum(v, tm, "max_speed", 0, 0.0, R_POS, &s->max_speed, &max_speed_given));
+    SPHSIM_TRY(check_keys(v, tm, TIME_KEYS, COUNT(TIME_KEYS)));
+    SPHSIM_TRY(vnum(v, tm, "end", 1, 0, R_NONNEG, &s->t_end, NULL));
+    SPHSIM_TRY(vnum(v, tm, "dt", 0, 0.0, R_POS, &s->dt_fixed, &dt_given));
+    SPHSIM_TRY(vnum(v, tm, "cfl", 0, 0.25, rng(0, 2, 1, 1), &s->cfl, NULL));
+    SPHSIM_TRY(vnum(v, tm, "max_speed", 0, 0.0, R_POS, &s->max_speed, &max_speed_given));
     vpop(v, old);
 
     /* output */
     const cJSON *out, *fields;
     int interval_given;
-    SPH_TRY(vobj(v, root, "output", 0, NULL, &out));
+    SPHSIM_TRY(vobj(v, root, "output", 0, NULL, &out));
     old = vkey(v, "output");
-    if (out) SPH_TRY(check_keys(v, out, OUTPUT_KEYS, COUNT(OUTPUT_KEYS)));
-    SPH_TRY(vnum(v, out, "interval", 0, s->t_end / 50.0, R_POS, &s->out_interval, &interval_given));
+    if (out) SPHSIM_TRY(check_keys(v, out, OUTPUT_KEYS, COUNT(OUTPUT_KEYS)));
+    SPHSIM_TRY(vnum(v, out, "interval", 0, s->t_end / 50.0, R_POS, &s->out_interval, &interval_given));
     if (interval_given && s->t_end > 0 && s->out_interval > s->t_end) {
         vkey(v, "interval");
         return vfail(v, "%s s is longer than time.end (%s s)", fmt_num(a, s->out_interval), fmt_num(b, s->t_end));
     }
-    SPH_TRY(varr(v, out, "fields", 0, 1, 64, "field names", &fields));
+    SPHSIM_TRY(varr(v, out, "fields", 0, 1, 64, "field names", &fields));
     if (fields) {
         size_t o2 = vkey(v, "fields");
         s->fields = 0;
@@ -1121,13 +1121,13 @@ static sph_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
 
     /* grid */
     const cJSON *grid;
-    SPH_TRY(vobj(v, root, "grid", 0, NULL, &grid));
+    SPHSIM_TRY(vobj(v, root, "grid", 0, NULL, &grid));
     old = vkey(v, "grid");
-    if (grid) SPH_TRY(check_keys(v, grid, GRID_KEYS, COUNT(GRID_KEYS)));
-    SPH_TRY(vnum(v, grid, "cell_ratio", 0, 1.0, rng(0, 2, 4, 1), &s->cell_ratio, NULL));
-    SPH_TRY(venum(v, grid, "neighbour_list", NLIST_NAMES, NLIST_VALUES, COUNT(NLIST_NAMES), NLIST_AUTO,
+    if (grid) SPHSIM_TRY(check_keys(v, grid, GRID_KEYS, COUNT(GRID_KEYS)));
+    SPHSIM_TRY(vnum(v, grid, "cell_ratio", 0, 1.0, rng(0, 2, 4, 1), &s->cell_ratio, NULL));
+    SPHSIM_TRY(venum(v, grid, "neighbour_list", NLIST_NAMES, NLIST_VALUES, COUNT(NLIST_NAMES), NLIST_AUTO,
                   &s->neighbour_list));
-    SPH_TRY(vnum(v, grid, "skin", 0, 0.1, rng(0, 1, 1, 1), &s->skin, NULL));
+    SPHSIM_TRY(vnum(v, grid, "skin", 0, 0.1, rng(0, 1, 1, 1), &s->skin, NULL));
     vpop(v, old);
 
     /* ---- time step (docs/scene-format.md, "Time step") ---- */
@@ -1216,7 +1216,7 @@ static sph_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     }
 
     /* ---- particle counts ---- */
-    SPH_TRY(init_count(s, &s->n_fluid, &s->n_boundary, &s->n_spheres, v->e));
+    SPHSIM_TRY(init_count(s, &s->n_fluid, &s->n_boundary, &s->n_spheres, v->e));
     s->n_total = s->n_fluid + s->n_boundary + s->n_spheres;
     if ((double)s->n_total > SCENE_MAX_PARTICLES) {
         old = vkey(v, s->mode == MODE_SPH ? "fluid" : "spheres");
@@ -1263,7 +1263,7 @@ static sph_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     add_num(d, "steps_per_output", (double)s->steps_per_output);
     add_num(d, "n_steps", (double)s->n_steps);
     (void)given;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1275,41 +1275,41 @@ typedef struct seg {
 } seg;
 
 /* Parse "a.b[2].c" into segments and its canonical form. */
-static sph_status set_parse_path(const char *spec, const char *p, size_t n, seg *segs, int *n_segs, char *canon,
-                                 size_t canon_n, sph_error *e)
+static sphsim_status set_parse_path(const char *spec, const char *p, size_t n, seg *segs, int *n_segs, char *canon,
+                                 size_t canon_n, sphsim_error *e)
 {
     size_t i = 0, clen = 0;
     int ns = 0;
     canon[0] = '\0';
     while (i < n) {
         if (ns == SCENE_PATH_SEGMENTS)
-            return SPH_FAIL(e, SPH_E_USAGE, "--set %s: the path has more than %d parts", spec, SCENE_PATH_SEGMENTS);
+            return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: the path has more than %d parts", spec, SCENE_PATH_SEGMENTS);
         seg *sg = &segs[ns];
         if (p[i] == '[') {
             if (ns == 0)
-                return SPH_FAIL(e, SPH_E_USAGE, "--set %s: a path starts with a key, e.g. fluid.spacing=0.01", spec);
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: a path starts with a key, e.g. fluid.spacing=0.01", spec);
             size_t j = i + 1;
             long idx = 0;
             while (j < n && isdigit((unsigned char)p[j]) && idx < 100000000) idx = idx * 10 + (p[j++] - '0');
             if (j == i + 1 || j >= n || p[j] != ']')
-                return SPH_FAIL(e, SPH_E_USAGE, "--set %s: expected an index like [0] at \"%.*s\"", spec, (int)(n - i),
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: expected an index like [0] at \"%.*s\"", spec, (int)(n - i),
                                 p + i);
             sg->index = (int)idx;
             sg->key[0] = '\0';
             i = j + 1;
             if (i < n && p[i] != '.' && p[i] != '[')
-                return SPH_FAIL(e, SPH_E_USAGE, "--set %s: expected '.' or '[' after \"]\"", spec);
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: expected '.' or '[' after \"]\"", spec);
         } else {
             if (p[i] == '.') {
                 if (ns == 0 || i + 1 >= n || p[i + 1] == '.' || p[i + 1] == '[')
-                    return SPH_FAIL(e, SPH_E_USAGE, "--set %s: empty key in the path \"%.*s\"", spec, (int)n, p);
+                    return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: empty key in the path \"%.*s\"", spec, (int)n, p);
                 i++;
             }
             size_t j = i;
             while (j < n && p[j] != '.' && p[j] != '[') j++;
-            if (j == i) return SPH_FAIL(e, SPH_E_USAGE, "--set %s: empty key in the path \"%.*s\"", spec, (int)n, p);
+            if (j == i) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: empty key in the path \"%.*s\"", spec, (int)n, p);
             if (j - i >= sizeof sg->key)
-                return SPH_FAIL(e, SPH_E_USAGE, "--set %s: key \"%.*s\" is too long", spec, (int)(j - i), p + i);
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: key \"%.*s\" is too long", spec, (int)(j - i), p + i);
             memcpy(sg->key, p + i, j - i);
             sg->key[j - i] = '\0';
             sg->index = -1;
@@ -1318,34 +1318,34 @@ static sph_status set_parse_path(const char *spec, const char *p, size_t n, seg 
         int w = sg->index >= 0 ? snprintf(canon + clen, canon_n - clen, "[%d]", sg->index)
                                : snprintf(canon + clen, canon_n - clen, ns ? ".%s" : "%s", sg->key);
         if (w < 0 || (size_t)w >= canon_n - clen)
-            return SPH_FAIL(e, SPH_E_USAGE, "--set %s: the path is too long", spec);
+            return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: the path is too long", spec);
         clen += (size_t)w;
         ns++;
     }
-    if (ns == 0) return SPH_FAIL(e, SPH_E_USAGE, "--set %s: expected path=value, e.g. fluid.spacing=0.01", spec);
+    if (ns == 0) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: expected path=value, e.g. fluid.spacing=0.01", spec);
     *n_segs = ns;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Apply one "path=value" override to `root` (an object). */
-static sph_status set_apply(cJSON *root, const char *spec, set_rec *rec, sph_error *e)
+static sphsim_status set_apply(cJSON *root, const char *spec, set_rec *rec, sphsim_error *e)
 {
     const char *eq = strchr(spec, '=');
-    if (!eq) return SPH_FAIL(e, SPH_E_USAGE, "--set %s: expected path=value, e.g. fluid.spacing=0.01", spec);
+    if (!eq) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: expected path=value, e.g. fluid.spacing=0.01", spec);
     const char *p = spec;
     size_t n = (size_t)(eq - spec);
     while (n && isspace((unsigned char)*p)) p++, n--;
     while (n && isspace((unsigned char)p[n - 1])) n--;
     seg segs[SCENE_PATH_SEGMENTS];
     int ns = 0;
-    SPH_TRY(set_parse_path(spec, p, n, segs, &ns, rec->path, sizeof rec->path, e));
+    SPHSIM_TRY(set_parse_path(spec, p, n, segs, &ns, rec->path, sizeof rec->path, e));
     rec->text = spec;
 
     /* The value: JSON if it parses as JSON, else the text as a string. */
     const char *val = eq + 1;
     cJSON *item = cJSON_ParseWithLengthOpts(val, strlen(val) + 1, NULL, 1);
     if (!item) item = cJSON_CreateString(val);
-    if (!item) return SPH_FAIL(e, SPH_E_NOMEM, "--set %s: out of memory", spec);
+    if (!item) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "--set %s: out of memory", spec);
 
     char walked[256];
     size_t wlen = 0;
@@ -1359,7 +1359,7 @@ static sph_status set_apply(cJSON *root, const char *spec, set_rec *rec, sph_err
         if (sg->index < 0) {
             if (!cJSON_IsObject(cur)) {
                 cJSON_Delete(item);
-                return SPH_FAIL(e, SPH_E_SCENE, "--set %s: %s is %s, not an object, so it has no key \"%s\"", spec,
+                return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "--set %s: %s is %s, not an object, so it has no key \"%s\"", spec,
                                 walked, what, sg->key);
             }
             cJSON *child = cJSON_GetObjectItemCaseSensitive(cur, sg->key);
@@ -1368,18 +1368,18 @@ static sph_status set_apply(cJSON *root, const char *spec, set_rec *rec, sph_err
                     cJSON_ReplaceItemInObjectCaseSensitive(cur, sg->key, item);
                 else
                     cJSON_AddItemToObject(cur, sg->key, item);
-                return SPH_OK;
+                return SPHSIM_OK;
             }
             if (!child) {
                 if (segs[i + 1].index >= 0) {
                     cJSON_Delete(item);
-                    return SPH_FAIL(e, SPH_E_SCENE, "--set %s: %s%s%s does not exist, so it cannot be indexed", spec,
+                    return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "--set %s: %s%s%s does not exist, so it cannot be indexed", spec,
                                     walked, wlen ? "." : "", sg->key);
                 }
                 child = cJSON_AddObjectToObject(cur, sg->key); /* create objects along the path */
                 if (!child) {
                     cJSON_Delete(item);
-                    return SPH_FAIL(e, SPH_E_NOMEM, "--set %s: out of memory", spec);
+                    return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "--set %s: out of memory", spec);
                 }
             }
             int w = snprintf(walked + wlen, sizeof walked - wlen, wlen ? ".%s" : "%s", sg->key);
@@ -1388,18 +1388,18 @@ static sph_status set_apply(cJSON *root, const char *spec, set_rec *rec, sph_err
         } else {
             if (!cJSON_IsArray(cur)) {
                 cJSON_Delete(item);
-                return SPH_FAIL(e, SPH_E_SCENE, "--set %s: %s is %s, not an array, so it cannot be indexed with [%d]",
+                return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "--set %s: %s is %s, not an array, so it cannot be indexed with [%d]",
                                 spec, walked, what, sg->index);
             }
             int size = cJSON_GetArraySize(cur);
             if (sg->index >= size) {
                 cJSON_Delete(item);
-                return SPH_FAIL(e, SPH_E_SCENE, "--set %s: index %d is beyond the end of %s (%d entries)", spec,
+                return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "--set %s: index %d is beyond the end of %s (%d entries)", spec,
                                 sg->index, walked, size);
             }
             if (last) {
                 cJSON_ReplaceItemInArray(cur, sg->index, item);
-                return SPH_OK;
+                return SPHSIM_OK;
             }
             int w = snprintf(walked + wlen, sizeof walked - wlen, "[%d]", sg->index);
             if (w > 0) wlen = wlen + (size_t)w < sizeof walked ? wlen + (size_t)w : sizeof walked - 1;
@@ -1407,16 +1407,16 @@ static sph_status set_apply(cJSON *root, const char *spec, set_rec *rec, sph_err
         }
     }
     cJSON_Delete(item);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Loading                                                                                    */
 
 /* "file:line:col: JSON syntax error ..." with an excerpt of the line around `pos`. */
-static sph_status syntax_error(const char *text, size_t len, size_t pos, const char *name, sph_error *e)
+static sphsim_status syntax_error(const char *text, size_t len, size_t pos, const char *name, sphsim_error *e)
 {
-    if (len == 0) return SPH_FAIL(e, SPH_E_SCENE, "%s: the file is empty (expected a JSON object)", name);
+    if (len == 0) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s: the file is empty (expected a JSON object)", name);
     if (pos > len) pos = len;
     int line = 1;
     size_t line_start = 0;
@@ -1436,18 +1436,18 @@ static sph_status syntax_error(const char *text, size_t len, size_t pos, const c
     for (size_t i = pos; i < to; i++) after[na++] = isprint((unsigned char)text[i]) ? text[i] : ' ';
     before[nb] = after[na] = '\0';
     if (pos >= len)
-        return SPH_FAIL(e, SPH_E_SCENE,
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                         "%s:%d:%zu: JSON syntax error at line %d, column %zu: unexpected end of file after \"%s\" "
                         "(is the file truncated?)",
                         name, line, col, line, col, before);
-    return SPH_FAIL(e, SPH_E_SCENE, "%s:%d:%zu: JSON syntax error at line %d, column %zu, at the >>> mark: %s%s>>>%s",
+    return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s:%d:%zu: JSON syntax error at line %d, column %zu, at the >>> mark: %s%s>>>%s",
                     name, line, col, line, col, from > line_start ? "..." : "", before, after);
 }
 
-static sph_status load_text(scene *s, char *text, size_t len, const char *name, const char *const *sets, int n_sets,
-                            sph_error *e)
+static sphsim_status load_text(scene *s, char *text, size_t len, const char *name, const char *const *sets, int n_sets,
+                            sphsim_error *e)
 {
-    sph_status st = SPH_OK;
+    sphsim_status st = SPHSIM_OK;
     cJSON *root = NULL, *res = NULL;
     set_rec *recs = NULL;
     s->source_json = text;
@@ -1456,7 +1456,7 @@ static sph_status load_text(scene *s, char *text, size_t len, const char *name, 
     const char *where = name ? name : "scene";
 
     if (strlen(text) != len) {
-        st = SPH_FAIL(e, SPH_E_SCENE, "%s: the file contains a NUL byte at offset %zu; a scene is JSON text", where,
+        st = SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s: the file contains a NUL byte at offset %zu; a scene is JSON text", where,
                       strlen(text));
         goto done;
     }
@@ -1467,27 +1467,27 @@ static sph_status load_text(scene *s, char *text, size_t len, const char *name, 
         goto done;
     }
     if (n_sets < 0 || n_sets > SCENE_MAX_SETS) {
-        st = SPH_FAIL(e, SPH_E_USAGE, "too many --set options (%d; at most %d)", n_sets, SCENE_MAX_SETS);
+        st = SPHSIM_FAIL(e, SPHSIM_E_USAGE, "too many --set options (%d; at most %d)", n_sets, SCENE_MAX_SETS);
         goto done;
     }
     if (n_sets > 0) {
         recs = calloc((size_t)n_sets, sizeof *recs);
         if (!recs) {
-            st = SPH_FAIL(e, SPH_E_NOMEM, "out of memory");
+            st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of memory");
             goto done;
         }
         if (!cJSON_IsObject(root)) {
-            st = SPH_FAIL(e, SPH_E_SCENE, "(top level): expected a JSON object at the top level of the scene");
+            st = SPHSIM_FAIL(e, SPHSIM_E_SCENE, "(top level): expected a JSON object at the top level of the scene");
             goto done;
         }
         for (int i = 0; i < n_sets; i++) {
             st = set_apply(root, sets[i] ? sets[i] : "", &recs[i], e);
-            if (st != SPH_OK) goto done;
+            if (st != SPHSIM_OK) goto done;
         }
     }
     res = cJSON_CreateObject();
     if (!res) {
-        st = SPH_FAIL(e, SPH_E_NOMEM, "out of memory");
+        st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of memory");
         goto done;
     }
     vctx v;
@@ -1497,59 +1497,59 @@ static sph_status load_text(scene *s, char *text, size_t len, const char *name, 
     v.n_sets = n_sets;
     v.dims = 3;
     st = resolve(&v, root, s, res);
-    if (st != SPH_OK) goto done;
+    if (st != SPHSIM_OK) goto done;
 
     cJSON *prov = cJSON_AddObjectToObject(res, "provenance");
     cJSON_AddStringToObject(prov, "file", s->path);
     cJSON *rs = cJSON_AddArrayToObject(prov, "sets");
     for (int i = 0; i < n_sets; i++) cJSON_AddItemToArray(rs, cJSON_CreateString(sets[i]));
     s->resolved_json = cJSON_Print(res);
-    if (!s->resolved_json) st = SPH_FAIL(e, SPH_E_NOMEM, "out of memory writing the resolved scene");
+    if (!s->resolved_json) st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of memory writing the resolved scene");
 
 done:
     cJSON_Delete(root);
     cJSON_Delete(res);
     free(recs);
-    if (st != SPH_OK) scene_free(s);
+    if (st != SPHSIM_OK) scene_free(s);
     return st;
 }
 
-sph_status scene_load_string(scene *s, const char *json, const char *name_hint, const char *const *sets, int n_sets,
-                             sph_error *e)
+sphsim_status scene_load_string(scene *s, const char *json, const char *name_hint, const char *const *sets, int n_sets,
+                             sphsim_error *e)
 {
     memset(s, 0, sizeof *s);
-    if (!json) return SPH_FAIL(e, SPH_E_SCENE, "%s: no scene text", name_hint ? name_hint : "scene");
+    if (!json) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s: no scene text", name_hint ? name_hint : "scene");
     size_t len = strlen(json);
     char *text = malloc(len + 1);
-    if (!text) return SPH_FAIL(e, SPH_E_NOMEM, "out of memory");
+    if (!text) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of memory");
     memcpy(text, json, len + 1);
     return load_text(s, text, len, name_hint, sets, n_sets, e);
 }
 
-sph_status scene_load(scene *s, const char *path, const char *const *sets, int n_sets, sph_error *e)
+sphsim_status scene_load(scene *s, const char *path, const char *const *sets, int n_sets, sphsim_error *e)
 {
     memset(s, 0, sizeof *s);
     FILE *f = fopen(path, "rb");
-    if (!f) return SPH_FAIL(e, SPH_E_IO, "cannot open scene file %s: %s", path, strerror(errno));
+    if (!f) return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open scene file %s: %s", path, strerror(errno));
     size_t cap = 4096, len = 0;
     char *text = malloc(cap);
     if (!text) {
         fclose(f);
-        return SPH_FAIL(e, SPH_E_NOMEM, "out of memory");
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of memory");
     }
     for (;;) {
         if (len + 1 >= cap) {
             if (cap >= (size_t)SCENE_MAX_FILE_BYTES) {
                 free(text);
                 fclose(f);
-                return SPH_FAIL(e, SPH_E_SCENE, "%s: the file is larger than %ld MiB; a scene is a small JSON file",
+                return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s: the file is larger than %ld MiB; a scene is a small JSON file",
                                 path, SCENE_MAX_FILE_BYTES >> 20);
             }
             char *bigger = realloc(text, cap * 2);
             if (!bigger) {
                 free(text);
                 fclose(f);
-                return SPH_FAIL(e, SPH_E_NOMEM, "out of memory");
+                return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of memory");
             }
             text = bigger;
             cap *= 2;
@@ -1562,7 +1562,7 @@ sph_status scene_load(scene *s, const char *path, const char *const *sets, int n
         int err = errno;
         free(text);
         fclose(f);
-        return SPH_FAIL(e, SPH_E_IO, "cannot read scene file %s: %s", path, strerror(err));
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot read scene file %s: %s", path, strerror(err));
     }
     fclose(f);
     text[len] = '\0';

@@ -125,14 +125,14 @@ typedef struct scene {
 
 /* Read, override, validate and resolve a scene.
  * `sets` are "path=value" strings from --set (value is JSON; if it does not parse as JSON
- * it is taken as a string). Errors are SPH_E_SCENE (or SPH_E_IO when the file cannot be
+ * it is taken as a string). Errors are SPHSIM_E_SCENE (or SPHSIM_E_IO when the file cannot be
  * read) with a message naming the JSON path, e.g.
  *   "fluid.spacing: expected a number > 0, got -0.01". */
-sph_status scene_load(scene *s, const char *path, const char *const *sets, int n_sets, sph_error *e);
+sphsim_status scene_load(scene *s, const char *path, const char *const *sets, int n_sets, sphsim_error *e);
 
 /* The same from an in-memory JSON text (`name_hint` names the source in messages). */
-sph_status scene_load_string(scene *s, const char *json, const char *name_hint, const char *const *sets,
-                             int n_sets, sph_error *e);
+sphsim_status scene_load_string(scene *s, const char *json, const char *name_hint, const char *const *sets,
+                             int n_sets, sphsim_error *e);
 
 void scene_free(scene *s);
 

@@ -26,7 +26,7 @@ static double now_s(void)
 /* The grid box covers the tank plus the boundary layers (SPH) or one radius (spheres). With
  * neighbour lists the cells are (1 + skin) times wider, so that the kept grid stays valid while
  * particles move up to skin / 2 (sph.h). */
-sph_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sph_error *e)
+sphsim_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sphsim_error *e)
 {
     double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
     double margin = s->mode == MODE_SPH ? (s->boundary_layers + 1) * s->spacing : s->support;
@@ -61,7 +61,7 @@ static int go_on_host(void)
  * the device's idle time between the kernels from 0.064 to 0.049 ms per step and the step 0.2 %
  * (H100, 3.9x10^6 particles, docs/performance.md, twenty-fourth session); not on CPUs, where
  * PoCL's launches of kernels that return at once cost more. SPHSIM_GO_AHEAD=0 or 1 overrides. */
-static int go_ahead(const sph_device *d)
+static int go_ahead(const ocl_device *d)
 {
     const char *v = getenv("SPHSIM_GO_AHEAD");
     if (v && !strcmp(v, "0")) return 0;
@@ -82,9 +82,9 @@ static size_t state_bytes_per_particle(const scene *s)
 size_t sim_device_bytes(const scene *s)
 {
     grid_params gp;
-    sph_error e;
+    sphsim_error e;
     size_t n = (size_t)s->n_total;
-    size_t grid_b = sim_grid_geometry(s, 0, &gp, &e) == SPH_OK ? grid_bytes(&gp, n) : 0;
+    size_t grid_b = sim_grid_geometry(s, 0, &gp, &e) == SPHSIM_OK ? grid_bytes(&gp, n) : 0;
     size_t solver_b = s->mode == MODE_PARTICLES ? contact_bytes(s, n) : 0; /* contact scratch and slots */
     return n * state_bytes_per_particle(s) + grid_b + solver_b;
 }
@@ -92,11 +92,11 @@ size_t sim_device_bytes(const scene *s)
 size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
 {
     grid_params gp;
-    sph_error e;
+    sphsim_error e;
     /* per cell of the lists' grid, the relative-motion check's box (16 bytes), the list
      * build's fluid flag (1 byte) and the list of cells with fluid (4 bytes) (sph_bind_check,
      * which leaves them off when the boxes would exceed the largest buffer) */
-    const size_t cells = sim_grid_geometry(s, 1, &gp, &e) == SPH_OK ? (size_t)gp.n_cells : 0;
+    const size_t cells = sim_grid_geometry(s, 1, &gp, &e) == SPHSIM_OK ? (size_t)gp.n_cells : 0;
     const size_t refs = max_alloc && 16 * cells > max_alloc ? 0 : 21 * cells;
     return sph_list_bytes(s, n, max_alloc) + refs;
 }
@@ -106,7 +106,7 @@ typedef struct sim_ctx {
     int go_on_host;      /* SPH lists: the host reads each step's go word (go_on_host()) */
     int go_ahead;        /* ... with the kept step's density stage enqueued before it waits (go_ahead()) */
     const sim_options *o;
-    sph_device dev;
+    ocl_device dev;
     grid *g;
     sph_solver *sph;
     contact_solver *contact;
@@ -140,7 +140,7 @@ static double host_physical_bytes(void)
  * in one page-locked host buffer of its context (CL_MEM_ALLOC_HOST_PTR, mapped; *pinned), so
  * that snapshot copies run at the bus's DMA speed instead of through the driver's bounce
  * buffers (docs/performance.md, "Output"), else in ordinary memory, its pages touched. */
-static sph_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned arrays, cl_mem *pinned, sph_error *e)
+static sphsim_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned arrays, cl_mem *pinned, sphsim_error *e)
 {
     const size_t bytes = particles_row_bytes(arrays) * (n ? n : 1);
     cl_int err = CL_INVALID_VALUE;
@@ -163,11 +163,11 @@ static sph_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned arr
             clReleaseMemObject(buf);
         }
     }
-    if (!*pinned) SPH_TRY(particles_alloc_some(q, n, arrays, e));
+    if (!*pinned) SPHSIM_TRY(particles_alloc_some(q, n, arrays, e));
     /* zeros, and the pages now, over threads: at 1.08x10^9 particles the first snapshot's copy
      * into fresh ordinary memory took 32 s (docs/performance.md, sixteenth session) */
     particles_touch(q);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Undo staging_alloc's page-locked buffer (before the device is closed); q's arrays are gone
@@ -236,31 +236,31 @@ static void state_release(dev_state *st)
     for (size_t i = 0; i < sizeof all / sizeof *all; ++i) release_mem(all[i]);
 }
 
-static sph_status state_alloc(sim_ctx *c, size_t n, int lists, sph_error *e)
+static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *e)
 {
-    sph_device *d = &c->dev;
+    ocl_device *d = &c->dev;
     dev_state *st = &c->st;
     st->n = n;
-    SPH_TRY(device_alloc(d, n * 16, "positions", &st->pos, e));
-    SPH_TRY(device_alloc(d, n * 16, "velocities", &st->vel, e));
-    SPH_TRY(device_alloc(d, n * 16, "next positions", &st->pos_next, e));
-    SPH_TRY(device_alloc(d, n * 16, "next velocities", &st->vel_next, e));
-    SPH_TRY(device_alloc(d, n * 4, "ids", &st->id, e));
-    SPH_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
-    SPH_TRY(device_alloc(d, n, "types", &st->type, e));
-    SPH_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
+    SPHSIM_TRY(device_alloc(d, n * 16, "positions", &st->pos, e));
+    SPHSIM_TRY(device_alloc(d, n * 16, "velocities", &st->vel, e));
+    SPHSIM_TRY(device_alloc(d, n * 16, "next positions", &st->pos_next, e));
+    SPHSIM_TRY(device_alloc(d, n * 16, "next velocities", &st->vel_next, e));
+    SPHSIM_TRY(device_alloc(d, n * 4, "ids", &st->id, e));
+    SPHSIM_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
+    SPHSIM_TRY(device_alloc(d, n, "types", &st->type, e));
+    SPHSIM_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
     if (c->s->mode == MODE_SPH)
-        SPH_TRY(device_alloc(d, n * sph_pos_p_bytes(lists), "SPH positions with pressures", &st->pos_p, e));
+        SPHSIM_TRY(device_alloc(d, n * sph_pos_p_bytes(lists), "SPH positions with pressures", &st->pos_p, e));
     if (c->s->mode == MODE_PARTICLES) {
-        SPH_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
-        SPH_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
-        SPH_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
-        SPH_TRY(device_alloc(d, n * 4, "radii (scratch)", &st->radius_tmp, e));
+        SPHSIM_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
+        SPHSIM_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
+        SPHSIM_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
+        SPHSIM_TRY(device_alloc(d, n * 4, "radii (scratch)", &st->radius_tmp, e));
     }
-    SPH_TRY(device_alloc(d, 8, "flags", &st->flags, e));
+    SPHSIM_TRY(device_alloc(d, 8, "flags", &st->flags, e));
     cl_uint zero[2] = {0, 0};
-    SPH_TRY(device_write(d, st->flags, 0, sizeof zero, zero, e));
-    return SPH_OK;
+    SPHSIM_TRY(device_write(d, st->flags, 0, sizeof zero, zero, e));
+    return SPHSIM_OK;
 }
 
 /* Upload host particles (id order) into the device arrays in `order` (ids in device order;
@@ -268,17 +268,17 @@ static sph_status state_alloc(sim_ctx *c, size_t n, int lists, sph_error *e)
  * gives it), so that no second copy of the whole state is needed. Positions and velocities go
  * to pos_next/vel_next, as left by a step. */
 #define UPLOAD_BLOCK ((size_t)1 << 21)
-static sph_status state_upload(sim_ctx *c, const uint32_t *order, sph_error *e)
+static sphsim_status state_upload(sim_ctx *c, const uint32_t *order, sphsim_error *e)
 {
     const particles *p = &c->hp;
     const size_t n = p->n, rows = n < UPLOAD_BLOCK ? (n ? n : 1) : UPLOAD_BLOCK;
-    sph_device *d = &c->dev;
+    ocl_device *d = &c->dev;
     dev_state *st = &c->st;
     particles q;
     cl_mem pinned = NULL;
-    SPH_TRY(staging_alloc(c, &q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE | FIELD_MASS | FIELD_RADIUS, &pinned, e));
-    sph_status r = SPH_OK;
-    for (size_t i0 = 0; i0 < n && r == SPH_OK; i0 += rows) {
+    SPHSIM_TRY(staging_alloc(c, &q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE | FIELD_MASS | FIELD_RADIUS, &pinned, e));
+    sphsim_status r = SPHSIM_OK;
+    for (size_t i0 = 0; i0 < n && r == SPHSIM_OK; i0 += rows) {
         const size_t m = n - i0 < rows ? n - i0 : rows;
         for (size_t i = 0; i < m; ++i) {
             const size_t k = order ? order[i0 + i] : i0 + i;
@@ -291,11 +291,11 @@ static sph_status state_upload(sim_ctx *c, const uint32_t *order, sph_error *e)
             q.type[i] = p->type[k];
         }
         r = device_write(d, st->pos_next, i0 * 16, m * 16, q.pos, e);
-        if (r == SPH_OK) r = device_write(d, st->vel_next, i0 * 16, m * 16, q.vel, e);
-        if (r == SPH_OK && st->mass) r = device_write(d, st->mass, i0 * 4, m * 4, q.mass, e);
-        if (r == SPH_OK) r = device_write(d, st->id, i0 * 4, m * 4, q.id, e);
-        if (r == SPH_OK) r = device_write(d, st->type, i0, m, q.type, e);
-        if (r == SPH_OK && st->radius) r = device_write(d, st->radius, i0 * 4, m * 4, q.radius, e);
+        if (r == SPHSIM_OK) r = device_write(d, st->vel_next, i0 * 16, m * 16, q.vel, e);
+        if (r == SPHSIM_OK && st->mass) r = device_write(d, st->mass, i0 * 4, m * 4, q.mass, e);
+        if (r == SPHSIM_OK) r = device_write(d, st->id, i0 * 4, m * 4, q.id, e);
+        if (r == SPHSIM_OK) r = device_write(d, st->type, i0, m, q.type, e);
+        if (r == SPHSIM_OK && st->radius) r = device_write(d, st->radius, i0 * 4, m * 4, q.radius, e);
     }
     staging_unpin(c, &q, &pinned);
     particles_free(&q);
@@ -313,31 +313,31 @@ static void swap_mem(cl_mem *a, cl_mem *b)
  * lists whose buffer pairs the device swaps (sph.h), the rebuild, like the decision, happens on
  * the device only if the go word says so, and reads whichever pair holds the last output: the
  * keys and the gathers take both pairs (grid_gather_state). */
-static sph_status rebuild(sim_ctx *c, sph_error *e)
+static sphsim_status rebuild(sim_ctx *c, sphsim_error *e)
 {
     dev_state *st = &c->st;
     size_t n = st->n;
     if (c->sph && sph_lists(c->sph) && !c->go_on_host) {
-        SPH_TRY(grid_build(c->g, st->pos_next, st->pos, n, st->flags, e));
+        SPHSIM_TRY(grid_build(c->g, st->pos_next, st->pos, n, st->flags, e));
         return grid_gather_state(c->g, st->pos_next, st->pos, st->vel_next, st->vel, st->id, st->id_tmp, st->type,
                                  st->type_tmp, n, e);
     }
-    SPH_TRY(grid_build(c->g, st->pos_next, NULL, n, st->flags, e));
-    SPH_TRY(grid_gather(c->g, st->pos_next, st->pos, 16, n, e));
-    SPH_TRY(grid_gather(c->g, st->vel_next, st->vel, 16, n, e));
-    SPH_TRY(grid_gather(c->g, st->id, st->id_tmp, 4, n, e));
+    SPHSIM_TRY(grid_build(c->g, st->pos_next, NULL, n, st->flags, e));
+    SPHSIM_TRY(grid_gather(c->g, st->pos_next, st->pos, 16, n, e));
+    SPHSIM_TRY(grid_gather(c->g, st->vel_next, st->vel, 16, n, e));
+    SPHSIM_TRY(grid_gather(c->g, st->id, st->id_tmp, 4, n, e));
     swap_mem(&st->id, &st->id_tmp);
-    SPH_TRY(grid_gather(c->g, st->type, st->type_tmp, 1, n, e));
+    SPHSIM_TRY(grid_gather(c->g, st->type, st->type_tmp, 1, n, e));
     swap_mem(&st->type, &st->type_tmp);
     if (st->mass) { /* particle mode (SPH carries the mass in pos.w) */
-        SPH_TRY(grid_gather(c->g, st->mass, st->mass_tmp, 4, n, e));
+        SPHSIM_TRY(grid_gather(c->g, st->mass, st->mass_tmp, 4, n, e));
         swap_mem(&st->mass, &st->mass_tmp);
     }
     if (st->radius) {
-        SPH_TRY(grid_gather(c->g, st->radius, st->radius_tmp, 4, n, e));
+        SPHSIM_TRY(grid_gather(c->g, st->radius, st->radius_tmp, 4, n, e));
         swap_mem(&st->radius, &st->radius_tmp);
     }
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 typedef struct read_req {
@@ -349,10 +349,10 @@ typedef struct read_req {
 /* Enqueue the copies of the sorted state into the staging buffer q without waiting; *ready
  * completes with the last of them. The in-order queue runs the next step's kernels only after
  * the copies, so the buffers read stay as they are until then. */
-static sph_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, sph_error *e)
+static sphsim_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, sphsim_error *e)
 {
     dev_state *st = &c->st;
-    sph_device *d = &c->dev;
+    ocl_device *d = &c->dev;
     size_t n = st->n;
     /* Output rho (unpacked from vel.w) and pressure = EOS(rho) (sph_pressure), computed into
      * scratch, never into st->pos_p: the next step's forces read the pressure the density stage
@@ -363,7 +363,7 @@ static sph_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, s
      * step's forces overwrite only after these copies (in-order queue). SPH masses come back in
      * pos.w (the writer unpacks them). */
     cl_mem out_rho = st->id_tmp, out_pressure = st->vel_next;
-    if (c->sph && (q->rho || q->pressure)) SPH_TRY(sph_pressure(c->sph, st, out_rho, out_pressure, e));
+    if (c->sph && (q->rho || q->pressure)) SPHSIM_TRY(sph_pressure(c->sph, st, out_rho, out_pressure, e));
     /* the arrays staged for the output fields (staging_arrays) */
     read_req rd[8] = {{st->pos, n * 16, q->pos}, {st->id, n * 4, q->id}, {st->type, n, q->type}};
     int nrd = 3;
@@ -383,16 +383,16 @@ static sph_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, s
         else if (ev) clReleaseEvent(ev);
     }
     CL_CHECK(e, clFlush(d->queue));
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Wait for the writer to finish every snapshot handed to it and take its counts into r; the
  * writer's first failure, if any. */
-static sph_status sync_writer(sim_ctx *c, sim_result *r, sph_error *e)
+static sphsim_status sync_writer(sim_ctx *c, sim_result *r, sphsim_error *e)
 {
-    if (!c->writer) return SPH_OK;
+    if (!c->writer) return SPHSIM_OK;
     double t0 = now_s();
-    sph_status st = writer_drain(c->writer, e);
+    sphsim_status st = writer_drain(c->writer, e);
     r->t_output += now_s() - t0;
     long outside = 0;
     writer_counts(c->writer, &r->snapshots, &outside, &r->t_writer, r->t_writer_phase);
@@ -417,32 +417,32 @@ static int particle_bad(const scene *s, const float *x, const float *v, int *fin
  * host copy of the whole state is needed. Fails, as the writer's id order does, on an id out of
  * range or seen twice (a bit per particle marks those seen). */
 #define BAD_BLOCK ((size_t)1 << 20)
-static sph_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, size_t why_size, sph_error *e)
+static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, size_t why_size, sphsim_error *e)
 {
     const dev_state *st = &c->st;
     const size_t n = st->n, rows = n < BAD_BLOCK ? (n ? n : 1) : BAD_BLOCK;
     particles q;
-    SPH_TRY(particles_alloc_some(&q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE, e));
+    SPHSIM_TRY(particles_alloc_some(&q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE, e));
     unsigned char *seen = calloc(n / 8 + 1, 1);
     if (!seen) {
         particles_free(&q);
-        return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory reading the state of %zu particles", n);
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory reading the state of %zu particles", n);
     }
-    sph_status r = SPH_OK;
+    sphsim_status r = SPHSIM_OK;
     uint32_t best = UINT32_MAX;
     float bx[4] = {0}, bv[4] = {0};
     int best_finite = 1;
     uint8_t best_type = 0;
-    for (size_t i0 = 0; i0 < n && r == SPH_OK; i0 += rows) {
+    for (size_t i0 = 0; i0 < n && r == SPHSIM_OK; i0 += rows) {
         const size_t m = n - i0 < rows ? n - i0 : rows;
         r = device_read(&c->dev, pos, i0 * 16, m * 16, q.pos, e);
-        if (r == SPH_OK) r = device_read(&c->dev, vel, i0 * 16, m * 16, q.vel, e);
-        if (r == SPH_OK) r = device_read(&c->dev, st->id, i0 * 4, m * 4, q.id, e);
-        if (r == SPH_OK) r = device_read(&c->dev, st->type, i0, m, q.type, e);
-        for (size_t i = 0; i < m && r == SPH_OK; ++i) {
+        if (r == SPHSIM_OK) r = device_read(&c->dev, vel, i0 * 16, m * 16, q.vel, e);
+        if (r == SPHSIM_OK) r = device_read(&c->dev, st->id, i0 * 4, m * 4, q.id, e);
+        if (r == SPHSIM_OK) r = device_read(&c->dev, st->type, i0, m, q.type, e);
+        for (size_t i = 0; i < m && r == SPHSIM_OK; ++i) {
             const uint32_t k = q.id[i];
             if (k >= n || (seen[k / 8] >> (k % 8)) & 1u) {
-                r = SPH_FAIL(e, SPH_E_DEVICE, "device returned particle id %u %s (of %zu): state corrupted", k,
+                r = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "device returned particle id %u %s (of %zu): state corrupted", k,
                              k >= n ? "out of range" : "twice", n);
                 break;
             }
@@ -459,7 +459,7 @@ static sph_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, size_
     }
     particles_free(&q);
     free(seen);
-    if (r == SPH_OK && best != UINT32_MAX)
+    if (r == SPHSIM_OK && best != UINT32_MAX)
         snprintf(why, why_size, "particle id %u (%s) has position (%g, %g, %g) m and velocity (%g, %g, %g) m/s%s",
                  (unsigned)best, best_type == PTYPE_FLUID ? "fluid" : best_type == PTYPE_SPHERE ? "sphere" : "boundary",
                  (double)bx[0], (double)bx[1], (double)bx[2], (double)bv[0], (double)bv[1], (double)bv[2],
@@ -469,7 +469,7 @@ static sph_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, size_
 
 /* Read the device flag words (blocks), clearing nothing: [0] FLAG_* bits, [1] the number of
  * times a fluid particle was put back at a tank wall (sph_forces.cl). */
-static sph_status read_flags(sim_ctx *c, cl_uint flags[2], sph_error *e)
+static sphsim_status read_flags(sim_ctx *c, cl_uint flags[2], sphsim_error *e)
 {
     return device_read(&c->dev, c->st.flags, 0, 2 * sizeof(cl_uint), flags, e);
 }
@@ -482,17 +482,17 @@ static long put_back_limit(const scene *s) { return s->n_fluid / 10 > 100 ? s->n
  * written by the last step. `rebuilt`: the grid was rebuilt since that step, so id and type
  * are in the new sorted order and pos/vel (gathered from pos_next/vel_next) match them;
  * otherwise pos_next/vel_next match id and type. The last step reached goes into `r`. */
-static sph_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, long step_hi, cl_uint flags,
-                                    int rebuilt, sph_error *e)
+static sphsim_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, long step_hi, cl_uint flags,
+                                    int rebuilt, sphsim_error *e)
 {
     dev_state *st = &c->st;
     char why[512] = "no particle found in the current state (the flag was raised inside a step)";
     sync_writer(c, r, NULL); /* the writer is done with the state it copied */
-    if (c->sph) SPH_TRY(sph_sync_pairs(c->sph, st, e)); /* the handles as the device uses them */
+    if (c->sph) SPHSIM_TRY(sph_sync_pairs(c->sph, st, e)); /* the handles as the device uses them */
     r->last_step = step_hi;
     r->sim_time = step_hi * c->s->dt;
-    SPH_TRY(first_bad(c, rebuilt ? st->pos : st->pos_next, rebuilt ? st->vel : st->vel_next, why, sizeof why, e));
-    return SPH_FAIL(e, SPH_E_NUMERIC,
+    SPHSIM_TRY(first_bad(c, rebuilt ? st->pos : st->pos_next, rebuilt ? st->vel : st->vel_next, why, sizeof why, e));
+    return SPHSIM_FAIL(e, SPHSIM_E_NUMERIC,
                     "numerical failure (%s) between step %ld (t = %.6g s) and step %ld (t = %.6g s): %s. The last "
                     "good snapshot is in the output file. Try a smaller time.cfl or time.dt",
                     (flags & FLAG_NONFINITE) ? "NaN or Inf" : "runaway velocity", step_lo, step_lo * c->s->dt, step_hi,
@@ -502,25 +502,25 @@ static sph_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, lon
 /* The checks between steps (blocks on an 8-byte read): NaN, Inf or runaway flagged since the
  * last check, or too many wall put-backs, end the run as a numerical failure. `rebuilt` as for
  * numerical_failure. */
-static sph_status check_flags(sim_ctx *c, sim_result *r, long last_check, long step, int rebuilt, cl_uint flags[2],
-                              sph_error *e)
+static sphsim_status check_flags(sim_ctx *c, sim_result *r, long last_check, long step, int rebuilt, cl_uint flags[2],
+                              sphsim_error *e)
 {
     const scene *s = c->s;
-    SPH_TRY(read_flags(c, flags, e));
+    SPHSIM_TRY(read_flags(c, flags, e));
     if (flags[0] & (FLAG_NONFINITE | FLAG_RUNAWAY))
         return numerical_failure(c, r, last_check, step, flags[0], rebuilt, e);
     if ((long)flags[1] > put_back_limit(s)) {
         sync_writer(c, r, NULL);
         r->last_step = step;
         r->n_outside = c->outside_base + (long)flags[1];
-        return SPH_FAIL(e, SPH_E_NUMERIC,
+        return SPHSIM_FAIL(e, SPHSIM_E_NUMERIC,
                         "numerical failure: fluid particles crossed the tank walls %u times by step %ld (t = %.6g s), "
                         "more than %ld (10%% of the fluid particles): the flow is not resolved. Try a smaller "
                         "time.cfl or time.dt, or more fluid.boundary_layers. The last good snapshot is in the "
                         "output file",
                         flags[1], step, step * s->dt, put_back_limit(s));
     }
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 static void progress(sim_ctx *c, long step, long first_step, double t0, double *last_print, int force)
@@ -566,45 +566,45 @@ static void iso_now(char *buf, size_t n)
 /* Hand a snapshot of the current state (after a rebuild and the density stage) to the writer
  * thread: the device-to-host copies are enqueued and the loop goes on; it waits only for a free
  * staging buffer. `flags`: the flag words read at this step. */
-static sph_status write_snapshot(sim_ctx *c, long step, const cl_uint flags[2], sim_result *r, sph_error *e)
+static sphsim_status write_snapshot(sim_ctx *c, long step, const cl_uint flags[2], sim_result *r, sphsim_error *e)
 {
     double t0 = now_s();
     particles *q = NULL;
-    SPH_TRY(writer_acquire(c->writer, &q, e));
+    SPHSIM_TRY(writer_acquire(c->writer, &q, e));
     snapshot_job job = {0};
     job.time = step * c->s->dt;
     job.step = step;
     job.n_contacts = -1;
     job.put_backs = (long)flags[1];
-    if (c->contact) SPH_TRY(contact_count(c->contact, c->g, &c->st, &job.n_contacts, e));
+    if (c->contact) SPHSIM_TRY(contact_count(c->contact, c->g, &c->st, &job.n_contacts, e));
     if (c->o->stats) {
         double mn = 0, mc = 0;
-        SPH_TRY(grid_neighbour_stats(c->g, c->st.pos, c->st.n, &mn, &mc, e));
+        SPHSIM_TRY(grid_neighbour_stats(c->g, c->st.pos, c->st.n, &mn, &mc, e));
         r->mean_neighbours = mn;
         r->mean_candidates = mc;
     }
     /* the contact impulses the next step carries (warm start), so --resume continues exactly */
-    if (c->contact) SPH_TRY(contact_state_save(c->contact, grid_index(c->g), &c->st, &job.state, &job.state_bytes, e));
+    if (c->contact) SPHSIM_TRY(contact_state_save(c->contact, grid_index(c->g), &c->st, &job.state, &job.state_bytes, e));
     /* the skin level of the lists this step built, which the resumed run starts from */
-    if (c->sph) SPH_TRY(sph_state_save(c->sph, &job.state, &job.state_bytes, e));
-    sph_status st = enqueue_read_back(c, q, &job.ready, e);
-    if (st != SPH_OK) {
+    if (c->sph) SPHSIM_TRY(sph_state_save(c->sph, &job.state, &job.state_bytes, e));
+    sphsim_status st = enqueue_read_back(c, q, &job.ready, e);
+    if (st != SPHSIM_OK) {
         if (job.ready) clReleaseEvent(job.ready);
         free(job.state);
         return st;
     }
     writer_submit(c->writer, &job);
     r->t_output += now_s() - t0;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* A snapshot that could not be written (disk full, file system gone read-only, ...): when the
  * file holds committed snapshots, say how to continue once the cause is fixed. */
-static sph_status snapshot_failed(sim_ctx *c, sim_result *r, sph_status st, sph_error *e)
+static sphsim_status snapshot_failed(sim_ctx *c, sim_result *r, sphsim_status st, sphsim_error *e)
 {
     sync_writer(c, r, NULL); /* the count of committed snapshots */
     const char *path = c->o->resume_path ? c->o->resume_path : c->o->out_path;
-    if (st == SPH_E_IO && e && (r->snapshots > 0 || c->o->resume_path)) {
+    if (st == SPHSIM_E_IO && e && (r->snapshots > 0 || c->o->resume_path)) {
         size_t len = strlen(e->msg);
         snprintf(e->msg + len, sizeof e->msg - len,
                  ". Every snapshot committed before is in the file; once the cause is fixed, continue with "
@@ -618,16 +618,16 @@ static sph_status snapshot_failed(sim_ctx *c, sim_result *r, sph_status st, sph_
  * memory holds them next to the rest (`need` bytes) within 90 % and the list fits in
  * SPH_LIST_MAX_PARTS buffers
  * (docs/performance.md: faster on the H200 and on PoCL). *list_n = n with lists, 0 without. */
-static sph_status sim_list_choice(sim_ctx *c, size_t n, size_t need, size_t *list_n, sph_error *e)
+static sphsim_status sim_list_choice(sim_ctx *c, size_t n, size_t need, size_t *list_n, sphsim_error *e)
 {
     const scene *s = c->s;
     *list_n = 0;
-    if (s->mode != MODE_SPH || s->neighbour_list == NLIST_OFF || n == 0) return SPH_OK;
+    if (s->mode != MODE_SPH || s->neighbour_list == NLIST_OFF || n == 0) return SPHSIM_OK;
     const size_t bytes = sim_list_bytes(s, n, c->dev.max_alloc);
     const int fits = (double)(need + bytes) <= 0.9 * (double)c->dev.global_mem &&
                      sph_list_buffers_fit(n, sph_list_cap(s), c->dev.max_alloc);
     if (s->neighbour_list == NLIST_ON && !fits)
-        return SPH_FAIL(e, SPH_E_DEVICE,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                         "grid.neighbour_list: \"on\" needs %.3g GB of device memory for the lists (%u entries per "
                         "particle, in at most %d buffers, and %zu bytes per particle in one buffer) besides %.3g GB "
                         "for the rest, but %s has %.3g GB (at most %.3g GB in one buffer); use \"auto\" or \"off\", "
@@ -635,10 +635,10 @@ static sph_status sim_list_choice(sim_ctx *c, size_t n, size_t need, size_t *lis
                         bytes / 1e9, sph_list_cap(s), SPH_LIST_MAX_PARTS, sph_pos_p_bytes(1), need / 1e9,
                         c->dev.name, c->dev.global_mem / 1e9, c->dev.max_alloc / 1e9);
     if (s->neighbour_list == NLIST_ON || fits) *list_n = n;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
+static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
 {
     const scene *s = c->s;
     const sim_options *o = c->o;
@@ -653,41 +653,41 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     /* SPHSIM_PROFILE_EVENTS=0: --profile times the steps without timing each command (the
      * queue's profiling off), to measure what that costs (benchmarks) */
     const char *pe = getenv("SPHSIM_PROFILE_EVENTS");
-    SPH_TRY(device_open(&c->dev, o->device, o->profile && !(pe && !strcmp(pe, "0")), e));
+    SPHSIM_TRY(device_open(&c->dev, o->device, o->profile && !(pe && !strcmp(pe, "0")), e));
     c->dev_open = 1;
     snprintf(r->device_name, sizeof r->device_name, "%s", c->dev.name);
     r->n_particles = s->n_total;
     size_t need = sim_device_bytes(s);
     if (need > c->dev.global_mem)
-        return SPH_FAIL(e, SPH_E_DEVICE,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                         "the run needs about %.3g GB of device memory (%ld particles) but %s has %.3g GB; use fewer "
                         "particles (a larger fluid.spacing)",
                         need / 1e9, s->n_total, c->dev.name, c->dev.global_mem / 1e9);
     if ((cl_ulong)s->n_total * 16 > c->dev.max_alloc)
-        return SPH_FAIL(e, SPH_E_DEVICE,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                         "the run needs device buffers of %.3g GB (%ld particles x 16 B) but %s allows at most %.3g GB "
                         "in one buffer; use fewer particles (a larger fluid.spacing)",
                         (double)s->n_total * 16 / 1e9, s->n_total, c->dev.name, c->dev.max_alloc / 1e9);
     const size_t host = sim_host_bytes(s);
     const double phys = host_physical_bytes();
     if (phys > 0 && (double)host > phys)
-        return SPH_FAIL(e, SPH_E_NOMEM,
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM,
                         "the run needs about %.3g GB of host memory (%ld particles) but this machine has %.3g GB; "
                         "write fewer output.fields (position, velocity, id and type are always written) or use fewer "
                         "particles (a larger fluid.spacing)",
                         host / 1e9, s->n_total, phys / 1e9);
 
-    SPH_TRY(init_generate(s, &c->hp, e));
-    if (s->mode == MODE_SPH) SPH_TRY(sph_prepare(s, &c->hp, e));
+    SPHSIM_TRY(init_generate(s, &c->hp, e));
+    if (s->mode == MODE_SPH) SPHSIM_TRY(sph_prepare(s, &c->hp, e));
     if (o->resume_path) {
         particles last;
         output_snapshot_info si = {0};
-        SPH_TRY(output_read_last(o->resume_path, &last, &si, &stored_json, e));
+        SPHSIM_TRY(output_read_last(o->resume_path, &last, &si, &stored_json, e));
         free(stored_json);
         if (last.n != c->hp.n) {
             particles_free(&last);
             free(si.device_order);
-            return SPH_FAIL(e, SPH_E_IO, "%s: holds %zu particles but its scene makes %zu", o->resume_path, last.n,
+            return SPHSIM_FAIL(e, SPHSIM_E_IO, "%s: holds %zu particles but its scene makes %zu", o->resume_path, last.n,
                             c->hp.n);
         }
         memcpy(c->hp.pos, last.pos, last.n * 16);
@@ -695,8 +695,8 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         particles_free(&last);
         first_step = si.step;
         order = si.device_order;
-        sph_status rst = output_read_state(o->resume_path, &cstate, &cstate_bytes, e);
-        if (rst != SPH_OK) {
+        sphsim_status rst = output_read_state(o->resume_path, &cstate, &cstate_bytes, e);
+        if (rst != SPHSIM_OK) {
             free(order);
             return rst;
         }
@@ -708,9 +708,9 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     r->n_fluid = (long)c->hp.n_fluid;
     r->n_boundary = (long)c->hp.n_boundary;
     r->n_spheres = (long)c->hp.n_spheres;
-    sph_status st = SPH_OK;
+    sphsim_status st = SPHSIM_OK;
     size_t list_n = 0;
-    if ((st = sim_list_choice(c, n, need, &list_n, e)) != SPH_OK) {
+    if ((st = sim_list_choice(c, n, need, &list_n, e)) != SPHSIM_OK) {
         free(order);
         free(cstate);
         return st;
@@ -718,18 +718,18 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     r->lists = list_n > 0;
     c->dev_need = need + (list_n ? sim_list_bytes(s, n, c->dev.max_alloc) : 0);
     grid_params gp;
-    if ((st = sim_grid_geometry(s, list_n > 0, &gp, e)) == SPH_OK) st = grid_create(&c->g, &c->dev, &gp, n, e);
-    if (st == SPH_OK) st = state_alloc(c, n, list_n > 0, e);
-    if (st == SPH_OK) st = state_upload(c, order, e);
+    if ((st = sim_grid_geometry(s, list_n > 0, &gp, e)) == SPHSIM_OK) st = grid_create(&c->g, &c->dev, &gp, n, e);
+    if (st == SPHSIM_OK) st = state_alloc(c, n, list_n > 0, e);
+    if (st == SPHSIM_OK) st = state_upload(c, order, e);
     free(order);
-    if (st == SPH_OK)
+    if (st == SPHSIM_OK)
         st = s->mode == MODE_SPH ? sph_create(&c->sph, &c->dev, s, list_n, e)
                                  : contact_create(&c->contact, &c->dev, s, e);
     /* sph_prepare's masses (also on --resume, which takes only positions and velocities from
      * the snapshot) */
-    if (st == SPH_OK && c->sph) st = sph_set_masses(c->sph, c->hp.pos, c->hp.mass, c->hp.type, n, e);
-    if (st == SPH_OK && c->sph) grid_set_go(c->g, sph_go_buffer(c->sph));
-    if (st == SPH_OK && c->sph && sph_lists(c->sph)) {
+    if (st == SPHSIM_OK && c->sph) st = sph_set_masses(c->sph, c->hp.pos, c->hp.mass, c->hp.type, n, e);
+    if (st == SPHSIM_OK && c->sph) grid_set_go(c->g, sph_go_buffer(c->sph));
+    if (st == SPHSIM_OK && c->sph && sph_lists(c->sph)) {
         c->go_on_host = go_on_host();
         c->go_ahead = go_ahead(&c->dev);
         sph_set_swap_on_device(c->sph, !c->go_on_host);
@@ -739,24 +739,24 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     /* after the upload, before the first rebuild: the first step carries the impulses the
      * stored snapshot's next step carried (particles), or builds the lists at the skin level the
      * stored snapshot's step built them at (SPH) */
-    if (st == SPH_OK && cstate) {
+    if (st == SPHSIM_OK && cstate) {
         st = c->contact ? contact_state_restore(c->contact, &c->st, cstate, cstate_bytes, e)
                         : sph_state_restore(c->sph, cstate, cstate_bytes, e);
-        if (st == SPH_E_IO && e) {
+        if (st == SPHSIM_E_IO && e) {
             char msg[sizeof e->msg];
             memcpy(msg, e->msg, sizeof msg);
-            st = SPH_FAIL(e, SPH_E_IO, "%s: %s", o->resume_path, msg);
+            st = SPHSIM_FAIL(e, SPHSIM_E_IO, "%s: %s", o->resume_path, msg);
         }
     }
     free(cstate);
-    SPH_TRY(st);
+    SPHSIM_TRY(st);
     /* From here on the host holds only what snapshots take (staging_arrays): the id-order copy
      * drops the rest, and the two staging buffers get only those arrays (zeroed, so a field
      * the device does not hold, such as SPH radii, reads 0). */
     particles_keep(&c->hp, id_order_arrays(s));
     const int slots = staging_slots(s, n);
-    SPH_TRY(staging_alloc(c, &c->sorted, n, staging_arrays(s), &c->pinned[0], e));
-    if (slots == 2) SPH_TRY(staging_alloc(c, &c->sorted2, n, staging_arrays(s), &c->pinned[1], e));
+    SPHSIM_TRY(staging_alloc(c, &c->sorted, n, staging_arrays(s), &c->pinned[0], e));
+    if (slots == 2) SPHSIM_TRY(staging_alloc(c, &c->sorted2, n, staging_arrays(s), &c->pinned[1], e));
     else if (o->log && o->progress != PROGRESS_NONE)
         fprintf(o->log, "sphsim: one snapshot staging buffer (%.3g GB of host memory each): a snapshot waits for the "
                         "writer to finish the one before\n",
@@ -766,11 +766,11 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     iso_now(start, sizeof start);
     output_run_info ri = {SPHSIM_VERSION, c->dev.name, start};
     if (o->resume_path)
-        SPH_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
+        SPHSIM_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
     else
-        SPH_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));
+        SPHSIM_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));
     particles *staging[2] = {&c->sorted, slots == 2 ? &c->sorted2 : NULL};
-    SPH_TRY(writer_start(&c->writer, c->out, s, staging, &c->hp, o->log,
+    SPHSIM_TRY(writer_start(&c->writer, c->out, s, staging, &c->hp, o->log,
                          o->log && o->progress == PROGRESS_AUTO && isatty(fileno(o->log)), c->outside_base, e));
 
     double t0 = now_s(), last_print = 0;
@@ -785,15 +785,15 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         /* neighbour lists: rebuild or keep, decided on the device (and read by the host unless
          * SPHSIM_GO_ON_HOST=0, go_on_host); always rebuilt at a snapshot, where a resumed run
          * starts */
-        if (c->sph) SPH_TRY(sph_begin_step(c->sph, is_output, e));
+        if (c->sph) SPHSIM_TRY(sph_begin_step(c->sph, is_output, e));
         int go = 1, density_done = 0;
         if (c->go_on_host && c->go_ahead && !is_output)
-            SPH_TRY(sph_read_go_ahead(c->sph, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g),
+            SPHSIM_TRY(sph_read_go_ahead(c->sph, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g),
                                       &c->st, &go, &density_done, e));
         else if (c->go_on_host)
-            SPH_TRY(sph_read_go(c->sph, &go, e));
+            SPHSIM_TRY(sph_read_go(c->sph, &go, e));
         if (go) {
-            SPH_TRY(rebuild(c, e));
+            SPHSIM_TRY(rebuild(c, e));
         } else {
             /* the host knows this step keeps the grid: the last step's output is the sorted
              * state already, so swap instead of copying, and skip the grid kernels (on PoCL the
@@ -801,7 +801,7 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
             swap_mem(&c->st.pos, &c->st.pos_next);
             swap_mem(&c->st.vel, &c->st.vel_next);
         }
-        if (c->sph && !density_done) SPH_TRY(sph_density(c->sph, c->g, &c->st, e));
+        if (c->sph && !density_done) SPHSIM_TRY(sph_density(c->sph, c->g, &c->st, e));
         if (o->profile && t_steps0 >= 0 && step >= s->n_steps) {
             clFinish(c->dev.queue);
             r->t_steps = now_s() - t_steps0;
@@ -810,11 +810,11 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         }
         if (is_output && !(o->resume_path && step == first_step)) {
             cl_uint flags[2] = {0, 0};
-            if (c->sph) SPH_TRY(sph_sync_pairs(c->sph, &c->st, e)); /* read from the handles */
-            SPH_TRY(check_flags(c, r, last_check, step, 1, flags, e));
+            if (c->sph) SPHSIM_TRY(sph_sync_pairs(c->sph, &c->st, e)); /* read from the handles */
+            SPHSIM_TRY(check_flags(c, r, last_check, step, 1, flags, e));
             last_check = step;
-            sph_status wst = write_snapshot(c, step, flags, r, e);
-            if (wst != SPH_OK) return snapshot_failed(c, r, wst, e);
+            sphsim_status wst = write_snapshot(c, step, flags, r, e);
+            if (wst != SPHSIM_OK) return snapshot_failed(c, r, wst, e);
         }
         if (step >= s->n_steps) break;
         if (o->stop && *o->stop) break;
@@ -825,14 +825,14 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
             device_profile_idle(&c->dev, 1); /* the device's gaps between the steps' kernels */
         }
         if (c->sph)
-            SPH_TRY(sph_forces(c->sph, c->g, &c->st, e));
+            SPHSIM_TRY(sph_forces(c->sph, c->g, &c->st, e));
         else
-            SPH_TRY(contact_step(c->contact, c->g, &c->st, e));
+            SPHSIM_TRY(contact_step(c->contact, c->g, &c->st, e));
         ++step;
         r->steps++;
         if (step - last_check >= check_every) {
             cl_uint flags[2] = {0, 0};
-            SPH_TRY(check_flags(c, r, last_check, step, 0, flags, e));
+            SPHSIM_TRY(check_flags(c, r, last_check, step, 0, flags, e));
             last_check = step;
         }
         progress(c, step, first_step, t0, &last_print, 0);
@@ -844,11 +844,11 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
         device_profile_idle(&c->dev, 0);
     }
     if (c->sph) {
-        SPH_TRY(sph_list_rebuilds(c->sph, &r->list_rebuilds, e));
-        SPH_TRY(sph_list_checks(c->sph, &r->list_checks, &r->list_checks_skipped, e));
+        SPHSIM_TRY(sph_list_rebuilds(c->sph, &r->list_rebuilds, e));
+        SPHSIM_TRY(sph_list_checks(c->sph, &r->list_checks, &r->list_checks_skipped, e));
     }
-    sph_status wst = sync_writer(c, r, e); /* the last snapshots */
-    if (wst != SPH_OK) return snapshot_failed(c, r, wst, e);
+    sphsim_status wst = sync_writer(c, r, e); /* the last snapshots */
+    if (wst != SPHSIM_OK) return snapshot_failed(c, r, wst, e);
     if (o->profile) r->n_prof = device_profile(&c->dev, r->prof, 32);
     progress(c, step, first_step, t0, &last_print, 1);
     r->last_step = step;
@@ -856,14 +856,14 @@ static sph_status run(sim_ctx *c, sim_result *r, sph_error *e)
     r->wall_time = now_s() - t0;
     if (o->stop && *o->stop) {
         r->stop_signal = (int)*o->stop;
-        return SPH_FAIL(e, SPH_E_INTERRUPTED, "stopped by signal %d at step %ld (t = %.6g s); every snapshot up to "
+        return SPHSIM_FAIL(e, SPHSIM_E_INTERRUPTED, "stopped by signal %d at step %ld (t = %.6g s); every snapshot up to "
                                               "then is in %s; continue with --resume",
                         r->stop_signal, step, step * s->dt, o->resume_path ? o->resume_path : o->out_path);
     }
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status sim_run(const scene *s, const sim_options *o, sim_result *r, sph_error *e)
+sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsim_error *e)
 {
     sim_ctx c;
     memset(&c, 0, sizeof c);
@@ -871,21 +871,21 @@ sph_status sim_run(const scene *s, const sim_options *o, sim_result *r, sph_erro
     c.s = s;
     c.o = o;
     double t0 = now_s();
-    sph_status st = run(&c, r, e);
+    sphsim_status st = run(&c, r, e);
     if (r->wall_time == 0) r->wall_time = now_s() - t0;
     if (c.writer) { /* finish the snapshots in flight (also after a failure or a signal) */
-        sph_error werr;
-        sph_status wst = sync_writer(&c, r, &werr);
-        if (st == SPH_OK && wst != SPH_OK) {
+        sphsim_error werr;
+        sphsim_status wst = sync_writer(&c, r, &werr);
+        if (st == SPHSIM_OK && wst != SPHSIM_OK) {
             *e = werr;
             st = wst;
         }
         writer_stop(c.writer);
     }
-    sph_error close_err;
+    sphsim_error close_err;
     if (c.out) {
-        sph_status cst = output_close(c.out, &close_err);
-        if (st == SPH_OK && cst != SPH_OK) {
+        sphsim_status cst = output_close(c.out, &close_err);
+        if (st == SPHSIM_OK && cst != SPHSIM_OK) {
             *e = close_err;
             st = cst;
         }

@@ -55,7 +55,7 @@ typedef struct sim_result {
 
 /* The neighbour grid of scene s (lists: with SPH neighbour lists, whose cells are
  * max(cell_ratio, 1) (1 + skin) times the support radius). */
-sph_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sph_error *e);
+sphsim_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sphsim_error *e);
 
 /* Device bytes needed for n particles of scene s (estimate used by --check and before runs). */
 size_t sim_device_bytes(const scene *s);
@@ -71,7 +71,7 @@ size_t sim_host_bytes(const scene *s);
  * flags and the list of cells with fluid (unless the boxes exceed max_alloc). */
 size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc);
 
-/* Run the scene. Returns SPH_E_INTERRUPTED when stopped by a signal (r->stop_signal). */
-sph_status sim_run(const scene *s, const sim_options *o, sim_result *r, sph_error *e);
+/* Run the scene. Returns SPHSIM_E_INTERRUPTED when stopped by a signal (r->stop_signal). */
+sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsim_error *e);
 
 #endif

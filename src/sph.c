@@ -16,7 +16,7 @@ _Static_assert(SPHK_POLY6 == KERNEL_POLY6 && SPHK_CUBIC == KERNEL_CUBIC && SPHK_
                "kernel ids of sph_kernel_fns.h must equal scene_kernel");
 
 struct sph_solver {
-    sph_device *d;
+    ocl_device *d;
     sph_params params;
     cl_program prog_density, prog_forces;
     cl_kernel k_density, k_boundary, k_pressure, k_forces;
@@ -87,7 +87,7 @@ struct sph_solver {
  * kernel sum: 8.5 + 1.6 against 11.5 ms at 1.4x10^7 particles); on CPUs the build alone saved
  * less than the extra pass cost (PoCL, docs/performance.md, eighth session). Both give the same
  * densities to the bit. SPHSIM_LIST_BUILD=apart or fused overrides it (tests, benchmarks). */
-static int lists_apart_on(const sph_device *d)
+static int lists_apart_on(const ocl_device *d)
 {
     const char *v = getenv("SPHSIM_LIST_BUILD");
     if (v && !strcmp(v, "apart")) return 1;
@@ -111,7 +111,7 @@ static unsigned long env_count(const char *name, unsigned long lo, unsigned long
  * docs/performance.md), 1 on CPUs, where one work-item's loop over its cell reads them in order
  * and the kernel needs no barrier. SPHSIM_CELL_LANES (1 to 32) overrides it for benchmarks and
  * tests. */
-static int cell_lanes(const sph_device *d)
+static int cell_lanes(const ocl_device *d)
 {
     const unsigned long l = env_count("SPHSIM_CELL_LANES", 1, 32);
     return l ? (int)l : d->is_gpu ? 8 : 1;
@@ -119,14 +119,14 @@ static int cell_lanes(const sph_device *d)
 
 /* The device is a GPU under NVIDIA's own driver (not a port of its platform name): its compiler
  * takes the -cl-nv-* options, and its native functions were validated (native_math). */
-static int nvidia_gpu(const sph_device *d) { return d->is_gpu && strstr(d->platform_name, "NVIDIA") != NULL; }
+static int nvidia_gpu(const ocl_device *d) { return d->is_gpu && strstr(d->platform_name, "NVIDIA") != NULL; }
 
 /* The pair loops' square root and division as native_sqrt and native_divide
  * (kernels/sph_common.h, SPH_NATIVE_MATH): on NVIDIA's GPUs, where the developed 3D dam break
  * ran 2 % faster with them and the 2D and 3D dam breaks wrote the same files to the bit as
  * without (twenty-first session, docs/performance.md); elsewhere sqrt and /, since OpenCL leaves
  * the native functions' accuracy to the device. SPHSIM_NATIVE_MATH (0 or 1) overrides it. */
-static int native_math(const sph_device *d)
+static int native_math(const ocl_device *d)
 {
     const char *v = getenv("SPHSIM_NATIVE_MATH");
     if (v && (!strcmp(v, "0") || !strcmp(v, "1"))) return v[0] == '1';
@@ -143,7 +143,7 @@ static int native_math(const sph_device *d)
  * run too large for lists) were not timed with it. sph_forces.cl keeps its 48: caps of 40 to 44
  * made the forces loop 4-22 % slower. Registers change no arithmetic: the same file to the bit.
  * SPHSIM_DENSITY_REGS (0 for none, or 16 to 255) overrides it there, for benchmarks. */
-static unsigned density_regs(const sph_device *d)
+static unsigned density_regs(const ocl_device *d)
 {
     if (!nvidia_gpu(d)) return 0; /* other compilers don't take the option */
     const char *v = getenv("SPHSIM_DENSITY_REGS");
@@ -160,7 +160,7 @@ static unsigned density_regs(const sph_device *d)
  * had measured the same once the work-groups are spread, see sph_stride).
  * SPHSIM_SPH_LOCAL overrides it for benchmarks. sph_create lowers either to the smallest
  * CL_KERNEL_WORK_GROUP_SIZE of the SPH kernels. */
-static size_t sph_local_size(const sph_device *d)
+static size_t sph_local_size(const ocl_device *d)
 {
     const unsigned long l = env_count("SPHSIM_SPH_LOCAL", 1, 1024);
     return l ? (size_t)l : d->is_gpu ? 128 : 512;
@@ -206,8 +206,8 @@ static void set_skin_levels(sph_params *p, double skin, int levels)
         p->skin2[k] = (float)(hard * hard);
         p->skin_rel[k] = (float)full;
         const double shrink = ceil(2.0 * l_opt), grow = floor(0.25 * l_opt); /* clamped to 32 bits */
-        p->skin_shrink_age[k] = k + 1 < levels && sk > 0.0 && shrink < 4294967295.0 ? (sph_u32)shrink : 0xffffffffu;
-        p->skin_grow_age[k] = k > 0 ? (sph_u32)fmin(grow, 4294967295.0) : 0u;
+        p->skin_shrink_age[k] = k + 1 < levels && sk > 0.0 && shrink < 4294967295.0 ? (dev_u32)shrink : 0xffffffffu;
+        p->skin_grow_age[k] = k > 0 ? (dev_u32)fmin(grow, 4294967295.0) : 0u;
     }
 }
 
@@ -247,7 +247,7 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     const double d0 = SPH_WALL_D0 * s->spacing, omega = 0.5 * p->c0 / d0; /* 1/s */
     p->wall_d0 = (float)d0;
     p->wall_k = (float)(s->dt > 0.0 ? fmin(omega * omega, 1.0 / (s->dt * s->dt)) : omega * omega);
-    p->dims = (sph_u32)dims;
+    p->dims = (dev_u32)dims;
     /* sph_set_masses sets both before the first step; until then NaN, so that a step without
      * them fails (FLAG_NONFINITE) instead of running without pressure or viscosity */
     p->mass_fluid = p->mass_wall = NAN;
@@ -258,7 +258,7 @@ void sph_params_from_scene(const scene *s, sph_params *p)
 /* Skin levels on a device: all of them on GPUs, where the cost model was measured; 1 (the
  * scene's skin, as before the adaptive skin) on CPU devices, where it was not (one PoCL run of
  * the 3D dam break took 5 % longer with it). SPHSIM_SKIN_LEVELS (1-4) overrides it. */
-static int skin_levels(const sph_device *d)
+static int skin_levels(const ocl_device *d)
 {
     const char *v = getenv("SPHSIM_SKIN_LEVELS");
     if (v && v[0] >= '1' && v[0] < '1' + SPH_SKIN_LEVELS && !v[1]) return v[0] - '0';
@@ -536,16 +536,16 @@ static void *column_pass(void *arg)
  * squeezed lattice gives the density whose EOS pressure is rho0 |g| depth. Without it the fluid
  * starts at p = 0, falls, and overshoots to about twice the hydrostatic pressure. Only when gravity
  * lies along one axis; runs not touching the floor (falling fluid) are left as they are. */
-static sph_status hydrostatic_init(const scene *s, particles *p, double m, sph_error *e)
+static sphsim_status hydrostatic_init(const scene *s, particles *p, double m, sphsim_error *e)
 {
     const int dims = s->dims;
     int ga = -1;
     for (int a = 0; a < dims; ++a)
         if (s->gravity[a] != 0.0) {
-            if (ga >= 0) return SPH_OK; /* gravity not along one axis: start at p = 0 */
+            if (ga >= 0) return SPHSIM_OK; /* gravity not along one axis: start at p = 0 */
             ga = a;
         }
-    if (ga < 0 || p->n_fluid == 0) return SPH_OK;
+    if (ga < 0 || p->n_fluid == 0) return SPHSIM_OK;
     const double dir = s->gravity[ga] < 0 ? 1.0 : -1.0; /* up = dir * x[ga] */
     const double dx = s->spacing;
     const double floor_up = dir > 0 ? s->tank.min[ga] : -s->tank.max[ga];
@@ -555,7 +555,7 @@ static sph_status hydrostatic_init(const scene *s, particles *p, double m, sph_e
     for (int k = 0; k < SQUEEZE_TABLE; ++k) {
         lam[k] = 1.0 - 0.1 * k / (SQUEEZE_TABLE - 1);
         rho_of[k] = m * lattice_sum_squeezed((int)s->kernel, dims, s->h, dx, ga, lam[k]);
-        if (k > 0 && !(rho_of[k] > rho_of[k - 1])) return SPH_OK; /* not monotonic: leave unsqueezed */
+        if (k > 0 && !(rho_of[k] > rho_of[k - 1])) return SPHSIM_OK; /* not monotonic: leave unsqueezed */
     }
 
     /* The fluid particles grouped by column (a counting sort on the lattice indices across
@@ -579,7 +579,7 @@ static sph_status hydrostatic_init(const scene *s, particles *p, double m, sph_e
     /* the fluid lies in the tank, so its columns are at most the tank's: fewer than its wall
      * particles */
     if (!(width0 * width1 <= (double)p->n + 1.0))
-        return SPH_FAIL(e, SPH_E_SCENE, "fluid.blocks: the fluid spans %.3g lattice columns, more than the %zu particles",
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "fluid.blocks: the fluid spans %.3g lattice columns, more than the %zu particles",
                         width0 * width1, p->n);
     const size_t ncol = (size_t)width0 * (size_t)width1;
     size_t *col_start = calloc(ncol + 1, sizeof *col_start);
@@ -589,7 +589,7 @@ static sph_status hydrostatic_init(const scene *s, particles *p, double m, sph_e
         free(col_start);
         free(idx);
         free(col);
-        return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory for the hydrostatic initial state");
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the hydrostatic initial state");
     }
     for (unsigned j = 0; j < t; ++j) {
         memcpy(cj[j].kmin, kmin, sizeof kmin);
@@ -614,19 +614,19 @@ static sph_status hydrostatic_init(const scene *s, particles *p, double m, sph_e
     for (unsigned j = 0; j < t; ++j) failed |= jobs[j].failed;
     free(col_start);
     free(idx);
-    if (failed) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory for the hydrostatic initial state");
-    return SPH_OK;
+    if (failed) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the hydrostatic initial state");
+    return SPHSIM_OK;
 }
 
-sph_status sph_prepare(const scene *s, particles *p, sph_error *e)
+sphsim_status sph_prepare(const scene *s, particles *p, sphsim_error *e)
 {
-    if (s->dims != 2 && s->dims != 3) return SPH_FAIL(e, SPH_E_SCENE, "dimensions: expected 2 or 3, got %d", s->dims);
+    if (s->dims != 2 && s->dims != 3) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "dimensions: expected 2 or 3, got %d", s->dims);
     if (!(s->spacing > 0.0) || !(s->h > 0.0) || !(s->rest_density > 0.0))
-        return SPH_FAIL(e, SPH_E_SCENE, "fluid: spacing, smoothing length and rest density must be > 0");
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "fluid: spacing, smoothing length and rest density must be > 0");
     /* Fluid and boundary particles sit on one lattice of spacing dx; m = rho0 / sum_lattice W
      * makes the kernel sum on that lattice exactly rho0 (docs/physics.md, "particle mass"). */
     const double S = sph_lattice_sum((int)s->kernel, s->dims, s->h, s->spacing);
-    if (!(S > 0.0)) return SPH_FAIL(e, SPH_E_SCENE, "fluid.smoothing_length: the kernel sum on the lattice is zero");
+    if (!(S > 0.0)) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "fluid.smoothing_length: the kernel sum on the lattice is zero");
     const double m = s->rest_density / S;
     /* init.c spreads the wall lattice to fit the tank exactly (n_a = round(width_a / dx) cells of
      * width_a / n_a); a boundary particle's mass follows its volume so that the walls carry the
@@ -659,12 +659,12 @@ static void solver_kernels(const sph_solver *s, cl_kernel ks[SPH_KERNELS])
     memcpy(ks, all, sizeof all);
 }
 
-sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t list_n, sph_error *e)
+sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_t list_n, sphsim_error *e)
 {
     *out = NULL;
-    if (sc->dims != 2 && sc->dims != 3) return SPH_FAIL(e, SPH_E_SCENE, "dimensions: expected 2 or 3, got %d", sc->dims);
+    if (sc->dims != 2 && sc->dims != 3) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "dimensions: expected 2 or 3, got %d", sc->dims);
     sph_solver *s = calloc(1, sizeof *s);
-    if (!s) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+    if (!s) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
     s->d = d;
     s->local = sph_local_size(d);
     sph_params_from_scene(sc, &s->params);
@@ -692,7 +692,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     if (s->lists && parts == 0) {
         const unsigned cap = s->params.list_cap;
         free(s);
-        return SPH_FAIL(e, SPH_E_DEVICE, "the neighbour lists of %zu particles (%u entries each) exceed %d buffers of %.3g GB",
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "the neighbour lists of %zu particles (%u entries each) exceed %d buffers of %.3g GB",
                         list_n, cap, SPH_LIST_MAX_PARTS, d->max_alloc / 1e9);
     }
     s->cell_lanes = cell_lanes(d);
@@ -708,16 +708,16 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
     const unsigned regs = density_regs(d);
     if (regs) snprintf(dopts, sizeof dopts, "%s -cl-nv-maxrregcount=%u", opts, regs);
     else snprintf(dopts, sizeof dopts, "%s", opts);
-    sph_status st;
-    if ((st = device_build(d, "sph_density.cl", dopts, &s->prog_density, e)) != SPH_OK ||
-        (st = device_build(d, "sph_forces.cl", opts, &s->prog_forces, e)) != SPH_OK ||
-        (st = device_kernel(s->prog_density, "sph_density", &s->k_density, e)) != SPH_OK ||
-        (st = device_kernel(s->prog_density, "sph_boundary", &s->k_boundary, e)) != SPH_OK ||
-        (st = device_kernel(s->prog_density, "sph_pressure", &s->k_pressure, e)) != SPH_OK ||
-        (st = device_kernel(s->prog_forces, "sph_forces", &s->k_forces, e)) != SPH_OK ||
-        (st = device_alloc(d, sizeof s->params, "SPH parameters", &s->params_buf, e)) != SPH_OK ||
-        (st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPH_OK ||
-        (st = device_alloc(d, 4, "SPH unused argument", &s->dummy, e)) != SPH_OK) {
+    sphsim_status st;
+    if ((st = device_build(d, "sph_density.cl", dopts, &s->prog_density, e)) != SPHSIM_OK ||
+        (st = device_build(d, "sph_forces.cl", opts, &s->prog_forces, e)) != SPHSIM_OK ||
+        (st = device_kernel(s->prog_density, "sph_density", &s->k_density, e)) != SPHSIM_OK ||
+        (st = device_kernel(s->prog_density, "sph_boundary", &s->k_boundary, e)) != SPHSIM_OK ||
+        (st = device_kernel(s->prog_density, "sph_pressure", &s->k_pressure, e)) != SPHSIM_OK ||
+        (st = device_kernel(s->prog_forces, "sph_forces", &s->k_forces, e)) != SPHSIM_OK ||
+        (st = device_alloc(d, sizeof s->params, "SPH parameters", &s->params_buf, e)) != SPHSIM_OK ||
+        (st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPHSIM_OK ||
+        (st = device_alloc(d, 4, "SPH unused argument", &s->dummy, e)) != SPHSIM_OK) {
         sph_destroy(s);
         return st;
     }
@@ -729,9 +729,9 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
         const cl_uint inf = 0x7f800000u;
         const cl_uint init[SPH_LSTATE_WORDS] = {GO_REBUILD, NEED_HARD, 0, 0, 0, 0, inf, inf, 0, 0, 0, 0};
         const size_t part_n = list_part_n(list_n, parts);
-        s->params.list_part_n = (sph_u32)part_n;
+        s->params.list_part_n = (dev_u32)part_n;
         for (unsigned k = 0; k < parts; ++k)
-            if ((st = device_alloc(d, part_n * s->params.list_cap * 4, "SPH neighbour lists", &s->nl_list[k], e)) != SPH_OK) {
+            if ((st = device_alloc(d, part_n * s->params.list_cap * 4, "SPH neighbour lists", &s->nl_list[k], e)) != SPHSIM_OK) {
                 sph_destroy(s);
                 return st;
             }
@@ -739,23 +739,23 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
             s->nl_list[k] = s->dummy;
             clRetainMemObject(s->dummy);
         }
-        if ((st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_density, "sph_list_go", &s->k_list_go, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_density, "sph_list_check", &s->k_list_check, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_density, "sph_cell_refs", &s->k_cell_refs, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_density, "sph_cell_fluid", &s->k_cell_fluid, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_forces, "sph_forces_alt", &s->k_forces_alt, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_density, "sph_density_walk", &s->k_density_walk, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_density, "sph_density_kept", &s->k_density_kept, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_density, "sph_lists_build", &s->k_lists_build, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_density, "sph_density_walk_built", &s->k_density_walk_built, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_density, "sph_boundary_walk", &s->k_boundary_walk, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_forces, "sph_forces_walk", &s->k_forces_walk, e)) != SPH_OK ||
-            (st = device_kernel(s->prog_forces, "sph_forces_alt_walk", &s->k_forces_alt_walk, e)) != SPH_OK ||
-            (st = device_alloc(d, list_n * 4, "SPH neighbour counts", &s->nl_count, e)) != SPH_OK ||
-            (st = device_alloc(d, list_n * 16, "SPH list positions", &s->pos_ref, e)) != SPH_OK ||
-            (st = device_alloc(d, sizeof init, "SPH list state", &s->lstate, e)) != SPH_OK ||
-            (st = device_write(d, s->lstate, 0, sizeof init, init, e)) != SPH_OK) {
+        if ((st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_density, "sph_list_go", &s->k_list_go, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_density, "sph_list_check", &s->k_list_check, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_density, "sph_cell_refs", &s->k_cell_refs, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_density, "sph_cell_fluid", &s->k_cell_fluid, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_forces, "sph_forces_alt", &s->k_forces_alt, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_density, "sph_density_walk", &s->k_density_walk, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_density, "sph_density_kept", &s->k_density_kept, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_density, "sph_lists_build", &s->k_lists_build, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_density, "sph_density_walk_built", &s->k_density_walk_built, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_density, "sph_boundary_walk", &s->k_boundary_walk, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_forces, "sph_forces_walk", &s->k_forces_walk, e)) != SPHSIM_OK ||
+            (st = device_kernel(s->prog_forces, "sph_forces_alt_walk", &s->k_forces_alt_walk, e)) != SPHSIM_OK ||
+            (st = device_alloc(d, list_n * 4, "SPH neighbour counts", &s->nl_count, e)) != SPHSIM_OK ||
+            (st = device_alloc(d, list_n * 16, "SPH list positions", &s->pos_ref, e)) != SPHSIM_OK ||
+            (st = device_alloc(d, sizeof init, "SPH list state", &s->lstate, e)) != SPHSIM_OK ||
+            (st = device_write(d, s->lstate, 0, sizeof init, init, e)) != SPHSIM_OK) {
             sph_destroy(s);
             return st;
         }
@@ -771,7 +771,7 @@ sph_status sph_create(sph_solver **out, sph_device *d, const scene *sc, size_t l
             s->local = m;
     }
     *out = s;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 void sph_destroy(sph_solver *s)
@@ -827,18 +827,18 @@ static cl_uint sph_stride(const sph_solver *s, cl_uint n)
 }
 
 /* The list parts, arguments first .. first + SPH_LIST_MAX_PARTS - 1 of k (dummy without lists). */
-static sph_status set_list_args(sph_solver *s, cl_kernel k, cl_uint first, sph_error *e)
+static sphsim_status set_list_args(sph_solver *s, cl_kernel k, cl_uint first, sphsim_error *e)
 {
     for (cl_uint p = 0; p < SPH_LIST_MAX_PARTS; ++p) {
         cl_mem m = s->lists ? s->nl_list[p] : s->dummy;
         DEVICE_ARG(e, k, first + p, m);
     }
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* Launch an SPH kernel over n particles: one work-item each, or for a _walk kernel (the
  * particles over list_cap, usually none) a few work-groups that loop over them. */
-static sph_status run_sph_kernel(sph_solver *s, cl_kernel k, int walk, size_t n, sph_error *e)
+static sphsim_status run_sph_kernel(sph_solver *s, cl_kernel k, int walk, size_t n, sphsim_error *e)
 {
     return walk ? device_run_strided(s->d, k, n, s->local, NULL, e) : device_run1d(s->d, k, n, s->local, e);
 }
@@ -846,8 +846,8 @@ static sph_status run_sph_kernel(sph_solver *s, cl_kernel k, int walk, size_t n,
 /* sph_density and sph_boundary take the same first arguments; sph_density (`density`) also the
  * list build's outputs (it builds the lists in a rebuild step). Both take the second buffer pair
  * and the go word last. Set them on `k` and launch it. */
-static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, int walk, cl_uint n, cl_mem cell_start,
-                                    cl_mem cell_end, cl_mem grid_params_buf, dev_state *st, sph_error *e)
+static sphsim_status run_density_stage(sph_solver *s, cl_kernel k, int density, int walk, cl_uint n, cl_mem cell_start,
+                                    cl_mem cell_end, cl_mem grid_params_buf, dev_state *st, sphsim_error *e)
 {
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
@@ -858,7 +858,7 @@ static sph_status run_density_stage(sph_solver *s, cl_kernel k, int density, int
     DEVICE_ARG(e, k, 6, grid_params_buf);
     DEVICE_ARG(e, k, 7, s->params_buf);
     DEVICE_ARG(e, k, 8, st->pos_p);
-    SPH_TRY(set_list_args(s, k, 9, e));
+    SPHSIM_TRY(set_list_args(s, k, 9, e));
     cl_mem nl_count = s->lists ? s->nl_count : s->dummy;
     DEVICE_ARG(e, k, 9 + SPH_LIST_MAX_PARTS, nl_count);
     cl_mem lstate = s->lists ? s->lstate : s->dummy;
@@ -890,8 +890,8 @@ cl_mem sph_go_buffer(const sph_solver *s) { return s->lists ? s->lstate : NULL; 
 
 void sph_set_swap_on_device(sph_solver *s, int on) { s->swap_on_device = on != 0; }
 
-sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, size_t n_cells,
-                          const dev_state *st, sph_error *e)
+sphsim_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, size_t n_cells,
+                          const dev_state *st, sphsim_error *e)
 {
     const char *v = getenv("SPHSIM_LIST_CHECK");
     s->check = s->lists && !(v && !strcmp(v, "0"));
@@ -909,26 +909,26 @@ sph_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_
      * rebuilds, as before it) and without the cells' fluid flags (every cell is scanned) */
     if (!s->lists || 16.0 * (double)n_cells > (double)s->d->max_alloc) {
         s->check = 0;
-        return SPH_OK;
+        return SPHSIM_OK;
     }
     const size_t cells = n_cells ? n_cells : 1;
-    SPH_TRY(device_alloc(s->d, cells, "SPH cells' fluid flags (list build)", &s->cell_fluid, e));
-    SPH_TRY(device_alloc(s->d, 4 * cells, "SPH list of the cells with fluid (list check)", &s->wet, e));
-    SPH_TRY(device_alloc(s->d, 4, "SPH number of the cells with fluid", &s->wet_n, e));
+    SPHSIM_TRY(device_alloc(s->d, cells, "SPH cells' fluid flags (list build)", &s->cell_fluid, e));
+    SPHSIM_TRY(device_alloc(s->d, 4 * cells, "SPH list of the cells with fluid (list check)", &s->wet, e));
+    SPHSIM_TRY(device_alloc(s->d, 4, "SPH number of the cells with fluid", &s->wet_n, e));
     /* empty until a rebuild lists them (sph_list_go empties it in every step that decides one;
      * a caller that enqueues the density stage without sph_begin_step relies on this) */
     const cl_uint zero = 0;
-    SPH_TRY(device_write(s->d, s->wet_n, 0, sizeof zero, &zero, e));
+    SPHSIM_TRY(device_write(s->d, s->wet_n, 0, sizeof zero, &zero, e));
     /* new flags are filled in a rebuild, which the check reads until the next one: the next step
      * rebuilds (as a new solver's first does anyway) */
     const cl_uint hard = NEED_HARD;
-    SPH_TRY(device_write(s->d, s->lstate, sizeof hard, sizeof hard, &hard, e));
-    if (!s->check) return SPH_OK;
+    SPHSIM_TRY(device_write(s->d, s->lstate, sizeof hard, sizeof hard, &hard, e));
+    if (!s->check) return SPHSIM_OK;
     return device_alloc(s->d, 16 * cells, "SPH cell boxes (list check)", &s->check_cref, e);
 }
 
 /* sph_list_go's pass (0: the step's first decision; 1: after the check). */
-static sph_status launch_go(sph_solver *s, int force, cl_uint pass, sph_error *e)
+static sphsim_status launch_go(sph_solver *s, int force, cl_uint pass, sphsim_error *e)
 {
     const cl_uint f = force ? 1u : 0u, swap = s->swap_on_device ? 1u : 0u, check = s->check ? 1u : 0u;
     DEVICE_ARG(e, s->k_list_go, 0, s->lstate);
@@ -944,7 +944,7 @@ static sph_status launch_go(sph_solver *s, int force, cl_uint pass, sph_error *e
 
 /* The arguments both kernels of the relative-motion check take first (SPH_CHECK_ARGS in
  * kernels/sph_density.cl). */
-static sph_status set_check_args(sph_solver *s, cl_kernel k, sph_error *e)
+static sphsim_status set_check_args(sph_solver *s, cl_kernel k, sphsim_error *e)
 {
     const dev_state *st = s->check_st;
     DEVICE_ARG(e, k, 0, st->pos);
@@ -959,15 +959,15 @@ static sph_status set_check_args(sph_solver *s, cl_kernel k, sph_error *e)
     DEVICE_ARG(e, k, 9, s->cell_fluid);
     DEVICE_ARG(e, k, 10, s->wet);
     DEVICE_ARG(e, k, 11, s->wet_n);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* The relative-motion check (the cells' references, then the check) and the decision after it
  * (all return at once on the device unless the go word has GO_CHECK). every_step: launched in
  * every step, mostly to return at once (the device decides alone, or sph_read_go_ahead). */
-static sph_status launch_check(sph_solver *s, int every_step, sph_error *e)
+static sphsim_status launch_check(sph_solver *s, int every_step, sphsim_error *e)
 {
-    SPH_TRY(set_check_args(s, s->k_cell_refs, e));
+    SPHSIM_TRY(set_check_args(s, s->k_cell_refs, e));
     if (s->cell_lanes > 1) {
         /* two float4 per work-item, where the lanes of a cell join their boxes; a group for each
          * `per` cells (one trip each, up to 2^20 groups, which then loop), since with barriers in
@@ -977,40 +977,40 @@ static sph_status launch_check(sph_solver *s, int every_step, sph_error *e)
         CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 12, 2 * s->local * 4 * sizeof(cl_float), NULL));
         /* launched in every step, the groups loop (device_run_strided) */
         if (every_step)
-            SPH_TRY(device_run_strided(s->d, s->k_cell_refs, groups * s->local, s->local, NULL, e));
-        else SPH_TRY(device_launch(s->d, s->k_cell_refs, (groups < cap ? groups : cap) * s->local, s->local, NULL, e));
+            SPHSIM_TRY(device_run_strided(s->d, s->k_cell_refs, groups * s->local, s->local, NULL, e));
+        else SPHSIM_TRY(device_launch(s->d, s->k_cell_refs, (groups < cap ? groups : cap) * s->local, s->local, NULL, e));
     } else {
         CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 12, 4 * sizeof(cl_float), NULL)); /* unused */
-        SPH_TRY(device_run_strided(s->d, s->k_cell_refs, s->check_ncells, s->local, NULL, e));
+        SPHSIM_TRY(device_run_strided(s->d, s->k_cell_refs, s->check_ncells, s->local, NULL, e));
     }
     cl_kernel k = s->k_list_check;
-    SPH_TRY(set_check_args(s, k, e));
+    SPHSIM_TRY(set_check_args(s, k, e));
     CL_CHECK(e, clSetKernelArg(k, 12, s->local * sizeof(cl_float), NULL));
-    SPH_TRY(device_run_strided(s->d, k, s->check_ncells, s->local, NULL, e));
+    SPHSIM_TRY(device_run_strided(s->d, k, s->check_ncells, s->local, NULL, e));
     return launch_go(s, 0, 1, e);
 }
 
-sph_status sph_begin_step(sph_solver *s, int force, sph_error *e)
+sphsim_status sph_begin_step(sph_solver *s, int force, sphsim_error *e)
 {
-    if (!s->lists) return SPH_OK;
+    if (!s->lists) return SPHSIM_OK;
     s->no_walkers = s->known_kept = s->known_rebuild = 0; /* until sph_read_go knows */
-    SPH_TRY(launch_go(s, force, 0, e));
+    SPHSIM_TRY(launch_go(s, force, 0, e));
     /* a host that does not read the decision launches the check every step (sph_read_go
      * launches it only when the go word asks for it) */
-    if (s->check && s->swap_on_device && s->check_st->n > 0) SPH_TRY(launch_check(s, 1, e));
-    return SPH_OK;
+    if (s->check && s->swap_on_device && s->check_st->n > 0) SPHSIM_TRY(launch_check(s, 1, e));
+    return SPHSIM_OK;
 }
 
 /* The step's decision from v, lstate[0..5] as the host read it: if undecided (GO_CHECK, the
  * check not yet launched), the relative-motion check and the decision after it, read again into
  * v (*checked = 1); then *go and what the host launches for the step. Both reads of the decision
  * end here, so that no_walkers_known follows every decision. */
-static sph_status take_decision(sph_solver *s, cl_uint v[6], int *go, int *checked, sph_error *e)
+static sphsim_status take_decision(sph_solver *s, cl_uint v[6], int *go, int *checked, sphsim_error *e)
 {
     *checked = (v[0] & GO_CHECK) && !s->swap_on_device;
     if (*checked) {
-        SPH_TRY(launch_check(s, 0, e));
-        SPH_TRY(device_read(s->d, s->lstate, 0, 6 * sizeof *v, v, e));
+        SPHSIM_TRY(launch_check(s, 0, e));
+        SPHSIM_TRY(device_read(s->d, s->lstate, 0, 6 * sizeof *v, v, e));
     }
     *go = (v[0] & GO_REBUILD) != 0;
     /* a step that keeps lists without particles over list_cap launches no _walk kernels */
@@ -1020,27 +1020,27 @@ static sph_status take_decision(sph_solver *s, cl_uint v[6], int *go, int *check
     /* and so does the next step's density stage launched ahead, while these lists are kept (a
      * rebuild, whichever read decided it, counts the walkers again) */
     s->no_walkers_known = s->no_walkers;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status sph_read_go(sph_solver *s, int *go, sph_error *e)
+sphsim_status sph_read_go(sph_solver *s, int *go, sphsim_error *e)
 {
     *go = 1;
-    if (!s->lists) return SPH_OK;
+    if (!s->lists) return SPHSIM_OK;
     cl_uint v[6] = {GO_REBUILD, 0, 0, 0, 0, 1};
-    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e)); /* as fast as the go word alone */
+    SPHSIM_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e)); /* as fast as the go word alone */
     int checked;
     return take_decision(s, v, go, &checked, e);
 }
 
-sph_status sph_read_go_ahead(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                             const dev_state *st, int *go, int *done, sph_error *e)
+sphsim_status sph_read_go_ahead(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                             const dev_state *st, int *go, int *done, sphsim_error *e)
 {
     *done = 0;
     if (!s->lists || s->swap_on_device) return sph_read_go(s, go, e);
     /* the check in every step (it returns at once on the device unless the go word asks for it),
      * so that one read gets the decision */
-    if (s->check && s->check_st->n > 0) SPH_TRY(launch_check(s, 1, e));
+    if (s->check && s->check_st->n > 0) SPHSIM_TRY(launch_check(s, 1, e));
     if (!s->go_host) { /* once: page-locked memory for the read, else go_word */
         cl_int perr;
         s->go_pin = clCreateBuffer(s->d->ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, sizeof s->go_word, NULL, &perr);
@@ -1065,28 +1065,28 @@ sph_status sph_read_go_ahead(sph_solver *s, cl_mem cell_start, cl_mem cell_end, 
     s->known_rebuild = 0;
     s->no_walkers = s->no_walkers_known;
     s->ahead = 1u;
-    sph_status ast = sph_enqueue_density(s, cell_start, cell_end, grid_params_buf, &kept, e);
+    sphsim_status ast = sph_enqueue_density(s, cell_start, cell_end, grid_params_buf, &kept, e);
     s->ahead = 0u;
-    cl_int err = ast == SPH_OK ? clFlush(s->d->queue) : CL_SUCCESS;
+    cl_int err = ast == SPHSIM_OK ? clFlush(s->d->queue) : CL_SUCCESS;
     if (err == CL_SUCCESS) err = clWaitForEvents(1, &ev);
     clReleaseEvent(ev);
-    SPH_TRY(ast);
+    SPHSIM_TRY(ast);
     CL_CHECK_ERR(e, err, "reading the rebuild decision");
     cl_uint v[6];
     memcpy(v, s->go_host, sizeof v);
     /* undecided (no check ran: the kernels above returned at once) goes on as sph_read_go */
     int checked;
-    SPH_TRY(take_decision(s, v, go, &checked, e));
+    SPHSIM_TRY(take_decision(s, v, go, &checked, e));
     *done = !checked && !*go;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e)
+sphsim_status sph_sync_pairs(sph_solver *s, dev_state *st, sphsim_error *e)
 {
-    if (!s->lists || !s->swap_on_device) return SPH_OK; /* GO_ALT is never set: no read needed */
+    if (!s->lists || !s->swap_on_device) return SPHSIM_OK; /* GO_ALT is never set: no read needed */
     cl_uint g = 0;
-    SPH_TRY(device_read(s->d, s->lstate, 0, sizeof g, &g, e));
-    if (!(g & GO_ALT)) return SPH_OK;
+    SPHSIM_TRY(device_read(s->d, s->lstate, 0, sizeof g, &g, e));
+    if (!(g & GO_ALT)) return SPHSIM_OK;
     cl_mem t = st->pos;
     st->pos = st->pos_next;
     st->pos_next = t;
@@ -1097,32 +1097,32 @@ sph_status sph_sync_pairs(sph_solver *s, dev_state *st, sph_error *e)
     return device_write(s->d, s->lstate, 0, sizeof g, &g, e);
 }
 
-sph_status sph_read_check_boxes(sph_solver *s, float *boxes, size_t n_cells, sph_error *e)
+sphsim_status sph_read_check_boxes(sph_solver *s, float *boxes, size_t n_cells, sphsim_error *e)
 {
     if (!s->check_cref || n_cells != s->check_ncells)
-        return SPH_FAIL(e, SPH_E_DEVICE, "sph_read_check_boxes: %zu cells, the check has %zu%s", n_cells,
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "sph_read_check_boxes: %zu cells, the check has %zu%s", n_cells,
                         s->check_ncells, s->check_cref ? "" : " and is off");
-    SPH_TRY(device_read(s->d, s->check_cref, 0, 16 * n_cells, boxes, e));
+    SPHSIM_TRY(device_read(s->d, s->check_cref, 0, 16 * n_cells, boxes, e));
     /* the check's view: a cell the flags give no fluid reads "no fluid" (w = -1), whatever
      * an earlier grid left in its entry (sph_cell_refs writes only the cells with fluid) */
     uint8_t *flags = malloc(n_cells ? n_cells : 1);
-    if (!flags) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
-    sph_status st = device_read(s->d, s->cell_fluid, 0, n_cells, flags, e);
-    for (size_t c = 0; st == SPH_OK && c < n_cells; ++c)
+    if (!flags) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
+    sphsim_status st = device_read(s->d, s->cell_fluid, 0, n_cells, flags, e);
+    for (size_t c = 0; st == SPHSIM_OK && c < n_cells; ++c)
         if (!(flags[c] & CELL_FLUID)) boxes[4 * c + 3] = -1.0f;
     free(flags);
     return st;
 }
 
-sph_status sph_read_lists(sph_solver *s, size_t n, uint32_t *counts, uint32_t *entries, sph_error *e)
+sphsim_status sph_read_lists(sph_solver *s, size_t n, uint32_t *counts, uint32_t *entries, sphsim_error *e)
 {
     if (!s->lists || n > s->list_n)
-        return SPH_FAIL(e, SPH_E_DEVICE, "sph_read_lists: %zu particles, the lists hold %zu", n, s->list_n);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "sph_read_lists: %zu particles, the lists hold %zu", n, s->list_n);
     const size_t part_n = s->params.list_part_n, cap = s->params.list_cap;
-    SPH_TRY(device_read(s->d, s->nl_count, 0, n * sizeof *counts, counts, e));
+    SPHSIM_TRY(device_read(s->d, s->nl_count, 0, n * sizeof *counts, counts, e));
     uint32_t *part = NULL;
     size_t part_bytes = 0;
-    sph_status st = SPH_OK;
+    sphsim_status st = SPHSIM_OK;
     for (size_t i = 0; i < n; ++i) {
         const size_t p = i / part_n, ii = i % part_n;
         if (ii == 0) { /* the next part's buffer */
@@ -1130,10 +1130,10 @@ sph_status sph_read_lists(sph_solver *s, size_t n, uint32_t *counts, uint32_t *e
             part = NULL;
             CL_CHECK(e, clGetMemObjectInfo(s->nl_list[p], CL_MEM_SIZE, sizeof part_bytes, &part_bytes, NULL));
             if (!(part = malloc(part_bytes))) {
-                st = SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+                st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
                 break;
             }
-            if ((st = device_read(s->d, s->nl_list[p], 0, part_bytes, part, e)) != SPH_OK) break;
+            if ((st = device_read(s->d, s->nl_list[p], 0, part_bytes, part, e)) != SPHSIM_OK) break;
         }
         for (size_t k = 0; k < cap; ++k) {
             /* the layout of kernels/sph_common.h: four entries to a uint4 on GPUs, else one */
@@ -1145,38 +1145,38 @@ sph_status sph_read_lists(sph_solver *s, size_t n, uint32_t *counts, uint32_t *e
     return st;
 }
 
-sph_status sph_set_list_cap(sph_solver *s, unsigned cap, sph_error *e)
+sphsim_status sph_set_list_cap(sph_solver *s, unsigned cap, sphsim_error *e)
 {
     if (!s->lists || cap > s->params.list_cap)
-        return SPH_FAIL(e, SPH_E_DEVICE, "sph_set_list_cap: %u entries, the lists hold %u", cap, s->params.list_cap);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "sph_set_list_cap: %u entries, the lists hold %u", cap, s->params.list_cap);
     s->params.list_cap = cap;
     s->no_walkers = s->no_walkers_known = 0;
     /* lists built with the larger cap may now be over it: let the _walk kernels look */
     const cl_uint walkers = 1;
-    SPH_TRY(device_write(s->d, s->lstate, 5 * sizeof walkers, sizeof walkers, &walkers, e));
+    SPHSIM_TRY(device_write(s->d, s->lstate, 5 * sizeof walkers, sizeof walkers, &walkers, e));
     return device_write(s->d, s->params_buf, 0, sizeof s->params, &s->params, e);
 }
 
-sph_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, const uint8_t *type, size_t n,
-                          sph_error *e)
+sphsim_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, const uint8_t *type, size_t n,
+                          sphsim_error *e)
 {
     float m[2] = {0.0f, 0.0f}; /* fluid, wall */
     int seen[2] = {0, 0};
-    sph_u32 outside = 1; /* every wall particle outside the tank box (in some axis) */
+    dev_u32 outside = 1; /* every wall particle outside the tank box (in some axis) */
     for (size_t i = 0; i < n; ++i) {
         if (type[i] != PTYPE_FLUID && type[i] != PTYPE_BOUNDARY) continue;
         const int w = type[i] == PTYPE_BOUNDARY;
         if (w) {
             int out = 0;
-            for (sph_u32 a = 0; a < s->params.dims; ++a)
+            for (dev_u32 a = 0; a < s->params.dims; ++a)
                 out |= !(pos[4 * i + a] >= s->params.tank_min[a] && pos[4 * i + a] <= s->params.tank_max[a]);
-            outside &= (sph_u32)out;
+            outside &= (dev_u32)out;
         }
         if (!seen[w]) {
             m[w] = mass[i];
             seen[w] = 1;
         } else if (mass[i] != m[w]) {
-            return SPH_FAIL(e, SPH_E_SCENE,
+            return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                             "SPH particle masses: every %s particle must have the same mass, found %.9g and %.9g kg",
                             w ? "wall" : "fluid", (double)m[w], (double)mass[i]);
         }
@@ -1189,36 +1189,36 @@ sph_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, co
 
 /* Word k of the list state (kernels/sph_density.cl, sph_list_go), read (blocks); 0 without
  * lists. */
-static sph_status read_lstate_word(sph_solver *s, int k, long *out, sph_error *e)
+static sphsim_status read_lstate_word(sph_solver *s, int k, long *out, sphsim_error *e)
 {
     *out = 0;
-    if (!s->lists) return SPH_OK;
+    if (!s->lists) return SPHSIM_OK;
     cl_uint w = 0;
-    SPH_TRY(device_read(s->d, s->lstate, (size_t)k * sizeof w, sizeof w, &w, e));
+    SPHSIM_TRY(device_read(s->d, s->lstate, (size_t)k * sizeof w, sizeof w, &w, e));
     *out = (long)w;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sph_error *e)
+sphsim_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sphsim_error *e)
 {
     return read_lstate_word(s, 2, rebuilds, e);
 }
 
-sph_status sph_list_walkers(sph_solver *s, long *walkers, sph_error *e)
+sphsim_status sph_list_walkers(sph_solver *s, long *walkers, sphsim_error *e)
 {
     return read_lstate_word(s, 5, walkers, e);
 }
 
-sph_status sph_list_checks(sph_solver *s, long *checks, long *skipped, sph_error *e)
+sphsim_status sph_list_checks(sph_solver *s, long *checks, long *skipped, sphsim_error *e)
 {
-    SPH_TRY(read_lstate_word(s, 9, checks, e));
+    SPHSIM_TRY(read_lstate_word(s, 9, checks, e));
     return read_lstate_word(s, 10, skipped, e);
 }
 
-sph_status sph_list_level(sph_solver *s, int *level, sph_error *e)
+sphsim_status sph_list_level(sph_solver *s, int *level, sphsim_error *e)
 {
     long v = 0;
-    sph_status st = read_lstate_word(s, 4, &v, e);
+    sphsim_status st = read_lstate_word(s, 4, &v, e);
     *level = (int)v;
     return st;
 }
@@ -1228,33 +1228,33 @@ sph_status sph_list_level(sph_solver *s, int *level, sph_error *e)
 #define SPH_STATE_MAGIC 0x4c485053u /* "SPHL" */
 #define SPH_STATE_VERSION 1u
 
-sph_status sph_state_save(sph_solver *s, void **blob, size_t *bytes, sph_error *e)
+sphsim_status sph_state_save(sph_solver *s, void **blob, size_t *bytes, sphsim_error *e)
 {
     *blob = NULL;
     *bytes = 0;
-    if (!s->lists) return SPH_OK;
+    if (!s->lists) return SPHSIM_OK;
     int level = 0;
-    SPH_TRY(sph_list_level(s, &level, e));
+    SPHSIM_TRY(sph_list_level(s, &level, e));
     uint32_t *w = malloc(4 * sizeof *w);
-    if (!w) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+    if (!w) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
     w[0] = SPH_STATE_MAGIC;
     w[1] = SPH_STATE_VERSION;
     w[2] = (uint32_t)level;
     w[3] = 0;
     *blob = w;
     *bytes = 4 * sizeof *w;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
-sph_status sph_state_restore(sph_solver *s, const void *blob, size_t bytes, sph_error *e)
+sphsim_status sph_state_restore(sph_solver *s, const void *blob, size_t bytes, sphsim_error *e)
 {
-    if (!s->lists || !blob || bytes == 0) return SPH_OK;
+    if (!s->lists || !blob || bytes == 0) return SPHSIM_OK;
     uint32_t w[4];
-    if (bytes != sizeof w) return SPH_OK; /* another solver's or format's state: start cold */
+    if (bytes != sizeof w) return SPHSIM_OK; /* another solver's or format's state: start cold */
     memcpy(w, blob, sizeof w);
-    if (w[0] != SPH_STATE_MAGIC || w[1] != SPH_STATE_VERSION) return SPH_OK;
+    if (w[0] != SPH_STATE_MAGIC || w[1] != SPH_STATE_VERSION) return SPHSIM_OK;
     if (w[2] >= SPH_SKIN_LEVELS || w[3] != 0)
-        return SPH_FAIL(e, SPH_E_IO, "the stored neighbour-list state is damaged (skin level %u)", (unsigned)w[2]);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored neighbour-list state is damaged (skin level %u)", (unsigned)w[2]);
     /* a device with fewer levels (a GPU run resumed on a CPU) takes its smallest skin */
     const cl_uint level = w[2] < (uint32_t)s->skin_levels ? w[2] : (cl_uint)(s->skin_levels - 1);
     /* need = 1: the first step rebuilds, forced or not, and with the age at its largest the
@@ -1264,14 +1264,14 @@ sph_status sph_state_restore(sph_solver *s, const void *blob, size_t bytes, sph_
     return device_write(s->d, s->lstate, 0, sizeof init, init, e);
 }
 
-sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                               dev_state *st, sph_error *e)
+sphsim_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                               dev_state *st, sphsim_error *e)
 {
-    if (st->n == 0) return SPH_OK;
-    if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
+    if (st->n == 0) return SPHSIM_OK;
+    if (st->n > 0xffffffffu) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
     const cl_uint n = (cl_uint)st->n;
     if (s->lists && st->n > s->list_n)
-        return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
     cl_kernel kd = s->known_kept ? s->k_density_kept : s->k_density, kw = s->k_density_walk;
     if (s->cell_fluid && !s->known_kept) {
         /* a rebuild step (the kernel returns at once otherwise): the new grid's fluid cells */
@@ -1284,25 +1284,25 @@ sph_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end
         DEVICE_ARG(e, k, 5, s->cell_fluid);
         DEVICE_ARG(e, k, 6, s->wet);
         DEVICE_ARG(e, k, 7, s->wet_n);
-        SPH_TRY(device_run_strided(s->d, k, s->check_ncells, s->local, NULL, e));
+        SPHSIM_TRY(device_run_strided(s->d, k, s->check_ncells, s->local, NULL, e));
     }
     if (s->known_rebuild && s->lists_apart) {
         /* the lists alone, then the densities from them as in a kept step */
-        SPH_TRY(run_density_stage(s, s->k_lists_build, 1, 0, n, cell_start, cell_end, grid_params_buf, st, e));
+        SPHSIM_TRY(run_density_stage(s, s->k_lists_build, 1, 0, n, cell_start, cell_end, grid_params_buf, st, e));
         kd = s->k_density_kept;
         kw = s->k_density_walk_built;
     }
-    SPH_TRY(run_density_stage(s, kd, 1, 0, n, cell_start, cell_end, grid_params_buf, st, e));
+    SPHSIM_TRY(run_density_stage(s, kd, 1, 0, n, cell_start, cell_end, grid_params_buf, st, e));
     const int walk = s->lists && !s->no_walkers;
-    if (walk) SPH_TRY(run_density_stage(s, kw, 1, 1, n, cell_start, cell_end, grid_params_buf, st, e));
-    SPH_TRY(run_density_stage(s, s->k_boundary, 0, 0, n, cell_start, cell_end, grid_params_buf, st, e));
-    if (walk) SPH_TRY(run_density_stage(s, s->k_boundary_walk, 0, 1, n, cell_start, cell_end, grid_params_buf, st, e));
-    return SPH_OK;
+    if (walk) SPHSIM_TRY(run_density_stage(s, kw, 1, 1, n, cell_start, cell_end, grid_params_buf, st, e));
+    SPHSIM_TRY(run_density_stage(s, s->k_boundary, 0, 0, n, cell_start, cell_end, grid_params_buf, st, e));
+    if (walk) SPHSIM_TRY(run_density_stage(s, s->k_boundary_walk, 0, 1, n, cell_start, cell_end, grid_params_buf, st, e));
+    return SPHSIM_OK;
 }
 
 /* Set sph_forces' (or sph_forces_alt's) arguments on k and launch it. */
-static sph_status run_forces(sph_solver *s, cl_kernel k, int walk, cl_uint n, cl_mem cell_start, cl_mem cell_end,
-                             cl_mem grid_params_buf, dev_state *st, sph_error *e)
+static sphsim_status run_forces(sph_solver *s, cl_kernel k, int walk, cl_uint n, cl_mem cell_start, cl_mem cell_end,
+                             cl_mem grid_params_buf, dev_state *st, sphsim_error *e)
 {
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
@@ -1318,7 +1318,7 @@ static sph_status run_forces(sph_solver *s, cl_kernel k, int walk, cl_uint n, cl
     DEVICE_ARG(e, k, 11, st->flags);
     cl_mem nl_count = s->lists ? s->nl_count : s->dummy;
     cl_mem pos_ref = s->lists ? s->pos_ref : s->dummy, lstate = s->lists ? s->lstate : s->dummy;
-    SPH_TRY(set_list_args(s, k, 12, e));
+    SPHSIM_TRY(set_list_args(s, k, 12, e));
     DEVICE_ARG(e, k, 12 + SPH_LIST_MAX_PARTS, nl_count);
     DEVICE_ARG(e, k, 13 + SPH_LIST_MAX_PARTS, pos_ref);
     DEVICE_ARG(e, k, 14 + SPH_LIST_MAX_PARTS, lstate);
@@ -1327,51 +1327,51 @@ static sph_status run_forces(sph_solver *s, cl_kernel k, int walk, cl_uint n, cl
     return run_sph_kernel(s, k, walk, st->n, e);
 }
 
-sph_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                              dev_state *st, sph_error *e)
+sphsim_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
+                              dev_state *st, sphsim_error *e)
 {
-    if (st->n == 0) return SPH_OK;
-    if (st->n > 0xffffffffu) return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
+    if (st->n == 0) return SPHSIM_OK;
+    if (st->n > 0xffffffffu) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
     if (s->lists && st->n > s->list_n)
-        return SPH_FAIL(e, SPH_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "%zu particles, the neighbour lists hold %zu", st->n, s->list_n);
     const cl_uint n = (cl_uint)st->n;
     /* with lists whose pairs the device swaps, both sph_forces and sph_forces_alt (the same
      * arguments); the one whose pair the go word names runs, the other returns at once */
-    SPH_TRY(run_forces(s, s->k_forces, 0, n, cell_start, cell_end, grid_params_buf, st, e));
-    if (s->lists && s->swap_on_device) SPH_TRY(run_forces(s, s->k_forces_alt, 0, n, cell_start, cell_end, grid_params_buf, st, e));
+    SPHSIM_TRY(run_forces(s, s->k_forces, 0, n, cell_start, cell_end, grid_params_buf, st, e));
+    if (s->lists && s->swap_on_device) SPHSIM_TRY(run_forces(s, s->k_forces_alt, 0, n, cell_start, cell_end, grid_params_buf, st, e));
     const int walk = s->lists && !s->no_walkers;
-    if (walk) SPH_TRY(run_forces(s, s->k_forces_walk, 1, n, cell_start, cell_end, grid_params_buf, st, e));
+    if (walk) SPHSIM_TRY(run_forces(s, s->k_forces_walk, 1, n, cell_start, cell_end, grid_params_buf, st, e));
     if (walk && s->swap_on_device)
-        SPH_TRY(run_forces(s, s->k_forces_alt_walk, 1, n, cell_start, cell_end, grid_params_buf, st, e));
-    return SPH_OK;
+        SPHSIM_TRY(run_forces(s, s->k_forces_alt_walk, 1, n, cell_start, cell_end, grid_params_buf, st, e));
+    return SPHSIM_OK;
 }
 
-sph_status sph_enqueue(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, dev_state *st,
-                       sph_error *e)
+sphsim_status sph_enqueue(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, dev_state *st,
+                       sphsim_error *e)
 {
-    SPH_TRY(sph_enqueue_density(s, cell_start, cell_end, grid_params_buf, st, e));
+    SPHSIM_TRY(sph_enqueue_density(s, cell_start, cell_end, grid_params_buf, st, e));
     return sph_enqueue_forces(s, cell_start, cell_end, grid_params_buf, st, e);
 }
 
-sph_status sph_density(sph_solver *s, grid *g, dev_state *st, sph_error *e)
+sphsim_status sph_density(sph_solver *s, grid *g, dev_state *st, sphsim_error *e)
 {
     return sph_enqueue_density(s, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), st, e);
 }
 
-sph_status sph_forces(sph_solver *s, grid *g, dev_state *st, sph_error *e)
+sphsim_status sph_forces(sph_solver *s, grid *g, dev_state *st, sphsim_error *e)
 {
     return sph_enqueue_forces(s, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), st, e);
 }
 
-sph_status sph_step(sph_solver *s, grid *g, dev_state *st, sph_error *e)
+sphsim_status sph_step(sph_solver *s, grid *g, dev_state *st, sphsim_error *e)
 {
-    SPH_TRY(sph_density(s, g, st, e));
+    SPHSIM_TRY(sph_density(s, g, st, e));
     return sph_forces(s, g, st, e);
 }
 
-sph_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_mem pressure, sph_error *e)
+sphsim_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_mem pressure, sphsim_error *e)
 {
-    if (st->n == 0) return SPH_OK;
+    if (st->n == 0) return SPHSIM_OK;
     const cl_uint n = (cl_uint)st->n;
     cl_kernel k = s->k_pressure;
     DEVICE_ARG(e, k, 0, n);

@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-sph_status sph_fail(sph_error *e, sph_status code, const char *file, int line, const char *fmt, ...)
+sphsim_status sphsim_fail(sphsim_error *e, sphsim_status code, const char *file, int line, const char *fmt, ...)
 {
     if (!e) return code;
     e->code = code;
@@ -17,22 +17,22 @@ sph_status sph_fail(sph_error *e, sph_status code, const char *file, int line, c
     return code;
 }
 
-const char *sph_status_name(sph_status s)
+const char *sphsim_status_name(sphsim_status s)
 {
     switch (s) {
-    case SPH_OK: return "ok";
-    case SPH_E_USAGE: return "usage-error";
-    case SPH_E_SCENE: return "invalid-scene";
-    case SPH_E_IO: return "io-error";
-    case SPH_E_DEVICE: return "device-error";
-    case SPH_E_NUMERIC: return "numerical-failure";
-    case SPH_E_INTERRUPTED: return "interrupted";
-    case SPH_E_NOMEM: return "out-of-memory";
+    case SPHSIM_OK: return "ok";
+    case SPHSIM_E_USAGE: return "usage-error";
+    case SPHSIM_E_SCENE: return "invalid-scene";
+    case SPHSIM_E_IO: return "io-error";
+    case SPHSIM_E_DEVICE: return "device-error";
+    case SPHSIM_E_NUMERIC: return "numerical-failure";
+    case SPHSIM_E_INTERRUPTED: return "interrupted";
+    case SPHSIM_E_NOMEM: return "out-of-memory";
     }
     return "unknown";
 }
 
-const char *sph_cl_error_name(int err)
+const char *cl_error_name(int err)
 {
     switch (err) {
 #define N(x, v) case v: return #x;

@@ -16,8 +16,8 @@ struct snapshot_writer {
     int next_acquire;        /* slot the loop fills next */
     int next_write;          /* slot the writer takes next */
     int quit;
-    sph_status st;           /* first failure */
-    sph_error err;
+    sphsim_status st;           /* first failure */
+    sphsim_error err;
     /* set before the thread starts */
     output *out;
     const scene *s;
@@ -58,19 +58,19 @@ static long count_outside(const scene *s, const particles *p)
 
 /* Wait for the copies of one snapshot, scatter it into id order and write it; *n_outside: the
  * particles found outside the tank so far (the caller publishes it under the lock). */
-static sph_status write_one(snapshot_writer *w, particles *q, snapshot_job *job, long *n_outside,
-                            double phase_s[WRITER_PHASES], sph_error *e)
+static sphsim_status write_one(snapshot_writer *w, particles *q, snapshot_job *job, long *n_outside,
+                            double phase_s[WRITER_PHASES], sphsim_error *e)
 {
     double t = now_s(), t1;
     cl_int err = clWaitForEvents(1, &job->ready);
     if (err != CL_SUCCESS)
-        return SPH_FAIL(e, SPH_E_DEVICE, "reading a snapshot back from the device failed: %s", sph_cl_error_name(err));
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "reading a snapshot back from the device failed: %s", cl_error_name(err));
     phase_s[0] += (t1 = now_s()) - t;
     t = t1;
     if (w->s->mode == MODE_SPH && q->mass) /* SPH keeps the mass in pos.w on the device (state.h) */
         for (size_t i = 0; i < q->n; ++i) q->mass[i] = q->pos[4 * i + 3];
     particles *p = w->hp;
-    SPH_TRY(particles_scatter_by_id(q, p, e));
+    SPHSIM_TRY(particles_scatter_by_id(q, p, e));
     output_snapshot_info si = {0};
     si.time = job->time;
     si.step = job->step;
@@ -83,7 +83,7 @@ static sph_status write_one(snapshot_writer *w, particles *q, snapshot_job *job,
     *n_outside = si.n_outside;
     phase_s[1] += (t1 = now_s()) - t;
     t = t1;
-    const sph_status st = output_write_state(w->out, p, &si, job->state, job->state_bytes, e);
+    const sphsim_status st = output_write_state(w->out, p, &si, job->state, job->state_bytes, e);
     phase_s[2] += now_s() - t;
     return st;
 }
@@ -96,12 +96,12 @@ static void *writer_main(void *arg)
         const int k = w->next_write;
         while (!w->full[k] && !w->quit) pthread_cond_wait(&w->cv, &w->mu);
         if (!w->full[k]) break; /* quit with nothing left */
-        const int failed = w->st != SPH_OK;
+        const int failed = w->st != SPHSIM_OK;
         pthread_mutex_unlock(&w->mu);
 
         snapshot_job *job = &w->job[k];
-        sph_error e;
-        sph_status st = SPH_OK;
+        sphsim_error e;
+        sphsim_status st = SPHSIM_OK;
         long n_outside = w->n_outside;
         double phase_s[WRITER_PHASES] = {0};
         const double t0 = now_s();
@@ -116,8 +116,8 @@ static void *writer_main(void *arg)
         w->busy_s += busy;
         for (int ph = 0; ph < WRITER_PHASES; ++ph) w->phase_s[ph] += phase_s[ph];
         w->n_outside = n_outside;
-        if (!failed && st == SPH_OK) w->snapshots++;
-        if (st != SPH_OK && w->st == SPH_OK) {
+        if (!failed && st == SPHSIM_OK) w->snapshots++;
+        if (st != SPHSIM_OK && w->st == SPHSIM_OK) {
             w->st = st;
             w->err = e;
         }
@@ -129,12 +129,12 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-sph_status writer_start(snapshot_writer **out, output *o, const scene *s, particles *staging[2], particles *hp,
-                        FILE *log, int log_is_tty, long outside_base, sph_error *e)
+sphsim_status writer_start(snapshot_writer **out, output *o, const scene *s, particles *staging[2], particles *hp,
+                        FILE *log, int log_is_tty, long outside_base, sphsim_error *e)
 {
     *out = NULL;
     snapshot_writer *w = calloc(1, sizeof *w);
-    if (!w) return SPH_FAIL(e, SPH_E_NOMEM, "out of host memory");
+    if (!w) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
     w->staging[0] = staging[0];
     w->staging[1] = staging[1];
     w->out = o;
@@ -150,27 +150,27 @@ sph_status writer_start(snapshot_writer **out, output *o, const scene *s, partic
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
         free(w);
-        return SPH_FAIL(e, SPH_E_NOMEM, "could not start the snapshot writer thread");
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "could not start the snapshot writer thread");
     }
     *out = w;
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* The writer's first failure (under the lock). */
-static sph_status failure(snapshot_writer *w, sph_error *e)
+static sphsim_status failure(snapshot_writer *w, sphsim_error *e)
 {
-    if (w->st != SPH_OK && e) *e = w->err;
+    if (w->st != SPHSIM_OK && e) *e = w->err;
     return w->st;
 }
 
-sph_status writer_acquire(snapshot_writer *w, particles **staging, sph_error *e)
+sphsim_status writer_acquire(snapshot_writer *w, particles **staging, sphsim_error *e)
 {
     pthread_mutex_lock(&w->mu);
     const int k = w->next_acquire;
-    while (w->full[k] && w->st == SPH_OK) pthread_cond_wait(&w->cv, &w->mu);
+    while (w->full[k] && w->st == SPHSIM_OK) pthread_cond_wait(&w->cv, &w->mu);
     /* after a failure, wait for the slot anyway: its copies may still be in flight */
     while (w->full[k]) pthread_cond_wait(&w->cv, &w->mu);
-    sph_status st = failure(w, e);
+    sphsim_status st = failure(w, e);
     pthread_mutex_unlock(&w->mu);
     *staging = w->staging[k];
     return st;
@@ -187,11 +187,11 @@ void writer_submit(snapshot_writer *w, const snapshot_job *job)
     pthread_mutex_unlock(&w->mu);
 }
 
-sph_status writer_drain(snapshot_writer *w, sph_error *e)
+sphsim_status writer_drain(snapshot_writer *w, sphsim_error *e)
 {
     pthread_mutex_lock(&w->mu);
     while (w->full[0] || w->full[1]) pthread_cond_wait(&w->cv, &w->mu);
-    sph_status st = failure(w, e);
+    sphsim_status st = failure(w, e);
     pthread_mutex_unlock(&w->mu);
     return st;
 }

@@ -33,19 +33,19 @@ typedef struct snapshot_job {
  * copied into (not owned; staging[1] NULL: one buffer, which each snapshot waits for); `hp`: the host particles, id order, the writer scatters into (not
  * owned; the caller must not touch it while snapshots are in flight); `log`: warnings (may be
  * NULL); `outside_base`: particles found outside before this run (--resume). */
-sph_status writer_start(snapshot_writer **out, output *o, const scene *s, particles *staging[2], particles *hp,
-                        FILE *log, int log_is_tty, long outside_base, sph_error *e);
+sphsim_status writer_start(snapshot_writer **out, output *o, const scene *s, particles *staging[2], particles *hp,
+                        FILE *log, int log_is_tty, long outside_base, sphsim_error *e);
 
 /* The staging buffer the next snapshot goes into; waits while the writer still uses it.
  * Fails with the writer's error once a write has failed. */
-sph_status writer_acquire(snapshot_writer *w, particles **staging, sph_error *e);
+sphsim_status writer_acquire(snapshot_writer *w, particles **staging, sphsim_error *e);
 
 /* Hand the buffer returned by writer_acquire over to the writer, with its job (the writer owns
  * job->ready and job->state from here, also on failure). */
 void writer_submit(snapshot_writer *w, const snapshot_job *job);
 
 /* Wait until every submitted snapshot is written (or failed); the first failure, if any. */
-sph_status writer_drain(snapshot_writer *w, sph_error *e);
+sphsim_status writer_drain(snapshot_writer *w, sphsim_error *e);
 
 /* The parts of the writer's time (writer_counts): waiting for the copies from the device;
  * putting the particles in id order (and counting those outside the tank); writing the file

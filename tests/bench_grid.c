@@ -46,7 +46,7 @@ static double rnd01(void)
     return (double)((rng * 2685821657736338717ull) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-static int die(const sph_error *e)
+static int die(const sphsim_error *e)
 {
     fprintf(stderr, "bench_grid: %s\n", e->msg);
     return 1;
@@ -90,9 +90,9 @@ int main(int argc, char **argv)
     if (reps < 1) reps = 1;
     if (dims != 2 && dims != 3) dims = 3;
 
-    sph_device d;
-    sph_error e = {0};
-    if (device_open(&d, sel, 1, &e) != SPH_OK) return die(&e);
+    ocl_device d;
+    sphsim_error e = {0};
+    if (device_open(&d, sel, 1, &e) != SPHSIM_OK) return die(&e);
     printf("# device: %s (%s), %s\n", d.name, d.platform_name, d.version);
     printf("# dims %d, radius 2.4 dx, cell_ratio 1, %d timed rebuilds per row (median), profiling events\n", dims,
            reps);
@@ -105,7 +105,7 @@ int main(int argc, char **argv)
         const double side = dx * pow((double)n, 1.0 / dims);
         const double lo[3] = {0, 0, 0}, hi[3] = {side, side, dims == 3 ? side : 0};
         grid_params gp;
-        if (grid_geometry(dims, lo, hi, 2.4 * dx, 1.0, &gp, &e) != SPH_OK) return die(&e);
+        if (grid_geometry(dims, lo, hi, 2.4 * dx, 1.0, &gp, &e) != SPHSIM_OK) return die(&e);
         float *pos = malloc(n * 16);
         if (!pos) return 1;
         for (size_t i = 0; i < n; ++i) {
@@ -116,16 +116,16 @@ int main(int argc, char **argv)
         }
         grid *g;
         cl_mem b_pos, b_sorted;
-        if (grid_create(&g, &d, &gp, n, &e) != SPH_OK) return die(&e);
-        if (device_alloc(&d, n * 16, "positions", &b_pos, &e) != SPH_OK) return die(&e);
-        if (device_alloc(&d, n * 16, "sorted positions", &b_sorted, &e) != SPH_OK) return die(&e);
-        if (device_write(&d, b_pos, 0, n * 16, pos, &e) != SPH_OK) return die(&e);
+        if (grid_create(&g, &d, &gp, n, &e) != SPHSIM_OK) return die(&e);
+        if (device_alloc(&d, n * 16, "positions", &b_pos, &e) != SPHSIM_OK) return die(&e);
+        if (device_alloc(&d, n * 16, "sorted positions", &b_sorted, &e) != SPHSIM_OK) return die(&e);
+        if (device_write(&d, b_pos, 0, n * 16, pos, &e) != SPHSIM_OK) return die(&e);
         free(pos);
         const grid_sort_config dc = grid_sort_default_config(gp.key_bits);
         const unsigned passes = (gp.key_bits + dc.radix_bits - 1) / dc.radix_bits;
         grid_sort *s = NULL;
         if (cfg.radix_bits || cfg.wg || cfg.items) {
-            if (grid_sort_create(&s, &d, (int)gp.key64, gp.key_bits, n, &cfg, &e) != SPH_OK) return die(&e);
+            if (grid_sort_create(&s, &d, (int)gp.key64, gp.key_bits, n, &cfg, &e) != SPHSIM_OK) return die(&e);
         }
 
         for (int order = 0; order < 2; ++order) {
@@ -136,13 +136,13 @@ int main(int argc, char **argv)
             const double t_start = now_s();
             for (int rep = -1; rep < reps; ++rep) { /* rep -1: warm-up */
                 const double t0 = now_s();
-                if (grid_build(g, src, NULL, n, NULL, &e) != SPH_OK) return die(&e);
+                if (grid_build(g, src, NULL, n, NULL, &e) != SPHSIM_OK) return die(&e);
                 if (s) {
                     /* the tuned sort on the keys the grid just wrote */
                     cl_event a, b;
                     size_t kb = n * (gp.key64 ? 8 : 4);
                     clEnqueueCopyBuffer(d.queue, grid_keys(g), grid_sort_keys_in(s), 0, 0, kb, 0, NULL, NULL);
-                    if (grid_sort_run(s, n, &a, &b, &e) != SPH_OK) return die(&e);
+                    if (grid_sort_run(s, n, &a, &b, &e) != SPHSIM_OK) return die(&e);
                     clFinish(d.queue);
                     cl_ulong s0 = 0, e1 = 0;
                     if (a && b) {
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
                 clFinish(d.queue);
                 const double t1 = now_s();
                 double a, b, c;
-                if (grid_last_timing(g, &a, &b, &c, &e) != SPH_OK) return die(&e);
+                if (grid_last_timing(g, &a, &b, &c, &e) != SPHSIM_OK) return die(&e);
                 if (rep >= 0) {
                     tk[rep] = a;
                     if (!s) ts[rep] = b;
@@ -180,7 +180,7 @@ int main(int argc, char **argv)
             free(tsum);
             if (order == 0) {
                 /* positions in grid order for the "sorted" rows */
-                if (grid_gather(g, b_pos, b_sorted, 16, n, &e) != SPH_OK) return die(&e);
+                if (grid_gather(g, b_pos, b_sorted, 16, n, &e) != SPHSIM_OK) return die(&e);
                 clFinish(d.queue);
             }
         }

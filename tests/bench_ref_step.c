@@ -316,8 +316,8 @@ static int c_init(cstate *c, const scene *s, const particles *p)
         lo[a] = s->tank.min[a] - margin;
         hi[a] = s->tank.max[a] + margin;
     }
-    sph_error e;
-    if (grid_geometry(s->dims, lo, hi, s->support, s->cell_ratio, &c->gp, &e) != SPH_OK) {
+    sphsim_error e;
+    if (grid_geometry(s->dims, lo, hi, s->support, s->cell_ratio, &c->gp, &e) != SPHSIM_OK) {
         fprintf(stderr, "bench_ref_step: %s\n", e.msg);
         return -1;
     }
@@ -438,8 +438,8 @@ int main(int argc, char **argv)
 
     /* The scene's dt, then the scene with that dt fixed (what sphsim gets with --set time.dt). */
     scene s;
-    sph_error e;
-    if (scene_load(&s, scene_path, (const char *const *)sets, n_sets, &e) != SPH_OK) {
+    sphsim_error e;
+    if (scene_load(&s, scene_path, (const char *const *)sets, n_sets, &e) != SPHSIM_OK) {
         fprintf(stderr, "bench_ref_step: %s\n", e.msg);
         return 3;
     }
@@ -452,7 +452,7 @@ int main(int argc, char **argv)
     char *sets2[MAX_SETS];
     memcpy(sets2, sets, (size_t)n_sets * sizeof *sets);
     sets2[n_sets] = set_dt, sets2[n_sets + 1] = set_end, sets2[n_sets + 2] = set_out;
-    if (scene_load(&s, scene_path, (const char *const *)sets2, n_sets + 3, &e) != SPH_OK) {
+    if (scene_load(&s, scene_path, (const char *const *)sets2, n_sets + 3, &e) != SPHSIM_OK) {
         fprintf(stderr, "bench_ref_step: %s\n", e.msg);
         return 3;
     }
@@ -461,7 +461,7 @@ int main(int argc, char **argv)
         return 3;
     }
     particles p = {0};
-    if (init_generate(&s, &p, &e) != SPH_OK || sph_prepare(&s, &p, &e) != SPH_OK) {
+    if (init_generate(&s, &p, &e) != SPHSIM_OK || sph_prepare(&s, &p, &e) != SPHSIM_OK) {
         fprintf(stderr, "bench_ref_step: %s\n", e.msg);
         return 3;
     }
@@ -502,7 +502,7 @@ int main(int argc, char **argv)
         output_snapshot_info si;
         memset(&si, 0, sizeof si);
         char *json = NULL;
-        if (output_read_last(out, &d, &si, &json, &e) != SPH_OK) {
+        if (output_read_last(out, &d, &si, &json, &e) != SPHSIM_OK) {
             fprintf(stderr, "bench_ref_step: check: %s\n", e.msg);
             return 4;
         }

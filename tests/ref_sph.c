@@ -20,7 +20,7 @@ void ref_sph_grid_params(int dims, const double lo[3], const double hi[3], doubl
         if (k < dims) {
             gp->origin[k] = (float)lo[k];
             long nc = (long)ceil((hi[k] - lo[k]) / radius);
-            gp->ncell[k] = (sph_u32)(nc < 1 ? 1 : nc);
+            gp->ncell[k] = (dev_u32)(nc < 1 ? 1 : nc);
         } else {
             gp->origin[k] = 0.0f;
             gp->ncell[k] = 1;
@@ -28,7 +28,7 @@ void ref_sph_grid_params(int dims, const double lo[3], const double hi[3], doubl
         gp->n_cells *= gp->ncell[k];
     }
     gp->reach = 1;
-    gp->dims = (sph_u32)dims;
+    gp->dims = (dev_u32)dims;
 }
 
 /* Same arithmetic as grid_cell_coord in kernels/neighbours.h (float). */
@@ -256,7 +256,7 @@ void ref_sph_scene(scene *s, int dims, scene_kernel kernel, scene_eos eos_type, 
 
 /* Is lattice point (i, j, k) of the boundary shell? Coordinates x = lo + (i + 1/2) dx with i in
  * [-L, n + L) per axis; the shell is every point outside [0, n) on at least one axis. */
-sph_status ref_sph_particles(const scene *s, particles *p, sph_error *e)
+sphsim_status ref_sph_particles(const scene *s, particles *p, sphsim_error *e)
 {
     const int dims = s->dims, L = s->boundary_layers;
     const double dx = s->spacing;
@@ -268,7 +268,7 @@ sph_status ref_sph_particles(const scene *s, particles *p, sph_error *e)
     const int Lz = dims == 3 ? L : 0;
     size_t n_fluid = (size_t)nf[0] * nf[1] * nf[2];
     size_t n_shell = (size_t)(nt[0] + 2 * L) * (nt[1] + 2 * L) * (nt[2] + 2 * Lz) - (size_t)nt[0] * nt[1] * nt[2];
-    SPH_TRY(particles_alloc(p, n_fluid + n_shell, e));
+    SPHSIM_TRY(particles_alloc(p, n_fluid + n_shell, e));
     p->n_fluid = n_fluid;
     p->n_boundary = n_shell;
     const double vol = pow(dx, dims);
@@ -300,7 +300,7 @@ sph_status ref_sph_particles(const scene *s, particles *p, sph_error *e)
         p->id[i] = (uint32_t)i;
         p->rho[i] = (float)s->rest_density;
     }
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 double ref_sph_rand(uint64_t *state)

@@ -43,7 +43,7 @@ void ref_sph_scene(scene *s, int dims, scene_kernel kernel, scene_eos eos, scene
 /* Particles of that scene: fluid lattice (cell-centred from the block's min corner), then
  * `boundary_layers` layers of boundary particles outside every wall (shell covering corners) at
  * x = min - (k + 1/2) dx and max + (k + 1/2) dx. Masses: rho0 dx^dims (call sph_prepare after). */
-sph_status ref_sph_particles(const scene *s, particles *p, sph_error *e);
+sphsim_status ref_sph_particles(const scene *s, particles *p, sphsim_error *e);
 
 /* Deterministic pseudo-random numbers in [-1, 1) (xorshift64*). */
 double ref_sph_rand(uint64_t *state);

@@ -18,7 +18,7 @@
 #include "contact.h"
 #include "ref_contact.h"
 
-static sph_device dev;
+static ocl_device dev;
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -73,7 +73,7 @@ typedef struct tsys {
 
 static void tsys_init(tsys *t, const scene *s, size_t n, double cell_ratio)
 {
-    sph_error e;
+    sphsim_error e;
     memset(t, 0, sizeof *t);
     t->n = n;
     t->s = *s;
@@ -83,20 +83,20 @@ static void tsys_init(tsys *t, const scene *s, size_t n, double cell_ratio)
     gp->cell_size = (float)cell;
     gp->cell_size_inv = (float)(1.0 / cell);
     gp->radius = (float)radius;
-    gp->dims = (sph_u32)s->dims;
+    gp->dims = (dev_u32)s->dims;
     gp->n_cells = 1;
     for (int a = 0; a < 3; ++a) {
         if (a < s->dims) {
             gp->origin[a] = (float)(s->tank.min[a] - radius);
             double w = s->tank.max[a] - s->tank.min[a] + 2 * radius;
-            gp->ncell[a] = (sph_u32)ceil(w / cell);
+            gp->ncell[a] = (dev_u32)ceil(w / cell);
         } else {
             gp->origin[a] = 0;
             gp->ncell[a] = 1;
         }
         gp->n_cells *= gp->ncell[a];
     }
-    gp->reach = (sph_u32)ceil(radius / cell - 1e-9);
+    gp->reach = (dev_u32)ceil(radius / cell - 1e-9);
     size_t m = n ? n : 1;
     t->pos = calloc(4 * m, sizeof(float));
     t->vel = calloc(4 * m, sizeof(float));
@@ -115,23 +115,23 @@ static void tsys_init(tsys *t, const scene *s, size_t n, double cell_ratio)
     for (size_t i = 0; i < n; ++i) t->id[i] = t->slot_of_id[i] = (uint32_t)i;
     dev_state *st = &t->st;
     st->n = n;
-    assert_int_equal(device_alloc(&dev, m * 16, "pos", &st->pos, &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, m * 16, "vel", &st->vel, &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, m * 16, "pos_next", &st->pos_next, &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, m * 16, "vel_next", &st->vel_next, &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, m * 4, "mass", &st->mass, &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, m * 4, "radius", &st->radius, &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, m * 4, "id", &st->id, &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, m * 4, "idx", &t->idx_buf, &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, 4, "flags", &st->flags, &e), SPH_OK);
+    assert_int_equal(device_alloc(&dev, m * 16, "pos", &st->pos, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, m * 16, "vel", &st->vel, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, m * 16, "pos_next", &st->pos_next, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, m * 16, "vel_next", &st->vel_next, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, m * 4, "mass", &st->mass, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, m * 4, "radius", &st->radius, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, m * 4, "id", &st->id, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, m * 4, "idx", &t->idx_buf, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, 4, "flags", &st->flags, &e), SPHSIM_OK);
     uint32_t zero = 0;
-    assert_int_equal(device_write(&dev, st->flags, 0, 4, &zero, &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, gp->n_cells * 4, "cell_start", &t->cs_buf, &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, gp->n_cells * 4, "cell_end", &t->ce_buf, &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, sizeof *gp, "grid params", &t->gp_buf, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, t->gp_buf, 0, sizeof *gp, gp, &e), SPH_OK);
-    sph_status rc = contact_create(&t->c, &dev, s, &e);
-    if (rc != SPH_OK) fail_msg("contact_create: %s", e.msg);
+    assert_int_equal(device_write(&dev, st->flags, 0, 4, &zero, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, gp->n_cells * 4, "cell_start", &t->cs_buf, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, gp->n_cells * 4, "cell_end", &t->ce_buf, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, sizeof *gp, "grid params", &t->gp_buf, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, t->gp_buf, 0, sizeof *gp, gp, &e), SPHSIM_OK);
+    sphsim_status rc = contact_create(&t->c, &dev, s, &e);
+    if (rc != SPHSIM_OK) fail_msg("contact_create: %s", e.msg);
 }
 
 static void tsys_free(tsys *t)
@@ -181,7 +181,7 @@ static void permute1(void *a, const uint32_t *perm, size_t n, float *tmp)
  * "grid_build + gather" of sim.c. */
 static void tsys_sort_upload(tsys *t)
 {
-    sph_error e;
+    sphsim_error e;
     const grid_params *gp = &t->gp;
     size_t n = t->n;
     memset(t->cs, 0, (gp->n_cells + 1) * sizeof(uint32_t));
@@ -200,52 +200,52 @@ static void tsys_sort_upload(tsys *t)
     permute1(t->mass, t->perm, n, t->tmp);
     permute1(t->radius, t->perm, n, t->tmp);
     permute1(t->id, t->perm, n, t->tmp);
-    assert_int_equal(device_write(&dev, t->st.pos, 0, n * 16, t->pos, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, t->st.vel, 0, n * 16, t->vel, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, t->st.mass, 0, n * 4, t->mass, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, t->st.radius, 0, n * 4, t->radius, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, t->st.id, 0, n * 4, t->id, &e), SPH_OK);
+    assert_int_equal(device_write(&dev, t->st.pos, 0, n * 16, t->pos, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, t->st.vel, 0, n * 16, t->vel, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, t->st.mass, 0, n * 4, t->mass, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, t->st.radius, 0, n * 4, t->radius, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, t->st.id, 0, n * 4, t->id, &e), SPHSIM_OK);
     for (size_t i = 0; i < n; ++i) t->idx[i] = t->slot_of_id[t->id[i]];
-    assert_int_equal(device_write(&dev, t->idx_buf, 0, n * 4, t->idx, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, t->cs_buf, 0, gp->n_cells * 4, t->cs, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, t->ce_buf, 0, gp->n_cells * 4, t->ce, &e), SPH_OK);
+    assert_int_equal(device_write(&dev, t->idx_buf, 0, n * 4, t->idx, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, t->cs_buf, 0, gp->n_cells * 4, t->cs, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, t->ce_buf, 0, gp->n_cells * 4, t->ce, &e), SPHSIM_OK);
 }
 
 /* The contact step on the uploaded state; remembers its order for the next idx. */
 static void tsys_enqueue(tsys *t)
 {
-    sph_error e;
-    sph_status rc = contact_enqueue(t->c, t->cs_buf, t->ce_buf, t->gp_buf, t->idx_buf, &t->st, &e);
-    if (rc != SPH_OK) fail_msg("contact_enqueue: %s", e.msg);
+    sphsim_error e;
+    sphsim_status rc = contact_enqueue(t->c, t->cs_buf, t->ce_buf, t->gp_buf, t->idx_buf, &t->st, &e);
+    if (rc != SPHSIM_OK) fail_msg("contact_enqueue: %s", e.msg);
     for (size_t i = 0; i < t->n; ++i) t->slot_of_id[t->id[i]] = (uint32_t)i;
 }
 
 /* One step: sort + upload, contact step, read pos_next/vel_next back as the current state. */
 static void tsys_step(tsys *t)
 {
-    sph_error e;
+    sphsim_error e;
     tsys_sort_upload(t);
     tsys_enqueue(t);
-    assert_int_equal(device_read(&dev, t->st.pos_next, 0, t->n * 16, t->pos, &e), SPH_OK);
-    assert_int_equal(device_read(&dev, t->st.vel_next, 0, t->n * 16, t->vel, &e), SPH_OK);
+    assert_int_equal(device_read(&dev, t->st.pos_next, 0, t->n * 16, t->pos, &e), SPHSIM_OK);
+    assert_int_equal(device_read(&dev, t->st.vel_next, 0, t->n * 16, t->vel, &e), SPHSIM_OK);
 }
 
 /* Touching pairs of the current state (sorts and uploads it first). */
 static long tsys_count(tsys *t)
 {
-    sph_error e;
+    sphsim_error e;
     long nc = -1;
     tsys_sort_upload(t);
-    sph_status rc = contact_count_cells(t->c, t->cs_buf, t->ce_buf, t->gp_buf, &t->st, &nc, &e);
-    if (rc != SPH_OK) fail_msg("contact_count_cells: %s", e.msg);
+    sphsim_status rc = contact_count_cells(t->c, t->cs_buf, t->ce_buf, t->gp_buf, &t->st, &nc, &e);
+    if (rc != SPHSIM_OK) fail_msg("contact_count_cells: %s", e.msg);
     return nc;
 }
 
 static uint32_t tsys_flags(tsys *t)
 {
-    sph_error e;
+    sphsim_error e;
     uint32_t f = 0;
-    assert_int_equal(device_read(&dev, t->st.flags, 0, 4, &f, &e), SPH_OK);
+    assert_int_equal(device_read(&dev, t->st.flags, 0, 4, &f, &e), SPHSIM_OK);
     return f;
 }
 
@@ -567,11 +567,11 @@ static void check_pairs(int dims, double cell_ratio, size_t n)
     tsys_sort_upload(&t);
     const unsigned max_per = 64;
     uint32_t *count = calloc(n, sizeof *count), *partner = calloc(n * max_per, sizeof *partner);
-    sph_error e;
-    sph_status rc = contact_list_pairs(t.c, t.cs_buf, t.ce_buf, t.gp_buf, &t.st, max_per, count, partner, &e);
-    if (rc != SPH_OK) fail_msg("contact_list_pairs: %s", e.msg);
+    sphsim_error e;
+    sphsim_status rc = contact_list_pairs(t.c, t.cs_buf, t.ce_buf, t.gp_buf, &t.st, max_per, count, partner, &e);
+    if (rc != SPHSIM_OK) fail_msg("contact_list_pairs: %s", e.msg);
     long nc = -1;
-    assert_int_equal(contact_count_cells(t.c, t.cs_buf, t.ce_buf, t.gp_buf, &t.st, &nc, &e), SPH_OK);
+    assert_int_equal(contact_count_cells(t.c, t.cs_buf, t.ce_buf, t.gp_buf, &t.st, &nc, &e), SPHSIM_OK);
 
     double *pd = malloc(n * 4 * sizeof *pd), *rd = malloc(n * sizeof *rd);
     to_double(t.pos, pd, 4 * n);
@@ -685,31 +685,31 @@ typedef struct rgsys {
 
 static void rg_rebuild(rgsys *r)
 {
-    sph_error e;
+    sphsim_error e;
     dev_state *st = &r->st;
     size_t n = st->n;
     cl_mem t;
-    assert_int_equal(grid_build(r->g, st->pos_next, NULL, n, st->flags, &e), SPH_OK);
-    assert_int_equal(grid_gather(r->g, st->pos_next, st->pos, 16, n, &e), SPH_OK);
-    assert_int_equal(grid_gather(r->g, st->vel_next, st->vel, 16, n, &e), SPH_OK);
-    assert_int_equal(grid_gather(r->g, st->id, st->id_tmp, 4, n, &e), SPH_OK);
+    assert_int_equal(grid_build(r->g, st->pos_next, NULL, n, st->flags, &e), SPHSIM_OK);
+    assert_int_equal(grid_gather(r->g, st->pos_next, st->pos, 16, n, &e), SPHSIM_OK);
+    assert_int_equal(grid_gather(r->g, st->vel_next, st->vel, 16, n, &e), SPHSIM_OK);
+    assert_int_equal(grid_gather(r->g, st->id, st->id_tmp, 4, n, &e), SPHSIM_OK);
     t = st->id, st->id = st->id_tmp, st->id_tmp = t;
-    assert_int_equal(grid_gather(r->g, st->mass, st->mass_tmp, 4, n, &e), SPH_OK);
+    assert_int_equal(grid_gather(r->g, st->mass, st->mass_tmp, 4, n, &e), SPHSIM_OK);
     t = st->mass, st->mass = st->mass_tmp, st->mass_tmp = t;
-    assert_int_equal(grid_gather(r->g, st->radius, st->radius_tmp, 4, n, &e), SPH_OK);
+    assert_int_equal(grid_gather(r->g, st->radius, st->radius_tmp, 4, n, &e), SPHSIM_OK);
     t = st->radius, st->radius = st->radius_tmp, st->radius_tmp = t;
 }
 
 /* Read the state written by the last step into id order. */
 static void rg_read(rgsys *r, float *pos, float *vel)
 {
-    sph_error e;
+    sphsim_error e;
     size_t n = r->st.n;
     float *p = malloc(n * 16), *v = malloc(n * 16);
     uint32_t *id = malloc(n * 4);
-    assert_int_equal(device_read(&dev, r->st.pos_next, 0, n * 16, p, &e), SPH_OK);
-    assert_int_equal(device_read(&dev, r->st.vel_next, 0, n * 16, v, &e), SPH_OK);
-    assert_int_equal(device_read(&dev, r->st.id, 0, n * 4, id, &e), SPH_OK);
+    assert_int_equal(device_read(&dev, r->st.pos_next, 0, n * 16, p, &e), SPHSIM_OK);
+    assert_int_equal(device_read(&dev, r->st.vel_next, 0, n * 16, v, &e), SPHSIM_OK);
+    assert_int_equal(device_read(&dev, r->st.id, 0, n * 4, id, &e), SPHSIM_OK);
     for (size_t i = 0; i < n; ++i) {
         assert_true(id[i] < n);
         memcpy(&pos[4 * id[i]], &p[4 * i], 16);
@@ -723,7 +723,7 @@ static void rg_read(rgsys *r, float *pos, float *vel)
 static void test_real_grid(void **state)
 {
     (void)state;
-    sph_error e;
+    sphsim_error e;
     const size_t n = 400;
     const int steps = 20;
     const double lo[3] = {0, 0, 0}, hi[3] = {0.15, 0.15, 0.15}, g[3] = {0, 0, -9.81};
@@ -749,25 +749,25 @@ static void test_real_grid(void **state)
     st->n = n;
     cl_mem *bufs16[] = {&st->pos, &st->vel, &st->pos_next, &st->vel_next};
     cl_mem *bufs4[] = {&st->mass, &st->mass_tmp, &st->radius, &st->radius_tmp, &st->id, &st->id_tmp};
-    for (size_t k = 0; k < 4; ++k) assert_int_equal(device_alloc(&dev, n * 16, "state", bufs16[k], &e), SPH_OK);
-    for (size_t k = 0; k < 6; ++k) assert_int_equal(device_alloc(&dev, n * 4, "state", bufs4[k], &e), SPH_OK);
-    assert_int_equal(device_alloc(&dev, 4, "flags", &st->flags, &e), SPH_OK);
+    for (size_t k = 0; k < 4; ++k) assert_int_equal(device_alloc(&dev, n * 16, "state", bufs16[k], &e), SPHSIM_OK);
+    for (size_t k = 0; k < 6; ++k) assert_int_equal(device_alloc(&dev, n * 4, "state", bufs4[k], &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&dev, 4, "flags", &st->flags, &e), SPHSIM_OK);
     uint32_t zero = 0;
-    assert_int_equal(device_write(&dev, st->flags, 0, 4, &zero, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, st->pos_next, 0, n * 16, t.pos, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, st->vel_next, 0, n * 16, t.vel, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, st->mass, 0, n * 4, t.mass, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, st->radius, 0, n * 4, t.radius, &e), SPH_OK);
-    assert_int_equal(device_write(&dev, st->id, 0, n * 4, t.id, &e), SPH_OK);
+    assert_int_equal(device_write(&dev, st->flags, 0, 4, &zero, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, st->pos_next, 0, n * 16, t.pos, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, st->vel_next, 0, n * 16, t.vel, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, st->mass, 0, n * 4, t.mass, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, st->radius, 0, n * 4, t.radius, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&dev, st->id, 0, n * 4, t.id, &e), SPHSIM_OK);
     grid_params gp;
     double glo[3], ghi[3];
     for (int a = 0; a < 3; ++a) {
         glo[a] = lo[a] - s.support;
         ghi[a] = hi[a] + s.support;
     }
-    assert_int_equal(grid_geometry(3, glo, ghi, s.support, 1.0, &gp, &e), SPH_OK);
-    assert_int_equal(grid_create(&r.g, &dev, &gp, n, &e), SPH_OK);
-    assert_int_equal(contact_create(&r.c, &dev, &s, &e), SPH_OK);
+    assert_int_equal(grid_geometry(3, glo, ghi, s.support, 1.0, &gp, &e), SPHSIM_OK);
+    assert_int_equal(grid_create(&r.g, &dev, &gp, n, &e), SPHSIM_OK);
+    assert_int_equal(contact_create(&r.c, &dev, &s, &e), SPHSIM_OK);
 
     float *pa = malloc(n * 16), *va = malloc(n * 16), *pb = malloc(n * 16), *vb = malloc(n * 16);
     double *pd = malloc(n * 32), *rd = malloc(n * 8);
@@ -775,17 +775,17 @@ static void test_real_grid(void **state)
         /* contacts through the real grid equal the brute-force count of the same state */
         rg_rebuild(&r);
         long nc = -1;
-        assert_int_equal(contact_count(r.c, r.g, st, &nc, &e), SPH_OK);
+        assert_int_equal(contact_count(r.c, r.g, st, &nc, &e), SPHSIM_OK);
         float *ps = malloc(n * 16), *rs = malloc(n * 4);
-        assert_int_equal(device_read(&dev, st->pos, 0, n * 16, ps, &e), SPH_OK);
-        assert_int_equal(device_read(&dev, st->radius, 0, n * 4, rs, &e), SPH_OK);
+        assert_int_equal(device_read(&dev, st->pos, 0, n * 16, ps, &e), SPHSIM_OK);
+        assert_int_equal(device_read(&dev, st->radius, 0, n * 4, rs, &e), SPHSIM_OK);
         to_double(ps, pd, 4 * n);
         to_double(rs, rd, n);
         assert_int_equal(nc, ref_contact_pairs(n, pd, rd, 0, NULL));
         free(ps);
         free(rs);
-        sph_status rc = contact_step(r.c, r.g, st, &e);
-        if (rc != SPH_OK) fail_msg("contact_step: %s", e.msg);
+        sphsim_status rc = contact_step(r.c, r.g, st, &e);
+        if (rc != SPHSIM_OK) fail_msg("contact_step: %s", e.msg);
         tsys_step(&t);
         if (k == 0 || k == 1 || k == 4 || k == steps - 1) {
             rg_read(&r, pb, vb);
@@ -806,14 +806,14 @@ static void test_real_grid(void **state)
         }
     }
     uint32_t flags = 1;
-    assert_int_equal(device_read(&dev, st->flags, 0, 4, &flags, &e), SPH_OK);
+    assert_int_equal(device_read(&dev, st->flags, 0, 4, &flags, &e), SPHSIM_OK);
     assert_int_equal(flags, 0);
 
     /* a grid whose search radius cannot see touching spheres is refused */
     grid *small = NULL;
-    assert_int_equal(grid_geometry(3, glo, ghi, 0.5 * s.support, 1.0, &gp, &e), SPH_OK);
-    assert_int_equal(grid_create(&small, &dev, &gp, n, &e), SPH_OK);
-    assert_int_equal(contact_step(r.c, small, st, &e), SPH_E_SCENE);
+    assert_int_equal(grid_geometry(3, glo, ghi, 0.5 * s.support, 1.0, &gp, &e), SPHSIM_OK);
+    assert_int_equal(grid_create(&small, &dev, &gp, n, &e), SPHSIM_OK);
+    assert_int_equal(contact_step(r.c, small, st, &e), SPHSIM_E_SCENE);
     assert_non_null(strstr(e.msg, "search radius"));
     grid_destroy(small);
 
@@ -835,12 +835,12 @@ static void test_real_grid(void **state)
  * the state it wrote into pos, vel (sorted order). */
 static void state_step(tsys *t, contact_solver *c, const uint32_t *idx, float *pos, float *vel)
 {
-    sph_error e;
-    assert_int_equal(device_write(&dev, t->idx_buf, 0, t->n * 4, idx, &e), SPH_OK);
-    sph_status rc = contact_enqueue(c, t->cs_buf, t->ce_buf, t->gp_buf, t->idx_buf, &t->st, &e);
-    if (rc != SPH_OK) fail_msg("contact_enqueue: %s", e.msg);
-    assert_int_equal(device_read(&dev, t->st.pos_next, 0, t->n * 16, pos, &e), SPH_OK);
-    assert_int_equal(device_read(&dev, t->st.vel_next, 0, t->n * 16, vel, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(device_write(&dev, t->idx_buf, 0, t->n * 4, idx, &e), SPHSIM_OK);
+    sphsim_status rc = contact_enqueue(c, t->cs_buf, t->ce_buf, t->gp_buf, t->idx_buf, &t->st, &e);
+    if (rc != SPHSIM_OK) fail_msg("contact_enqueue: %s", e.msg);
+    assert_int_equal(device_read(&dev, t->st.pos_next, 0, t->n * 16, pos, &e), SPHSIM_OK);
+    assert_int_equal(device_read(&dev, t->st.vel_next, 0, t->n * 16, vel, &e), SPHSIM_OK);
 }
 
 /* --resume of the contact solver: its carried state saved after the sort (as sim.c does at a
@@ -852,7 +852,7 @@ static void state_step(tsys *t, contact_solver *c, const uint32_t *idx, float *p
 static void test_state_round_trip(void **state)
 {
     (void)state;
-    sph_error e;
+    sphsim_error e;
     const size_t n = 300;
     const double lo[3] = {0, 0, 0}, hi[3] = {0.2, 0.2, 0}, g[3] = {0, -9.81, 0};
     scene s;
@@ -882,15 +882,15 @@ static void test_state_round_trip(void **state)
 
     void *blob = NULL;
     size_t bytes = 0;
-    assert_int_equal(contact_state_save(t.c, t.idx_buf, &t.st, &blob, &bytes, &e), SPH_OK);
+    assert_int_equal(contact_state_save(t.c, t.idx_buf, &t.st, &blob, &bytes, &e), SPHSIM_OK);
     assert_non_null(blob);
     assert_true(bytes > n * 8);
     state_step(&t, t.c, perm, pa, va); /* the original solver's next step */
 
     contact_solver *cb = NULL, *cc = NULL;
-    assert_int_equal(contact_create(&cb, &dev, &s, &e), SPH_OK);
-    sph_status rc = contact_state_restore(cb, &t.st, blob, bytes, &e);
-    if (rc != SPH_OK) fail_msg("contact_state_restore: %s", e.msg);
+    assert_int_equal(contact_create(&cb, &dev, &s, &e), SPHSIM_OK);
+    sphsim_status rc = contact_state_restore(cb, &t.st, blob, bytes, &e);
+    if (rc != SPHSIM_OK) fail_msg("contact_state_restore: %s", e.msg);
     state_step(&t, cb, ident, pb, vb);
     assert_memory_equal(pa, pb, n * 16);
     assert_memory_equal(va, vb, n * 16);
@@ -898,14 +898,14 @@ static void test_state_round_trip(void **state)
     /* both carry the same into the step after (no rebuild in between: idx NULL) */
     void *blob_a = NULL, *blob_b = NULL;
     size_t bytes_a = 0, bytes_b = 0;
-    assert_int_equal(contact_state_save(t.c, NULL, &t.st, &blob_a, &bytes_a, &e), SPH_OK);
-    assert_int_equal(contact_state_save(cb, NULL, &t.st, &blob_b, &bytes_b, &e), SPH_OK);
+    assert_int_equal(contact_state_save(t.c, NULL, &t.st, &blob_a, &bytes_a, &e), SPHSIM_OK);
+    assert_int_equal(contact_state_save(cb, NULL, &t.st, &blob_b, &bytes_b, &e), SPHSIM_OK);
     assert_int_equal(bytes_a, bytes);
     assert_int_equal(bytes_b, bytes);
     assert_memory_equal(blob_a, blob_b, bytes);
 
     /* cold start: the carried impulses matter here */
-    assert_int_equal(contact_create(&cc, &dev, &s, &e), SPH_OK);
+    assert_int_equal(contact_create(&cc, &dev, &s, &e), SPHSIM_OK);
     state_step(&t, cc, ident, pc, vc);
     double dv = 0;
     for (size_t i = 0; i < 4 * n; ++i) dv = fmax(dv, fabs((double)vc[i] - va[i]));
@@ -919,19 +919,19 @@ static void test_state_round_trip(void **state)
     assert_non_null(bad);
     memcpy(bad, blob, bytes);
     bad[2] = (uint32_t)n + 1; /* header: n */
-    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPH_E_IO);
+    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "particles"));
-    assert_int_equal(contact_state_restore(cb, &t.st, blob, bytes - 4, &e), SPH_E_IO);
-    assert_int_equal(contact_state_restore(cb, &t.st, blob, 8, &e), SPH_E_IO);
+    assert_int_equal(contact_state_restore(cb, &t.st, blob, bytes - 4, &e), SPHSIM_E_IO);
+    assert_int_equal(contact_state_restore(cb, &t.st, blob, 8, &e), SPHSIM_E_IO);
     memcpy(bad, blob, bytes);
     bad[0] ^= 1u; /* header: magic */
-    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPH_E_IO);
+    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPHSIM_E_IO);
     memcpy(bad, blob, bytes);
     size_t used = 8;
     while (used < 8 + n * CONTACT_SLOTS_2D && bad[used] == 0xffffffffu) ++used; /* a filled slot */
     assert_true(used < 8 + n * CONTACT_SLOTS_2D);
     bad[used] = (uint32_t)n + 5; /* a partner id out of range */
-    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPH_E_IO);
+    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "damaged"));
     state_step(&t, cb, ident, pb, vb);
     assert_memory_equal(pc, pb, n * 16);
@@ -939,17 +939,17 @@ static void test_state_round_trip(void **state)
     /* another format version: a cold start, not an error */
     memcpy(bad, blob, bytes);
     bad[1] = 99;
-    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPH_OK);
+    assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPHSIM_OK);
     state_step(&t, cb, ident, pb, vb);
     assert_memory_equal(vc, vb, n * 16);
     /* a solver that has carried nothing saves an empty state, which restores cold */
     contact_solver *cd = NULL;
     void *blob_d = NULL;
     size_t bytes_d = 0;
-    assert_int_equal(contact_create(&cd, &dev, &s, &e), SPH_OK);
-    assert_int_equal(contact_state_save(cd, t.idx_buf, &t.st, &blob_d, &bytes_d, &e), SPH_OK);
+    assert_int_equal(contact_create(&cd, &dev, &s, &e), SPHSIM_OK);
+    assert_int_equal(contact_state_save(cd, t.idx_buf, &t.st, &blob_d, &bytes_d, &e), SPHSIM_OK);
     assert_int_equal(bytes_d, bytes); /* the same size: a file's rows have one width */
-    assert_int_equal(contact_state_restore(cb, &t.st, blob_d, bytes_d, &e), SPH_OK);
+    assert_int_equal(contact_state_restore(cb, &t.st, blob_d, bytes_d, &e), SPHSIM_OK);
     state_step(&t, cb, ident, pb, vb);
     assert_memory_equal(vc, vb, n * 16);
 
@@ -1035,10 +1035,10 @@ static void check_reference(int dims, double e_r, int iterations, size_t n)
         for (size_t k = 0; k < n * n; ++k) lam_sum += lam[k];
         ref_contact_step(&rp, n, pd, vd, md, rd, t.id, step ? lam : NULL, lam, po, vo);
 
-        sph_error e;
+        sphsim_error e;
         tsys_enqueue(&t);
-        assert_int_equal(device_read(&dev, t.st.pos_next, 0, n * 16, pf, &e), SPH_OK);
-        assert_int_equal(device_read(&dev, t.st.vel_next, 0, n * 16, vf, &e), SPH_OK);
+        assert_int_equal(device_read(&dev, t.st.pos_next, 0, n * 16, pf, &e), SPHSIM_OK);
+        assert_int_equal(device_read(&dev, t.st.vel_next, 0, n * 16, vf, &e), SPHSIM_OK);
         double ex = 0, ev = 0, moved = 0;
         for (size_t i = 0; i < n; ++i)
             for (int a = 0; a < 4; ++a) {
@@ -1125,10 +1125,10 @@ static void test_crowd(void **state)
         double p0[3], smv, ke0, p1[3], ke1;
         momentum(&t, p0, &smv, &ke0);
         ref_contact_step(&rp, n, pd, vd, md, rd, t.id, step ? lam : NULL, lam, po, vo);
-        sph_error e;
+        sphsim_error e;
         tsys_enqueue(&t);
-        assert_int_equal(device_read(&dev, t.st.pos_next, 0, n * 16, t.pos, &e), SPH_OK);
-        assert_int_equal(device_read(&dev, t.st.vel_next, 0, n * 16, t.vel, &e), SPH_OK);
+        assert_int_equal(device_read(&dev, t.st.pos_next, 0, n * 16, t.pos, &e), SPHSIM_OK);
+        assert_int_equal(device_read(&dev, t.st.vel_next, 0, n * 16, t.vel, &e), SPHSIM_OK);
         momentum(&t, p1, &smv, &ke1);
         double ex = 0, ev = 0;
         for (size_t a = 0; a < n; ++a) /* t is still in the order the step ran in */
@@ -1167,10 +1167,10 @@ static void test_reference_step(void **state)
 static int group_setup(void **state)
 {
     (void)state;
-    sph_error e;
+    sphsim_error e;
     /* SPHSIM_TEST_DEVICE picks another device (e.g. "gpu"); PoCL's CPU device by default */
     const char *sel = getenv("SPHSIM_TEST_DEVICE");
-    if (device_open(&dev, sel && *sel ? sel : "cpu", 0, &e) != SPH_OK) {
+    if (device_open(&dev, sel && *sel ? sel : "cpu", 0, &e) != SPHSIM_OK) {
         fprintf(stderr, "device_open: %s\n", e.msg);
         return -1;
     }

@@ -15,17 +15,17 @@
 static void test_open_cpu_and_axpy(void **state)
 {
     (void)state;
-    sph_device d;
-    sph_error e = {0};
-    sph_status st = device_open(&d, "cpu", 0, &e);
-    if (st != SPH_OK) fprintf(stderr, "device_open: [%s] %s:%d\n", e.msg, e.file ? e.file : "-", e.line);
-    assert_int_equal(st, SPH_OK);
+    ocl_device d;
+    sphsim_error e = {0};
+    sphsim_status st = device_open(&d, "cpu", 0, &e);
+    if (st != SPHSIM_OK) fprintf(stderr, "device_open: [%s] %s:%d\n", e.msg, e.file ? e.file : "-", e.line);
+    assert_int_equal(st, SPHSIM_OK);
     assert_false(d.is_gpu);
     assert_true(d.global_mem > 0);
     cl_program prog;
-    assert_int_equal(device_build(&d, "selftest.cl", "-DSELFTEST_OFFSET=3", &prog, &e), SPH_OK);
+    assert_int_equal(device_build(&d, "selftest.cl", "-DSELFTEST_OFFSET=3", &prog, &e), SPHSIM_OK);
     cl_kernel k;
-    assert_int_equal(device_kernel(prog, "selftest_axpy", &k, &e), SPH_OK);
+    assert_int_equal(device_kernel(prog, "selftest_axpy", &k, &e), SPHSIM_OK);
     enum { N = 1000 };
     float x[N], y[N], out[N];
     for (int i = 0; i < N; ++i) {
@@ -33,10 +33,10 @@ static void test_open_cpu_and_axpy(void **state)
         y[i] = 0.5f * (float)i;
     }
     cl_mem bx, by;
-    assert_int_equal(device_alloc(&d, sizeof x, "x", &bx, &e), SPH_OK);
-    assert_int_equal(device_alloc(&d, sizeof y, "y", &by, &e), SPH_OK);
-    assert_int_equal(device_write(&d, bx, 0, sizeof x, x, &e), SPH_OK);
-    assert_int_equal(device_write(&d, by, 0, sizeof y, y, &e), SPH_OK);
+    assert_int_equal(device_alloc(&d, sizeof x, "x", &bx, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&d, sizeof y, "y", &by, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&d, bx, 0, sizeof x, x, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&d, by, 0, sizeof y, y, &e), SPHSIM_OK);
     cl_uint n = N;
     float a = 2.0f;
     clSetKernelArg(k, 0, sizeof n, &n);
@@ -44,8 +44,8 @@ static void test_open_cpu_and_axpy(void **state)
     clSetKernelArg(k, 2, sizeof bx, &bx);
     clSetKernelArg(k, 3, sizeof by, &by);
     /* 1000 is not a multiple of 64: the kernel's guard must keep the extra items out */
-    assert_int_equal(device_run1d(&d, k, N, 64, &e), SPH_OK);
-    assert_int_equal(device_read(&d, by, 0, sizeof out, out, &e), SPH_OK);
+    assert_int_equal(device_run1d(&d, k, N, 64, &e), SPHSIM_OK);
+    assert_int_equal(device_read(&d, by, 0, sizeof out, out, &e), SPHSIM_OK);
     for (int i = 0; i < N; ++i) assert_float_equal(out[i], 2.0f * i + 0.5f * i + 3.0f + PTYPE_SPHERE, 1e-3);
     clReleaseMemObject(bx);
     clReleaseMemObject(by);
@@ -57,12 +57,12 @@ static void test_open_cpu_and_axpy(void **state)
 static void test_build_failure_has_log_and_options(void **state)
 {
     (void)state;
-    sph_device d;
-    sph_error e = {0};
-    assert_int_equal(device_open(&d, "cpu", 0, &e), SPH_OK);
+    ocl_device d;
+    sphsim_error e = {0};
+    assert_int_equal(device_open(&d, "cpu", 0, &e), SPHSIM_OK);
     cl_program prog;
     /* SELFTEST_OFFSET undefined: the build must fail and say why */
-    assert_int_equal(device_build(&d, "selftest.cl", "-DSOMETHING_ELSE=1", &prog, &e), SPH_E_DEVICE);
+    assert_int_equal(device_build(&d, "selftest.cl", "-DSOMETHING_ELSE=1", &prog, &e), SPHSIM_E_DEVICE);
     assert_non_null(strstr(e.msg, "selftest.cl"));
     assert_non_null(strstr(e.msg, "-DSOMETHING_ELSE=1"));
     assert_non_null(strstr(e.msg, "SELFTEST_OFFSET"));
@@ -72,39 +72,39 @@ static void test_build_failure_has_log_and_options(void **state)
 static void test_include_expansion(void **state)
 {
     (void)state;
-    sph_error e = {0};
+    sphsim_error e = {0};
     char *src = device_kernel_source("selftest.cl", &e);
     assert_non_null(src);
     assert_non_null(strstr(src, "#define PTYPE_SPHERE"));
     assert_null(strstr(src, "#include \"shared.h\""));
     free(src);
     assert_null(device_kernel_source("no_such_file.cl", &e));
-    assert_int_equal(e.code, SPH_E_DEVICE);
+    assert_int_equal(e.code, SPHSIM_E_DEVICE);
     assert_non_null(strstr(e.msg, "no_such_file.cl"));
 }
 
 static void test_selectors(void **state)
 {
     (void)state;
-    sph_device d;
-    sph_error e = {0};
-    assert_int_equal(device_open(&d, "0", 0, &e), SPH_OK);
+    ocl_device d;
+    sphsim_error e = {0};
+    assert_int_equal(device_open(&d, "0", 0, &e), SPHSIM_OK);
     device_close(&d);
-    assert_int_equal(device_open(&d, "999", 0, &e), SPH_E_DEVICE);
+    assert_int_equal(device_open(&d, "999", 0, &e), SPHSIM_E_DEVICE);
     assert_non_null(strstr(e.msg, "999"));
-    assert_int_equal(device_open(&d, "no-such-device-name", 0, &e), SPH_E_DEVICE);
+    assert_int_equal(device_open(&d, "no-such-device-name", 0, &e), SPHSIM_E_DEVICE);
     assert_non_null(strstr(e.msg, "no-such-device-name"));
-    assert_int_equal(device_open(&d, "portable COMPUTING", 0, &e), SPH_OK); /* PoCL platform name, any case */
+    assert_int_equal(device_open(&d, "portable COMPUTING", 0, &e), SPHSIM_OK); /* PoCL platform name, any case */
     device_close(&d);
 }
 
 static void test_error_names(void **state)
 {
     (void)state;
-    assert_string_equal(sph_cl_error_name(-5), "CL_OUT_OF_RESOURCES");
-    assert_string_equal(sph_cl_error_name(-11), "CL_BUILD_PROGRAM_FAILURE");
-    assert_string_equal(sph_cl_error_name(-12345), "CL_UNKNOWN_ERROR(-12345)");
-    assert_string_equal(sph_status_name(SPH_E_SCENE), "invalid-scene");
+    assert_string_equal(cl_error_name(-5), "CL_OUT_OF_RESOURCES");
+    assert_string_equal(cl_error_name(-11), "CL_BUILD_PROGRAM_FAILURE");
+    assert_string_equal(cl_error_name(-12345), "CL_UNKNOWN_ERROR(-12345)");
+    assert_string_equal(sphsim_status_name(SPHSIM_E_SCENE), "invalid-scene");
 }
 
 int main(void)

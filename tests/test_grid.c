@@ -17,13 +17,13 @@
 #include "../kernels/morton.h"
 #include "ref_grid.h"
 
-static sph_device dev;
-static sph_error E;
+static ocl_device dev;
+static sphsim_error E;
 
 #define OK(call)                                                                                   \
     do {                                                                                           \
-        sph_status ok_st_ = (call);                                                                \
-        if (ok_st_ != SPH_OK) fail_msg("%s failed: %s", #call, E.msg);                             \
+        sphsim_status ok_st_ = (call);                                                                \
+        if (ok_st_ != SPHSIM_OK) fail_msg("%s failed: %s", #call, E.msg);                             \
     } while (0)
 
 /* xorshift64*: the same numbers on every run. */
@@ -48,7 +48,7 @@ static int setup(void **state)
     (void)state;
     /* SPHSIM_TEST_DEVICE picks another device (e.g. "gpu"); PoCL's CPU device by default */
     const char *sel = getenv("SPHSIM_TEST_DEVICE");
-    if (device_open(&dev, sel && *sel ? sel : "cpu", 1, &E) != SPH_OK) {
+    if (device_open(&dev, sel && *sel ? sel : "cpu", 1, &E) != SPHSIM_OK) {
         fprintf(stderr, "device_open: %s\n", E.msg);
         return -1;
     }
@@ -203,18 +203,18 @@ static void test_geometry(void **state)
 
     /* too many cells per axis: rejected, naming the scene key */
     double big[3] = {3e6, 1, 0};
-    assert_int_equal(grid_geometry(2, z, big, 1.0, 1.0, &gp, &E), SPH_E_SCENE);
+    assert_int_equal(grid_geometry(2, z, big, 1.0, 1.0, &gp, &E), SPHSIM_E_SCENE);
     assert_non_null(strstr(E.msg, "grid.cell_ratio"));
     double cube[3] = {3000, 3000, 3000}; /* 2.7e10 cells: no 32-bit cell index */
-    assert_int_equal(grid_geometry(3, z, cube, 1.0, 1.0, &gp, &E), SPH_E_SCENE);
+    assert_int_equal(grid_geometry(3, z, cube, 1.0, 1.0, &gp, &E), SPHSIM_E_SCENE);
     assert_non_null(strstr(E.msg, "grid.cell_ratio"));
-    assert_int_equal(grid_geometry(3, lo, hi, 0.1, 0.0, &gp, &E), SPH_E_SCENE);
+    assert_int_equal(grid_geometry(3, lo, hi, 0.1, 0.0, &gp, &E), SPHSIM_E_SCENE);
     assert_non_null(strstr(E.msg, "grid.cell_ratio"));
-    assert_int_equal(grid_geometry(3, lo, hi, 0.1, NAN, &gp, &E), SPH_E_SCENE);
-    assert_int_equal(grid_geometry(3, lo, hi, -1.0, 1.0, &gp, &E), SPH_E_SCENE);
-    assert_int_equal(grid_geometry(4, lo, hi, 0.1, 1.0, &gp, &E), SPH_E_SCENE);
+    assert_int_equal(grid_geometry(3, lo, hi, 0.1, NAN, &gp, &E), SPHSIM_E_SCENE);
+    assert_int_equal(grid_geometry(3, lo, hi, -1.0, 1.0, &gp, &E), SPHSIM_E_SCENE);
+    assert_int_equal(grid_geometry(4, lo, hi, 0.1, 1.0, &gp, &E), SPHSIM_E_SCENE);
     const double bad_hi[3] = {-1.0, 2.0, 1.6};
-    assert_int_equal(grid_geometry(3, lo, bad_hi, 0.1, 1.0, &gp, &E), SPH_E_SCENE);
+    assert_int_equal(grid_geometry(3, lo, bad_hi, 0.1, 1.0, &gp, &E), SPHSIM_E_SCENE);
 }
 
 /* ---------------------------------------------------------------- sort */
@@ -304,7 +304,7 @@ static void test_sort_configurations(void **state)
     };
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; ++c) {
         grid_sort *probe;
-        if (grid_sort_create(&probe, &dev, 1, 40, 1, &cfgs[c], &E) != SPH_OK) {
+        if (grid_sort_create(&probe, &dev, 1, 40, 1, &cfgs[c], &E) != SPHSIM_OK) {
             assert_non_null(strstr(E.msg, "local memory")); /* only a device limit may refuse it */
             continue;
         }
@@ -317,9 +317,9 @@ static void test_sort_configurations(void **state)
     /* too many keys for the sorter */
     grid_sort *s;
     OK(grid_sort_create(&s, &dev, 0, 32, 10, NULL, &E));
-    assert_int_equal(grid_sort_run(s, 11, NULL, NULL, &E), SPH_E_DEVICE);
+    assert_int_equal(grid_sort_run(s, 11, NULL, NULL, &E), SPHSIM_E_DEVICE);
     grid_sort_destroy(s);
-    assert_int_equal(grid_sort_create(&s, &dev, 0, 33, 10, NULL, &E), SPH_E_DEVICE);
+    assert_int_equal(grid_sort_create(&s, &dev, 0, 33, 10, NULL, &E), SPHSIM_E_DEVICE);
 }
 
 /* ---------------------------------------------------------------- cell keys and table */
@@ -916,8 +916,8 @@ static void test_gather_sizes(void **state)
         clReleaseMemObject(bs);
         clReleaseMemObject(bd);
     }
-    assert_int_equal(grid_gather(g, b_pos, b_pos, 3, N, &E), SPH_E_DEVICE);
-    assert_int_equal(grid_build(g, b_pos, NULL, N + 1, NULL, &E), SPH_E_DEVICE);
+    assert_int_equal(grid_gather(g, b_pos, b_pos, 3, N, &E), SPHSIM_E_DEVICE);
+    assert_int_equal(grid_build(g, b_pos, NULL, N + 1, NULL, &E), SPHSIM_E_DEVICE);
     free(src);
     free(dst);
     clReleaseMemObject(b_pos);
@@ -929,7 +929,7 @@ static void test_gather_sizes(void **state)
  * set), the other buffer `other`, and id and type get values from `src`. With idx NULL (go
  * word 0) nothing may change; else the destination must hold src[idx[i]] and id and type
  * their gathered values. */
-static sph_status gather_state_check(grid *g, cl_mem go, uint32_t word, cl_mem pos_src, cl_mem pos_dst,
+static sphsim_status gather_state_check(grid *g, cl_mem go, uint32_t word, cl_mem pos_src, cl_mem pos_dst,
                                      const float *other, const float *src, const uint32_t *idx, int N)
 {
     const int alt = (word & GO_ALT) != 0;
@@ -962,7 +962,7 @@ static sph_status gather_state_check(grid *g, cl_mem go, uint32_t word, cl_mem p
     cl_mem all[6] = {b_vs, b_vd, b_id, b_type, b_idt, b_tt};
     for (int k = 0; k < 6; ++k) clReleaseMemObject(all[k]);
     free(id); free(id_out); free(type); free(type_out); free(out);
-    return SPH_OK;
+    return SPHSIM_OK;
 }
 
 /* The go word (grid_set_go): with 0 a build keeps the last keys, permutation and cell table

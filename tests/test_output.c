@@ -72,7 +72,7 @@ static void make_scene(scene *s, int dims, unsigned fields, long n)
 /* Known values for snapshot k. */
 static void fill_particles(particles *p, size_t n, int k, int dims)
 {
-    assert_int_equal(particles_alloc(p, n, NULL), SPH_OK);
+    assert_int_equal(particles_alloc(p, n, NULL), SPHSIM_OK);
     for (size_t i = 0; i < n; ++i) {
         p->pos[4 * i + 0] = 0.1f * (float)i + (float)k;
         p->pos[4 * i + 1] = 0.2f * (float)i - 0.5f * (float)k;
@@ -155,9 +155,9 @@ static void write_run(const char *path, int dims, unsigned fields, size_t n, int
     make_scene(&s, dims, fields, (long)n);
     output_run_info ri = {"9.9.9-test", "Test Device", "2024-01-02T03:04:05Z"};
     output *o = NULL;
-    sph_error e;
-    sph_status st = output_open(&o, path, overwrite, &s, &ri, &e);
-    if (st != SPH_OK) fail_msg("output_open: %s", e.msg);
+    sphsim_error e;
+    sphsim_status st = output_open(&o, path, overwrite, &s, &ri, &e);
+    if (st != SPHSIM_OK) fail_msg("output_open: %s", e.msg);
     if (g_block_rows) output_set_block_rows(o, g_block_rows);
     for (int k = 0; k < nsnap; ++k) {
         particles p;
@@ -165,9 +165,9 @@ static void write_run(const char *path, int dims, unsigned fields, size_t n, int
         output_snapshot_info si = {0.1 * k, 1000L * k, k == 1 ? 7 : -1, k, NULL};
         st = output_write(o, &p, &si, &e);
         particles_free(&p);
-        if (st != SPH_OK) fail_msg("output_write %d: %s", k, e.msg);
+        if (st != SPHSIM_OK) fail_msg("output_write %d: %s", k, e.msg);
     }
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
 }
 
 /* ------------------------------------------------------------------ HDF5 read helpers */
@@ -566,9 +566,9 @@ static void test_refuse_overwrite(void **state)
     scene s;
     make_scene(&s, 3, 0, 3);
     output *o = NULL;
-    sph_error e;
+    sphsim_error e;
     memset(&e, 0, sizeof e);
-    assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPH_E_IO);
+    assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPHSIM_E_IO);
     assert_null(o);
     assert_non_null(strstr(e.msg, "--overwrite"));
     assert_non_null(strstr(e.msg, path));
@@ -578,14 +578,14 @@ static void test_refuse_overwrite(void **state)
     H5Fclose(f);
     /* only the sidecar exists: still refused */
     assert_int_equal(unlink(path), 0);
-    assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPH_E_IO);
+    assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, xmf));
     assert_non_null(strstr(e.msg, "--overwrite"));
     assert_int_not_equal(access(path, F_OK), 0);
     /* with overwrite: a fresh file with no snapshot and a sidecar with none */
     write_run(path, 3, 0, 3, 2, 0 + 1);
-    assert_int_equal(output_open(&o, path, 1, &s, NULL, &e), SPH_OK);
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_open(&o, path, 1, &s, NULL, &e), SPHSIM_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
     f = open_ro(path);
     assert_int_equal(read_attr_i64(f, "/VTKHDF/Steps", "NSteps"), 0);
     /* no snapshot yet: an empty part (a valid, empty PolyData for VTK) */
@@ -630,22 +630,22 @@ static void test_read_last_and_append(void **state)
     make_scene(&s, 3, 0xffu, (long)n);
     output_run_info ri = {"1.0", "Dev A", "2024-01-01T00:00:00Z"};
     output *o = NULL;
-    sph_error e;
-    assert_int_equal(output_open(&o, path, 0, &s, &ri, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(output_open(&o, path, 0, &s, &ri, &e), SPHSIM_OK);
     uint32_t orders[3][6] = {{5, 4, 3, 2, 1, 0}, {1, 0, 3, 2, 5, 4}, {2, 3, 4, 5, 0, 1}};
     for (int k = 0; k < 3; ++k) {
         particles p;
         fill_particles(&p, n, k, 3);
         output_snapshot_info si = {0.5 * k, 10L * k, -1, 2 * k, orders[k]};
-        assert_int_equal(output_write(o, &p, &si, &e), SPH_OK);
+        assert_int_equal(output_write(o, &p, &si, &e), SPHSIM_OK);
         particles_free(&p);
     }
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
 
     particles last, want;
     output_snapshot_info si;
     char *json = NULL;
-    assert_int_equal(output_read_last(path, &last, &si, &json, &e), SPH_OK);
+    assert_int_equal(output_read_last(path, &last, &si, &json, &e), SPHSIM_OK);
     fill_particles(&want, n, 2, 3);
     expect_particles_equal(&last, &want);
     assert_int_equal(last.n_fluid + last.n_boundary + last.n_spheres, n);
@@ -665,13 +665,13 @@ static void test_read_last_and_append(void **state)
 
     /* append one more */
     output_run_info ri2 = {"1.1", "Dev B", "2024-02-02T00:00:00Z"};
-    assert_int_equal(output_open_append(&o, path, &s, &ri2, &e), SPH_OK);
+    assert_int_equal(output_open_append(&o, path, &s, &ri2, &e), SPHSIM_OK);
     particles p;
     fill_particles(&p, n, 3, 3);
     output_snapshot_info s3 = {1.5, 30, -1, 6, NULL};
-    assert_int_equal(output_write(o, &p, &s3, &e), SPH_OK);
+    assert_int_equal(output_write(o, &p, &s3, &e), SPHSIM_OK);
     particles_free(&p);
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
 
     hid_t f = open_ro(path);
     assert_int_equal(read_attr_i64(f, "/VTKHDF/Steps", "NSteps"), 4);
@@ -691,7 +691,7 @@ static void test_read_last_and_append(void **state)
     free(dev);
     H5Fclose(f);
 
-    assert_int_equal(output_read_last(path, &last, &si, NULL, &e), SPH_OK);
+    assert_int_equal(output_read_last(path, &last, &si, NULL, &e), SPHSIM_OK);
     fill_particles(&want, n, 3, 3);
     expect_particles_equal(&last, &want);
     assert_true(si.time == 1.5);
@@ -748,8 +748,8 @@ static void test_uncommitted_rows(void **state)
 
     particles last;
     output_snapshot_info si;
-    sph_error e;
-    assert_int_equal(output_read_last(path, &last, &si, NULL, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(output_read_last(path, &last, &si, NULL, &e), SPHSIM_OK);
     assert_true(si.time == 0.1);
     particles want;
     fill_particles(&want, n, 1, 3);
@@ -762,8 +762,8 @@ static void test_uncommitted_rows(void **state)
     make_scene(&s, 3, 0xffu, (long)n);
     output *o = NULL;
     /* reopening cuts the uncommitted rows even if nothing more is written */
-    assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPH_OK);
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPHSIM_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
     f = open_ro(path);
     hsize_t d0, d1;
     double *v = read_all(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, &d0, &d1);
@@ -773,13 +773,13 @@ static void test_uncommitted_rows(void **state)
     assert_int_equal(d0, 2 * n);
     free(pts);
     H5Fclose(f);
-    assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPH_OK);
+    assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPHSIM_OK);
     particles p;
     fill_particles(&p, n, 7, 3);
     output_snapshot_info s2 = {0.7, 7000, -1, 0, NULL};
-    assert_int_equal(output_write(o, &p, &s2, &e), SPH_OK);
+    assert_int_equal(output_write(o, &p, &s2, &e), SPHSIM_OK);
     particles_free(&p);
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
     f = open_ro(path);
     assert_int_equal(read_attr_i64(f, "/VTKHDF/Steps", "NSteps"), 3);
     v = read_all(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, &d0, &d1);
@@ -812,8 +812,8 @@ static void test_values_one_short(void **state)
 
     particles last, want;
     output_snapshot_info si;
-    sph_error e;
-    assert_int_equal(output_read_last(path, &last, &si, NULL, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(output_read_last(path, &last, &si, NULL, &e), SPHSIM_OK);
     assert_true(si.time == 0.2);
     assert_int_equal(si.step, 2000);
     fill_particles(&want, n, 2, 3);
@@ -825,8 +825,8 @@ static void test_values_one_short(void **state)
     scene s;
     make_scene(&s, 3, 0xffu, (long)n);
     output *o = NULL;
-    assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPH_OK);
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPHSIM_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
     f = open_ro(path);
     hsize_t d0, d1;
     double *v = read_all(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, &d0, &d1);
@@ -855,17 +855,17 @@ static void test_large_scene_json(void **state)
     s.source_json = json;
     s.resolved_json = json;
     output *o = NULL;
-    sph_error e;
-    assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPHSIM_OK);
     particles p;
     fill_particles(&p, 2, 0, 2);
     output_snapshot_info si = {0, 0, -1, 0, NULL};
-    assert_int_equal(output_write(o, &p, &si, &e), SPH_OK);
+    assert_int_equal(output_write(o, &p, &si, &e), SPHSIM_OK);
     particles_free(&p);
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
     particles last;
     char *back = NULL;
-    assert_int_equal(output_read_last(path, &last, &si, &back, &e), SPH_OK);
+    assert_int_equal(output_read_last(path, &last, &si, &back, &e), SPHSIM_OK);
     assert_non_null(back);
     assert_int_equal(strlen(back), len);
     assert_string_equal(back, json);
@@ -883,18 +883,18 @@ static void test_particle_count_fixed(void **state)
     scene s;
     make_scene(&s, 2, 0, 3);
     output *o = NULL;
-    sph_error e;
-    assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPHSIM_OK);
     particles p;
     fill_particles(&p, 3, 0, 2);
     output_snapshot_info si = {0, 0, -1, 0, NULL};
-    assert_int_equal(output_write(o, &p, &si, &e), SPH_OK);
+    assert_int_equal(output_write(o, &p, &si, &e), SPHSIM_OK);
     particles_free(&p);
     fill_particles(&p, 4, 1, 2);
-    assert_int_equal(output_write(o, &p, &si, &e), SPH_E_IO);
+    assert_int_equal(output_write(o, &p, &si, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "particle count"));
     particles_free(&p);
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
     hid_t f = open_ro(path);
     assert_int_equal(read_attr_i64(f, "/VTKHDF/Steps", "NSteps"), 1);
     H5Fclose(f);
@@ -907,26 +907,26 @@ static void test_read_last_errors(void **state)
     path_in(path, sizeof path, "missing.h5");
     particles p;
     output_snapshot_info si;
-    sph_error e;
+    sphsim_error e;
     char *json = NULL;
-    assert_int_equal(output_read_last(path, &p, &si, &json, &e), SPH_E_IO);
+    assert_int_equal(output_read_last(path, &p, &si, &json, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, path));
     assert_null(json);
     /* a file with no snapshot */
     path_in(path, sizeof path, "empty.h5");
     write_run(path, 3, 0, 3, 0, 0);
-    assert_int_equal(output_read_last(path, &p, &si, &json, &e), SPH_E_IO);
+    assert_int_equal(output_read_last(path, &p, &si, &json, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "no completed snapshot"));
     /* an HDF5 file that is not a sphsim output */
     path_in(path, sizeof path, "other.h5");
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     H5Fclose(f);
-    assert_int_equal(output_read_last(path, &p, &si, &json, &e), SPH_E_IO);
+    assert_int_equal(output_read_last(path, &p, &si, &json, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "not a readable sphsim output"));
     output *o = NULL;
     scene s;
     make_scene(&s, 3, 0, 3);
-    assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPH_E_IO);
+    assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPHSIM_E_IO);
     assert_null(o);
 }
 
@@ -937,10 +937,10 @@ static void test_unwritable(void **state)
     scene s;
     make_scene(&s, 3, 0, 3);
     output *o = NULL;
-    sph_error e;
+    sphsim_error e;
     /* a directory that does not exist */
     path_in(path, sizeof path, "no/such/dir/out.h5");
-    assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPH_E_IO);
+    assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPHSIM_E_IO);
     assert_null(o);
     assert_non_null(strstr(e.msg, "cannot create output file"));
     assert_non_null(strstr(e.msg, "No such file or directory"));
@@ -956,7 +956,7 @@ static void test_unwritable(void **state)
     if (!mounted) assert_int_equal(chmod(ro, 0555), 0);
     snprintf(path, sizeof path, "%s/out.h5", ro);
     if (mounted || geteuid() != 0) {
-        assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPH_E_IO);
+        assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPHSIM_E_IO);
         assert_null(o);
         assert_non_null(strstr(e.msg, "cannot create output file"));
         assert_true(strstr(e.msg, "Read-only file system") || strstr(e.msg, "Permission denied"));
@@ -969,27 +969,27 @@ static void test_unwritable(void **state)
 }
 
 /* Write snapshots until one fails; returns the number written; the failure message in e. */
-static int write_until_failure(const char *path, size_t n, int max, sph_error *e, sph_status *fail_st,
+static int write_until_failure(const char *path, size_t n, int max, sphsim_error *e, sphsim_status *fail_st,
                                const struct rlimit *restore)
 {
     scene s;
     make_scene(&s, 3, 0xffu, (long)n);
     output *o = NULL;
     *fail_st = output_open(&o, path, 0, &s, NULL, e);
-    if (*fail_st != SPH_OK) return -1;
+    if (*fail_st != SPHSIM_OK) return -1;
     int k = 0;
     for (; k < max; ++k) {
         particles p;
         fill_particles(&p, n, k, 3);
         output_snapshot_info si = {0.1 * k, k, -1, 0, NULL};
-        sph_status st = output_write(o, &p, &si, e);
+        sphsim_status st = output_write(o, &p, &si, e);
         particles_free(&p);
-        if (st != SPH_OK) {
+        if (st != SPHSIM_OK) {
             *fail_st = st;
             /* the output refuses anything more */
-            sph_error e2;
+            sphsim_error e2;
             fill_particles(&p, n, k, 3);
-            assert_int_equal(output_write(o, &p, &si, &e2), SPH_E_IO);
+            assert_int_equal(output_write(o, &p, &si, &e2), SPHSIM_E_IO);
             if (!strstr(e->msg, "could not reserve")) /* failed inside HDF5, not refused before */
                 assert_non_null(strstr(e2.msg, "unusable after an earlier write error"));
             particles_free(&p);
@@ -1000,8 +1000,8 @@ static int write_until_failure(const char *path, size_t n, int max, sph_error *e
      * RLIMIT_FSIZE limits too: lift the limit first (sphsim itself would have been killed by
      * SIGXFSZ at the first write past the limit: that is the SIGKILL case). */
     if (restore) assert_int_equal(setrlimit(RLIMIT_FSIZE, restore), 0);
-    sph_error ce;
-    assert_int_equal(output_close(o, &ce), SPH_OK);
+    sphsim_error ce;
+    assert_int_equal(output_close(o, &ce), SPHSIM_OK);
     return k;
 }
 
@@ -1010,11 +1010,11 @@ static void check_intact(const char *path, int written, size_t n)
 {
     particles last, want;
     output_snapshot_info si;
-    sph_error e;
+    sphsim_error e;
     hid_t f = open_ro(path);
     assert_int_equal(read_attr_i64(f, "/VTKHDF/Steps", "NSteps"), written);
     H5Fclose(f);
-    if (output_read_last(path, &last, &si, NULL, &e) != SPH_OK) fail_msg("read_last after failure: %s", e.msg);
+    if (output_read_last(path, &last, &si, NULL, &e) != SPHSIM_OK) fail_msg("read_last after failure: %s", e.msg);
     fill_particles(&want, n, written - 1, 3);
     expect_particles_equal(&last, &want);
     assert_true(si.time == 0.1 * (written - 1));
@@ -1040,11 +1040,11 @@ static void test_disk_full_tmpfs(void **state)
     }
     snprintf(path, sizeof path, "%s/full.h5", mnt);
     const size_t n = 1500;
-    sph_error e;
-    sph_status st;
+    sphsim_error e;
+    sphsim_status st;
     int written = write_until_failure(path, n, 20, &e, &st, NULL);
     print_message("tmpfs 512 KiB: %d snapshot(s) written, then: %s\n", written, e.msg);
-    int ok = written >= 2 && written < 20 && st == SPH_E_IO && strstr(e.msg, "No space left on device") &&
+    int ok = written >= 2 && written < 20 && st == SPHSIM_E_IO && strstr(e.msg, "No space left on device") &&
              strstr(e.msg, "intact");
     if (ok) check_intact(path, written, n);
     umount(mnt);
@@ -1053,7 +1053,7 @@ static void test_disk_full_tmpfs(void **state)
     assert_int_equal(mount("tmpfs", mnt, "tmpfs", 0, "size=208k"), 0);
     written = write_until_failure(path, n, 20, &e, &st, NULL);
     print_message("tmpfs 208 KiB: %d snapshot(s) written, then: %s\n", written, e.msg);
-    ok = written == 0 && st == SPH_E_IO && strstr(e.msg, "No space left on device");
+    ok = written == 0 && st == SPHSIM_E_IO && strstr(e.msg, "No space left on device");
     if (ok) {
         hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
         ok = f >= 0 && read_attr_i64(f, "/VTKHDF/Steps", "NSteps") == 0;
@@ -1068,11 +1068,11 @@ static void test_disk_full_tmpfs(void **state)
     scene s;
     make_scene(&s, 3, 0xffu, (long)n);
     output *o = NULL;
-    sph_status r = output_open(&o, path, 0, &s, NULL, &e);
+    sphsim_status r = output_open(&o, path, 0, &s, NULL, &e);
     print_message("tmpfs 8 KiB: %s\n", e.msg);
     char tmp[700];
     snprintf(tmp, sizeof tmp, "%s.creating", path);
-    ok = r == SPH_E_IO && !o && strstr(e.msg, "No space left on device") && access(path, F_OK) != 0 &&
+    ok = r == SPHSIM_E_IO && !o && strstr(e.msg, "No space left on device") && access(path, F_OK) != 0 &&
          access(tmp, F_OK) != 0;
     umount(mnt);
     assert_true(ok);
@@ -1087,13 +1087,13 @@ static void test_failed_write_keeps_commits(void **state)
     path_in(path, sizeof path, "inject.h5");
     path_in(xmf, sizeof xmf, "inject.xmf");
     const size_t n = 300;
-    sph_error e;
-    sph_status st;
+    sphsim_error e;
+    sphsim_status st;
     setenv("SPHSIM_TEST_OUTPUT_FAIL", "2", 1);
     int written = write_until_failure(path, n, 5, &e, &st, NULL);
     unsetenv("SPHSIM_TEST_OUTPUT_FAIL");
     assert_int_equal(written, 2);
-    assert_int_equal(st, SPH_E_IO);
+    assert_int_equal(st, SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "injected"));
     assert_non_null(strstr(e.msg, "the 2 snapshot(s) written before are intact"));
     check_intact(path, 2, n);
@@ -1104,13 +1104,13 @@ static void test_failed_write_keeps_commits(void **state)
     scene s;
     make_scene(&s, 3, 0xffu, (long)n);
     output *o = NULL;
-    assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPH_OK);
+    assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPHSIM_OK);
     particles p;
     fill_particles(&p, n, 2, 3);
     output_snapshot_info si = {0.2, 2, -1, 0, NULL};
-    assert_int_equal(output_write(o, &p, &si, &e), SPH_OK);
+    assert_int_equal(output_write(o, &p, &si, &e), SPHSIM_OK);
     particles_free(&p);
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
     check_intact(path, 3, n);
 }
 
@@ -1126,14 +1126,14 @@ static void test_disk_full_rlimit(void **state)
     struct rlimit lim = old;
     lim.rlim_cur = 600 * 1024;
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
-    sph_error e;
-    sph_status st;
+    sphsim_error e;
+    sphsim_status st;
     int written = write_until_failure(path, n, 20, &e, &st, &old);
     signal(SIGXFSZ, old_handler);
     print_message("RLIMIT_FSIZE 600 KiB: %d snapshot(s) written before: %s\n", written, e.msg);
     assert_true(written >= 1);
     assert_true(written < 20);
-    assert_int_equal(st, SPH_E_IO);
+    assert_int_equal(st, SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "File too large"));
     assert_non_null(strstr(e.msg, "could not reserve"));
     assert_non_null(strstr(e.msg, "snapshot"));
@@ -1163,13 +1163,13 @@ static int writer_loop(const char *path)
     scene s;
     make_scene(&s, 3, 0xffu, (long)n);
     output *o = NULL;
-    sph_error e;
-    if (output_open(&o, path, 1, &s, NULL, &e) != SPH_OK) {
+    sphsim_error e;
+    if (output_open(&o, path, 1, &s, NULL, &e) != SPHSIM_OK) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
     particles p;
-    if (particles_alloc(&p, n, &e) != SPH_OK) return 1;
+    if (particles_alloc(&p, n, &e) != SPHSIM_OK) return 1;
     const char *ms = getenv("SPHSIM_OUTPUT_WRITER_MAX");
     long max = ms ? strtol(ms, NULL, 10) : -1;
     for (long k = 0; max < 0 || k < max; ++k) {
@@ -1184,7 +1184,7 @@ static int writer_loop(const char *path)
             p.type[i] = 0;
         }
         output_snapshot_info si = {0.01 * (double)k, k, -1, 0, NULL};
-        if (output_write(o, &p, &si, &e) != SPH_OK) {
+        if (output_write(o, &p, &si, &e) != SPHSIM_OK) {
             fprintf(stderr, "%s\n", e.msg);
             return 1;
         }
@@ -1192,7 +1192,7 @@ static int writer_loop(const char *path)
         fflush(stdout);
     }
     particles_free(&p);
-    return output_close(o, &e) == SPH_OK ? 0 : 1;
+    return output_close(o, &e) == SPHSIM_OK ? 0 : 1;
 }
 
 /* Resume a file left by writer_loop (perhaps killed): read the last snapshot, check it
@@ -1201,9 +1201,9 @@ static int resume_check(const char *path)
 {
     particles p;
     output_snapshot_info si;
-    sph_error e;
+    sphsim_error e;
     char *json = NULL;
-    if (output_read_last(path, &p, &si, &json, &e) != SPH_OK) {
+    if (output_read_last(path, &p, &si, &json, &e) != SPHSIM_OK) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
@@ -1221,7 +1221,7 @@ static int resume_check(const char *path)
     scene s;
     make_scene(&s, 3, 0xffu, (long)p.n);
     output *o = NULL;
-    if (output_open_append(&o, path, &s, NULL, &e) != SPH_OK) {
+    if (output_open_append(&o, path, &s, NULL, &e) != SPHSIM_OK) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
@@ -1232,7 +1232,7 @@ static int resume_check(const char *path)
         p.vel[4 * i] = (float)k;
     }
     output_snapshot_info s2 = {0.01 * (double)k, k, -1, 0, NULL};
-    if (output_write(o, &p, &s2, &e) != SPH_OK || output_close(o, &e) != SPH_OK) {
+    if (output_write(o, &p, &s2, &e) != SPHSIM_OK || output_close(o, &e) != SPHSIM_OK) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
@@ -1299,9 +1299,9 @@ static void test_scatter_by_id(void **state)
     (void)state;
     const size_t n = 1000;
     particles q, p;
-    sph_error e;
-    assert_int_equal(particles_alloc(&q, n, &e), SPH_OK);
-    assert_int_equal(particles_alloc(&p, n, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(particles_alloc(&q, n, &e), SPHSIM_OK);
+    assert_int_equal(particles_alloc(&p, n, &e), SPHSIM_OK);
     for (size_t i = 0; i < n; ++i) q.id[i] = (uint32_t)i;
     uint64_t r = 12345;
     for (size_t i = n - 1; i > 0; --i) { /* Fisher-Yates */
@@ -1331,7 +1331,7 @@ static void test_scatter_by_id(void **state)
         memset(p.vel, 0xff, 16 * n);
         memset(p.mass, 0xff, 4 * n);
         memset(p.type, 0xff, n);
-        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
+        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_OK);
         unsetenv("SPHSIM_WRITER_THREADS");
         for (size_t k = 0; k < n; ++k) {
             const float f = (float)k;
@@ -1355,16 +1355,16 @@ static void test_scatter_by_id(void **state)
         q.id[950] = (uint32_t)n + 5;
         char want[128];
         snprintf(want, sizeof want, "particle id %u twice", (unsigned)q.id[700]);
-        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_E_DEVICE);
+        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_E_DEVICE);
         assert_non_null(strstr(e.msg, want));
         q.id[700] = (uint32_t)n;
         snprintf(want, sizeof want, "particle id %u out of range", (unsigned)n);
-        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_E_DEVICE);
+        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_E_DEVICE);
         assert_non_null(strstr(e.msg, want));
         q.id[700] = keep700;
         q.id[900] = keep900;
         q.id[950] = keep950;
-        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
+        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_OK);
         unsetenv("SPHSIM_WRITER_THREADS");
     }
     particles_free(&q);
@@ -1379,12 +1379,12 @@ static void test_partial_arrays(void **state)
 {
     (void)state;
     const size_t n = 300;
-    sph_error e;
+    sphsim_error e;
     assert_int_equal(particles_row_bytes(FIELDS_ALL), 53);
     assert_int_equal(particles_row_bytes(FIELD_POSITION | FIELD_ID | FIELD_TYPE), 21);
     particles q, p;
     const unsigned staged = FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE;
-    assert_int_equal(particles_alloc_some(&q, n, staged, &e), SPH_OK);
+    assert_int_equal(particles_alloc_some(&q, n, staged, &e), SPHSIM_OK);
     assert_non_null(q.pos);
     assert_non_null(q.vel);
     assert_non_null(q.id);
@@ -1405,7 +1405,7 @@ static void test_partial_arrays(void **state)
     static const char *touch_threads[2] = {"1", "3"};
     for (int t = 0; t < 2; ++t) {
         particles z;
-        assert_int_equal(particles_alloc_some(&z, n, staged, &e), SPH_OK);
+        assert_int_equal(particles_alloc_some(&z, n, staged, &e), SPHSIM_OK);
         memset(z.pos, 0x5a, 16 * n);
         memset(z.vel, 0x5a, 16 * n);
         memset(z.id, 0x5a, 4 * n);
@@ -1421,7 +1421,7 @@ static void test_partial_arrays(void **state)
         particles_free(&z);
     }
     /* the id-order side: everything, then only positions, types and masses */
-    assert_int_equal(particles_alloc(&p, n, &e), SPH_OK);
+    assert_int_equal(particles_alloc(&p, n, &e), SPHSIM_OK);
     particles_keep(&p, FIELD_POSITION | FIELD_TYPE | FIELD_MASS);
     assert_non_null(p.pos);
     assert_non_null(p.type);
@@ -1430,7 +1430,7 @@ static void test_partial_arrays(void **state)
     assert_null(p.id);
     assert_null(p.rho);
     for (size_t k = 0; k < n; ++k) p.mass[k] = 9.0f;
-    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
+    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_OK);
     for (size_t k = 0; k < n; ++k) {
         for (int c = 0; c < 4; ++c) assert_true(p.pos[4 * k + c] == (float)k + 0.5f * (float)c);
         assert_int_equal(p.type[k], k % 2);
@@ -1448,7 +1448,7 @@ static void test_partial_arrays(void **state)
     assert_null(p.rho);
     assert_null(p.mass);
     assert_int_equal(p.n, n);
-    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPH_OK);
+    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_OK);
     for (size_t k = 0; k < n; ++k) {
         assert_true(p.vel[4 * k] == -(float)k);
         assert_int_equal(p.id[k], k);

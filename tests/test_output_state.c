@@ -42,7 +42,7 @@ static void make_scene(scene *s, long n)
 
 static void fill(particles *p, size_t n, int k)
 {
-    assert_int_equal(particles_alloc(p, n, NULL), SPH_OK);
+    assert_int_equal(particles_alloc(p, n, NULL), SPHSIM_OK);
     for (size_t i = 0; i < n; ++i) {
         p->pos[4 * i] = 0.01f * (float)i + 0.001f * (float)k;
         p->pos[4 * i + 1] = 0.5f;
@@ -65,13 +65,13 @@ static unsigned char *blob_of(int k, size_t bytes)
 
 static char g_path[256];
 
-static void write_one(output *o, int k, const void *state, size_t bytes, sph_status want)
+static void write_one(output *o, int k, const void *state, size_t bytes, sphsim_status want)
 {
     particles p;
-    sph_error e;
+    sphsim_error e;
     fill(&p, 10, k);
     output_snapshot_info si = {0.1 * k, 100L * k, 0, 0, NULL};
-    sph_status st = output_write_state(o, &p, &si, state, bytes, &e);
+    sphsim_status st = output_write_state(o, &p, &si, state, bytes, &e);
     particles_free(&p);
     if (st != want) fail_msg("output_write_state %d: got %d, want %d (%s)", k, st, want, st ? e.msg : "");
 }
@@ -83,24 +83,24 @@ static void append_then_fail(const scene *s, const output_run_info *ri, int k, c
                              const void *next, size_t next_bytes)
 {
     output *o = NULL;
-    sph_error e;
+    sphsim_error e;
     char kk[16];
-    assert_int_equal(output_open_append(&o, g_path, s, ri, &e), SPH_OK);
-    write_one(o, k, state, bytes, SPH_OK);
+    assert_int_equal(output_open_append(&o, g_path, s, ri, &e), SPHSIM_OK);
+    write_one(o, k, state, bytes, SPHSIM_OK);
     snprintf(kk, sizeof kk, "%d", k + 1);
     setenv("SPHSIM_TEST_OUTPUT_FAIL", kk, 1);
-    write_one(o, k + 1, next, next_bytes, SPH_E_IO);
+    write_one(o, k + 1, next, next_bytes, SPHSIM_E_IO);
     unsetenv("SPHSIM_TEST_OUTPUT_FAIL");
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
 }
 
 static void expect_state(const void *want, size_t want_bytes)
 {
     void *got = (void *)1;
     size_t got_bytes = 1;
-    sph_error e;
-    sph_status st = output_read_state(g_path, &got, &got_bytes, &e);
-    if (st != SPH_OK) fail_msg("output_read_state: %s", e.msg);
+    sphsim_error e;
+    sphsim_status st = output_read_state(g_path, &got, &got_bytes, &e);
+    if (st != SPHSIM_OK) fail_msg("output_read_state: %s", e.msg);
     assert_int_equal(got_bytes, want_bytes);
     if (!want) {
         assert_null(got);
@@ -153,17 +153,17 @@ static void test_state_rows(void **state)
     scene s;
     make_scene(&s, 10);
     output_run_info ri = {"9.9.9-test", "Test Device", "2024-01-02T03:04:05Z"};
-    sph_error e;
+    sphsim_error e;
     output *o = NULL;
     snprintf(g_path, sizeof g_path, "/tmp/sphsim_test_output_state_%d.h5", (int)getpid());
-    assert_int_equal(output_open(&o, g_path, 1, &s, &ri, &e), SPH_OK);
+    assert_int_equal(output_open(&o, g_path, 1, &s, &ri, &e), SPHSIM_OK);
     unsigned char *b0 = blob_of(0, 100), *b1 = blob_of(1, 60), *b2 = blob_of(2, 100), *b3 = blob_of(3, 101);
     unsigned char *b4 = blob_of(4, 80), *b5 = blob_of(5, 90);
-    write_one(o, 0, b0, 100, SPH_OK); /* creates the rows, 100 bytes wide */
-    write_one(o, 1, b1, 60, SPH_OK);  /* a shorter one, zero-padded */
-    write_one(o, 2, b2, 100, SPH_OK);
-    write_one(o, 3, b3, 101, SPH_E_IO); /* wider than the rows: refused before anything is written */
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    write_one(o, 0, b0, 100, SPHSIM_OK); /* creates the rows, 100 bytes wide */
+    write_one(o, 1, b1, 60, SPHSIM_OK);  /* a shorter one, zero-padded */
+    write_one(o, 2, b2, 100, SPHSIM_OK);
+    write_one(o, 3, b3, 101, SPHSIM_E_IO); /* wider than the rows: refused before anything is written */
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
     assert_int_equal(nsteps(), 3);
     expect_state(b2, 100);
     unsigned char *rows;
@@ -180,13 +180,13 @@ static void test_state_rows(void **state)
 
     /* reopened for --resume: snapshot 3 goes to row 1; a snapshot without state marks its row
      * empty, so the older state in that row is never taken for its */
-    assert_int_equal(output_open_append(&o, g_path, &s, &ri, &e), SPH_OK);
-    write_one(o, 3, b4, 80, SPH_OK);
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_open_append(&o, g_path, &s, &ri, &e), SPHSIM_OK);
+    write_one(o, 3, b4, 80, SPHSIM_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
     expect_state(b4, 80);
-    assert_int_equal(output_open_append(&o, g_path, &s, &ri, &e), SPH_OK);
-    write_one(o, 4, NULL, 0, SPH_OK);
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_open_append(&o, g_path, &s, &ri, &e), SPHSIM_OK);
+    write_one(o, 4, NULL, 0, SPHSIM_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
     expect_state(NULL, 0);
     raw(&rows, &w, len);
     assert_int_equal(len[0], 0);
@@ -223,10 +223,10 @@ static void test_state_rows(void **state)
     }
 
     /* a file written without any state has no such datasets, and reads none */
-    assert_int_equal(output_open(&o, g_path, 1, &s, &ri, &e), SPH_OK);
-    write_one(o, 0, NULL, 0, SPH_OK);
-    write_one(o, 1, NULL, 0, SPH_OK);
-    assert_int_equal(output_close(o, &e), SPH_OK);
+    assert_int_equal(output_open(&o, g_path, 1, &s, &ri, &e), SPHSIM_OK);
+    write_one(o, 0, NULL, 0, SPHSIM_OK);
+    write_one(o, 1, NULL, 0, SPHSIM_OK);
+    assert_int_equal(output_close(o, &e), SPHSIM_OK);
     expect_state(NULL, 0);
     hid_t f = H5Fopen(g_path, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(f >= 0);
@@ -237,7 +237,7 @@ static void test_state_rows(void **state)
     /* a missing file is an I/O error naming it */
     void *got = NULL;
     size_t got_bytes = 0;
-    assert_int_equal(output_read_state("/nonexistent/x.h5", &got, &got_bytes, &e), SPH_E_IO);
+    assert_int_equal(output_read_state("/nonexistent/x.h5", &got, &got_bytes, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "/nonexistent/x.h5"));
     assert_null(got);
 

@@ -28,11 +28,11 @@ static char *dq(const char *sq)
     return t;
 }
 
-static sph_status load(scene *s, const char *sq, const char *const *sets, int n_sets, sph_error *e)
+static sphsim_status load(scene *s, const char *sq, const char *const *sets, int n_sets, sphsim_error *e)
 {
     char *json = dq(sq);
     memset(e, 0, sizeof *e);
-    sph_status st = scene_load_string(s, json, "t.json", sets, n_sets, e);
+    sphsim_status st = scene_load_string(s, json, "t.json", sets, n_sets, e);
     free(json);
     return st;
 }
@@ -66,8 +66,8 @@ static void test_defaults_sph_2d(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
-    assert_int_equal(load(&s, GOOD2, NULL, 0, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(load(&s, GOOD2, NULL, 0, &e), SPHSIM_OK);
     assert_int_equal(s.format, 1);
     assert_string_equal(s.name, "t");
     assert_string_equal(s.path, "t.json");
@@ -117,8 +117,8 @@ static void test_time_step_sph(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
-    assert_int_equal(load(&s, GOOD2, NULL, 0, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(load(&s, GOOD2, NULL, 0, &e), SPHSIM_OK);
     double h = 0.013, c0 = 10.0 * sqrt(2.0 * 9.81 * 0.5);
     double dt_cfl = fmin(0.25 * h / c0, 0.25 * sqrt(h / 9.81));
     assert_close(s.dt_cfl, dt_cfl, 1e-14);
@@ -132,7 +132,7 @@ static void test_time_step_sph(void **state)
 
     /* weak gravity-free case: only the CFL term */
     const char *set0[] = {"gravity=[0,0]", "time.cfl=0.5", "output.interval=0.1"};
-    assert_int_equal(load(&s, GOOD2, set0, 3, &e), SPH_OK);
+    assert_int_equal(load(&s, GOOD2, set0, 3, &e), SPHSIM_OK);
     c0 = 10.0 * sqrt(2.0 * 9.81 * 0.5); /* max(|g|, 9.81) */
     assert_close(s.sound_speed, c0, 1e-15);
     assert_close(s.dt_cfl, 0.5 * h / c0, 1e-14);
@@ -143,7 +143,7 @@ static void test_time_step_sph(void **state)
 
     /* strong gravity: 0.25 sqrt(h/|g|) is the limit */
     const char *set1[] = {"gravity=[0,-1e5]", "fluid.eos.sound_speed=1"};
-    assert_int_equal(load(&s, GOOD2, set1, 2, &e), SPH_OK);
+    assert_int_equal(load(&s, GOOD2, set1, 2, &e), SPHSIM_OK);
     assert_close(s.dt_cfl, fmin(0.25 * h / 1.0, 0.25 * sqrt(h / 1e5)), 1e-14);
     assert_close(s.dt_cfl, 0.25 * sqrt(h / 1e5), 1e-14);
     scene_free(&s);
@@ -153,11 +153,11 @@ static void test_time_step_laplacian(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     const char *sets[] = {"fluid.viscosity={'type':'laplacian','dynamic_viscosity':500}"};
     char *set = dq(sets[0]);
     const char *sp[] = {set};
-    assert_int_equal(load(&s, GOOD2, sp, 1, &e), SPH_OK);
+    assert_int_equal(load(&s, GOOD2, sp, 1, &e), SPHSIM_OK);
     double h = 0.013, c0 = 10.0 * sqrt(2.0 * 9.81 * 0.5);
     assert_int_equal(s.visc, VISC_LAPLACIAN);
     assert_true(s.mu == 500.0);
@@ -173,10 +173,10 @@ static void test_fixed_dt_and_zero_end(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     /* time.dt larger than the stability limit is allowed and used as the base step */
     const char *s1[] = {"time.dt=0.003", "output.interval=0.01"};
-    assert_int_equal(load(&s, GOOD2, s1, 2, &e), SPH_OK);
+    assert_int_equal(load(&s, GOOD2, s1, 2, &e), SPHSIM_OK);
     assert_true(s.dt_fixed == 0.003);
     assert_true(s.dt_cfl < 0.003);
     assert_int_equal(s.steps_per_output, 4); /* ceil(0.01/0.003) */
@@ -186,14 +186,14 @@ static void test_fixed_dt_and_zero_end(void **state)
 
     /* an exact multiple: no extra step from rounding */
     const char *s2[] = {"time.dt=0.001", "output.interval=0.01"};
-    assert_int_equal(load(&s, GOOD2, s2, 2, &e), SPH_OK);
+    assert_int_equal(load(&s, GOOD2, s2, 2, &e), SPHSIM_OK);
     assert_int_equal(s.steps_per_output, 10);
     assert_int_equal(s.n_steps, 1000);
     scene_free(&s);
 
     /* dt longer than the interval: one step per interval of exactly the interval */
     const char *s3[] = {"time.dt=0.5", "output.interval=0.1"};
-    assert_int_equal(load(&s, GOOD2, s3, 2, &e), SPH_OK);
+    assert_int_equal(load(&s, GOOD2, s3, 2, &e), SPHSIM_OK);
     assert_int_equal(s.steps_per_output, 1);
     assert_close(s.dt, 0.1, 1e-15);
     assert_int_equal(s.n_steps, 10);
@@ -201,7 +201,7 @@ static void test_fixed_dt_and_zero_end(void **state)
 
     /* time.end = 0: interval 0, no steps, one snapshot */
     const char *s4[] = {"time.end=0"};
-    assert_int_equal(load(&s, GOOD2, s4, 1, &e), SPH_OK);
+    assert_int_equal(load(&s, GOOD2, s4, 1, &e), SPHSIM_OK);
     assert_true(s.out_interval == 0.0);
     assert_int_equal(s.n_steps, 0);
     assert_int_equal(s.steps_per_output, 1);
@@ -213,10 +213,10 @@ static void test_particle_count_2d(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     const char *json = HEAD2 "'fluid':{'blocks':[{'min':[0,0],'max':[0.4,0.5]},{'min':[0.5,0],'max':[1,0.2]}],"
                              "'particle_count':3000,'smoothing_length_factor':2}," TAIL;
-    assert_int_equal(load(&s, json, NULL, 0, &e), SPH_OK);
+    assert_int_equal(load(&s, json, NULL, 0, &e), SPHSIM_OK);
     double vol = 0.4 * 0.5 + 0.5 * 0.2;
     double dx = sqrt(vol / 3000.0);
     assert_int_equal(s.particle_count, 3000);
@@ -236,12 +236,12 @@ static void test_particle_count_3d(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     const char *json = "{'format':1,'dimensions':3,'tank':{'min':[0,0,0],'max':[1,0.5,1]},"
                        "'fluid':{'blocks':[{'min':[0,0,0],'max':[0.3,0.5,0.6]}],'particle_count':20000,"
                        "'rest_density':998,'smoothing_length':0.02,'kernel':'cubic_spline',"
                        "'eos':{'type':'linear','stiffness':400}},'time':{'end':0.5,'max_speed':30}}";
-    assert_int_equal(load(&s, json, NULL, 0, &e), SPH_OK);
+    assert_int_equal(load(&s, json, NULL, 0, &e), SPHSIM_OK);
     double dx = cbrt(0.3 * 0.5 * 0.6 / 20000.0);
     assert_close(s.spacing, dx, 1e-14);
     assert_true(s.h == 0.02);
@@ -263,9 +263,9 @@ static void test_linear_eos_default_stiffness(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     const char *sets[] = {"fluid.eos.type=linear", "fluid.kernel=poly6"};
-    assert_int_equal(load(&s, GOOD2, sets, 2, &e), SPH_OK);
+    assert_int_equal(load(&s, GOOD2, sets, 2, &e), SPHSIM_OK);
     double c0 = 10.0 * sqrt(2.0 * 9.81 * 0.5);
     assert_close(s.stiffness, c0 * c0, 1e-14);
     assert_close(s.sound_speed, c0, 1e-14);
@@ -278,15 +278,15 @@ static void test_fluid_height_axis(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     const char *json = HEAD2 "'gravity':[-3,0],'fluid':{'blocks':[{'min':[0,0],'max':[0.2,0.9]},"
                              "{'min':[0.5,0.1],'max':[0.8,0.2]}],'spacing':0.02}," TAIL;
-    assert_int_equal(load(&s, json, NULL, 0, &e), SPH_OK);
+    assert_int_equal(load(&s, json, NULL, 0, &e), SPHSIM_OK);
     assert_close(s.fluid_height, 0.8, 1e-14); /* along x: 0.8 - 0 */
     assert_close(s.sound_speed, 10.0 * sqrt(2.0 * 9.81 * 0.8), 1e-14);
     scene_free(&s);
     const char *s2[] = {"gravity=[0,0]"};
-    assert_int_equal(load(&s, json, s2, 1, &e), SPH_OK);
+    assert_int_equal(load(&s, json, s2, 1, &e), SPHSIM_OK);
     assert_close(s.fluid_height, 0.9, 1e-14); /* along y when g = 0 */
     scene_free(&s);
 }
@@ -295,11 +295,11 @@ static void test_particles_mode(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     const char *json = PHEAD2 "'spheres':{'groups':[{'count':100,'radius':0.01,'region':{'min':[0.2,0.2],"
                               "'max':[0.6,0.6]}},{'count':10,'radius':0.02,'velocity':[1,0],'velocity_jitter':0.1,"
                               "'placement':'random','seed':7,'density':2500}]}," TAIL;
-    assert_int_equal(load(&s, json, NULL, 0, &e), SPH_OK);
+    assert_int_equal(load(&s, json, NULL, 0, &e), SPHSIM_OK);
     assert_int_equal(s.mode, MODE_PARTICLES);
     assert_int_equal(s.n_groups, 2);
     assert_int_equal(s.groups[0].count, 100);
@@ -329,11 +329,11 @@ static void test_particles_mode(void **state)
 
     /* a fast group sets the reference speed; zero gravity and rest give the 1e-3 floor */
     const char *s1[] = {"spheres.groups[1].velocity=[30,40]", "spheres.groups[1].velocity_jitter=0"};
-    assert_int_equal(load(&s, json, s1, 2, &e), SPH_OK);
+    assert_int_equal(load(&s, json, s1, 2, &e), SPHSIM_OK);
     assert_close(s.v_ref, 50.0, 1e-14);
     scene_free(&s);
     const char *s2[] = {"gravity=[0,0]", "spheres.groups[1].velocity=[0,0]", "spheres.groups[1].velocity_jitter=0"};
-    assert_int_equal(load(&s, json, s2, 3, &e), SPH_OK);
+    assert_int_equal(load(&s, json, s2, 3, &e), SPHSIM_OK);
     assert_close(s.v_ref, 1e-3, 1e-14);
     assert_close(s.dt_cfl, 0.25 * 0.01 / 1e-3, 1e-14);
     scene_free(&s);
@@ -343,11 +343,11 @@ static void test_output_fields_and_name(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     const char *json = HEAD2 "'name':'my run','fluid':{" BLK ",'spacing':0.01},"
                              "'output':{'interval':0.25,'fields':['position','id','radius']},'grid':{'cell_ratio':0.5},"
                              "'time':{'end':1}}";
-    assert_int_equal(load(&s, json, NULL, 0, &e), SPH_OK);
+    assert_int_equal(load(&s, json, NULL, 0, &e), SPHSIM_OK);
     assert_string_equal(s.name, "my run");
     assert_int_equal(s.fields, FIELD_POSITION | FIELD_ID | FIELD_RADIUS);
     assert_true(s.out_interval == 0.25);
@@ -368,8 +368,8 @@ static void test_resolved_round_trip(void **state)
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         scene a, b;
-        sph_error e;
-        assert_int_equal(load(&a, cases[c], NULL, 0, &e), SPH_OK);
+        sphsim_error e;
+        assert_int_equal(load(&a, cases[c], NULL, 0, &e), SPHSIM_OK);
         cJSON *r = cJSON_Parse(a.resolved_json);
         assert_non_null(r);
         cJSON *d = cJSON_GetObjectItemCaseSensitive(r, "derived");
@@ -386,7 +386,7 @@ static void test_resolved_round_trip(void **state)
         char *cut = strstr(again, ",\n\t\"derived\":");
         assert_non_null(cut);
         strcpy(cut, "}");
-        assert_int_equal(scene_load_string(&b, again, "t.json", NULL, 0, &e), SPH_OK);
+        assert_int_equal(scene_load_string(&b, again, "t.json", NULL, 0, &e), SPHSIM_OK);
         free(again);
         assert_string_equal(a.name, b.name);
         assert_int_equal(a.mode, b.mode);
@@ -410,7 +410,7 @@ static void test_file_source_and_io_errors(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     char path[] = "/tmp/test_scene_XXXXXX.json";
     int fd = mkstemps(path, 5);
     assert_true(fd >= 0);
@@ -419,7 +419,7 @@ static void test_file_source_and_io_errors(void **state)
     fputs(json, f);
     fputs("\n", f);
     fclose(f);
-    assert_int_equal(scene_load(&s, path, NULL, 0, &e), SPH_OK);
+    assert_int_equal(scene_load(&s, path, NULL, 0, &e), SPHSIM_OK);
     assert_string_equal(s.path, path);
     assert_int_equal(strncmp(s.source_json, json, strlen(json)), 0);
     assert_int_equal(strlen(s.source_json), strlen(json) + 1);
@@ -432,12 +432,12 @@ static void test_file_source_and_io_errors(void **state)
     free(json);
 
     memset(&e, 0, sizeof e);
-    assert_int_equal(scene_load(&s, "/nonexistent/dir/x.json", NULL, 0, &e), SPH_E_IO);
+    assert_int_equal(scene_load(&s, "/nonexistent/dir/x.json", NULL, 0, &e), SPHSIM_E_IO);
     assert_contains(e.msg, "/nonexistent/dir/x.json");
     assert_contains(e.msg, "No such file or directory");
     assert_null(s.source_json);
 
-    assert_int_equal(scene_load(&s, "/tmp", NULL, 0, &e), SPH_E_IO);
+    assert_int_equal(scene_load(&s, "/tmp", NULL, 0, &e), SPHSIM_E_IO);
     assert_contains(e.msg, "/tmp");
     assert_contains(e.msg, "Is a directory");
 }
@@ -446,26 +446,26 @@ static void test_syntax_errors(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     const char *bad = "{\n  \"format\": 1,\n  \"dimensions\": 2\n  \"tank\": {}\n}\n";
-    assert_int_equal(scene_load_string(&s, bad, "x.json", NULL, 0, &e), SPH_E_SCENE);
+    assert_int_equal(scene_load_string(&s, bad, "x.json", NULL, 0, &e), SPHSIM_E_SCENE);
     assert_contains(e.msg, "x.json:4:3:");
     assert_contains(e.msg, "line 4, column 3");
     assert_contains(e.msg, ">>>\"tank\"");
 
     const char *trailing = "{\"format\": 1},";
-    assert_int_equal(scene_load_string(&s, trailing, "y.json", NULL, 0, &e), SPH_E_SCENE);
+    assert_int_equal(scene_load_string(&s, trailing, "y.json", NULL, 0, &e), SPHSIM_E_SCENE);
     assert_contains(e.msg, "y.json:1:14:");
 
     const char *trunc = "{\n \"format\": 1,\n \"dimensions\": 2,\n \"tank\": {\"min\": [0,";
-    assert_int_equal(scene_load_string(&s, trunc, "z.json", NULL, 0, &e), SPH_E_SCENE);
+    assert_int_equal(scene_load_string(&s, trunc, "z.json", NULL, 0, &e), SPHSIM_E_SCENE);
     assert_contains(e.msg, "z.json:4:");
     assert_contains(e.msg, "unexpected end of file");
 
-    assert_int_equal(scene_load_string(&s, "", "e.json", NULL, 0, &e), SPH_E_SCENE);
+    assert_int_equal(scene_load_string(&s, "", "e.json", NULL, 0, &e), SPHSIM_E_SCENE);
     assert_contains(e.msg, "e.json: the file is empty");
 
-    assert_int_equal(scene_load_string(&s, "{'format':1,}", "q.json", NULL, 0, &e), SPH_E_SCENE);
+    assert_int_equal(scene_load_string(&s, "{'format':1,}", "q.json", NULL, 0, &e), SPHSIM_E_SCENE);
     assert_contains(e.msg, "q.json:1:");
     assert_contains(e.msg, "{'");
 }
@@ -484,10 +484,10 @@ static void test_ready_scenes(void **state)
         char path[512];
         snprintf(path, sizeof path, "scenes/%s", de->d_name);
         scene s;
-        sph_error e;
+        sphsim_error e;
         memset(&e, 0, sizeof e);
-        sph_status st = scene_load(&s, path, NULL, 0, &e);
-        if (st != SPH_OK) fail_msg("%s: %s", path, e.msg);
+        sphsim_status st = scene_load(&s, path, NULL, 0, &e);
+        if (st != SPHSIM_OK) fail_msg("%s: %s", path, e.msg);
         assert_true(s.n_total > 0);
         assert_true(s.n_steps > 0 && s.dt > 0);
         assert_true(s.n_total < 2000000);
@@ -521,14 +521,14 @@ static void test_ready_scenes(void **state)
 }
 
 /* tests/bad_scenes/expected.tsv: file, exit code (3 invalid scene, 4 unreadable), message part. */
-static int exit_code(sph_status st)
+static int exit_code(sphsim_status st)
 {
     switch (st) {
-    case SPH_OK: return 0;
-    case SPH_E_USAGE: return 2;
-    case SPH_E_SCENE: return 3;
-    case SPH_E_IO: return 4;
-    case SPH_E_NOMEM: return 4;
+    case SPHSIM_OK: return 0;
+    case SPHSIM_E_USAGE: return 2;
+    case SPHSIM_E_SCENE: return 3;
+    case SPHSIM_E_IO: return 4;
+    case SPHSIM_E_NOMEM: return 4;
     default: return 1;
     }
 }
@@ -552,9 +552,9 @@ static void test_bad_corpus(void **state)
         char path[512];
         snprintf(path, sizeof path, "tests/bad_scenes/%s", file);
         scene s;
-        sph_error e;
+        sphsim_error e;
         memset(&e, 0, sizeof e);
-        sph_status st = scene_load(&s, path, NULL, 0, &e);
+        sphsim_status st = scene_load(&s, path, NULL, 0, &e);
         if (exit_code(st) != atoi(code)) fail_msg("%s: exit code %d, want %s (%s)", file, exit_code(st), code, e.msg);
         if (!strstr(e.msg, part)) fail_msg("%s: message \"%s\" does not contain \"%s\"", file, e.msg, part);
         if (n_listed < 256) snprintf(listed[n_listed++], 128, "%s", file);
@@ -583,7 +583,7 @@ static void test_set_overrides(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     const char *sets[] = {
         "fluid.spacing=0.02",            /* number */
         "fluid.kernel=cubic_spline",     /* string without quotes */
@@ -599,7 +599,7 @@ static void test_set_overrides(void **state)
         "time.end=0.4",                  /* later wins */
     };
     int n = (int)(sizeof sets / sizeof sets[0]);
-    assert_int_equal(load(&s, GOOD2, sets, n, &e), SPH_OK);
+    assert_int_equal(load(&s, GOOD2, sets, n, &e), SPHSIM_OK);
     assert_true(s.spacing == 0.02);
     assert_int_equal(s.kernel, KERNEL_CUBIC);
     assert_int_equal(s.eos, EOS_LINEAR);
@@ -621,7 +621,7 @@ static void test_set_overrides(void **state)
     /* a whole object, and a value that is not valid JSON becomes a string */
     char *obj = dq("fluid.viscosity={'type':'laplacian','dynamic_viscosity':0.5}");
     const char *s2[] = {obj, "fluid.eos.type=tait"};
-    assert_int_equal(load(&s, GOOD2, s2, 2, &e), SPH_OK);
+    assert_int_equal(load(&s, GOOD2, s2, 2, &e), SPHSIM_OK);
     assert_int_equal(s.visc, VISC_LAPLACIAN);
     assert_true(s.mu == 0.5);
     scene_free(&s);
@@ -632,39 +632,39 @@ static void test_set_errors(void **state)
 {
     (void)state;
     scene s;
-    sph_error e;
+    sphsim_error e;
     struct {
         const char *set;
-        sph_status st;
+        sphsim_status st;
         const char *part1, *part2;
     } cases[] = {
-        {"tank.max[2]=1", SPH_E_SCENE, "--set tank.max[2]=1", "index 2 is beyond the end of tank.max (2 entries)"},
-        {"fluid.blocks[1].min=[0,0]", SPH_E_SCENE, "index 1 is beyond the end of fluid.blocks (1 entries)", ""},
-        {"fluid.spacing.x=1", SPH_E_SCENE, "fluid.spacing is 0.01, not an object", ""},
-        {"tank[0]=1", SPH_E_SCENE, "tank is an object, not an array", ""},
-        {"fluid.eos[0]=1", SPH_E_SCENE, "fluid.eos does not exist, so it cannot be indexed", ""},
-        {"fluid.spacing", SPH_E_USAGE, "--set fluid.spacing: expected path=value", ""},
-        {"=5", SPH_E_USAGE, "expected path=value", ""},
-        {"fluid..spacing=1", SPH_E_USAGE, "empty key", ""},
-        {"tank.max[x]=1", SPH_E_USAGE, "expected an index like [0]", ""},
-        {"[0]=1", SPH_E_USAGE, "a path starts with a key", ""},
+        {"tank.max[2]=1", SPHSIM_E_SCENE, "--set tank.max[2]=1", "index 2 is beyond the end of tank.max (2 entries)"},
+        {"fluid.blocks[1].min=[0,0]", SPHSIM_E_SCENE, "index 1 is beyond the end of fluid.blocks (1 entries)", ""},
+        {"fluid.spacing.x=1", SPHSIM_E_SCENE, "fluid.spacing is 0.01, not an object", ""},
+        {"tank[0]=1", SPHSIM_E_SCENE, "tank is an object, not an array", ""},
+        {"fluid.eos[0]=1", SPHSIM_E_SCENE, "fluid.eos does not exist, so it cannot be indexed", ""},
+        {"fluid.spacing", SPHSIM_E_USAGE, "--set fluid.spacing: expected path=value", ""},
+        {"=5", SPHSIM_E_USAGE, "expected path=value", ""},
+        {"fluid..spacing=1", SPHSIM_E_USAGE, "empty key", ""},
+        {"tank.max[x]=1", SPHSIM_E_USAGE, "expected an index like [0]", ""},
+        {"[0]=1", SPHSIM_E_USAGE, "a path starts with a key", ""},
         /* values set by --set get the same checks, and say where they came from */
-        {"fluid.spacing=-1", SPH_E_SCENE, "fluid.spacing: expected a number > 0, got -1",
+        {"fluid.spacing=-1", SPHSIM_E_SCENE, "fluid.spacing: expected a number > 0, got -1",
          "(value from --set fluid.spacing=-1)"},
-        {"fluid.spacing=abc", SPH_E_SCENE, "fluid.spacing: expected a number > 0, got the string \"abc\"", "--set"},
-        {"fluid.spacing=1e400", SPH_E_SCENE, "fluid.spacing: expected a number > 0, got a number too large", "--set"},
-        {"fluid.kernal=wendland", SPH_E_SCENE, "fluid.kernal: unknown key; did you mean \"kernel\"?", "--set"},
-        {"fluid.kernel=wendlnd", SPH_E_SCENE,
+        {"fluid.spacing=abc", SPHSIM_E_SCENE, "fluid.spacing: expected a number > 0, got the string \"abc\"", "--set"},
+        {"fluid.spacing=1e400", SPHSIM_E_SCENE, "fluid.spacing: expected a number > 0, got a number too large", "--set"},
+        {"fluid.kernal=wendland", SPHSIM_E_SCENE, "fluid.kernal: unknown key; did you mean \"kernel\"?", "--set"},
+        {"fluid.kernel=wendlnd", SPHSIM_E_SCENE,
          "fluid.kernel: unknown value \"wendlnd\"; expected one of \"poly6\", \"cubic_spline\", \"wendland\"; did you "
          "mean \"wendland\"?",
          "--set fluid.kernel=wendlnd"},
-        {"tank.max[0]=-1", SPH_E_SCENE, "tank.max[0]: must be greater than min[0]", "--set tank.max[0]=-1"},
-        {"fluid.blocks[0]={}", SPH_E_SCENE, "fluid.blocks[0].min: required key missing", "--set fluid.blocks[0]={}"},
+        {"tank.max[0]=-1", SPHSIM_E_SCENE, "tank.max[0]: must be greater than min[0]", "--set tank.max[0]=-1"},
+        {"fluid.blocks[0]={}", SPHSIM_E_SCENE, "fluid.blocks[0].min: required key missing", "--set fluid.blocks[0]={}"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *sets[] = {cases[i].set};
         memset(&e, 0, sizeof e);
-        sph_status st = load(&s, GOOD2, sets, 1, &e);
+        sphsim_status st = load(&s, GOOD2, sets, 1, &e);
         if (st != cases[i].st) fail_msg("--set %s: status %d, want %d (%s)", cases[i].set, st, cases[i].st, e.msg);
         assert_contains(e.msg, cases[i].part1);
         assert_contains(e.msg, cases[i].part2);
@@ -672,7 +672,7 @@ static void test_set_errors(void **state)
     }
     /* an error unrelated to the override does not blame it */
     const char *sets[] = {"grid.cell_ratio=2"};
-    assert_int_equal(load(&s, HEAD2 "'fluid':{" BLK ",'spacing':0}," TAIL, sets, 1, &e), SPH_E_SCENE);
+    assert_int_equal(load(&s, HEAD2 "'fluid':{" BLK ",'spacing':0}," TAIL, sets, 1, &e), SPHSIM_E_SCENE);
     assert_null(strstr(e.msg, "--set"));
 }
 
@@ -844,10 +844,10 @@ static void test_bad_inline(void **state)
     assert_true(n >= 25);
     for (int i = 0; i < n; i++) {
         scene s;
-        sph_error e;
-        sph_status st = load(&s, BAD[i].json, NULL, 0, &e);
-        if (st != SPH_E_SCENE) fail_msg("case %d: status %d, want SPH_E_SCENE (%s)", i, st, e.msg);
-        assert_int_equal(e.code, SPH_E_SCENE);
+        sphsim_error e;
+        sphsim_status st = load(&s, BAD[i].json, NULL, 0, &e);
+        if (st != SPHSIM_E_SCENE) fail_msg("case %d: status %d, want SPHSIM_E_SCENE (%s)", i, st, e.msg);
+        assert_int_equal(e.code, SPHSIM_E_SCENE);
         assert_starts(e.msg, BAD[i].start);
         assert_contains(e.msg, BAD[i].part);
         assert_null(s.source_json);

@@ -210,9 +210,9 @@ static void test_params_and_prepare(void **state)
     assert_float_equal(p.gravity[2], -9.81f, 1e-6);
 
     particles pa;
-    sph_error e;
-    assert_int_equal(ref_sph_particles(&s, &pa, &e), SPH_OK);
-    assert_int_equal(sph_prepare(&s, &pa, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(ref_sph_particles(&s, &pa, &e), SPHSIM_OK);
+    assert_int_equal(sph_prepare(&s, &pa, &e), SPHSIM_OK);
     const double S = sph_lattice_sum(KERNEL_POLY6, 3, s.h, s.spacing);
     for (size_t i = 0; i < pa.n; ++i) assert_float_equal(pa.mass[i], 1000.0 / S, 1e-9);
     print_message("  3D poly6 h = 1.3 dx: m = %.6g kg vs rho0 dx^3 = %.6g kg\n", pa.mass[0], 1000.0 * 1e-6);
@@ -223,8 +223,8 @@ static void test_params_and_prepare(void **state)
     ref_sph_scene(&s, 2, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
     s.tank.max[0] = 0.083;
     s.gravity[1] = 0.0;
-    assert_int_equal(ref_sph_particles(&s, &pa, &e), SPH_OK);
-    assert_int_equal(sph_prepare(&s, &pa, &e), SPH_OK);
+    assert_int_equal(ref_sph_particles(&s, &pa, &e), SPHSIM_OK);
+    assert_int_equal(sph_prepare(&s, &pa, &e), SPHSIM_OK);
     const double m2 = 1000.0 / sph_lattice_sum(KERNEL_WENDLAND, 2, s.h, s.spacing);
     assert_float_equal(pa.mass[0], m2, 1e-9);
     assert_float_equal(pa.mass[pa.n - 1], m2 * 1.0375, 1e-9);
@@ -234,18 +234,18 @@ static void test_params_and_prepare(void **state)
 /* ------------------------------------------------------------------ device */
 
 typedef struct fixture {
-    sph_device d;
+    ocl_device d;
     int ok;
 } fixture;
 
 static int setup_device(void **state)
 {
     static fixture f;
-    sph_error e;
+    sphsim_error e;
     memset(&f, 0, sizeof f);
     /* SPHSIM_TEST_DEVICE picks another device (e.g. "gpu"); PoCL's CPU device by default */
     const char *sel = getenv("SPHSIM_TEST_DEVICE");
-    if (device_open(&f.d, sel && *sel ? sel : "cpu", 0, &e) != SPH_OK) {
+    if (device_open(&f.d, sel && *sel ? sel : "cpu", 0, &e) != SPHSIM_OK) {
         fprintf(stderr, "device_open: %s\n", e.msg);
         return -1;
     }
@@ -277,9 +277,9 @@ typedef struct run {
 static double g_grid_margin = 0.0;
 
 /* cell: the cell size of the host grid (>= the support radius) */
-static void run_alloc_cell(sph_device *d, run *r, size_t n, const scene *s, double cell)
+static void run_alloc_cell(ocl_device *d, run *r, size_t n, const scene *s, double cell)
 {
-    sph_error e;
+    sphsim_error e;
     memset(r, 0, sizeof *r);
     r->st.n = n;
     double lo[3], hi[3];
@@ -289,24 +289,24 @@ static void run_alloc_cell(sph_device *d, run *r, size_t n, const scene *s, doub
         hi[k] = s->tank.max[k] + m;
     }
     ref_sph_grid_params(s->dims, lo, hi, cell, &r->gp);
-    assert_int_equal(device_alloc(d, 16 * n, "pos", &r->st.pos, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 16 * n, "vel", &r->st.vel, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 16 * n, "pos_next", &r->st.pos_next, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 16 * n, "vel_next", &r->st.vel_next, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 16 * n, "pos", &r->st.pos, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, 16 * n, "vel", &r->st.vel, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, 16 * n, "pos_next", &r->st.pos_next, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, 16 * n, "vel_next", &r->st.vel_next, &e), SPHSIM_OK);
     /* wide enough for either layout (sph_pos_p_bytes) */
-    assert_int_equal(device_alloc(d, sph_pos_p_bytes(1) * n, "pos_p", &r->st.pos_p, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 4 * n, "mass", &r->st.mass, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, n, "type", &r->st.type, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 8, "flags", &r->st.flags, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 4 * r->gp.n_cells, "cell_start", &r->cs, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 4 * r->gp.n_cells, "cell_end", &r->ce, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, sizeof r->gp, "grid_params", &r->gpb, &e), SPH_OK);
-    assert_int_equal(device_write(d, r->gpb, 0, sizeof r->gp, &r->gp, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, sph_pos_p_bytes(1) * n, "pos_p", &r->st.pos_p, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, 4 * n, "mass", &r->st.mass, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, n, "type", &r->st.type, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, 8, "flags", &r->st.flags, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, 4 * r->gp.n_cells, "cell_start", &r->cs, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, 4 * r->gp.n_cells, "cell_end", &r->ce, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, sizeof r->gp, "grid_params", &r->gpb, &e), SPHSIM_OK);
+    assert_int_equal(device_write(d, r->gpb, 0, sizeof r->gp, &r->gp, &e), SPHSIM_OK);
     r->order = calloc(n, sizeof *r->order);
     assert_non_null(r->order);
 }
 
-static void run_alloc(sph_device *d, run *r, size_t n, const scene *s) { run_alloc_cell(d, r, n, s, 2.0 * s->h); }
+static void run_alloc(ocl_device *d, run *r, size_t n, const scene *s) { run_alloc_cell(d, r, n, s, 2.0 * s->h); }
 
 static void run_free(run *r)
 {
@@ -318,9 +318,9 @@ static void run_free(run *r)
 }
 
 /* Sort `p` by cell on the host, upload it (sorted) with the cell tables, clear flags. */
-static void run_upload(sph_device *d, sph_solver *sol, run *r, const particles *p)
+static void run_upload(ocl_device *d, sph_solver *sol, run *r, const particles *p)
 {
-    sph_error e;
+    sphsim_error e;
     const size_t n = p->n;
     uint32_t *cs = calloc(r->gp.n_cells, 4), *ce = calloc(r->gp.n_cells, 4);
     float *pos = malloc(16 * n), *vel = malloc(16 * n), *mass = malloc(4 * n);
@@ -338,15 +338,15 @@ static void run_upload(sph_device *d, sph_solver *sol, run *r, const particles *
     const uint32_t zero[2] = {0, 0}; /* flag bits, wall put-backs */
     /* both pairs, as a run's are after its first step: the list tests run the density stage
      * alone at times and then read the walls' density from either (upload_moved) */
-    assert_int_equal(device_write(d, r->st.pos, 0, 16 * n, pos, &e), SPH_OK);
-    assert_int_equal(device_write(d, r->st.vel, 0, 16 * n, vel, &e), SPH_OK);
-    assert_int_equal(device_write(d, r->st.pos_next, 0, 16 * n, pos, &e), SPH_OK);
-    assert_int_equal(device_write(d, r->st.vel_next, 0, 16 * n, vel, &e), SPH_OK);
-    assert_int_equal(device_write(d, r->st.mass, 0, 4 * n, mass, &e), SPH_OK);
-    assert_int_equal(device_write(d, r->st.type, 0, n, type, &e), SPH_OK);
-    assert_int_equal(device_write(d, r->st.flags, 0, sizeof zero, zero, &e), SPH_OK);
-    assert_int_equal(device_write(d, r->cs, 0, 4 * r->gp.n_cells, cs, &e), SPH_OK);
-    assert_int_equal(device_write(d, r->ce, 0, 4 * r->gp.n_cells, ce, &e), SPH_OK);
+    assert_int_equal(device_write(d, r->st.pos, 0, 16 * n, pos, &e), SPHSIM_OK);
+    assert_int_equal(device_write(d, r->st.vel, 0, 16 * n, vel, &e), SPHSIM_OK);
+    assert_int_equal(device_write(d, r->st.pos_next, 0, 16 * n, pos, &e), SPHSIM_OK);
+    assert_int_equal(device_write(d, r->st.vel_next, 0, 16 * n, vel, &e), SPHSIM_OK);
+    assert_int_equal(device_write(d, r->st.mass, 0, 4 * n, mass, &e), SPHSIM_OK);
+    assert_int_equal(device_write(d, r->st.type, 0, n, type, &e), SPHSIM_OK);
+    assert_int_equal(device_write(d, r->st.flags, 0, sizeof zero, zero, &e), SPHSIM_OK);
+    assert_int_equal(device_write(d, r->cs, 0, 4 * r->gp.n_cells, cs, &e), SPHSIM_OK);
+    assert_int_equal(device_write(d, r->ce, 0, 4 * r->gp.n_cells, ce, &e), SPHSIM_OK);
     free(cs);
     free(ce);
     free(pos);
@@ -354,39 +354,39 @@ static void run_upload(sph_device *d, sph_solver *sol, run *r, const particles *
     free(mass);
     free(type);
     /* the forces loop's two masses (sim.c sets them from the particles the same way) */
-    assert_int_equal(sph_set_masses(sol, p->pos, p->mass, p->type, n, &e), SPH_OK);
+    assert_int_equal(sph_set_masses(sol, p->pos, p->mass, p->type, n, &e), SPHSIM_OK);
 }
 
 /* Run one step and read results back into particle order (`p` order). */
-static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho, float *pressure, float *pos_next,
+static void run_step(ocl_device *d, sph_solver *s, run *r, size_t n, float *rho, float *pressure, float *pos_next,
                      float *vel_next, uint32_t *flags)
 {
-    sph_error e;
-    sph_status st = sph_enqueue(s, r->cs, r->ce, r->gpb, &r->st, &e);
-    if (st != SPH_OK) fprintf(stderr, "sph_enqueue: %s\n", e.msg);
-    assert_int_equal(st, SPH_OK);
+    sphsim_error e;
+    sphsim_status st = sph_enqueue(s, r->cs, r->ce, r->gpb, &r->st, &e);
+    if (st != SPHSIM_OK) fprintf(stderr, "sph_enqueue: %s\n", e.msg);
+    assert_int_equal(st, SPHSIM_OK);
     assert_int_equal(clFinish(d->queue), CL_SUCCESS);
     const size_t pb = sph_pos_p_bytes(sph_lists(s)), pw = pb / 4; /* pos_p's bytes and floats per particle */
     float *vel = malloc(16 * n), *pp = malloc(pb * n), *mass = malloc(4 * n), *b4 = malloc(16 * n),
           *b5 = malloc(16 * n);
     uint8_t *type = malloc(n);
     assert_true(vel && pp && mass && type && b4 && b5);
-    assert_int_equal(device_read(d, r->st.vel, 0, 16 * n, vel, &e), SPH_OK);
-    assert_int_equal(device_read(d, r->st.pos_p, 0, pb * n, pp, &e), SPH_OK);
-    assert_int_equal(device_read(d, r->st.mass, 0, 4 * n, mass, &e), SPH_OK);
-    assert_int_equal(device_read(d, r->st.type, 0, n, type, &e), SPH_OK);
-    assert_int_equal(device_read(d, r->st.pos_next, 0, 16 * n, b4, &e), SPH_OK);
-    assert_int_equal(device_read(d, r->st.vel_next, 0, 16 * n, b5, &e), SPH_OK);
-    assert_int_equal(device_read(d, r->st.flags, 0, 4, flags, &e), SPH_OK);
+    assert_int_equal(device_read(d, r->st.vel, 0, 16 * n, vel, &e), SPHSIM_OK);
+    assert_int_equal(device_read(d, r->st.pos_p, 0, pb * n, pp, &e), SPHSIM_OK);
+    assert_int_equal(device_read(d, r->st.mass, 0, 4 * n, mass, &e), SPHSIM_OK);
+    assert_int_equal(device_read(d, r->st.type, 0, n, type, &e), SPHSIM_OK);
+    assert_int_equal(device_read(d, r->st.pos_next, 0, 16 * n, b4, &e), SPHSIM_OK);
+    assert_int_equal(device_read(d, r->st.vel_next, 0, 16 * n, b5, &e), SPHSIM_OK);
+    assert_int_equal(device_read(d, r->st.flags, 0, 4, flags, &e), SPHSIM_OK);
     /* the output stage (sim.c's snapshots): rho and p = EOS(rho) from the state just read */
     cl_mem out_rho = NULL, out_p = NULL;
     float *o_rho = malloc(4 * n), *o_p = malloc(4 * n);
     assert_true(o_rho && o_p);
-    assert_int_equal(device_alloc(d, 4 * n, "rho out", &out_rho, &e), SPH_OK);
-    assert_int_equal(device_alloc(d, 4 * n, "p out", &out_p, &e), SPH_OK);
-    assert_int_equal(sph_pressure(s, &r->st, out_rho, out_p, &e), SPH_OK);
-    assert_int_equal(device_read(d, out_rho, 0, 4 * n, o_rho, &e), SPH_OK);
-    assert_int_equal(device_read(d, out_p, 0, 4 * n, o_p, &e), SPH_OK);
+    assert_int_equal(device_alloc(d, 4 * n, "rho out", &out_rho, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, 4 * n, "p out", &out_p, &e), SPHSIM_OK);
+    assert_int_equal(sph_pressure(s, &r->st, out_rho, out_p, &e), SPHSIM_OK);
+    assert_int_equal(device_read(d, out_rho, 0, 4 * n, o_rho, &e), SPHSIM_OK);
+    assert_int_equal(device_read(d, out_p, 0, 4 * n, o_p, &e), SPHSIM_OK);
     clReleaseMemObject(out_rho);
     clReleaseMemObject(out_p);
     double p_max = 0.0;
@@ -435,25 +435,25 @@ static void run_step(sph_device *d, sph_solver *s, run *r, size_t n, float *rho,
  * the device); 5 lists of half the entries, so that in the same step some particles read their
  * lists and others (the fluid inside, with the most neighbours) walk, in the list kernels'
  * _walk twins, also over three buffers (every mode from 3 on splits them) */
-static sph_solver *make_solver_lists(sph_device *d, const scene *s, int lists, size_t n)
+static sph_solver *make_solver_lists(ocl_device *d, const scene *s, int lists, size_t n)
 {
     sph_solver *sol = NULL;
-    sph_error e;
+    sphsim_error e;
     if (lists >= 3) setenv("SPHSIM_LIST_PARTS", "3", 1);
     if (lists == 4) setenv("SPHSIM_LIST_PACK", "4", 1);
-    sph_status st = sph_create(&sol, d, s, lists ? n : 0, &e);
+    sphsim_status st = sph_create(&sol, d, s, lists ? n : 0, &e);
     if (lists >= 3) unsetenv("SPHSIM_LIST_PARTS");
     if (lists == 4) unsetenv("SPHSIM_LIST_PACK");
-    if (st != SPH_OK) fprintf(stderr, "sph_create: %s\n", e.msg);
-    assert_int_equal(st, SPH_OK);
+    if (st != SPHSIM_OK) fprintf(stderr, "sph_create: %s\n", e.msg);
+    assert_int_equal(st, SPHSIM_OK);
     assert_int_equal(sph_lists(sol), lists != 0);
-    if (lists == 2) assert_int_equal(sph_set_list_cap(sol, 3, &e), SPH_OK);
-    if (lists == 5) assert_int_equal(sph_set_list_cap(sol, sph_get_params(sol)->list_cap / 8 * 4, &e), SPH_OK);
+    if (lists == 2) assert_int_equal(sph_set_list_cap(sol, 3, &e), SPHSIM_OK);
+    if (lists == 5) assert_int_equal(sph_set_list_cap(sol, sph_get_params(sol)->list_cap / 8 * 4, &e), SPHSIM_OK);
     return sol;
 }
 
 /* make_solver_lists with the lists built `way` (SPHSIM_LIST_BUILD: "apart" or "fused"). */
-static sph_solver *make_solver_way(sph_device *d, const scene *s, int lists, size_t n, const char *way)
+static sph_solver *make_solver_way(ocl_device *d, const scene *s, int lists, size_t n, const char *way)
 {
     setenv("SPHSIM_LIST_BUILD", way, 1);
     sph_solver *sol = make_solver_lists(d, s, lists, n);
@@ -461,7 +461,7 @@ static sph_solver *make_solver_way(sph_device *d, const scene *s, int lists, siz
     return sol;
 }
 
-static sph_solver *make_solver(sph_device *d, const scene *s) { return make_solver_lists(d, s, 0, 0); }
+static sph_solver *make_solver(ocl_device *d, const scene *s) { return make_solver_lists(d, s, 0, 0); }
 
 /* Perturb fluid particles: positions by up to +-0.15 dx, velocities up to +-1 m/s per axis. */
 static void perturb(const scene *s, particles *p, uint64_t seed)
@@ -578,9 +578,9 @@ static void perturbed_scene_block(scene *s, particles *p, int dims, const scheme
     s->blocks[0].min[0] += shift * s->spacing;
     s->blocks[0].max[0] += shift * s->spacing;
     s->alpha = 0.5;
-    sph_error e;
-    assert_int_equal(ref_sph_particles(s, p, &e), SPH_OK);
-    assert_int_equal(sph_prepare(s, p, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(ref_sph_particles(s, p, &e), SPHSIM_OK);
+    assert_int_equal(sph_prepare(s, p, &e), SPHSIM_OK);
     /* walls a quarter heavier than the fluid (sph_prepare makes them equal on this tank, whose
      * sides are whole multiples of dx), so that a forces loop taking the wrong one of its two
      * masses (sph_set_masses) differs from the reference */
@@ -599,9 +599,9 @@ static void perturbed_scene(scene *s, particles *p, int dims, const scheme *sc, 
  * (1 rebuild, 0 keep). */
 static void expect_go(sph_solver *sol, int want)
 {
-    sph_error e;
+    sphsim_error e;
     int go = -1;
-    assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK);
+    assert_int_equal(sph_read_go(sol, &go, &e), SPHSIM_OK);
     assert_int_equal(go, want);
 }
 
@@ -615,13 +615,13 @@ static void host_rebuild_step(fixture *f, const scene *s, const particles *p, in
     run r;
     run_alloc(&f->d, &r, p->n, s);
     run_upload(&f->d, sol, &r, p);
-    sph_error e;
-    assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
     expect_go(sol, 1);
     uint32_t flags = 0;
     run_step(&f->d, sol, &r, p->n, rho, pr, x, v, &flags);
     assert_int_equal(flags, 0);
-    assert_int_equal(sph_read_lists(sol, p->n, counts, entries, &e), SPH_OK);
+    assert_int_equal(sph_read_lists(sol, p->n, counts, entries, &e), SPHSIM_OK);
     /* every entry is another particle: no list holds its own particle (the density adds the
      * self term before the entries) */
     const size_t cap = sph_get_params(sol)->list_cap;
@@ -689,8 +689,8 @@ static void test_step_vs_reference(void **state)
             run_alloc(&f->d, &r, n, &s);
             run_upload(&f->d, sol, &r, &p);
             if (host) {
-                sph_error e;
-                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+                sphsim_error e;
+                assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
                 expect_go(sol, 1);
             }
             char label[96];
@@ -735,8 +735,8 @@ static void test_walls_beside_dry_cells(void **state)
             /* the grid sim.c gives lists (cells support (1 + skin) wide) and the cells' fluid
              * flags on it (sph_bind_check), which a wall particle's build reads */
             run_alloc_cell(&f->d, &r, p.n, &s, 2.0 * s.h * (1.0 + s.skin));
-            sph_error e;
-            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPH_OK);
+            sphsim_error e;
+            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
             /* cells with fluid and cells with walls, then the neighbours (x, x + 1) in a row
              * of which one has walls and no fluid and the other fluid */
             uint8_t *kind = calloc(r.gp.n_cells, 1);
@@ -754,7 +754,7 @@ static void test_walls_beside_dry_cells(void **state)
             assert_true(want > 0);
             run_upload(&f->d, sol, &r, &p);
             if (host) {
-                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+                assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
                 expect_go(sol, 1);
             }
             char label[96];
@@ -781,7 +781,7 @@ static void test_walls_beside_dry_cells(void **state)
  * re-sorted). Returns whether the pairs had been swapped. */
 static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p, float *sorted, float *sorted_v)
 {
-    sph_error e;
+    sphsim_error e;
     const size_t n = p->n;
     for (size_t k = 0; k < n; ++k) {
         memcpy(sorted + 4 * k, p->pos + 4 * r->order[k], 16);
@@ -789,7 +789,7 @@ static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p,
         memcpy(sorted_v + 4 * k, p->vel + 4 * r->order[k], 16);
     }
     const cl_mem pos0 = r->st.pos;
-    assert_int_equal(sph_sync_pairs(sol, &r->st, &e), SPH_OK);
+    assert_int_equal(sph_sync_pairs(sol, &r->st, &e), SPHSIM_OK);
     /* the walls keep the density the device gave them (vel.w = -rho_w) in both pairs, as in a
      * run, where sph_forces copies it into the other pair in a rebuild step and sph_boundary
      * then skips the dry walls while the lists are kept. The tests here run the density stage
@@ -797,8 +797,8 @@ static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p,
      * (>= 0) */
     float *dev_v = malloc(32 * n);
     assert_non_null(dev_v);
-    assert_int_equal(device_read(&f->d, r->st.vel, 0, 16 * n, dev_v, &e), SPH_OK);
-    assert_int_equal(device_read(&f->d, r->st.vel_next, 0, 16 * n, dev_v + 4 * n, &e), SPH_OK);
+    assert_int_equal(device_read(&f->d, r->st.vel, 0, 16 * n, dev_v, &e), SPHSIM_OK);
+    assert_int_equal(device_read(&f->d, r->st.vel_next, 0, 16 * n, dev_v + 4 * n, &e), SPHSIM_OK);
     for (size_t k = 0; k < n; ++k)
         if (p->type[r->order[k]] == PTYPE_BOUNDARY) {
             const float w0 = dev_v[4 * k + 3], w1 = dev_v[4 * (n + k) + 3];
@@ -807,19 +807,19 @@ static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p,
         }
     free(dev_v);
     const cl_mem bufs[4] = {r->st.pos, r->st.pos_next, r->st.vel, r->st.vel_next};
-    for (int b = 0; b < 4; ++b) assert_int_equal(device_write(&f->d, bufs[b], 0, 16 * n, b < 2 ? sorted : sorted_v, &e), SPH_OK);
+    for (int b = 0; b < 4; ++b) assert_int_equal(device_write(&f->d, bufs[b], 0, 16 * n, b < 2 ? sorted : sorted_v, &e), SPHSIM_OK);
     /* and into the neighbour records, from which the forces loop also takes a fluid particle's
      * own x and v (with lists, kernels/sph_forces.cl): the density stage wrote them for the old
      * positions; p/rho^2 and rho stay */
     const size_t rec = sph_pos_p_bytes(sph_lists(sol)) / 16; /* float4 per particle */
     float *pp = malloc(16 * rec * n);
     assert_non_null(pp);
-    assert_int_equal(device_read(&f->d, r->st.pos_p, 0, 16 * rec * n, pp, &e), SPH_OK);
+    assert_int_equal(device_read(&f->d, r->st.pos_p, 0, 16 * rec * n, pp, &e), SPHSIM_OK);
     for (size_t k = 0; k < n; ++k) {
         memcpy(pp + 4 * rec * k, sorted + 4 * k, 12);
         if (rec == 2) memcpy(pp + 4 * (2 * k + 1), sorted_v + 4 * k, 12);
     }
-    assert_int_equal(device_write(&f->d, r->st.pos_p, 0, 16 * rec * n, pp, &e), SPH_OK);
+    assert_int_equal(device_write(&f->d, r->st.pos_p, 0, 16 * rec * n, pp, &e), SPHSIM_OK);
     free(pp);
     return r->st.pos != pos0;
 }
@@ -868,21 +868,21 @@ static size_t go_ahead_run(fixture *f, int dims, int ahead, float *out[3])
     scene s;
     particles p;
     run r;
-    sph_error e;
+    sphsim_error e;
     setenv("SPHSIM_LIST_BUILD", "apart", 1);
     sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 900 + (uint64_t)dims, 1);
     unsetenv("SPHSIM_LIST_BUILD");
     sph_set_swap_on_device(sol, 0);
     const size_t n = p.n;
     for (int step = 0; step < 5; ++step) {
-        if (step == 2) assert_int_equal(sph_set_list_cap(sol, sph_get_params(sol)->list_cap / 8 * 4, &e), SPH_OK);
+        if (step == 2) assert_int_equal(sph_set_list_cap(sol, sph_get_params(sol)->list_cap / 8 * 4, &e), SPHSIM_OK);
         const int force = step == 3;
-        assert_int_equal(sph_begin_step(sol, force, &e), SPH_OK);
+        assert_int_equal(sph_begin_step(sol, force, &e), SPHSIM_OK);
         int go = -1, done = 0;
         if (ahead && !force)
-            assert_int_equal(sph_read_go_ahead(sol, r.cs, r.ce, r.gpb, &r.st, &go, &done, &e), SPH_OK);
+            assert_int_equal(sph_read_go_ahead(sol, r.cs, r.ce, r.gpb, &r.st, &go, &done, &e), SPHSIM_OK);
         else
-            assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK);
+            assert_int_equal(sph_read_go(sol, &go, &e), SPHSIM_OK);
         assert_int_equal(go, step == 0 || force); /* the others keep the lists */
         assert_int_equal(done, ahead && !go);
         if (step > 0) {
@@ -893,16 +893,16 @@ static size_t go_ahead_run(fixture *f, int dims, int ahead, float *out[3])
             r.st.vel = r.st.vel_next;
             r.st.vel_next = t;
         }
-        if (!done) assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
-        assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+        if (!done) assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
+        assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
     }
     long walkers = 0;
-    assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPH_OK);
+    assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPHSIM_OK);
     assert_true(walkers > 0); /* the lowered cap leaves some particles walking */
     const cl_mem bufs[3] = {r.st.pos_next, r.st.vel, r.st.pos_p};
     for (int k = 0; k < 3; ++k) {
         assert_non_null(out[k] = malloc((k == 2 ? 32 : 16) * n));
-        assert_int_equal(device_read(&f->d, bufs[k], 0, (k == 2 ? 32 : 16) * n, out[k], &e), SPH_OK);
+        assert_int_equal(device_read(&f->d, bufs[k], 0, (k == 2 ? 32 : 16) * n, out[k], &e), SPHSIM_OK);
     }
     run_free(&r);
     sph_destroy(sol);
@@ -947,16 +947,16 @@ static void test_list_keep(void **state)
             sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 500 + (uint64_t)dims, lists);
             unsetenv("SPHSIM_LIST_BUILD");
             sph_set_swap_on_device(sol, !host);
-            sph_error e;
+            sphsim_error e;
             const size_t n = p.n;
             /* step 1: go (the first step always builds), lists at X0 */
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
             if (host) expect_go(sol, 1);
-            assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+            assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
             /* the particles the build found over list_cap: none, all fluid, or some of it */
             long walkers = -1, n_fluid = 0;
             for (size_t i = 0; i < p.n; ++i) n_fluid += p.type[i] == PTYPE_FLUID;
-            assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPH_OK);
+            assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPHSIM_OK);
             if (lists == 1) assert_int_equal(walkers, 0);
             else if (lists == 2) assert_true(walkers >= n_fluid);
             else assert_true(walkers > 0 && walkers < n_fluid);
@@ -967,7 +967,7 @@ static void test_list_keep(void **state)
             nudge_fluid(&s, &p, step, 42);
             /* step 2: keep. The device swaps the buffer pairs (sph_set_swap_on_device): the
              * handles follow it, and the moved state goes where it reads. */
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
             if (host) expect_go(sol, 0);
             /* a kept step swapped on the device; the host would swap its own handles (sim.c),
              * and upload_moved writes both pairs alike */
@@ -977,25 +977,25 @@ static void test_list_keep(void **state)
                      dims);
             step_vs_reference(f, sol, &r, &s, &p, label);
             long rebuilds = 0;
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, 1); /* step 2 kept the lists */
             /* the step's own motion stayed within skin / 2 of X0 here, so step 3 keeps them too */
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, 1);
             /* one fluid particle moved more than skin / 2 from X0: sph_forces asks for a rebuild */
             size_t k0 = 0;
             while (p.type[r.order[k0]] != PTYPE_FLUID) ++k0;
             p.pos[4 * r.order[k0]] += (float)(1.6 * half);
             assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), !host);
-            assert_int_equal(sph_enqueue(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(sph_enqueue(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, 2);
             /* a forced step (sim.c: every snapshot step) rebuilds although nothing moved */
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-            assert_int_equal(sph_begin_step(sol, 1, &e), SPH_OK);
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+            assert_int_equal(sph_begin_step(sol, 1, &e), SPHSIM_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, 3);
 
             run_free(&r);
@@ -1049,14 +1049,14 @@ static size_t lists_vs_brute_force(sph_solver *sol, const run *r, const particle
     const size_t n = p->n;
     const sph_params *P = sph_get_params(sol);
     const size_t cap = P->list_cap;
-    sph_error e;
+    sphsim_error e;
     int level = -1;
-    assert_int_equal(sph_list_level(sol, &level, &e), SPH_OK);
+    assert_int_equal(sph_list_level(sol, &level, &e), SPHSIM_OK);
     const double rl2 = P->list_radius2[level], rw2 = P->wall_radius2[level];
     uint32_t *counts = calloc(n, sizeof *counts), *entries = calloc(n * cap, sizeof *entries);
     char *listed = calloc(n, 1);
     assert_true(counts && entries && listed);
-    assert_int_equal(sph_read_lists(sol, n, counts, entries, &e), SPH_OK);
+    assert_int_equal(sph_read_lists(sol, n, counts, entries, &e), SPHSIM_OK);
     size_t beyond = 0, checked = 0;
     *far = 0;
     const uint32_t nx = r->gp.ncell[0], ny = r->gp.ncell[1];
@@ -1108,7 +1108,7 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     scene s;
     particles p;
     run r;
-    sph_error e;
+    sphsim_error e;
     if (!cc->check) setenv("SPHSIM_LIST_CHECK", "0", 1);
     setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
     g_grid_margin = cc->wide ? 3.3 : 0.0;
@@ -1118,14 +1118,14 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     const size_t n = p.n;
     sph_set_swap_on_device(sol, !host);
     const size_t n_cells = cc->check == 2 ? (size_t)(f->d.max_alloc / 16 + 1) : r.gp.n_cells;
-    assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, n_cells, &r.st, &e), SPH_OK);
+    assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, n_cells, &r.st, &e), SPHSIM_OK);
     unsetenv("SPHSIM_LIST_CHECK");
     /* step 1 builds the lists */
-    assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
     if (host) expect_go(sol, 1);
-    assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+    assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
     long walkers = -1;
-    assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPH_OK);
+    assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPHSIM_OK);
     assert_true(cc->lists == 5 ? walkers > 0 : walkers == 0);
     size_t far = 0;
     assert_true(lists_vs_brute_force(sol, &r, &p, "lists at the build", &far) > 0);
@@ -1170,16 +1170,16 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n);
     assert_true(sorted && sorted_v);
     assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
-    assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+    assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
     if (cc->by == 7) { /* the state the check reads: the step's output (no pair swapped yet) */
         const float nan_x = NAN;
-        assert_int_equal(device_write(&f->d, r.st.pos_next, 16 * k_first, sizeof nan_x, &nan_x, &e), SPH_OK);
+        assert_int_equal(device_write(&f->d, r.st.pos_next, 16 * k_first, sizeof nan_x, &nan_x, &e), SPHSIM_OK);
     }
     /* step 2 decides */
-    assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
     if (host) expect_go(sol, cc->want_rebuild);
     long rebuilds = 0;
-    assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+    assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
     char label[128];
     snprintf(label, sizeof label, "check %dD %s %s %+.2f %+.2f +-%.2f%s", dims, host ? "host  " : "device",
              cc->by == 0   ? "ids  "
@@ -1266,7 +1266,7 @@ static void test_list_skip(void **state)
             scene s;
             particles p;
             run r;
-            sph_error e;
+            sphsim_error e;
             /* a quarter of the time step: the tank's own motion, from the perturbation, far below
              * the set one */
             setenv("SPHSIM_LIST_BUILD", "apart", 1);
@@ -1274,7 +1274,7 @@ static void test_list_skip(void **state)
             unsetenv("SPHSIM_LIST_BUILD");
             const size_t n = p.n;
             sph_set_swap_on_device(sol, 0);
-            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPH_OK);
+            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
             const double v = (shear ? 0.05 : 0.1) * 2.0 * s.h * s.skin / s.dt;
             const long nx = (long)r.gp.ncell[0];
             for (size_t i = 0; i < n; ++i)
@@ -1289,12 +1289,12 @@ static void test_list_skip(void **state)
             char seq[STEPS + 1] = {0};
             long checks = 0, skipped = 0, rebuilds = 0;
             for (int k = 0; k < STEPS; ++k) {
-                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+                assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
                 int go = -1;
-                assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK); /* runs the check if asked */
+                assert_int_equal(sph_read_go(sol, &go, &e), SPHSIM_OK); /* runs the check if asked */
                 if (k == 0) assert_int_equal(go, 1);
                 long c1 = 0, s1 = 0;
-                assert_int_equal(sph_list_checks(sol, &c1, &s1, &e), SPH_OK);
+                assert_int_equal(sph_list_checks(sol, &c1, &s1, &e), SPHSIM_OK);
                 seq[k] = go ? 'R' : s1 > skipped ? 's' : c1 > checks ? 'c' : 'k';
                 if (go && c1 > checks) seq[k] = 'C'; /* checked, then rebuilt */
                 checks = c1;
@@ -1305,8 +1305,8 @@ static void test_list_skip(void **state)
                 snprintf(label, sizeof label, "skip %dD %s step %d (%c)", dims, shear ? "shear" : "whole", k + 1, seq[k]);
                 step_vs_reference(f, sol, &r, &s, &p, label);
                 /* the step's output is the next step's state */
-                assert_int_equal(device_read(&f->d, r.st.pos_next, 0, 16 * n, x, &e), SPH_OK);
-                assert_int_equal(device_read(&f->d, r.st.vel_next, 0, 16 * n, u, &e), SPH_OK);
+                assert_int_equal(device_read(&f->d, r.st.pos_next, 0, 16 * n, x, &e), SPHSIM_OK);
+                assert_int_equal(device_read(&f->d, r.st.vel_next, 0, 16 * n, u, &e), SPHSIM_OK);
                 for (size_t q = 0; q < n; ++q) {
                     const size_t i = r.order[q];
                     if (p.type[i] != PTYPE_FLUID) continue;
@@ -1314,7 +1314,7 @@ static void test_list_skip(void **state)
                     memcpy(p.vel + 4 * i, u + 4 * q, 12);
                 }
             }
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
             print_message("  skip %dD %s: %s (R rebuild, C checked and rebuilt, c checked and kept, s kept on "
                           "the bound, k kept): %ld rebuilds, %ld checks, %ld skipped\n",
                           dims, shear ? "shear" : "whole", seq, rebuilds, checks, skipped);
@@ -1323,8 +1323,8 @@ static void test_list_skip(void **state)
             assert_true(rebuilds >= 1 && rebuilds < STEPS);
             /* binding the check again gives new cells' flags, which only a rebuild fills: the next
              * step rebuilds */
-            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPH_OK);
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
             expect_go(sol, 1);
             free(sorted);
             free(sorted_v);
@@ -1348,9 +1348,9 @@ static size_t check_boxes_vs_reference(fixture *f, sph_solver *sol, const run *r
     const size_t n = p->n, nc = r->gp.n_cells;
     float *boxes = malloc(16 * nc), *x = malloc(16 * n), *lo = malloc(16 * nc), *hi = malloc(16 * nc);
     assert_true(boxes && x && lo && hi);
-    sph_error e;
-    assert_int_equal(sph_read_check_boxes(sol, boxes, nc, &e), SPH_OK);
-    assert_int_equal(device_read(&f->d, r->st.pos_next, 0, 16 * n, x, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(sph_read_check_boxes(sol, boxes, nc, &e), SPHSIM_OK);
+    assert_int_equal(device_read(&f->d, r->st.pos_next, 0, 16 * n, x, &e), SPHSIM_OK);
     for (size_t c = 0; c < 4 * nc; ++c) {
         lo[c] = INFINITY;
         hi[c] = -INFINITY;
@@ -1414,13 +1414,13 @@ static void test_check_boxes(void **state)
                 scene s;
                 particles p;
                 run r;
-                sph_error e;
+                sphsim_error e;
                 ref_sph_scene(&s, dims, wcsph.kernel, wcsph.eos, wcsph.visc, 0.01, 1.3, dims == 2 ? nt2 : nt3,
                               dims == 2 ? nf2 : nf3);
                 s.alpha = 0.5;
                 s.skin = 0.1;
-                assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
-                assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+                assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK);
+                assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
                 perturb(&s, &p, 1300 + (uint64_t)dims);
                 const size_t n = p.n;
                 for (size_t i = 0; i < n; ++i) /* at rest, in the middle of the tank */
@@ -1441,7 +1441,7 @@ static void test_check_boxes(void **state)
                 sph_set_swap_on_device(sol, 0);
                 const double cell = 2.0 * s.h * (1.0 + s.skin), skin_r = 2.0 * s.h * s.skin;
                 run_alloc_cell(&f->d, &r, n, &s, cell);
-                assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPH_OK);
+                assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
                 uint64_t seed = 77 + (uint64_t)dims;
                 size_t wet[2] = {0, 0};
                 for (int g = 0; g < 2; ++g) {
@@ -1451,18 +1451,18 @@ static void test_check_boxes(void **state)
                             if (p.type[i] == PTYPE_FLUID) p.pos[4 * i] += (float)(2.0 * cell);
                     run_upload(&f->d, sol, &r, &p);
                     for (size_t k = 0; k < n; ++k) memcpy(built + 4 * k, p.pos + 4 * r.order[k], 16);
-                    assert_int_equal(sph_begin_step(sol, g == 1, &e), SPH_OK); /* the first step builds */
+                    assert_int_equal(sph_begin_step(sol, g == 1, &e), SPHSIM_OK); /* the first step builds */
                     expect_go(sol, 1);
-                    assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+                    assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
                     for (size_t i = 0; i < n; ++i)
                         if (p.type[i] == PTYPE_FLUID)
                             for (int a = 0; a < dims; ++a)
                                 p.pos[4 * i + a] += (float)(skin_r * ((a == 0 ? 0.6 : 0.0) + 0.15 * ref_sph_rand(&seed)));
                     assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
-                    assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
-                    assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
+                    assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
+                    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
                     int go = -1;
-                    assert_int_equal(sph_read_go(sol, &go, &e), SPH_OK); /* runs the check */
+                    assert_int_equal(sph_read_go(sol, &go, &e), SPHSIM_OK); /* runs the check */
                     char label[96];
                     snprintf(label, sizeof label, "boxes %dD, %s work-items, %s a cell, grid %d (%s)", dims,
                              local ? "16" : "the kernels'", lanes_of[li], g + 1, go ? "rebuild" : "keep");
@@ -1499,28 +1499,28 @@ static void test_adaptive_skin(void **state)
         sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 700 + (uint64_t)dims, 1);
         unsetenv("SPHSIM_SKIN_LEVELS");
         const sph_params *P = sph_get_params(sol);
-        sph_error e;
+        sphsim_error e;
         const size_t n = p.n;
         long rebuilds = 0, expect = 1;
         int level = -1;
-        assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-        assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
+        assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+        assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
         for (int k = 0; k < SPH_SKIN_LEVELS; ++k) {
             const unsigned keep = k + 1 < SPH_SKIN_LEVELS ? P->skin_shrink_age[k] : 40;
             assert_true(keep >= 2 && keep <= 200);
             for (unsigned a = 0; a < keep; ++a) { /* kept */
-                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-                assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+                assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+                assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
                 assert_int_equal(rebuilds, expect);
-                assert_int_equal(sph_list_level(sol, &level, &e), SPH_OK);
+                assert_int_equal(sph_list_level(sol, &level, &e), SPHSIM_OK);
                 assert_int_equal(level, k);
             }
             if (k + 1 == SPH_SKIN_LEVELS) break;
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK); /* rebuilt one level down */
-            assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK); /* rebuilt one level down */
+            assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, ++expect);
-            assert_int_equal(sph_list_level(sol, &level, &e), SPH_OK);
+            assert_int_equal(sph_list_level(sol, &level, &e), SPHSIM_OK);
             assert_int_equal(level, k + 1);
         }
         /* lists at the last level, built at X0: move every fluid particle within its skin / 2, at
@@ -1535,8 +1535,8 @@ static void test_adaptive_skin(void **state)
         char label[64];
         snprintf(label, sizeof label, "skin/%d  %dD", 1 << (SPH_SKIN_LEVELS - 1), dims);
         step_vs_reference(f, sol, &r, &s, &p, label);
-        assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-        assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+        assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+        assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
         assert_int_equal(rebuilds, expect); /* still kept */
         /* one particle moved 1.6 x this skin / 2 (a fifth of the scene's skin / 2), twice: the
          * first rebuild keeps the level (the lists had lasted long), the second, at once, goes
@@ -1545,30 +1545,30 @@ static void test_adaptive_skin(void **state)
         while (p.type[r.order[k0]] != PTYPE_FLUID) ++k0;
         for (int twice = 0; twice < 2; ++twice) {
             if (twice) { /* the next step keeps the new lists */
-                assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-                assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+                assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+                assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
                 assert_int_equal(rebuilds, expect);
             }
             p.pos[4 * r.order[k0]] += (float)(1.6 * half);
             upload_moved(f, sol, &r, &p, sorted, sorted_v);
-            assert_int_equal(sph_enqueue(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK);
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPH_OK);
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+            assert_int_equal(sph_enqueue(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
+            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, ++expect);
-            assert_int_equal(sph_list_level(sol, &level, &e), SPH_OK);
+            assert_int_equal(sph_list_level(sol, &level, &e), SPHSIM_OK);
             assert_int_equal(level, SPH_SKIN_LEVELS - 1 - twice);
-            assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPH_OK); /* the new lists */
+            assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK); /* the new lists */
         }
         /* a forced rebuild (sim.c: a snapshot step) keeps the level; the restart state holds it,
          * and a new solver restored from it starts its forced first step at that level */
-        assert_int_equal(sph_begin_step(sol, 1, &e), SPH_OK);
-        assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPH_OK);
+        assert_int_equal(sph_begin_step(sol, 1, &e), SPHSIM_OK);
+        assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
         assert_int_equal(rebuilds, ++expect);
-        assert_int_equal(sph_list_level(sol, &level, &e), SPH_OK);
+        assert_int_equal(sph_list_level(sol, &level, &e), SPHSIM_OK);
         assert_int_equal(level, SPH_SKIN_LEVELS - 2);
         void *blob = NULL;
         size_t bytes = 0;
-        assert_int_equal(sph_state_save(sol, &blob, &bytes, &e), SPH_OK);
+        assert_int_equal(sph_state_save(sol, &blob, &bytes, &e), SPHSIM_OK);
         assert_true(blob != NULL && bytes == 16);
         uint32_t bad[4];
         memcpy(bad, blob, sizeof bad);
@@ -1580,11 +1580,11 @@ static void test_adaptive_skin(void **state)
             memcpy(w, bad, sizeof w);
             if (variant == 1) w[0] ^= 1u;                /* not the SPH lists' magic: start cold */
             if (variant == 2) w[2] = SPH_SKIN_LEVELS;    /* no such level */
-            const sph_status rs = sph_state_restore(sol2, w, sizeof w, &e);
-            assert_int_equal(rs, variant == 2 ? SPH_E_IO : SPH_OK);
-            if (rs == SPH_OK) {
-                assert_int_equal(sph_begin_step(sol2, 1, &e), SPH_OK);
-                assert_int_equal(sph_list_level(sol2, &level, &e), SPH_OK);
+            const sphsim_status rs = sph_state_restore(sol2, w, sizeof w, &e);
+            assert_int_equal(rs, variant == 2 ? SPHSIM_E_IO : SPHSIM_OK);
+            if (rs == SPHSIM_OK) {
+                assert_int_equal(sph_begin_step(sol2, 1, &e), SPHSIM_OK);
+                assert_int_equal(sph_list_level(sol2, &level, &e), SPHSIM_OK);
                 assert_int_equal(level, variant == 0 ? SPH_SKIN_LEVELS - 2 : 0);
             }
             sph_destroy(sol2);
@@ -1610,9 +1610,9 @@ static void test_rest_lattice(void **state)
             ref_sph_scene(&s, dims, (scene_kernel)kernel, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nt);
             s.gravity[dims - 1] = 0.0;
             particles p;
-            sph_error e;
-            assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
-            assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+            sphsim_error e;
+            assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK);
+            assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
             const size_t n = p.n;
             sph_solver *sol = make_solver(&f->d, &s);
             run r;
@@ -1653,12 +1653,12 @@ static void test_hydrostatic_init(void **state)
         ref_sph_scene(&s, dims, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, dims == 2 ? nt2 : nt3,
                       dims == 2 ? nt2 : nt3);
         particles p;
-        sph_error e;
-        assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
+        sphsim_error e;
+        assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK);
         const double H = s.blocks[0].max[dims - 1];
         double *depth = malloc(p.n * sizeof *depth);
         for (size_t i = 0; i < p.n; ++i) depth[i] = H - p.pos[4 * i + dims - 1];
-        assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+        assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
         const size_t n = p.n;
         sph_solver *sol = make_solver(&f->d, &s);
         run r;
@@ -1725,16 +1725,16 @@ static void test_hydrostatic_columns(void **state)
             s.blocks[b].max[up] = sign > 0 ? hi[b] : top - lo[b];
         }
         particles p[3];
-        sph_error e;
+        sphsim_error e;
         static const char *threads[3] = {"1", "3", "7"};
         for (int t = 0; t < 3; ++t) {
             setenv("SPHSIM_INIT_THREADS", threads[t], 1);
-            assert_int_equal(init_generate(&s, &p[t], &e), SPH_OK);
-            assert_int_equal(sph_prepare(&s, &p[t], &e), SPH_OK);
+            assert_int_equal(init_generate(&s, &p[t], &e), SPHSIM_OK);
+            assert_int_equal(sph_prepare(&s, &p[t], &e), SPHSIM_OK);
             unsetenv("SPHSIM_INIT_THREADS");
         }
         particles q; /* the lattice before the squeeze */
-        assert_int_equal(init_generate(&s, &q, &e), SPH_OK);
+        assert_int_equal(init_generate(&s, &q, &e), SPHSIM_OK);
         const size_t n = q.n;
         size_t resting = 0, floating = 0;
         for (size_t i = 0; i < q.n_fluid; ++i) {
@@ -1801,10 +1801,10 @@ static void test_conservation(void **state)
                 s.blocks[0].max[a] += 6 * 0.01;
             }
             particles p;
-            sph_error e;
-            assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
+            sphsim_error e;
+            assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK);
             assert_int_equal(p.n, p.n_fluid);
-            assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+            assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
             perturb(&s, &p, 77 + ci);
             const size_t n = p.n;
             sph_solver *sol = make_solver(&f->d, &s);
@@ -1822,7 +1822,7 @@ static void test_conservation(void **state)
                 run_step(&f->d, sol, &r, n, NULL, NULL, x, v, &flags);
                 assert_int_equal(flags, 0);
                 /* masses on the device are untouched by the step */
-                assert_int_equal(device_read(&f->d, r.st.mass, 0, 4 * n, m, &e), SPH_OK);
+                assert_int_equal(device_read(&f->d, r.st.mass, 0, 4 * n, m, &e), SPHSIM_OK);
                 for (size_t k = 0; k < n; ++k) assert_true(m[k] == p.mass[r.order[k]]);
                 for (size_t i = 0; i < n; ++i) {
                     double dv = 0;
@@ -1861,9 +1861,9 @@ static void test_flags(void **state)
     const int nt[3] = {12, 12, 1}, nf[3] = {8, 8, 1};
     ref_sph_scene(&s, 2, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
     particles p;
-    sph_error e;
-    assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK);
-    assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+    sphsim_error e;
+    assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK);
+    assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
     const size_t n = p.n;
     sph_solver *sol = make_solver(&f->d, &s);
     run r;
@@ -1910,8 +1910,8 @@ static void test_flags(void **state)
         assert_true(p.vel[4 * top + 1] < 0.0f);
         assert_true(y_max < 0.12f);
         particles_free(&p);
-        assert_int_equal(ref_sph_particles(&s, &p, &e), SPH_OK); /* back to the prepared state */
-        assert_int_equal(sph_prepare(&s, &p, &e), SPH_OK);
+        assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK); /* back to the prepared state */
+        assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
         assert_true(p.pos[4 * top] == x0);
     }
 
@@ -1925,8 +1925,8 @@ static void test_flags(void **state)
     assert_true(fabsf(x[4 * top + 1] - (float)s.tank.max[1]) == 0.0f);
     assert_true(v[4 * top + 1] <= 0.0f);
     uint32_t counts[2];
-    sph_error e2;
-    assert_int_equal(device_read(&f->d, r.st.flags, 0, sizeof counts, counts, &e2), SPH_OK);
+    sphsim_error e2;
+    assert_int_equal(device_read(&f->d, r.st.flags, 0, sizeof counts, counts, &e2), SPHSIM_OK);
     assert_int_equal(counts[1], 1);
     p.pos[4 * top + 1] = y0;
 
@@ -1965,14 +1965,14 @@ static void test_list_grid_cells(void **state)
     for (size_t k = 0; k < sizeof ratios / sizeof ratios[0]; ++k) {
         s.cell_ratio = ratios[k];
         grid_params gp;
-        sph_error e;
-        assert_int_equal(sim_grid_geometry(&s, 1, &gp, &e), SPH_OK);
+        sphsim_error e;
+        assert_int_equal(sim_grid_geometry(&s, 1, &gp, &e), SPHSIM_OK);
         const double list_radius = s.support * (1.0 + s.skin);
         assert_true(gp.cell_size >= list_radius);
         assert_true(gp.cell_size <= fmax(ratios[k], 1.0) * list_radius * 1.001);
         assert_int_equal(gp.reach, 1);
         const double cell_lists = gp.cell_size;
-        assert_int_equal(sim_grid_geometry(&s, 0, &gp, &e), SPH_OK);
+        assert_int_equal(sim_grid_geometry(&s, 0, &gp, &e), SPHSIM_OK);
         assert_true(fabs(gp.cell_size - fmax(ratios[k] * s.support, s.support / gp.reach)) <= 1e-3 * s.support);
         print_message("  cell_ratio %.2f: cells %.4g m with lists (list radius %.4g m), %.4g m without (reach %u)\n",
                       ratios[k], cell_lists, list_radius, (double)gp.cell_size, gp.reach);
@@ -2040,25 +2040,25 @@ static void test_set_masses(void **state)
     const int nt[3] = {8, 8, 1}, nf[3] = {4, 4, 1};
     ref_sph_scene(&s, 2, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
     sph_solver *sol = make_solver(&f->d, &s);
-    sph_error e;
+    sphsim_error e;
     const uint8_t type[5] = {PTYPE_FLUID, PTYPE_BOUNDARY, PTYPE_FLUID, PTYPE_BOUNDARY, PTYPE_FLUID};
     const float same[5] = {0.1f, 0.125f, 0.1f, 0.125f, 0.1f};
     /* the tank is [0, 0.08]^2: walls below it in y and right of it in x, then one inside */
     float pos[20] = {0.01f, 0.01f, 0, 0, 0.02f, -0.005f, 0, 0, 0.03f, 0.03f, 0, 0, 0.085f, 0.04f, 0, 0,
                      0.05f, 0.05f, 0, 0};
-    assert_int_equal(sph_set_masses(sol, pos, same, type, 5, &e), SPH_OK);
+    assert_int_equal(sph_set_masses(sol, pos, same, type, 5, &e), SPHSIM_OK);
     assert_int_equal(sph_get_params(sol)->walls_outside, 1);
     pos[12] = 0.075f;
-    assert_int_equal(sph_set_masses(sol, pos, same, type, 5, &e), SPH_OK);
+    assert_int_equal(sph_set_masses(sol, pos, same, type, 5, &e), SPHSIM_OK);
     assert_int_equal(sph_get_params(sol)->walls_outside, 0);
     const float fluid2[5] = {0.1f, 0.125f, 0.1f, 0.125f, 0.2f}, wall2[5] = {0.1f, 0.125f, 0.1f, 0.5f, 0.1f};
     memset(&e, 0, sizeof e);
-    assert_int_equal(sph_set_masses(sol, pos, fluid2, type, 5, &e), SPH_E_SCENE);
+    assert_int_equal(sph_set_masses(sol, pos, fluid2, type, 5, &e), SPHSIM_E_SCENE);
     print_message("  %s\n", e.msg);
     assert_non_null(strstr(e.msg, "every fluid particle"));
     assert_non_null(strstr(e.msg, "0.200000003"));
     memset(&e, 0, sizeof e);
-    assert_int_equal(sph_set_masses(sol, pos, wall2, type, 5, &e), SPH_E_SCENE);
+    assert_int_equal(sph_set_masses(sol, pos, wall2, type, 5, &e), SPHSIM_E_SCENE);
     assert_non_null(strstr(e.msg, "every wall particle"));
     assert_non_null(strstr(e.msg, "0.125"));
     assert_non_null(strstr(e.msg, "0.5 kg"));
@@ -2095,6 +2095,6 @@ int main(void)
         cmocka_unit_test(test_set_masses),
     };
     int fails = cmocka_run_group_tests_name("sph_host", host, NULL, NULL);
-    fails += cmocka_run_group_tests_name("sph_device", dev, setup_device, teardown_device);
+    fails += cmocka_run_group_tests_name("ocl_device", dev, setup_device, teardown_device);
     return fails;
 }

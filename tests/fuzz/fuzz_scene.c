@@ -1,4 +1,4 @@
-/* fuzz_scene: libFuzzer target for the scene parser. Any input must give SPH_OK or a clean
+/* fuzz_scene: libFuzzer target for the scene parser. Any input must give SPHSIM_OK or a clean
  * error with a message; never a crash, leak, or undefined behaviour (built with ASan/UBSan). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,14 +13,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = 0;
     scene s;
-    sph_error e = {0};
+    sphsim_error e = {0};
     /* with and without an override, so the --set path is exercised too */
     static const char *const sets[] = {"time.end=0.5", "fluid.blocks[0].max[0]=0.3"};
-    sph_status st = scene_load_string(&s, text, "fuzz", NULL, 0, &e);
-    if (st == SPH_OK) scene_free(&s);
+    sphsim_status st = scene_load_string(&s, text, "fuzz", NULL, 0, &e);
+    if (st == SPHSIM_OK) scene_free(&s);
     else if (e.msg[0] == 0) abort(); /* every error must say something */
     st = scene_load_string(&s, text, "fuzz", sets, 2, &e);
-    if (st == SPH_OK) scene_free(&s);
+    if (st == SPHSIM_OK) scene_free(&s);
     else if (e.msg[0] == 0) abort();
     free(text);
     return 0;
