@@ -77,7 +77,7 @@ install: all
 	install -m 644 docs/sphsim.1 $(DESTDIR)$(PREFIX)/share/man/man1/sphsim.1
 
 format:
-	clang-format -i src/*.c src/*.h tests/*.c
+	clang-format -i src/*.c src/*.h tests/*.c tests/*.h tests/fuzz/*.c kernels/*.cl kernels/*.h
 
 clean:
 	rm -rf $(B) build-asan build-tsan

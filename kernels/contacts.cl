@@ -42,17 +42,11 @@ inline float4 contact_normal(float4 dx, uint i, uint j, float *dist)
 }
 
 /* Jacobi relaxation of a pair from the contact counts of its spheres. */
-inline float contact_omega(float omega, uint d_i, uint d_j)
-{
-    return min(1.0f, omega / (float)max(max(d_i, d_j), 1u));
-}
+inline float contact_omega(float omega, uint d_i, uint d_j) { return min(1.0f, omega / (float)max(max(d_i, d_j), 1u)); }
 
 /* Target normal velocity of a contact: an impact (approach faster than v_rest at the start of
  * the step) bounces back with e; a slower (resting) contact must merely stop approaching. */
-inline float contact_target(float v0_n, float e, float v_rest)
-{
-    return v0_n < -v_rest ? -e * v0_n : 0.0f;
-}
+inline float contact_target(float v0_n, float e, float v_rest) { return v0_n < -v_rest ? -e * v0_n : 0.0f; }
 
 /* Impulse carried in `pid`/`lam` slots (of particle at old slot `o`) for partner id `q`. */
 inline float contact_carried(__global const uint *pid, __global const float *lam, uint o, uint slots, uint q)
@@ -71,11 +65,10 @@ inline float contact_carried(__global const uint *pid, __global const float *lam
  * the smaller value is taken, so the pair agrees; 0 when `warm` is 0). `idx` maps a sorted slot
  * to its slot in the previous step's order (where pid_old, lam_old live). */
 __kernel void contact_list(const uint n, __constant grid_params *gp, __constant contact_params *cp,
-                           __global const uint *cell_start, __global const uint *cell_end,
-                           __global const float4 *pos0, __global const float *radius, __global const uint *id,
-                           const uint warm, __global const uint *idx, __global const uint *pid_old,
-                           __global const float *lam_old, __global uint *degree, __global uint *pid_new,
-                           __global float *lam_new)
+                           __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,
+                           __global const float *radius, __global const uint *id, const uint warm,
+                           __global const uint *idx, __global const uint *pid_old, __global const float *lam_old,
+                           __global uint *degree, __global uint *pid_new, __global float *lam_new)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
@@ -85,19 +78,19 @@ __kernel void contact_list(const uint n, __constant grid_params *gp, __constant 
     const uint id_i = id[i];
     uint k = 0;
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
-        if (j == i) continue;
-        if (!contact_touch(p0_i, pos0[j], r_i + radius[j])) continue;
-        if (k < slots) {
-            float lambda = 0.0f;
-            if (warm) {
-                const float l_i = contact_carried(pid_old, lam_old, idx[i], slots, id[j]);
-                const float l_j = contact_carried(pid_old, lam_old, idx[j], slots, id_i);
-                lambda = min(l_i, l_j);
-            }
-            pid_new[(size_t)i * slots + k] = id[j];
-            lam_new[(size_t)i * slots + k] = lambda;
+    if (j == i) continue;
+    if (!contact_touch(p0_i, pos0[j], r_i + radius[j])) continue;
+    if (k < slots) {
+        float lambda = 0.0f;
+        if (warm) {
+            const float l_i = contact_carried(pid_old, lam_old, idx[i], slots, id[j]);
+            const float l_j = contact_carried(pid_old, lam_old, idx[j], slots, id_i);
+            lambda = min(l_i, l_j);
         }
-        ++k;
+        pid_new[(size_t)i * slots + k] = id[j];
+        lam_new[(size_t)i * slots + k] = lambda;
+    }
+    ++k;
     NEIGHBOURS_END
     degree[i] = k;
     for (uint q = k; q < slots; ++q) {
@@ -110,10 +103,9 @@ __kernel void contact_list(const uint n, __constant grid_params *gp, __constant 
  * spheres both have at most `slots` contacts; others start from 0 and are solved without
  * carried impulses). */
 __kernel void contact_warm(const uint n, __constant grid_params *gp, __constant contact_params *cp,
-                           __global const uint *cell_start, __global const uint *cell_end,
-                           __global const float4 *pos0, __global const float4 *v0, __global const float *mass,
-                           __global const float *radius, __global const uint *degree, __global float *lam,
-                           __global float4 *v_out)
+                           __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,
+                           __global const float4 *v0, __global const float *mass, __global const float *radius,
+                           __global const uint *degree, __global float *lam, __global float4 *v_out)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
@@ -125,19 +117,19 @@ __kernel void contact_warm(const uint n, __constant grid_params *gp, __constant 
     float4 dv = (float4)(0.0f);
     uint k = 0;
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
-        if (j == i) continue;
-        if (!contact_touch(p0_i, pos0[j], r_i + radius[j])) continue;
-        if (k < slots) {
-            const size_t s = (size_t)i * slots + k;
-            if (d_i <= slots && degree[j] <= slots) {
-                float dist;
-                const float4 n_ij = contact_normal(p0_i - pos0[j], i, j, &dist);
-                dv += (lam[s] / m_i) * n_ij;
-            } else {
-                lam[s] = 0.0f;
-            }
+    if (j == i) continue;
+    if (!contact_touch(p0_i, pos0[j], r_i + radius[j])) continue;
+    if (k < slots) {
+        const size_t s = (size_t)i * slots + k;
+        if (d_i <= slots && degree[j] <= slots) {
+            float dist;
+            const float4 n_ij = contact_normal(p0_i - pos0[j], i, j, &dist);
+            dv += (lam[s] / m_i) * n_ij;
+        } else {
+            lam[s] = 0.0f;
         }
-        ++k;
+    }
+    ++k;
     NEIGHBOURS_END
     v_out[i] = v0[i] + dv;
 }
@@ -177,10 +169,10 @@ inline void contact_wall_pass(float lo, float hi, float e, float v_rest, float v
  * to rounding. Then the walls. lambda lives in i's own slots, read and written only by i. */
 __kernel void contact_resolve(const uint n, __constant grid_params *gp, __constant contact_params *cp,
                               __global const uint *cell_start, __global const uint *cell_end,
-                              __global const float4 *pos0, __global const float4 *v0,
-                              __global const float *mass, __global const float *radius,
-                              __global const uint *degree, __global float *lam, __global const float4 *x_in,
-                              __global const float4 *v_in, __global float4 *x_out, __global float4 *v_out)
+                              __global const float4 *pos0, __global const float4 *v0, __global const float *mass,
+                              __global const float *radius, __global const uint *degree, __global float *lam,
+                              __global const float4 *x_in, __global const float4 *v_in, __global float4 *x_out,
+                              __global float4 *v_out)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
@@ -200,39 +192,39 @@ __kernel void contact_resolve(const uint n, __constant grid_params *gp, __consta
     uint k = 0; /* slot of the next contact at pos0 */
 
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
-        if (j == i) continue;
-        const float4 p0_j = pos0[j];
-        const float4 d0 = p0_i - p0_j;
-        if (dot(d0, d0) >= cand2) continue;
-        const float r_sum = r_i + radius[j];
-        const int listed = contact_touch(p0_i, p0_j, r_sum);
-        const float4 dx = x_i - x_in[j]; /* dx = x_i - x_j */
-        const int overlap = dot(dx, dx) < r_sum * r_sum;
-        if (!listed && !overlap) continue;
-        float dist;
-        const float4 n_ij = contact_normal(dx, i, j, &dist);
-        const float m_j = mass[j];
-        const uint d_j = degree[j];
-        if (overlap) {
-            const float w_x = contact_omega(cp->omega_x, d_i, d_j) * (m_j / (m_i + m_j));
-            dx_sum += ((r_sum - dist) * w_x) * n_ij;
+    if (j == i) continue;
+    const float4 p0_j = pos0[j];
+    const float4 d0 = p0_i - p0_j;
+    if (dot(d0, d0) >= cand2) continue;
+    const float r_sum = r_i + radius[j];
+    const int listed = contact_touch(p0_i, p0_j, r_sum);
+    const float4 dx = x_i - x_in[j]; /* dx = x_i - x_j */
+    const int overlap = dot(dx, dx) < r_sum * r_sum;
+    if (!listed && !overlap) continue;
+    float dist;
+    const float4 n_ij = contact_normal(dx, i, j, &dist);
+    const float m_j = mass[j];
+    const uint d_j = degree[j];
+    if (overlap) {
+        const float w_x = contact_omega(cp->omega_x, d_i, d_j) * (m_j / (m_i + m_j));
+        dx_sum += ((r_sum - dist) * w_x) * n_ij;
+    }
+    if (listed) {
+        const float w_v = contact_omega(cp->omega_v, d_i, d_j);
+        const float v_n = dot(v_i - v_in[j], n_ij);
+        const float v_t = contact_target(dot(v0_i - v0[j], n_ij), e, v_rest);
+        if (d_i <= slots && d_j <= slots) {
+            const size_t s = (size_t)i * slots + k;
+            const float m_ij = (m_i * m_j) / (m_i + m_j);
+            const float lambda = lam[s];
+            const float lambda_new = max(0.0f, lambda + w_v * m_ij * (v_t - v_n));
+            lam[s] = lambda_new;
+            dv_sum += ((lambda_new - lambda) / m_i) * n_ij;
+        } else if (v_n < v_t) {
+            dv_sum += ((v_t - v_n) * w_v * (m_j / (m_i + m_j))) * n_ij;
         }
-        if (listed) {
-            const float w_v = contact_omega(cp->omega_v, d_i, d_j);
-            const float v_n = dot(v_i - v_in[j], n_ij);
-            const float v_t = contact_target(dot(v0_i - v0[j], n_ij), e, v_rest);
-            if (d_i <= slots && d_j <= slots) {
-                const size_t s = (size_t)i * slots + k;
-                const float m_ij = (m_i * m_j) / (m_i + m_j);
-                const float lambda = lam[s];
-                const float lambda_new = max(0.0f, lambda + w_v * m_ij * (v_t - v_n));
-                lam[s] = lambda_new;
-                dv_sum += ((lambda_new - lambda) / m_i) * n_ij;
-            } else if (v_n < v_t) {
-                dv_sum += ((v_t - v_n) * w_v * (m_j / (m_i + m_j))) * n_ij;
-            }
-            ++k;
-        }
+        ++k;
+    }
     NEIGHBOURS_END
 
     const float4 x = x_i + dx_sum;
@@ -278,8 +270,8 @@ inline void contact_wall_reflect(float lo, float hi, float e, float v_rest, floa
  * Flags NaN/Inf (FLAG_NONFINITE) and speeds over the scene limit (FLAG_RUNAWAY) in `flags`
  * (may be NULL). */
 __kernel void contact_integrate(const uint n, __constant contact_params *cp, __global const float4 *x_in,
-                                __global const float4 *v_in, __global const float *radius,
-                                __global float4 *pos_next, __global float4 *vel_next, __global uint *flags)
+                                __global const float4 *v_in, __global const float *radius, __global float4 *pos_next,
+                                __global float4 *vel_next, __global uint *flags)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
@@ -296,11 +288,9 @@ __kernel void contact_integrate(const uint n, __constant contact_params *cp, __g
     pos_next[i] = (float4)(px, py, pz, 0.0f);
     vel_next[i] = (float4)(vx, vy, vz, 0.0f);
     if (flags) {
-        const int finite = isfinite(px) && isfinite(py) && isfinite(pz) && isfinite(vx) && isfinite(vy) &&
-                           isfinite(vz);
+        const int finite = isfinite(px) && isfinite(py) && isfinite(pz) && isfinite(vx) && isfinite(vy) && isfinite(vz);
         if (!finite) atomic_or(flags, FLAG_NONFINITE);
-        else if (cp->max_speed2 > 0.0f && vx * vx + vy * vy + vz * vz > cp->max_speed2)
-            atomic_or(flags, FLAG_RUNAWAY);
+        else if (cp->max_speed2 > 0.0f && vx * vx + vy * vy + vz * vz > cp->max_speed2) atomic_or(flags, FLAG_RUNAWAY);
     }
 }
 
@@ -309,9 +299,8 @@ __kernel void contact_integrate(const uint n, __constant contact_params *cp, __g
  * to partner[i * max_per ...] (the count is never truncated, so the host sees an overflow).
  * Every touching pair is within 2 r_max <= gp->radius, hence inside the scanned block. */
 __kernel void contact_pairs(const uint n, __constant grid_params *gp, __global const uint *cell_start,
-                            __global const uint *cell_end, __global const float4 *pos,
-                            __global const float *radius, const uint max_per, __global uint *count,
-                            __global uint *partner)
+                            __global const uint *cell_end, __global const float4 *pos, __global const float *radius,
+                            const uint max_per, __global uint *count, __global uint *partner)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
@@ -319,12 +308,12 @@ __kernel void contact_pairs(const uint n, __constant grid_params *gp, __global c
     const float r_i = radius[i];
     uint k = 0;
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
-        if (j <= i) continue;
-        const float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
-        const float r_sum = r_i + radius[j];
-        if (dot(dx, dx) >= r_sum * r_sum) continue;
-        if (k < max_per) partner[(size_t)i * max_per + k] = j;
-        ++k;
+    if (j <= i) continue;
+    const float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
+    const float r_sum = r_i + radius[j];
+    if (dot(dx, dx) >= r_sum * r_sum) continue;
+    if (k < max_per) partner[(size_t)i * max_per + k] = j;
+    ++k;
     NEIGHBOURS_END
     count[i] = k;
 }

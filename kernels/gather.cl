@@ -4,14 +4,14 @@
  * nothing in a step whose go word lacks GO_REBUILD (a step that keeps the last grid, grid.h). */
 #include "shared.h"
 
-#define GRID_GATHER(name, type)                                                                    \
-    __kernel void name(__global const type *src, __global const uint *idx, const uint n,           \
-                       __global type *dst, __global const uint *go)                                \
-    {                                                                                              \
-        if ((go[0] & GO_REBUILD) == 0u) return;                                                    \
-        const uint i = get_global_id(0);                                                           \
-        if (i >= n) return;                                                                        \
-        dst[i] = src[idx[i]];                                                                      \
+#define GRID_GATHER(name, type)                                                                                        \
+    __kernel void name(__global const type *src, __global const uint *idx, const uint n, __global type *dst,           \
+                       __global const uint *go)                                                                        \
+    {                                                                                                                  \
+        if ((go[0] & GO_REBUILD) == 0u) return;                                                                        \
+        const uint i = get_global_id(0);                                                                               \
+        if (i >= n) return;                                                                                            \
+        dst[i] = src[idx[i]];                                                                                          \
     }
 
 GRID_GATHER(grid_gather_1, uchar)

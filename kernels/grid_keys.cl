@@ -49,18 +49,15 @@ static inline void grid_key_one(const uint i, __global const float4 *pos, __cons
     keys[i] = morton2_encode32(cx, cy);
 #endif
 #endif
-    if (!finite)
-        atomic_or(flags, FLAG_NONFINITE);
-    else if (outside)
-        atomic_or(flags, FLAG_OUTSIDE);
+    if (!finite) atomic_or(flags, FLAG_NONFINITE);
+    else if (outside) atomic_or(flags, FLAG_OUTSIDE);
 }
 
 /* Loops over max(n, n_cells) items with the launch's stride (grid.c, run_strided), so that a
  * step that keeps the grid launches few work-groups. */
 __kernel void grid_keys(__global const float4 *pos_main, const uint n, __constant const grid_params *gp,
-                        __global key_t *keys, __global uint *flags, __global uint *cell_start,
-                        __global uint *cell_end, __global const uint *go,
-                        __global const float4 *pos_alt) /* read instead with GO_ALT */
+                        __global key_t *keys, __global uint *flags, __global uint *cell_start, __global uint *cell_end,
+                        __global const uint *go, __global const float4 *pos_alt) /* read instead with GO_ALT */
 {
     const uint g = go[0];
     if ((g & GO_REBUILD) == 0u) return; /* this step keeps the last grid (grid.h) */

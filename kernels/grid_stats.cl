@@ -13,12 +13,12 @@ __kernel void grid_count_neighbours(__global const float4 *pos, const uint n, __
     const float radius2 = gp->radius * gp->radius;
     uint n_nb = 0, n_cand = 0;
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
-        float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
-        dx.w = 0.0f;
-        const float r2 = dot(dx, dx);
-        ++n_cand;
-        if (r2 >= radius2) continue;
-        ++n_nb;
+    float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
+    dx.w = 0.0f;
+    const float r2 = dot(dx, dx);
+    ++n_cand;
+    if (r2 >= radius2) continue;
+    ++n_nb;
     NEIGHBOURS_END
     neighbours[i] = n_nb;
     candidates[i] = n_cand;

@@ -31,42 +31,42 @@ inline int grid_cell_coord(float x, float origin, float cell_inv, uint ncell)
  * walks below, with that cell's particles in [j0, j1) (sorted indices; empty cells included). */
 /* Declares the cell block scanned around position xi, clipped to the grid: cells x0..x1,
  * y0..y1, z0..z1 (inclusive; z0 = z1 = 0 in 2D). */
-#define NEIGHBOURS_BLOCK(gp, xi, x0, x1, y0, y1, z0, z1)                                           \
-    const int x0##_r_ = (int)(gp)->reach;                                                          \
-    const int x0##_cx_ = grid_cell_coord((xi).x, (gp)->origin[0], (gp)->cell_size_inv, (gp)->ncell[0]); \
-    const int x0##_cy_ = grid_cell_coord((xi).y, (gp)->origin[1], (gp)->cell_size_inv, (gp)->ncell[1]); \
-    const int x0##_cz_ = (gp)->dims == 3                                                           \
-        ? grid_cell_coord((xi).z, (gp)->origin[2], (gp)->cell_size_inv, (gp)->ncell[2]) : 0;       \
-    const int x0##_rz_ = (gp)->dims == 3 ? x0##_r_ : 0;                                            \
-    const int z0 = max(x0##_cz_ - x0##_rz_, 0), z1 = min(x0##_cz_ + x0##_rz_, (int)(gp)->ncell[2] - 1); \
-    const int y0 = max(x0##_cy_ - x0##_r_, 0), y1 = min(x0##_cy_ + x0##_r_, (int)(gp)->ncell[1] - 1); \
+#define NEIGHBOURS_BLOCK(gp, xi, x0, x1, y0, y1, z0, z1)                                                               \
+    const int x0##_r_ = (int)(gp)->reach;                                                                              \
+    const int x0##_cx_ = grid_cell_coord((xi).x, (gp)->origin[0], (gp)->cell_size_inv, (gp)->ncell[0]);                \
+    const int x0##_cy_ = grid_cell_coord((xi).y, (gp)->origin[1], (gp)->cell_size_inv, (gp)->ncell[1]);                \
+    const int x0##_cz_ =                                                                                               \
+        (gp)->dims == 3 ? grid_cell_coord((xi).z, (gp)->origin[2], (gp)->cell_size_inv, (gp)->ncell[2]) : 0;           \
+    const int x0##_rz_ = (gp)->dims == 3 ? x0##_r_ : 0;                                                                \
+    const int z0 = max(x0##_cz_ - x0##_rz_, 0), z1 = min(x0##_cz_ + x0##_rz_, (int)(gp)->ncell[2] - 1);                \
+    const int y0 = max(x0##_cy_ - x0##_r_, 0), y1 = min(x0##_cy_ + x0##_r_, (int)(gp)->ncell[1] - 1);                  \
     const int x0 = max(x0##_cx_ - x0##_r_, 0), x1 = min(x0##_cx_ + x0##_r_, (int)(gp)->ncell[0] - 1);
 
-#define NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, xi, j0, j1)                               \
-    {                                                                                              \
-        NEIGHBOURS_BLOCK(gp, xi, nb_x0_, nb_x1_, nb_y0_, nb_y1_, nb_z0_, nb_z1_)                   \
-        for (int nb_z_ = nb_z0_; nb_z_ <= nb_z1_; ++nb_z_)                                         \
-            for (int nb_y_ = nb_y0_; nb_y_ <= nb_y1_; ++nb_y_) {                                   \
-                const uint nb_row_ = (uint)nb_x0_ + (gp)->ncell[0] * ((uint)nb_y_ + (gp)->ncell[1] * (uint)nb_z_); \
-                for (int nb_x_ = nb_x0_; nb_x_ <= nb_x1_; ++nb_x_) {                               \
-                    const uint nb_c_ = nb_row_ + (uint)(nb_x_ - nb_x0_);                           \
+#define NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, xi, j0, j1)                                                   \
+    {                                                                                                                  \
+        NEIGHBOURS_BLOCK(gp, xi, nb_x0_, nb_x1_, nb_y0_, nb_y1_, nb_z0_, nb_z1_)                                       \
+        for (int nb_z_ = nb_z0_; nb_z_ <= nb_z1_; ++nb_z_)                                                             \
+            for (int nb_y_ = nb_y0_; nb_y_ <= nb_y1_; ++nb_y_) {                                                       \
+                const uint nb_row_ = (uint)nb_x0_ + (gp)->ncell[0] * ((uint)nb_y_ + (gp)->ncell[1] * (uint)nb_z_);     \
+                for (int nb_x_ = nb_x0_; nb_x_ <= nb_x1_; ++nb_x_) {                                                   \
+                    const uint nb_c_ = nb_row_ + (uint)(nb_x_ - nb_x0_);                                               \
                     const uint j0 = (cell_start)[nb_c_], j1 = (cell_end)[nb_c_];
 
 /* Inside NEIGHBOURS_CELLS_BEGIN: the linear index cx + nx (cy + ny cz) of the current cell. */
 #define NEIGHBOURS_CELL nb_c_
 
-#define NEIGHBOURS_CELLS_END                                                                       \
-                }                                                                                  \
-            }                                                                                      \
+#define NEIGHBOURS_CELLS_END                                                                                           \
+    }                                                                                                                  \
+    }                                                                                                                  \
     }
 
 /* Plain walk: the body runs for every candidate j of the block. */
-#define NEIGHBOURS_BEGIN(gp, cell_start, cell_end, xi, j)                                          \
-    NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, xi, nb_j0_, nb_j1_)                           \
-                    for (uint j = nb_j0_; j < nb_j1_; ++j) {
+#define NEIGHBOURS_BEGIN(gp, cell_start, cell_end, xi, j)                                                              \
+    NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, xi, nb_j0_, nb_j1_)                                               \
+    for (uint j = nb_j0_; j < nb_j1_; ++j) {
 
-#define NEIGHBOURS_END                                                                             \
-                    }                                                                              \
+#define NEIGHBOURS_END                                                                                                 \
+    }                                                                                                                  \
     NEIGHBOURS_CELLS_END
 
 /* In-range walk: the same cells, candidates and order as NEIGHBOURS_BEGIN, but in two passes per
@@ -89,18 +89,18 @@ inline uint nb_mask_(__global const float4 *pos, float4 xi, float radius2, uint 
     return m;
 }
 
-#define NEIGHBOURS_IN_RANGE_BEGIN(gp, cell_start, cell_end, pos, xi, radius2, j)                   \
-    NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, xi, nb_j0_, nb_j1_)                           \
-                    for (uint nb_b_ = nb_j0_; nb_b_ < nb_j1_; nb_b_ += 32u) {                      \
-                        uint nb_m_ = nb_mask_(pos, xi, radius2, nb_b_, min(nb_j1_ - nb_b_, 32u));  \
-                        while (nb_m_ != 0u) {                                                      \
-                            const uint nb_low_ = nb_m_ & (0u - nb_m_);                             \
-                            nb_m_ ^= nb_low_;                                                      \
-                            const uint j = nb_b_ + (31u - clz(nb_low_));
+#define NEIGHBOURS_IN_RANGE_BEGIN(gp, cell_start, cell_end, pos, xi, radius2, j)                                       \
+    NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, xi, nb_j0_, nb_j1_)                                               \
+    for (uint nb_b_ = nb_j0_; nb_b_ < nb_j1_; nb_b_ += 32u) {                                                          \
+        uint nb_m_ = nb_mask_(pos, xi, radius2, nb_b_, min(nb_j1_ - nb_b_, 32u));                                      \
+        while (nb_m_ != 0u) {                                                                                          \
+            const uint nb_low_ = nb_m_ & (0u - nb_m_);                                                                 \
+            nb_m_ ^= nb_low_;                                                                                          \
+            const uint j = nb_b_ + (31u - clz(nb_low_));
 
-#define NEIGHBOURS_IN_RANGE_END                                                                    \
-                        }                                                                          \
-                    }                                                                              \
+#define NEIGHBOURS_IN_RANGE_END                                                                                        \
+    }                                                                                                                  \
+    }                                                                                                                  \
     NEIGHBOURS_CELLS_END
 
 #endif

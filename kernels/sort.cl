@@ -98,16 +98,16 @@ static uint wg_exclusive_scan(uint v, __local uint *buf, uint t, uint *total)
  * step at 1.4x10^7 keys on the H200); PoCL 3 mishandles barriers after such a return (a radix-1
  * sort came out wrong), so there the empty tiles alone do it. */
 #if SORT_GO_RETURN
-#define SORT_GO_SKIP(go) \
+#define SORT_GO_SKIP(go)                                                                                               \
     if (((go)[0] & GO_REBUILD) == 0u) return;
 #else
 #define SORT_GO_SKIP(go)
 #endif
 
 /* hist[d * n_groups + g] = number of keys of tile g with digit d. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-sort_count(__global const key_t *keys, const uint n, const uint shift, const uint n_groups, __global uint *hist,
-           __global const uint *go)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void sort_count(__global const key_t *keys, const uint n,
+                                                                         const uint shift, const uint n_groups,
+                                                                         __global uint *hist, __global const uint *go)
 {
     SORT_GO_SKIP(go)
     __local cnt_t cnt[CNT_N];
@@ -196,7 +196,7 @@ sort_scatter(__global const key_t *keys_in, __global const uint *idx_in, const u
 
     if (t < RADIX) dtot[t] = digit_total[t];
 
-    /* 1. Keys into registers in blocked order (work-item t holds tile elements t*ITEMS + q),
+        /* 1. Keys into registers in blocked order (work-item t holds tile elements t*ITEMS + q),
      *    staged through local memory so that the global reads are coalesced. Elements past
      *    the end get the largest digit: they rank after every real key and are never written. */
 #pragma unroll

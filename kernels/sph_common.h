@@ -29,7 +29,7 @@
  *   forces:  the in-range walk (the pair body runs only for neighbours), -DSPH_FORCES_PLAIN;
  *   wall pressure: the plain walk (it skips most candidates on their type before loading
  *            their position), -DSPH_BOUNDARY_IN_RANGE. */
-#define SPH_PLAIN_BEGIN_(gp, cell_start, cell_end, pos, xi, radius2, j)                            \
+#define SPH_PLAIN_BEGIN_(gp, cell_start, cell_end, pos, xi, radius2, j)                                                \
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, xi, j)
 #ifdef SPH_DENSITY_IN_RANGE
 #define SPH_DENSITY_NEIGHBOURS_BEGIN NEIGHBOURS_IN_RANGE_BEGIN
@@ -94,13 +94,14 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
  * Uses the kernel's n and P, and nl_list .. nl_list3. Used by the list build (sph_density.cl)
  * and the list loop. */
 #if SPH_LIST_PARTS > 1
-#define NL_ROW_(T, i, p, stride)                                                                   \
-    const uint stride = P->list_part_n;                                                            \
-    T p = (T)sph_list_part((i) / stride, (__global uint *)nl_list, (__global uint *)nl_list1,     \
-                           (__global uint *)nl_list2, (__global uint *)nl_list3) + (i) % stride;
+#define NL_ROW_(T, i, p, stride)                                                                                       \
+    const uint stride = P->list_part_n;                                                                                \
+    T p = (T)sph_list_part((i) / stride, (__global uint *)nl_list, (__global uint *)nl_list1,                          \
+                           (__global uint *)nl_list2, (__global uint *)nl_list3) +                                     \
+          (i) % stride;
 #else
-#define NL_ROW_(T, i, p, stride)                                                                   \
-    const uint stride = n;                                                                         \
+#define NL_ROW_(T, i, p, stride)                                                                                       \
+    const uint stride = n;                                                                                             \
     T p = (T)nl_list + (i);
 #endif
 
@@ -109,19 +110,19 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #define NL_ELEM_ uint4
 #define SPH_LIST_OUT_ __global uint4
 /* j = entry k: a new uint4 every fourth entry, then its components in turn */
-#define NL_NEXT_(k, p, q, j, stride)                                                               \
-    if (((k) & 3u) == 0u) {                                                                        \
-        q = *(p);                                                                                  \
-        (p) += (stride);                                                                           \
-    }                                                                                              \
-    j = (q).x;                                                                                     \
+#define NL_NEXT_(k, p, q, j, stride)                                                                                   \
+    if (((k)&3u) == 0u) {                                                                                              \
+        q = *(p);                                                                                                      \
+        (p) += (stride);                                                                                               \
+    }                                                                                                                  \
+    j = (q).x;                                                                                                         \
     q = (q).yzwx;
 #else
 #define NL_PTR_ __global const uint *
 #define NL_ELEM_ uint
 #define SPH_LIST_OUT_ __global uint
-#define NL_NEXT_(k, p, q, j, stride)                                                               \
-    j = *(p);                                                                                      \
+#define NL_NEXT_(k, p, q, j, stride)                                                                                   \
+    j = *(p);                                                                                                          \
     (p) += (stride);
 #endif
 
@@ -144,40 +145,40 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
  * (GO_CHECK: no check ran). The lists are then those of the kept grid, and the pair read is the
  * last step's output, which the host passes (and swaps to once it has read the decision). */
 #define SPH_AHEAD_SKIP_(ahead, lstate) ((ahead) != 0u && ((lstate)[0] & (GO_REBUILD | GO_CHECK)) != 0u)
-#define SPH_LIST_BEGIN(gp, cell_start, cell_end, xi, i, j)                                         \
-    {                                                                                              \
-        const uint nl_cnt_ = nl_count[i];                                                          \
-        const int nl_walk_ = list_walk; /* the kernel's constant: its particles walk */           \
-        NL_ROW_(NL_PTR_, i, nl_p_, nl_stride_)                                                     \
-        NL_ELEM_ nl_q_ = (NL_ELEM_)(0u);                                                           \
-        uint nl_k_ = 0u;                                                                           \
-        /* the cell walk's state, for the rare particle over list_cap */                           \
-        NEIGHBOURS_BLOCK(gp, xi, nl_x0_, nl_x1_, nl_y0_, nl_y1_, nl_z0_, nl_z1_)                   \
-        const uint nl_wx_ = (uint)(nl_x1_ - nl_x0_ + 1), nl_wy_ = (uint)(nl_y1_ - nl_y0_ + 1);     \
-        const uint nl_ncells_ = nl_walk_ ? nl_wx_ * nl_wy_ * (uint)(nl_z1_ - nl_z0_ + 1) : 0u;     \
-        uint nl_o_ = 0u, nl_j_ = 0u, nl_j1_ = 0u;                                                  \
-        for (;;) {                                                                                 \
-            uint j;                                                                                \
-            if (!nl_walk_) {                                                                       \
-                if (nl_k_ == nl_cnt_) break;                                                       \
-                NL_NEXT_(nl_k_, nl_p_, nl_q_, j, nl_stride_);                                      \
-                ++nl_k_;                                                                           \
-            } else {                                                                               \
-                while (nl_j_ == nl_j1_ && nl_o_ < nl_ncells_) {                                    \
-                    const uint nl_c_ = (uint)nl_x0_ + nl_o_ % nl_wx_ +                             \
-                        (gp)->ncell[0] * ((uint)nl_y0_ + nl_o_ / nl_wx_ % nl_wy_ +                 \
-                                          (gp)->ncell[1] * ((uint)nl_z0_ + nl_o_ / (nl_wx_ * nl_wy_))); \
-                    nl_j_ = (cell_start)[nl_c_];                                                   \
-                    nl_j1_ = (cell_end)[nl_c_];                                                    \
-                    ++nl_o_;                                                                       \
-                }                                                                                  \
-                if (nl_j_ == nl_j1_) break;                                                        \
-                j = nl_j_++;                                                                       \
-                if (j == (i)) continue; /* as the lists: without i itself */                        \
+#define SPH_LIST_BEGIN(gp, cell_start, cell_end, xi, i, j)                                                             \
+    {                                                                                                                  \
+        const uint nl_cnt_ = nl_count[i];                                                                              \
+        const int nl_walk_ = list_walk; /* the kernel's constant: its particles walk */                                \
+        NL_ROW_(NL_PTR_, i, nl_p_, nl_stride_)                                                                         \
+        NL_ELEM_ nl_q_ = (NL_ELEM_)(0u);                                                                               \
+        uint nl_k_ = 0u;                                                                                               \
+        /* the cell walk's state, for the rare particle over list_cap */                                               \
+        NEIGHBOURS_BLOCK(gp, xi, nl_x0_, nl_x1_, nl_y0_, nl_y1_, nl_z0_, nl_z1_)                                       \
+        const uint nl_wx_ = (uint)(nl_x1_ - nl_x0_ + 1), nl_wy_ = (uint)(nl_y1_ - nl_y0_ + 1);                         \
+        const uint nl_ncells_ = nl_walk_ ? nl_wx_ * nl_wy_ * (uint)(nl_z1_ - nl_z0_ + 1) : 0u;                         \
+        uint nl_o_ = 0u, nl_j_ = 0u, nl_j1_ = 0u;                                                                      \
+        for (;;) {                                                                                                     \
+            uint j;                                                                                                    \
+            if (!nl_walk_) {                                                                                           \
+                if (nl_k_ == nl_cnt_) break;                                                                           \
+                NL_NEXT_(nl_k_, nl_p_, nl_q_, j, nl_stride_);                                                          \
+                ++nl_k_;                                                                                               \
+            } else {                                                                                                   \
+                while (nl_j_ == nl_j1_ && nl_o_ < nl_ncells_) {                                                        \
+                    const uint nl_c_ = (uint)nl_x0_ + nl_o_ % nl_wx_ +                                                 \
+                                       (gp)->ncell[0] * ((uint)nl_y0_ + nl_o_ / nl_wx_ % nl_wy_ +                      \
+                                                         (gp)->ncell[1] * ((uint)nl_z0_ + nl_o_ / (nl_wx_ * nl_wy_))); \
+                    nl_j_ = (cell_start)[nl_c_];                                                                       \
+                    nl_j1_ = (cell_end)[nl_c_];                                                                        \
+                    ++nl_o_;                                                                                           \
+                }                                                                                                      \
+                if (nl_j_ == nl_j1_) break;                                                                            \
+                j = nl_j_++;                                                                                           \
+                if (j == (i)) continue; /* as the lists: without i itself */                                           \
             }
 
-#define SPH_LIST_END                                                                               \
-        }                                                                                          \
+#define SPH_LIST_END                                                                                                   \
+    }                                                                                                                  \
     }
 
 /* The neighbour loop of each SPH kernel: the list under -DSPH_LIST, else the loop's walk. */
@@ -189,11 +190,14 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #define SPH_FORCES_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j) SPH_LIST_BEGIN(gp, cs, ce, xi, i, j)
 #define SPH_FORCES_LOOP_END SPH_LIST_END
 #else
-#define SPH_DENSITY_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j) SPH_DENSITY_NEIGHBOURS_BEGIN(gp, cs, ce, pos, xi, radius2, j)
+#define SPH_DENSITY_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j)                                                     \
+    SPH_DENSITY_NEIGHBOURS_BEGIN(gp, cs, ce, pos, xi, radius2, j)
 #define SPH_DENSITY_LOOP_END SPH_DENSITY_NEIGHBOURS_END
-#define SPH_BOUNDARY_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j) SPH_BOUNDARY_NEIGHBOURS_BEGIN(gp, cs, ce, pos, xi, radius2, j)
+#define SPH_BOUNDARY_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j)                                                    \
+    SPH_BOUNDARY_NEIGHBOURS_BEGIN(gp, cs, ce, pos, xi, radius2, j)
 #define SPH_BOUNDARY_LOOP_END SPH_BOUNDARY_NEIGHBOURS_END
-#define SPH_FORCES_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j) SPH_FORCES_NEIGHBOURS_BEGIN(gp, cs, ce, pos, xi, radius2, j)
+#define SPH_FORCES_LOOP_BEGIN(gp, cs, ce, pos, xi, radius2, i, j)                                                      \
+    SPH_FORCES_NEIGHBOURS_BEGIN(gp, cs, ce, pos, xi, radius2, j)
 #define SPH_FORCES_LOOP_END SPH_FORCES_NEIGHBOURS_END
 #endif
 
@@ -210,10 +214,10 @@ inline __global uint *sph_list_part(uint part, __global uint *l0, __global uint 
 #ifdef SPH_NB_REC
 #define SPH_NB_X_(pos_p, vel, j) (pos_p)[2u * (j)]
 #define SPH_NB_V_(pos_p, vel, j) (pos_p)[2u * (j) + 1u]
-#define SPH_NB_PUT_(pos_p, i, xp, v)                                                               \
-    do {                                                                                           \
-        (pos_p)[2u * (i)] = (xp);                                                                  \
-        (pos_p)[2u * (i) + 1u] = (v);                                                              \
+#define SPH_NB_PUT_(pos_p, i, xp, v)                                                                                   \
+    do {                                                                                                               \
+        (pos_p)[2u * (i)] = (xp);                                                                                      \
+        (pos_p)[2u * (i) + 1u] = (v);                                                                                  \
     } while (0)
 #else
 #define SPH_NB_X_(pos_p, vel, j) (pos_p)[j]

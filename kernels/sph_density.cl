@@ -36,33 +36,32 @@
  * fluid (wall i) within wall_radius there, skipping with use_cf the cells without any. The ring
  * holds nothing within list_radius (<= the cell size) of particle i, so no density term. */
 /* Particle j (squared distance r2) goes into the list being built, at entry c */
-#define SPH_LIST_PUT_(j)                                                                           \
-    {                                                                                              \
-        if (c < cap) {                                                                             \
-            SPH_LIST_STORE_(j)                                                                     \
-        }                                                                                          \
-        ++c;                                                                                       \
+#define SPH_LIST_PUT_(j)                                                                                               \
+    {                                                                                                                  \
+        if (c < cap) {                                                                                                 \
+            SPH_LIST_STORE_(j)                                                                                         \
+        }                                                                                                              \
+        ++c;                                                                                                           \
     }
 #if SPH_LIST_PACK == 4
 /* q collects four entries, then goes out in one 16-byte store */
-#define SPH_LIST_STORE_(j)                                                                         \
-    q = (uint4)(q.yzw, (j));                                                                       \
-    if ((c & 3u) == 3u) {                                                                          \
-        *out = q;                                                                                  \
-        out += stride;                                                                             \
+#define SPH_LIST_STORE_(j)                                                                                             \
+    q = (uint4)(q.yzw, (j));                                                                                           \
+    if ((c & 3u) == 3u) {                                                                                              \
+        *out = q;                                                                                                      \
+        out += stride;                                                                                                 \
     }
 #else
-#define SPH_LIST_STORE_(j)                                                                         \
-    *out = (j);                                                                                    \
+#define SPH_LIST_STORE_(j)                                                                                             \
+    *out = (j);                                                                                                        \
     out += stride;
 #endif
 /* Whether candidate j at r2 goes into particle i's list (reach2: wall_radius2, or list_radius2
  * for fluid that no wall can reach): fluid i lists fluid within radius2 and walls within reach2,
  * a wall lists fluid within reach2; nobody lists itself (the density adds its self term first,
  * SPH_SELF_RHO_, and the forces loop had skipped it: one entry fewer for both loops to read) */
-#define SPH_LIST_TAKES_(j, r2)                                                                     \
-    ((r2) < reach2 && (j) != i &&                                                                  \
-     (fluid_i ? (r2) < radius2 || type[j] != PTYPE_FLUID : type[j] == PTYPE_FLUID))
+#define SPH_LIST_TAKES_(j, r2)                                                                                         \
+    ((r2) < reach2 && (j) != i && (fluid_i ? (r2) < radius2 || type[j] != PTYPE_FLUID : type[j] == PTYPE_FLUID))
 
 /* Cells e0 .. e1 along one axis of the box of half-width rw around coordinate x, widened to
  * the 3^d block's b0 .. b1 (grid_cell_coord clamps both ends into the grid) */
@@ -72,14 +71,12 @@ inline int2 sph_ring_axis(float x, float rw, float origin, float cell_inv, uint 
                   max(b1, grid_cell_coord(x + rw, origin, cell_inv, ncell)));
 }
 
-inline float sph_list_build(const uint n, const uint i, const float4 x_i, const int fluid_i,
-                            __global const float4 *pos, __global const uchar *type,
-                            __global const uint *cell_start,
-                            __global const uint *cell_end, __constant const grid_params *gp,
-                            __constant const sph_params *P, __global uint *nl_list, __global uint *nl_list1,
-                            __global uint *nl_list2, __global uint *nl_list3, __global uint *nl_count,
-                            __global float4 *pos_ref, __global uint *lstate, const int with_rho,
-                            __global const uchar *cell_fluid, const uint use_cf)
+inline float sph_list_build(const uint n, const uint i, const float4 x_i, const int fluid_i, __global const float4 *pos,
+                            __global const uchar *type, __global const uint *cell_start, __global const uint *cell_end,
+                            __constant const grid_params *gp, __constant const sph_params *P, __global uint *nl_list,
+                            __global uint *nl_list1, __global uint *nl_list2, __global uint *nl_list3,
+                            __global uint *nl_count, __global float4 *pos_ref, __global uint *lstate,
+                            const int with_rho, __global const uchar *cell_fluid, const uint use_cf)
 {
     const int skip_dry = !fluid_i && use_cf; /* a wall particle lists fluid only */
     const uint level = lstate[4];
@@ -116,7 +113,8 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
         const float inv = gp->cell_size_inv;
         const int2 ex = sph_ring_axis(x_i.x, rw, gp->origin[0], inv, gp->ncell[0], bx0, bx1);
         const int2 ey = sph_ring_axis(x_i.y, rw, gp->origin[1], inv, gp->ncell[1], by0, by1);
-        const int2 ez = gp->dims == 3 ? sph_ring_axis(x_i.z, rw, gp->origin[2], inv, gp->ncell[2], bz0, bz1) : (int2)(0);
+        const int2 ez =
+            gp->dims == 3 ? sph_ring_axis(x_i.z, rw, gp->origin[2], inv, gp->ncell[2], bz0, bz1) : (int2)(0);
         const int ex0 = ex.x, ex1 = ex.y, ey0 = ey.x, ey1 = ey.y, ez0 = ez.x, ez1 = ez.y;
         const uchar want = fluid_i ? CELL_WALL : CELL_FLUID;
         for (int z = ez0; z <= ez1; ++z)
@@ -155,14 +153,14 @@ inline float sph_list_build(const uint n, const uint i, const float4 x_i, const 
  * each kernel below (list_walk: sph_common.h, SPH_LIST_MINE_; may_build 0: sph_density_kept,
  * for a step the host knows keeps the lists or has just built them with sph_lists_build,
  * carries no list-build code, which made its loop faster on the H200, docs/performance.md). */
-inline void sph_density_one(const uint n, const uint i, __global const float4 *SPH_RESTRICT pos,
-                            __global float4 *vel, __global const uchar *SPH_RESTRICT type,
-                            __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
-                            __constant const grid_params *gp, __constant const sph_params *P,
-                            __global float4 *pos_p, __global uint *nl_list, __global uint *nl_list1,
-                            __global uint *nl_list2, __global uint *nl_list3, __global uint *nl_count,
-                            __global float4 *pos_ref, __global uint *lstate, const int list_walk,
-                            const int may_build, __global const uchar *cell_fluid, const uint use_cf)
+inline void sph_density_one(const uint n, const uint i, __global const float4 *SPH_RESTRICT pos, __global float4 *vel,
+                            __global const uchar *SPH_RESTRICT type, __global const uint *SPH_RESTRICT cell_start,
+                            __global const uint *SPH_RESTRICT cell_end, __constant const grid_params *gp,
+                            __constant const sph_params *P, __global float4 *pos_p, __global uint *nl_list,
+                            __global uint *nl_list1, __global uint *nl_list2, __global uint *nl_list3,
+                            __global uint *nl_count, __global float4 *pos_ref, __global uint *lstate,
+                            const int list_walk, const int may_build, __global const uchar *cell_fluid,
+                            const uint use_cf)
 {
 #ifdef SPH_LIST
     /* a rebuild step: every particle's list, and the density on the way (sph_density alone);
@@ -176,8 +174,9 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     const float4 x_i = pos[i];
     float rho_i = 0.0f;
 #ifdef SPH_LIST
-    if (build) rho_i = sph_list_build(n, i, x_i, fluid, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1,
-                                      nl_list2, nl_list3, nl_count, pos_ref, lstate, 1, cell_fluid, use_cf);
+    if (build)
+        rho_i = sph_list_build(n, i, x_i, fluid, pos, type, cell_start, cell_end, gp, P, nl_list, nl_list1, nl_list2,
+                               nl_list3, nl_count, pos_ref, lstate, 1, cell_fluid, use_cf);
 #endif
     if (!fluid) return;
     if (!build) {
@@ -186,12 +185,12 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
         rho_i = SPH_SELF_RHO_(x_i, P); /* the lists (and their fallback walk) leave i out */
 #endif
         SPH_DENSITY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_i, support2, i, j)
-            const float4 x_j = pos[j]; /* (x_j, m_j) */
-            float4 dx = x_i - x_j;       /* dx = x_i - x_j */
-            dx.w = 0.0f;
-            const float r2 = dot(dx, dx);
-            if (r2 >= support2) continue;
-            rho_i += x_j.w * sph_W(r2, P);
+        const float4 x_j = pos[j]; /* (x_j, m_j) */
+        float4 dx = x_i - x_j;     /* dx = x_i - x_j */
+        dx.w = 0.0f;
+        const float r2 = dot(dx, dx);
+        if (r2 >= support2) continue;
+        rho_i += x_j.w * sph_W(r2, P);
         SPH_DENSITY_LOOP_END
     }
     const float p_i = sph_eos(rho_i, P);
@@ -200,51 +199,50 @@ inline void sph_density_one(const uint n, const uint i, __global const float4 *S
     SPH_NB_PUT_(pos_p, i, (float4)(x_i.xyz, p_i / (rho_i * rho_i)), (float4)(vel[i].xyz, rho_i));
 }
 
-#define SPH_DENSITY_ARGS                                                                           \
-    const uint n,                                                                                  \
-    __global const float4 *pos_a, /* (x (m), mass (kg)), sorted (or pos_b) */                      \
-    __global float4 *vel_a,       /* (v, rho): rho (kg/m^3) out (fluid) (or vel_b) */              \
-    __global const uchar *SPH_RESTRICT type,   /* PTYPE_*, sorted */                               \
-    __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
-    __constant const grid_params *gp, __constant const sph_params *P,                             \
-    __global float4 *pos_p,       /* (x, p/rho^2) [, (v, rho) with lists], out (fluid) */           \
-    __global uint *nl_list,       /* neighbour lists (-DSPH_LIST), parts 0-3: read, or */          \
-    __global uint *nl_list1, __global uint *nl_list2, __global uint *nl_list3,                     \
-    __global uint *nl_count,      /* written when the go word has GO_REBUILD */                    \
-    __global float4 *pos_ref,     /* lists: x_i where they were built, written on go */            \
-    __global uint *lstate,        /* lists: [0] go word (GO_REBUILD, GO_ALT), [5] walkers */      \
-    const uint stride,            /* work-group spread (sph_item) */                               \
-    __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */                   \
-    __global float4 *vel_b,                                                                        \
-    __global const uchar *cell_fluid, /* lists: per cell, 1 if it holds fluid (sph_cell_fluid) */ \
-    const uint use_cf,            /* cell_fluid is set for this step's grid */                     \
-    const uint ahead              /* launched ahead of the host's read of the decision: only in a \
+#define SPH_DENSITY_ARGS                                                                                               \
+    const uint n, __global const float4 *pos_a,  /* (x (m), mass (kg)), sorted (or pos_b) */                           \
+        __global float4 *vel_a,                  /* (v, rho): rho (kg/m^3) out (fluid) (or vel_b) */                   \
+        __global const uchar *SPH_RESTRICT type, /* PTYPE_*, sorted */                                                 \
+        __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,                      \
+        __constant const grid_params *gp, __constant const sph_params *P,                                              \
+        __global float4 *pos_p, /* (x, p/rho^2) [, (v, rho) with lists], out (fluid) */                                \
+        __global uint *nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3: read, or */                                \
+        __global uint *nl_list1, __global uint *nl_list2, __global uint *nl_list3,                                     \
+        __global uint *nl_count,      /* written when the go word has GO_REBUILD */                                    \
+        __global float4 *pos_ref,     /* lists: x_i where they were built, written on go */                            \
+        __global uint *lstate,        /* lists: [0] go word (GO_REBUILD, GO_ALT), [5] walkers */                       \
+        const uint stride,            /* work-group spread (sph_item) */                                               \
+        __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */                                   \
+        __global float4 *vel_b,                                                                                        \
+        __global const uchar *cell_fluid, /* lists: per cell, 1 if it holds fluid (sph_cell_fluid) */                  \
+        const uint use_cf,                /* cell_fluid is set for this step's grid */                                 \
+        const uint ahead                  /* launched ahead of the host's read of the decision: only in a \
                                      step that keeps the lists (SPH_AHEAD_SKIP_) */
 
 /* The kernel body: particle i of this work-item, from the pair the go word names. */
-#define SPH_DENSITY_KERNEL_(may_build)                                                             \
-    {                                                                                              \
-        const uint i = sph_item(stride);                                                           \
-        if (i >= n || SPH_AHEAD_SKIP_(ahead, lstate)) return;                                      \
-        const int alt = SPH_ALT_(lstate);                                                          \
-        sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, \
-                        pos_p, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, may_build, \
-                        cell_fluid, use_cf);                                                       \
+#define SPH_DENSITY_KERNEL_(may_build)                                                                                 \
+    {                                                                                                                  \
+        const uint i = sph_item(stride);                                                                               \
+        if (i >= n || SPH_AHEAD_SKIP_(ahead, lstate)) return;                                                          \
+        const int alt = SPH_ALT_(lstate);                                                                              \
+        sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, pos_p,      \
+                        nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 0, may_build, cell_fluid,    \
+                        use_cf);                                                                                       \
     }
 
 __kernel void sph_density(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(1)
 
 #ifdef SPH_LIST
-/* sph_density reading the lists: in a step that keeps them (the host read the go word: no
+    /* sph_density reading the lists: in a step that keeps them (the host read the go word: no
  * GO_REBUILD), or right after sph_lists_build. */
-__kernel void sph_density_kept(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(0)
+    __kernel void sph_density_kept(SPH_DENSITY_ARGS) SPH_DENSITY_KERNEL_(0)
 
-/* The lists of every particle without the densities, for a step the host knows rebuilds them on
+    /* The lists of every particle without the densities, for a step the host knows rebuilds them on
  * a GPU (sph.c, lists_apart): sph_density_kept and sph_density_walk_built then take the
  * densities from the new lists, the same sums to the bit. Without the density in its loop the
  * build took 8.5 instead of 11.5 ms at 1.4x10^7 particles on the H200, and the step about 1 %
  * less (docs/performance.md, eighth session). */
-__kernel void sph_lists_build(SPH_DENSITY_ARGS)
+    __kernel void sph_lists_build(SPH_DENSITY_ARGS)
 {
     const uint i = sph_item(stride);
     if (i >= n) return;
@@ -256,31 +254,30 @@ __kernel void sph_lists_build(SPH_DENSITY_ARGS)
 /* The particles over list_cap (launched over a few work-groups that loop, sph.c; returns at once
  * when the last build found none): sph_density_walk in a step that keeps the lists (in a
  * rebuild step sph_density has done them), sph_density_walk_built after sph_lists_build. */
-#define SPH_DENSITY_WALK_KERNEL_(after_lists_build)                                                \
-    {                                                                                              \
-        if (!SPH_LIST_WALKERS_(lstate) || (!(after_lists_build) && (lstate[0] & GO_REBUILD) != 0u) || \
-            SPH_AHEAD_SKIP_(ahead, lstate))                                                        \
-            return;                                                                                \
-        const int alt = SPH_ALT_(lstate);                                                          \
-        for (uint i = get_global_id(0); i < n; i += get_global_size(0))                            \
-            sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, \
-                            pos_p, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 1, 0, \
-                            cell_fluid, use_cf);                                                   \
+#define SPH_DENSITY_WALK_KERNEL_(after_lists_build)                                                                    \
+    {                                                                                                                  \
+        if (!SPH_LIST_WALKERS_(lstate) || (!(after_lists_build) && (lstate[0] & GO_REBUILD) != 0u) ||                  \
+            SPH_AHEAD_SKIP_(ahead, lstate))                                                                            \
+            return;                                                                                                    \
+        const int alt = SPH_ALT_(lstate);                                                                              \
+        for (uint i = get_global_id(0); i < n; i += get_global_size(0))                                                \
+            sph_density_one(n, i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, pos_p,  \
+                            nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, lstate, 1, 0, cell_fluid,        \
+                            use_cf);                                                                                   \
     }
 
-__kernel void sph_density_walk(SPH_DENSITY_ARGS) SPH_DENSITY_WALK_KERNEL_(0)
-__kernel void sph_density_walk_built(SPH_DENSITY_ARGS) SPH_DENSITY_WALK_KERNEL_(1)
+__kernel void sph_density_walk(SPH_DENSITY_ARGS) SPH_DENSITY_WALK_KERNEL_(0) __kernel
+    void sph_density_walk_built(SPH_DENSITY_ARGS) SPH_DENSITY_WALK_KERNEL_(1)
 #endif
 
-/* The pressure and density of wall particle i (list_walk as in sph_density_one). */
-inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT pos, __global float4 *vel,
-                             __global const uchar *SPH_RESTRICT type,
-                             __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
-                             __constant const grid_params *gp, __constant const sph_params *P,
-                             __global float4 *pos_p, const uint n, __global const uint *SPH_RESTRICT nl_list,
-                             __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,
-                             __global const uint *SPH_RESTRICT nl_list3, __global const uint *SPH_RESTRICT nl_count,
-                             const int list_walk, const int kept)
+    /* The pressure and density of wall particle i (list_walk as in sph_density_one). */
+    inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT pos, __global float4 *vel,
+                                 __global const uchar *SPH_RESTRICT type, __global const uint *SPH_RESTRICT cell_start,
+                                 __global const uint *SPH_RESTRICT cell_end, __constant const grid_params *gp,
+                                 __constant const sph_params *P, __global float4 *pos_p, const uint n,
+                                 __global const uint *SPH_RESTRICT nl_list, __global const uint *SPH_RESTRICT nl_list1,
+                                 __global const uint *SPH_RESTRICT nl_list2, __global const uint *SPH_RESTRICT nl_list3,
+                                 __global const uint *SPH_RESTRICT nl_count, const int list_walk, const int kept)
 {
     if (type[i] != PTYPE_BOUNDARY || !SPH_LIST_MINE_(i, list_walk)) return;
 #ifdef SPH_LIST
@@ -295,33 +292,33 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
 #endif
     const float4 x_w = pos[i];
     const float support2 = P->support2;
-    float sum_W = 0.0f, sum_pW = 0.0f;          /* 1/m^dims, Pa/m^dims */
-    float4 sum_rho_dx_W = (float4)(0.0f);        /* kg/m^(2+dims) */
+    float sum_W = 0.0f, sum_pW = 0.0f;    /* 1/m^dims, Pa/m^dims */
+    float4 sum_rho_dx_W = (float4)(0.0f); /* kg/m^(2+dims) */
     SPH_BOUNDARY_LOOP_BEGIN(gp, cell_start, cell_end, pos, x_w, support2, i, j)
 #ifdef SPH_LIST
-        /* a wall's list holds fluid only (sph_list_build): only the fallback walk tests the type */
-        if (list_walk && type[j] != PTYPE_FLUID) continue;
+    /* a wall's list holds fluid only (sph_list_build): only the fallback walk tests the type */
+    if (list_walk && type[j] != PTYPE_FLUID) continue;
 #else
-        if (type[j] != PTYPE_FLUID) continue; /* the cell walk visits walls too */
+    if (type[j] != PTYPE_FLUID) continue; /* the cell walk visits walls too */
 #endif
-        const float4 xp_j = SPH_NB_X_(pos_p, vel, j); /* (x_f, p_f / rho_f^2), written by sph_density */
-        float4 dx = x_w - xp_j;       /* dx = x_w - x_f */
-        dx.w = 0.0f;
-        const float r2 = dot(dx, dx);
-        if (r2 >= support2) continue;
-        const float W = sph_W(r2, P);
-        const float rho_j = SPH_NB_V_(pos_p, vel, j).w;
-        /* p_f from p_f / rho_f^2: no extra load, cheaper than the Tait EOS (0.08 ms at 1.4x10^7
+    const float4 xp_j = SPH_NB_X_(pos_p, vel, j); /* (x_f, p_f / rho_f^2), written by sph_density */
+    float4 dx = x_w - xp_j;                       /* dx = x_w - x_f */
+    dx.w = 0.0f;
+    const float r2 = dot(dx, dx);
+    if (r2 >= support2) continue;
+    const float W = sph_W(r2, P);
+    const float rho_j = SPH_NB_V_(pos_p, vel, j).w;
+    /* p_f from p_f / rho_f^2: no extra load, cheaper than the Tait EOS (0.08 ms at 1.4x10^7
          * on the H200), and within a few ulp of the p_f sph_density computed */
-        const float p_j = xp_j.w * rho_j * rho_j;
-        sum_W += W;
-        sum_pW += p_j * W;
-        sum_rho_dx_W += (rho_j * W) * dx;
+    const float p_j = xp_j.w * rho_j * rho_j;
+    sum_W += W;
+    sum_pW += p_j * W;
+    sum_rho_dx_W += (rho_j * W) * dx;
     SPH_BOUNDARY_LOOP_END
     float p_w = 0.0f;
     if (sum_W > 0.0f) {
-        const float g_dot = P->gravity[0] * sum_rho_dx_W.x + P->gravity[1] * sum_rho_dx_W.y +
-                            P->gravity[2] * sum_rho_dx_W.z;
+        const float g_dot =
+            P->gravity[0] * sum_rho_dx_W.x + P->gravity[1] * sum_rho_dx_W.y + P->gravity[2] * sum_rho_dx_W.z;
         p_w = fmax((sum_pW + g_dot) / sum_W, 0.0f);
     }
     const float rho_w = sph_eos_rho(p_w, P); /* >= rho0 > 0, since p_w >= 0 */
@@ -331,31 +328,28 @@ inline void sph_boundary_one(const uint i, __global const float4 *SPH_RESTRICT p
     SPH_NB_PUT_(pos_p, i, (float4)(x_w.xyz, p_w / (rho_w * rho_w)), (float4)(0.0f, 0.0f, 0.0f, -rho_w));
 }
 
-#define SPH_BOUNDARY_ARGS                                                                          \
-    const uint n,                                                                                  \
-    __global const float4 *pos_a, /* (x (m), mass (kg)), sorted (or pos_b) */                      \
-    __global float4 *vel_a,      /* (v, rho): fluid rho read, boundary rho written (or vel_b) */   \
-    __global const uchar *SPH_RESTRICT type,  /* PTYPE_*, sorted */                                \
-    __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
-    __constant const grid_params *gp, __constant const sph_params *P,                             \
-    __global float4 *pos_p,      /* (x, p/rho^2) [, (v, rho)]: fluid read, boundary written */     \
-    __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3 */      \
-    __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,       \
-    __global const uint *SPH_RESTRICT nl_list3,                                                   \
-    __global const uint *SPH_RESTRICT nl_count,                                                   \
-    const uint stride,           /* work-group spread (sph_item) */                                \
-    __global const float4 *pos_b, /* the other pair, read instead with GO_ALT */                   \
-    __global float4 *vel_b,                                                                        \
-    __global const uint *lstate, /* lists: [0] go word, [5] walkers */                             \
-    const uint ahead             /* as in SPH_DENSITY_ARGS */
+#define SPH_BOUNDARY_ARGS                                                                                              \
+    const uint n, __global const float4 *pos_a,  /* (x (m), mass (kg)), sorted (or pos_b) */                           \
+        __global float4 *vel_a,                  /* (v, rho): fluid rho read, boundary rho written (or vel_b) */       \
+        __global const uchar *SPH_RESTRICT type, /* PTYPE_*, sorted */                                                 \
+        __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,                      \
+        __constant const grid_params *gp, __constant const sph_params *P,                                              \
+        __global float4 *pos_p,                    /* (x, p/rho^2) [, (v, rho)]: fluid read, boundary written */       \
+        __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3 */                       \
+        __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,                        \
+        __global const uint *SPH_RESTRICT nl_list3, __global const uint *SPH_RESTRICT nl_count,                        \
+        const uint stride,                                   /* work-group spread (sph_item) */                        \
+        __global const float4 *pos_b,                        /* the other pair, read instead with GO_ALT */            \
+        __global float4 *vel_b, __global const uint *lstate, /* lists: [0] go word, [5] walkers */                     \
+        const uint ahead                                     /* as in SPH_DENSITY_ARGS */
 
 __kernel void sph_boundary(SPH_BOUNDARY_ARGS)
 {
     const uint i = sph_item(stride);
     if (i >= n || SPH_AHEAD_SKIP_(ahead, lstate)) return;
     const int alt = SPH_ALT_(lstate);
-    sph_boundary_one(i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, pos_p, n,
-                     nl_list, nl_list1, nl_list2, nl_list3, nl_count, 0, !SPH_REBUILT_(lstate));
+    sph_boundary_one(i, alt ? pos_b : pos_a, alt ? vel_b : vel_a, type, cell_start, cell_end, gp, P, pos_p, n, nl_list,
+                     nl_list1, nl_list2, nl_list3, nl_count, 0, !SPH_REBUILT_(lstate));
 }
 
 #ifdef SPH_LIST
@@ -373,9 +367,9 @@ __kernel void sph_boundary_walk(SPH_BOUNDARY_ARGS)
 /* pressure_i = EOS(rho_i) for output (the same function the density stage applies; for boundary
  * particles rho_w = EOS^-1(p_w) gives p_w back). */
 __kernel void sph_pressure(const uint n, __constant const sph_params *P,
-                           __global const float4 *vel,  /* (v, rho), -rho for walls */
-                           __global float *rho,         /* kg/m^3, out */
-                           __global float *pressure)    /* Pa, out */
+                           __global const float4 *vel, /* (v, rho), -rho for walls */
+                           __global float *rho,        /* kg/m^3, out */
+                           __global float *pressure)   /* Pa, out */
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
@@ -500,9 +494,9 @@ __kernel void sph_list_go(__global uint *lstate, const uint force, const uint sw
     lstate[3] = g ? 0u : age + (age < 0xffffffffu ? 1u : 0u);
     lstate[4] = k2;
     if (g) {
-        wet_n[0] = 0u;                      /* the wet cells, listed again by sph_cell_fluid */
-        lstate[5] = 0u;                     /* counted again by the list build */
-        lstate[6] = as_uint(INFINITY);      /* no bound until a check */
+        wet_n[0] = 0u;                 /* the wet cells, listed again by sph_cell_fluid */
+        lstate[5] = 0u;                /* counted again by the list build */
+        lstate[6] = as_uint(INFINITY); /* no bound until a check */
         lstate[7] = sph_step_filter(P, k2, check);
     }
 }
@@ -545,13 +539,13 @@ __kernel void sph_cell_fluid(__global const uchar *type, __global const uint *ce
 }
 
 /* The state the check reads: the last step's output, pos_b (pos_next), or pos_a with GO_ALT. */
-#define SPH_CHECK_STATE_(go) (((go) & GO_ALT) ? pos_a : pos_b)
+#define SPH_CHECK_STATE_(go) (((go)&GO_ALT) ? pos_a : pos_b)
 
 /* The arguments both kernels of the check take (sph.c sets them once for each). */
-#define SPH_CHECK_ARGS                                                                             \
-    __global const float4 *pos_a, __global const float4 *pos_b, __global const uchar *type,       \
-        __global const uint *cell_start, __global const uint *cell_end, __constant const grid_params *gp, \
-        __global const float4 *pos_ref, __global uint *lstate, __global float4 *cref,               \
+#define SPH_CHECK_ARGS                                                                                                 \
+    __global const float4 *pos_a, __global const float4 *pos_b, __global const uchar *type,                            \
+        __global const uint *cell_start, __global const uint *cell_end, __constant const grid_params *gp,              \
+        __global const float4 *pos_ref, __global uint *lstate, __global float4 *cref,                                  \
         __global const uchar *cell_fluid, __global const uint *wet, __global const uint *wet_n
 
 /* Cell c of the kept grid holds fluid: the flags sph_cell_fluid wrote at the rebuild, which hold

@@ -29,19 +29,18 @@
 /* The step of fluid particle i (or the copy of wall particle i) from (pos, vel) into
  * (pos_next, vel_next). list_walk: a constant of each kernel (sph_common.h, SPH_LIST_MINE_). */
 inline void sph_forces_one(const uint i, const uint n,
-                           __global const float4 *SPH_RESTRICT pos,      /* (x (m), m (kg)), sorted */
-                           __global const float4 *SPH_RESTRICT vel,      /* (v (m/s), rho (kg/m^3); walls -rho), sorted */
-                           __global const uchar *SPH_RESTRICT type,      /* PTYPE_* */
-                           __global const float4 *SPH_RESTRICT pos_p,    /* (x, p/rho^2) [, (v, rho) with lists] */
+                           __global const float4 *SPH_RESTRICT pos,   /* (x (m), m (kg)), sorted */
+                           __global const float4 *SPH_RESTRICT vel,   /* (v (m/s), rho (kg/m^3); walls -rho), sorted */
+                           __global const uchar *SPH_RESTRICT type,   /* PTYPE_* */
+                           __global const float4 *SPH_RESTRICT pos_p, /* (x, p/rho^2) [, (v, rho) with lists] */
                            __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
                            __constant const grid_params *gp, __constant const sph_params *P,
-                           __global float4 *pos_next,       /* m, out */
-                           __global float4 *vel_next,       /* m/s, out */
-                           __global uint *flags,
-                           __global const uint *SPH_RESTRICT nl_list, __global const uint *SPH_RESTRICT nl_list1,
-                           __global const uint *SPH_RESTRICT nl_list2, __global const uint *SPH_RESTRICT nl_list3,
-                           __global const uint *SPH_RESTRICT nl_count, __global const float4 *SPH_RESTRICT pos_ref,
-                           __global uint *lstate, const int list_walk)
+                           __global float4 *pos_next, /* m, out */
+                           __global float4 *vel_next, /* m/s, out */
+                           __global uint *flags, __global const uint *SPH_RESTRICT nl_list,
+                           __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,
+                           __global const uint *SPH_RESTRICT nl_list3, __global const uint *SPH_RESTRICT nl_count,
+                           __global const float4 *SPH_RESTRICT pos_ref, __global uint *lstate, const int list_walk)
 {
     if (!SPH_LIST_MINE_(i, list_walk)) return; /* the other kernel's (sph_common.h) */
     if (type[i] != PTYPE_FLUID) {
@@ -62,55 +61,55 @@ inline void sph_forces_one(const uint i, const uint n,
      * and the record's p/rho^2 (the same values; fluid mass is uniform, sph_set_masses) */
     const float4 rec_i = SPH_NB_X_(pos_p, vel, i);
     const float4 x_i = (float4)(rec_i.xyz, P->mass_fluid); /* (x_i, m_i) */
-    const float4 v_i = SPH_NB_V_(pos_p, vel, i);   /* (v_i, rho_i) */
-    const float p_rho2_i = rec_i.w;                /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
+    const float4 v_i = SPH_NB_V_(pos_p, vel, i);           /* (v_i, rho_i) */
+    const float p_rho2_i = rec_i.w;                        /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
 #else
-    const float4 x_i = pos[i];                     /* (x_i, m_i) */
+    const float4 x_i = pos[i]; /* (x_i, m_i) */
     const float4 v_i = vel[i];
     const float p_rho2_i = SPH_NB_X_(pos_p, vel, i).w; /* p_i / rho_i^2, m^2/s^2 / (kg/m^3) */
 #endif
-    const float rho_i = v_i.w;                     /* > 0: i is fluid */
+    const float rho_i = v_i.w;                                  /* > 0: i is fluid */
     const float m_fluid = P->mass_fluid, m_wall = P->mass_wall; /* kg */
     const float support2 = P->support2;
-    const float eta2 = P->eta2;                    /* m^2 */
+    const float eta2 = P->eta2; /* m^2 */
 #if defined(VISC_ARTIFICIAL)
-    const float h = P->h;                          /* m */
-    const float alpha_c0 = -P->alpha * P->c0;      /* m/s, the product the viscosity term forms */
+    const float h = P->h;                     /* m */
+    const float alpha_c0 = -P->alpha * P->c0; /* m/s, the product the viscosity term forms */
 #endif
-    float4 acc = (float4)(0.0f);                   /* m/s^2 */
+    float4 acc = (float4)(0.0f); /* m/s^2 */
 
     SPH_FORCES_LOOP_BEGIN(gp, cell_start, cell_end, pos_p, x_i, support2, i, j)
-        const float4 x_j = SPH_NB_X_(pos_p, vel, j); /* (x_j, p_j / rho_j^2) */
-        float4 dx = x_i - x_j;       /* dx = x_i - x_j */
-        dx.w = 0.0f;
-        const float r2 = dot(dx, dx);
-        if (r2 >= support2 || r2 == 0.0f) continue; /* r2 == 0 also skips j == i */
-        const float r = SPH_SQRT_(r2);
-        const float F = sph_F(r, P); /* grad_i W_ij = F dx */
-        const float4 v_j = SPH_NB_V_(pos_p, vel, j); /* (v_j, rho_j) for fluid, (0, -rho_w) for walls */
-        const float m_j = v_j.w < 0.0f ? m_wall : m_fluid;
-        const float rho_j = fabs(v_j.w);
-        const float p_rho2_j = x_j.w;
-        /* pressure */
-        float coef = -m_j * (p_rho2_i + p_rho2_j) * F;
-        float4 v_ij = v_i - v_j;
-        v_ij.w = 0.0f;
+    const float4 x_j = SPH_NB_X_(pos_p, vel, j); /* (x_j, p_j / rho_j^2) */
+    float4 dx = x_i - x_j;                       /* dx = x_i - x_j */
+    dx.w = 0.0f;
+    const float r2 = dot(dx, dx);
+    if (r2 >= support2 || r2 == 0.0f) continue; /* r2 == 0 also skips j == i */
+    const float r = SPH_SQRT_(r2);
+    const float F = sph_F(r, P);                 /* grad_i W_ij = F dx */
+    const float4 v_j = SPH_NB_V_(pos_p, vel, j); /* (v_j, rho_j) for fluid, (0, -rho_w) for walls */
+    const float m_j = v_j.w < 0.0f ? m_wall : m_fluid;
+    const float rho_j = fabs(v_j.w);
+    const float p_rho2_j = x_j.w;
+    /* pressure */
+    float coef = -m_j * (p_rho2_i + p_rho2_j) * F;
+    float4 v_ij = v_i - v_j;
+    v_ij.w = 0.0f;
 #if defined(VISC_ARTIFICIAL)
-        const float vr = dot(v_ij, dx);
-        if (vr < 0.0f) {
-            /* Pi_ij = alpha_c0 mu_ij / rho_ij, mu_ij = h vr / (r^2 + eta^2) (m/s),
+    const float vr = dot(v_ij, dx);
+    if (vr < 0.0f) {
+        /* Pi_ij = alpha_c0 mu_ij / rho_ij, mu_ij = h vr / (r^2 + eta^2) (m/s),
              * rho_ij = (rho_i + rho_j) / 2: one division */
-            const float Pi_ij = /* m^5/(kg s^2) */
-                SPH_DIVIDE_(alpha_c0 * h * vr, (r2 + eta2) * (0.5f * (rho_i + rho_j)));
-            coef -= m_j * Pi_ij * F;
-        }
-        acc += coef * dx;
+        const float Pi_ij = /* m^5/(kg s^2) */
+            SPH_DIVIDE_(alpha_c0 * h * vr, (r2 + eta2) * (0.5f * (rho_i + rho_j)));
+        coef -= m_j * Pi_ij * F;
+    }
+    acc += coef * dx;
 #elif defined(KERNEL_POLY6)
-        acc += coef * dx;
-        acc -= (P->mu * m_j / (rho_i * rho_j) * sphk_visc_lap(r, P->support, P->lap_norm)) * v_ij;
+    acc += coef * dx;
+    acc -= (P->mu * m_j / (rho_i * rho_j) * sphk_visc_lap(r, P->support, P->lap_norm)) * v_ij;
 #else
-        acc += coef * dx;
-        acc += (2.0f * P->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + eta2)) * v_ij;
+    acc += coef * dx;
+    acc += (2.0f * P->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + eta2)) * v_ij;
 #endif
     SPH_FORCES_LOOP_END
 
@@ -135,8 +134,8 @@ inline void sph_forces_one(const uint i, const uint n,
     x_next.w = x_i.w; /* the mass rides along */
 
     uint bad = 0u;
-    const int finite = isfinite(x_next.x) && isfinite(x_next.y) && isfinite(x_next.z) &&
-                       isfinite(v_next.x) && isfinite(v_next.y) && isfinite(v_next.z);
+    const int finite = isfinite(x_next.x) && isfinite(x_next.y) && isfinite(x_next.z) && isfinite(v_next.x) &&
+                       isfinite(v_next.y) && isfinite(v_next.z);
     if (!finite) bad |= FLAG_NONFINITE;
     const int runaway = dot(v_next, v_next) > P->max_speed2;
     if (runaway) bad |= FLAG_RUNAWAY;
@@ -196,29 +195,27 @@ inline void sph_forces_one(const uint i, const uint n,
  * has GO_ALT (the device swapped the pairs, sph_list_go), the same arguments the other way
  * round. Both are launched and one returns at once: read through a pointer chosen at run time,
  * the loop measured 5 % slower on the H200 than through a read-only kernel argument. */
-#define SPH_FORCES_ARGS(X0, V0, X1, V1)                                                            \
-    const uint n,                                                                                  \
-    X0 pos,                          /* (x (m), m (kg)), sorted */                                 \
-    V0 vel,                          /* (v (m/s), rho (kg/m^3); walls -rho), sorted */             \
-    __global const uchar *SPH_RESTRICT type, /* PTYPE_* */                                         \
-    __global const float4 *SPH_RESTRICT pos_p, /* (x, p/rho^2) [, (v, rho)] (sph_density, sph_boundary) */ \
-    __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,     \
-    __constant const grid_params *gp, __constant const sph_params *P,                             \
-    X1 pos_next,                     /* m, out */                                                  \
-    V1 vel_next,                     /* m/s, out */                                                \
-    __global uint *flags,            /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */           \
-    __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3 */      \
-    __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,       \
-    __global const uint *SPH_RESTRICT nl_list3, __global const uint *SPH_RESTRICT nl_count,       \
-    __global const float4 *SPH_RESTRICT pos_ref, /* x_i where the lists were built */             \
-    __global uint *lstate,           /* [0] go word; [1] need: OR-ed 1 when x_i moved > skin_k/2 */ \
-    const uint stride                /* work-group spread (sph_item) */
+#define SPH_FORCES_ARGS(X0, V0, X1, V1)                                                                                \
+    const uint n, X0 pos,                          /* (x (m), m (kg)), sorted */                                       \
+        V0 vel,                                    /* (v (m/s), rho (kg/m^3); walls -rho), sorted */                   \
+        __global const uchar *SPH_RESTRICT type,   /* PTYPE_* */                                                       \
+        __global const float4 *SPH_RESTRICT pos_p, /* (x, p/rho^2) [, (v, rho)] (sph_density, sph_boundary) */         \
+        __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,                      \
+        __constant const grid_params *gp, __constant const sph_params *P, X1 pos_next, /* m, out */                    \
+        V1 vel_next,                                                                   /* m/s, out */                  \
+        __global uint *flags,                      /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */                  \
+        __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3 */                       \
+        __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,                        \
+        __global const uint *SPH_RESTRICT nl_list3, __global const uint *SPH_RESTRICT nl_count,                        \
+        __global const float4 *SPH_RESTRICT pos_ref, /* x_i where the lists were built */                              \
+        __global uint *lstate,                       /* [0] go word; [1] need: OR-ed 1 when x_i moved > skin_k/2 */    \
+        const uint stride                            /* work-group spread (sph_item) */
 #define SPH_IN_ __global const float4 *SPH_RESTRICT
 #define SPH_OUT_ __global float4 *
 
-#define SPH_FORCES_ONE_(X0, V0, X1, V1, i, list_walk)                                              \
-    sph_forces_one(i, n, X0, V0, type, pos_p, cell_start, cell_end, gp, P, X1, V1, flags, nl_list, nl_list1, \
-                   nl_list2, nl_list3, nl_count, pos_ref, lstate, list_walk)
+#define SPH_FORCES_ONE_(X0, V0, X1, V1, i, list_walk)                                                                  \
+    sph_forces_one(i, n, X0, V0, type, pos_p, cell_start, cell_end, gp, P, X1, V1, flags, nl_list, nl_list1, nl_list2, \
+                   nl_list3, nl_count, pos_ref, lstate, list_walk)
 
 __kernel void sph_forces(SPH_FORCES_ARGS(SPH_IN_, SPH_IN_, SPH_OUT_, SPH_OUT_))
 {

@@ -40,7 +40,10 @@ const char cli_usage[] =
     "\n"
     "environment: SPHSIM_DEVICE (device selector), SPHSIM_KERNEL_DIR (read kernels from a folder)\n";
 
-static int is(const char *arg, const char *s, const char *l) { return (s && !strcmp(arg, s)) || (l && !strcmp(arg, l)); }
+static int is(const char *arg, const char *s, const char *l)
+{
+    return (s && !strcmp(arg, s)) || (l && !strcmp(arg, l));
+}
 
 /* Value of an option given as "--opt VALUE" or "--opt=VALUE". */
 static const char *value_of(int argc, char **argv, int *i, const char *lname, sphsim_error *e)
@@ -82,8 +85,11 @@ sphsim_status cli_parse(int argc, char **argv, cli_args *a, sphsim_error *e)
         } else if (has_value_form(arg, "--set")) {
             if (!(v = value_of(argc, argv, &i, "--set", e))) return SPHSIM_E_USAGE;
             const char *eq = strchr(v, '=');
-            if (!eq || eq == v) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: expected PATH=VALUE, e.g. --set fluid.spacing=0.01", v);
-            if (a->n_sets >= SCENE_MAX_SETS) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "too many --set options (at most %d)", SCENE_MAX_SETS);
+            if (!eq || eq == v)
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: expected PATH=VALUE, e.g. --set fluid.spacing=0.01",
+                                   v);
+            if (a->n_sets >= SCENE_MAX_SETS)
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "too many --set options (at most %d)", SCENE_MAX_SETS);
             a->sets[a->n_sets++] = v;
         } else if (has_value_form(arg, "--device")) {
             if (!(v = value_of(argc, argv, &i, "--device", e))) return SPHSIM_E_USAGE;
@@ -112,13 +118,16 @@ sphsim_status cli_parse(int argc, char **argv, cli_args *a, sphsim_error *e)
             a->profile = 1;
         } else if (!strcmp(arg, "--")) {
             for (++i; i < argc; ++i) {
-                if (a->scene_path) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "more than one scene given (%s and %s)", a->scene_path, argv[i]);
+                if (a->scene_path)
+                    return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "more than one scene given (%s and %s)", a->scene_path,
+                                       argv[i]);
                 a->scene_path = argv[i];
             }
         } else if (arg[0] == '-' && arg[1]) {
             return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "unknown option %s (see sphsim --help)", arg);
         } else {
-            if (a->scene_path) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "more than one scene given (%s and %s)", a->scene_path, arg);
+            if (a->scene_path)
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "more than one scene given (%s and %s)", a->scene_path, arg);
             a->scene_path = arg;
         }
     }
@@ -128,10 +137,17 @@ sphsim_status cli_parse(int argc, char **argv, cli_args *a, sphsim_error *e)
     }
     if (a->resume_path) {
         if (check) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--check and --resume do not go together");
-        if (a->n_sets) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set cannot change a resumed run: it continues with the scene stored in %s", a->resume_path);
+        if (a->n_sets)
+            return SPHSIM_FAIL(e, SPHSIM_E_USAGE,
+                               "--set cannot change a resumed run: it continues with the scene stored in %s",
+                               a->resume_path);
         if (a->out_path && strcmp(a->out_path, a->resume_path))
-            return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--resume appends to %s itself; -o %s is not allowed with it", a->resume_path, a->out_path);
-        if (a->scene_path) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--resume takes the scene stored in %s; do not give a scene file (%s)", a->resume_path, a->scene_path);
+            return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--resume appends to %s itself; -o %s is not allowed with it",
+                               a->resume_path, a->out_path);
+        if (a->scene_path)
+            return SPHSIM_FAIL(e, SPHSIM_E_USAGE,
+                               "--resume takes the scene stored in %s; do not give a scene file (%s)", a->resume_path,
+                               a->scene_path);
         return SPHSIM_OK;
     }
     if (!a->scene_path) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "no scene file given");

@@ -12,18 +12,18 @@
 struct contact_solver {
     ocl_device *d;
     contact_params cp;
-    int iterations;    /* Jacobi passes per step */
-    double r_max;      /* m: largest sphere radius of the scene (0 when the scene has no groups) */
+    int iterations; /* Jacobi passes per step */
+    double r_max;   /* m: largest sphere radius of the scene (0 when the scene has no groups) */
     cl_program prog;
     cl_kernel k_list, k_warm, k_resolve, k_integrate, k_pairs;
-    cl_mem params;     /* contact_params (__constant) */
-    size_t cap;        /* particles the scratch buffers hold */
-    cl_mem x[2], v[2]; /* float4 ping-pong iterates of the passes */
-    cl_mem degree;     /* uint per particle: contacts at the start of the step */
+    cl_mem params;         /* contact_params (__constant) */
+    size_t cap;            /* particles the scratch buffers hold */
+    cl_mem x[2], v[2];     /* float4 ping-pong iterates of the passes */
+    cl_mem degree;         /* uint per particle: contacts at the start of the step */
     cl_mem pid[2], lam[2]; /* contact slots (partner id, impulse N s): [cur] this step, [!cur] the last */
-    int cur;           /* which slot arrays belong to this step */
-    int have_warm;     /* the last step's slots are valid for the next step */
-    cl_mem counts;     /* uint per particle: touching pairs (contact_count) */
+    int cur;               /* which slot arrays belong to this step */
+    int have_warm;         /* the last step's slots are valid for the next step */
+    cl_mem counts;         /* uint per particle: touching pairs (contact_count) */
     uint32_t *counts_host;
 };
 
@@ -81,7 +81,7 @@ void contact_destroy(contact_solver *c)
     if (!c) return;
     release_scratch(c);
     release_mem(&c->params);
-    cl_kernel ks[] = {c->k_list, c->k_warm, c->k_resolve, c->k_integrate, c->k_pairs};
+    cl_kernel ks[] = { c->k_list, c->k_warm, c->k_resolve, c->k_integrate, c->k_pairs };
     for (size_t k = 0; k < sizeof ks / sizeof *ks; ++k)
         if (ks[k]) clReleaseKernel(ks[k]);
     if (c->prog) clReleaseProgram(c->prog);
@@ -93,10 +93,13 @@ static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, sp
     if (s->dims != 2 && s->dims != 3)
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "dimensions: expected 2 or 3, got %d", s->dims);
     if (!(s->restitution >= 0.0 && s->restitution <= 1.0))
-        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "spheres.restitution: expected a number in [0, 1], got %g", s->restitution);
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "spheres.restitution: expected a number in [0, 1], got %g",
+                           s->restitution);
     if (s->contact_iterations < 1)
-        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "spheres.iterations: expected an integer >= 1, got %d", s->contact_iterations);
-    if (!(s->dt > 0)) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "contact solver: the time step must be > 0, got %g s", s->dt);
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "spheres.iterations: expected an integer >= 1, got %d",
+                           s->contact_iterations);
+    if (!(s->dt > 0))
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "contact solver: the time step must be > 0, got %g s", s->dt);
     c->d = d;
     c->iterations = s->contact_iterations;
     for (int g = 0; g < s->n_groups; ++g)
@@ -152,15 +155,12 @@ static sphsim_status check_state(const dev_state *st, sphsim_error *e)
 {
     if (!st->pos || !st->vel || !st->pos_next || !st->vel_next || !st->mass || !st->radius || !st->id)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
-                        "contact solver: the device state lacks positions, velocities, masses, radii or ids");
+                           "contact solver: the device state lacks positions, velocities, masses, radii or ids");
     if (st->n > 0xffffffffu) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact solver: %zu particles exceed 2^32", st->n);
     return SPHSIM_OK;
 }
 
-void contact_forget(contact_solver *c)
-{
-    c->have_warm = 0;
-}
+void contact_forget(contact_solver *c) { c->have_warm = 0; }
 
 /* ---- the carried state (contact_state_save / contact_state_restore) ----
  * Blob, 4-byte words in the host's byte order:
@@ -174,10 +174,7 @@ void contact_forget(contact_solver *c)
 #define STATE_HEADER 8
 #define STATE_NO_ID 0xffffffffu /* CONTACT_NO_ID of kernels/contacts.cl: an empty slot */
 
-static size_t state_bytes(size_t n, size_t slots)
-{
-    return 4 * (STATE_HEADER + 2 * n * slots);
-}
+static size_t state_bytes(size_t n, size_t slots) { return 4 * (STATE_HEADER + 2 * n * slots); }
 
 /* Read the device ids of st (n) into `id` and check that they are a permutation of 0..n-1. */
 static sphsim_status read_ids(contact_solver *c, dev_state *st, uint32_t *id, sphsim_error *e)
@@ -190,16 +187,16 @@ static sphsim_status read_ids(contact_solver *c, dev_state *st, uint32_t *id, sp
     for (size_t i = 0; i < n && r == SPHSIM_OK; ++i) {
         if (id[i] >= n || seen[id[i]])
             r = SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
-                         "contact state: device slot %zu holds particle id %u (of %zu): state corrupted", i, id[i], n);
-        else
-            seen[id[i]] = 1;
+                            "contact state: device slot %zu holds particle id %u (of %zu): state corrupted", i, id[i],
+                            n);
+        else seen[id[i]] = 1;
     }
     free(seen);
     return r;
 }
 
 sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void **blob, size_t *bytes,
-                              sphsim_error *e)
+                                 sphsim_error *e)
 {
     *blob = NULL;
     *bytes = 0;
@@ -215,8 +212,9 @@ sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, v
     float *lam = NULL;
     sphsim_status r = SPHSIM_OK;
     if (!out) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for a %zu-byte contact state", size);
-    const uint32_t head[STATE_HEADER] = {STATE_MAGIC, STATE_VERSION, (uint32_t)n, (uint32_t)slots, (uint32_t)warm,
-                                         0, 0, 0};
+    const uint32_t head[STATE_HEADER] = {
+        STATE_MAGIC, STATE_VERSION, (uint32_t)n, (uint32_t)slots, (uint32_t)warm, 0, 0, 0
+    };
     memcpy(out, head, sizeof head);
     uint32_t *pid_out = out + STATE_HEADER;
     float *lam_out = (float *)(void *)(pid_out + ns);
@@ -273,12 +271,13 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
         return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state is not one (its header is damaged)");
     if (head[1] != STATE_VERSION || head[3] != slots) return SPHSIM_OK; /* another sphsim's format: start cold */
     if (head[2] != n)
-        return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state is for %u particles, the run has %zu", head[2],
-                        n);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state is for %u particles, the run has %zu",
+                           head[2], n);
     if (bytes != state_bytes(n, slots) || head[4] > 1)
-        return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state is damaged (%zu bytes, expected %zu for %zu "
-                                     "particles)",
-                        bytes, state_bytes(n, slots), n);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "the stored contact solver state is damaged (%zu bytes, expected %zu for %zu "
+                           "particles)",
+                           bytes, state_bytes(n, slots), n);
     if (!head[4] || n == 0) return SPHSIM_OK; /* nothing carried */
     const size_t ns = n * slots;
     uint32_t *pid_in = malloc(ns * 4), *pid = malloc(ns * 4), *id = malloc(n * 4);
@@ -293,9 +292,9 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
     for (size_t s = 0; s < ns; ++s) {
         if ((pid_in[s] >= n && pid_in[s] != STATE_NO_ID) || !isfinite(lam_in[s]) || lam_in[s] < 0.0f) {
             r = SPHSIM_FAIL(e, SPHSIM_E_IO,
-                         "the stored contact solver state is damaged: slot %zu of particle id %zu holds partner %u "
-                         "and impulse %g N s",
-                         s % slots, s / slots, pid_in[s], (double)lam_in[s]);
+                            "the stored contact solver state is damaged: slot %zu of particle id %zu holds partner %u "
+                            "and impulse %g N s",
+                            s % slots, s / slots, pid_in[s], (double)lam_in[s]);
             goto done;
         }
     }
@@ -320,7 +319,7 @@ done:
 }
 
 sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
-                           dev_state *st, sphsim_error *e)
+                              dev_state *st, sphsim_error *e)
 {
     SPHSIM_TRY(check_state(st, e));
     if (st->n == 0) return SPHSIM_OK;
@@ -407,8 +406,8 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
 }
 
 /* Enqueue the pair kernel on st->pos into c->counts (and `partner` when max_per > 0). */
-static sphsim_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf,
-                                dev_state *st, cl_uint max_per, cl_mem partner, sphsim_error *e)
+static sphsim_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
+                                   cl_uint max_per, cl_mem partner, sphsim_error *e)
 {
     const cl_uint n = (cl_uint)st->n;
     cl_mem partner_arg = partner ? partner : c->counts; /* not written when max_per == 0 */
@@ -426,10 +425,11 @@ static sphsim_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem 
 }
 
 sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
-                               long *n_contacts, sphsim_error *e)
+                                  long *n_contacts, sphsim_error *e)
 {
     *n_contacts = 0;
-    if (!st->pos || !st->radius) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_count: the state lacks positions or radii");
+    if (!st->pos || !st->radius)
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_count: the state lacks positions or radii");
     if (st->n == 0) return SPHSIM_OK;
     if (st->n != c->cap) c->have_warm = 0;
     SPHSIM_TRY(reserve(c, st->n, e));
@@ -442,9 +442,10 @@ sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem c
 }
 
 sphsim_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
-                              unsigned max_per, uint32_t *count, uint32_t *partner, sphsim_error *e)
+                                 unsigned max_per, uint32_t *count, uint32_t *partner, sphsim_error *e)
 {
-    if (!st->pos || !st->radius) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_list_pairs: the state lacks positions or radii");
+    if (!st->pos || !st->radius)
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_list_pairs: the state lacks positions or radii");
     if (st->n == 0) return SPHSIM_OK;
     if (max_per == 0) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_list_pairs: max_per must be >= 1");
     if (st->n != c->cap) c->have_warm = 0;
@@ -458,8 +459,9 @@ sphsim_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem ce
     SPHSIM_TRY(s);
     for (size_t i = 0; i < st->n; ++i)
         if (count[i] > max_per)
-            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_list_pairs: sorted particle %zu touches %u spheres, more than %u",
-                            i, count[i], max_per);
+            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
+                               "contact_list_pairs: sorted particle %zu touches %u spheres, more than %u", i, count[i],
+                               max_per);
     return SPHSIM_OK;
 }
 
@@ -468,9 +470,10 @@ static sphsim_status check_grid(const contact_solver *c, const grid *g, sphsim_e
 {
     const grid_params *gp = grid_get_params(g);
     if ((double)gp->radius < 2.0 * c->r_max * (1.0 - 1e-6))
-        return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
-                        "contact solver: the grid search radius %g m is below twice the largest sphere radius (%g m)",
-                        (double)gp->radius, 2.0 * c->r_max);
+        return SPHSIM_FAIL(
+            e, SPHSIM_E_SCENE,
+            "contact solver: the grid search radius %g m is below twice the largest sphere radius (%g m)",
+            (double)gp->radius, 2.0 * c->r_max);
     return SPHSIM_OK;
 }
 

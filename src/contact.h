@@ -48,7 +48,7 @@ size_t contact_bytes(const scene *s, size_t n);
  * (pos_next), or NULL: then no impulses are carried into this step.
  * st needs pos, vel, pos_next, vel_next, mass, radius, id (flags may be NULL). */
 sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
-                           dev_state *st, sphsim_error *e);
+                              dev_state *st, sphsim_error *e);
 
 /* Drop the impulses carried to the next step (e.g. after the state was replaced). */
 void contact_forget(contact_solver *c);
@@ -72,16 +72,16 @@ void contact_forget(contact_solver *c);
  * A blob of another format version or slot count starts cold (SPHSIM_OK, nothing carried);
  * a damaged one, or one for another particle count, fails (SPHSIM_E_IO). Blocks. */
 sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void **blob, size_t *bytes,
-                              sphsim_error *e);
+                                 sphsim_error *e);
 sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void *blob, size_t bytes, sphsim_error *e);
 sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
-                               long *n_contacts, sphsim_error *e);
+                                  long *n_contacts, sphsim_error *e);
 
 /* Touching pairs of st->pos listed per particle (blocks): count[i] is the number of partners
  * j > i (sorted index) of sorted particle i; partner[i * max_per + k], k < min(count[i],
  * max_per), are their sorted indices in the order the cell block is scanned. Fails (SPHSIM_E_DEVICE) when a particle has
  * more than max_per partners. Host arrays hold st->n and st->n * max_per entries. */
 sphsim_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
-                              unsigned max_per, uint32_t *count, uint32_t *partner, sphsim_error *e);
+                                 unsigned max_per, uint32_t *count, uint32_t *partner, sphsim_error *e);
 
 #endif

@@ -23,7 +23,7 @@ struct device_prof {
     int n_pending;
     device_prof_entry total[PROF_KERNELS];
     int n_total;
-    int idle_on;      /* device_profile_idle: add the gaps between timed commands to idle */
+    int idle_on;       /* device_profile_idle: add the gaps between timed commands to idle */
     cl_ulong last_end; /* the end of the last timed command while idle_on (0: none yet) */
 };
 
@@ -113,11 +113,10 @@ static sphsim_status enumerate(dev_entry *list, int *count, sphsim_error *e)
     *count = 0;
     if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && np == 0))
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
-                        "no OpenCL platform found. Install a driver: on Debian/Ubuntu without a GPU "
-                        "`apt-get install pocl-opencl-icd` (CPU), or your GPU vendor's OpenCL ICD "
-                        "(NVIDIA: the driver's libnvidia-opencl; AMD: ROCm OpenCL); check with `clinfo -l`");
-    if (err != CL_SUCCESS)
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "clGetPlatformIDs failed: %s", cl_error_name(err));
+                           "no OpenCL platform found. Install a driver: on Debian/Ubuntu without a GPU "
+                           "`apt-get install pocl-opencl-icd` (CPU), or your GPU vendor's OpenCL ICD "
+                           "(NVIDIA: the driver's libnvidia-opencl; AMD: ROCm OpenCL); check with `clinfo -l`");
+    if (err != CL_SUCCESS) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "clGetPlatformIDs failed: %s", cl_error_name(err));
     if (np > MAX_PLATFORMS) np = MAX_PLATFORMS;
     for (cl_uint p = 0; p < np; ++p) {
         cl_device_id devs[MAX_DEVICES];
@@ -138,8 +137,8 @@ static sphsim_status enumerate(dev_entry *list, int *count, sphsim_error *e)
     }
     if (*count == 0)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
-                        "OpenCL platforms found but no devices; install pocl-opencl-icd for the CPU "
-                        "or check the GPU driver (`clinfo -l`)");
+                           "OpenCL platforms found but no devices; install pocl-opencl-icd for the CPU "
+                           "or check the GPU driver (`clinfo -l`)");
     return SPHSIM_OK;
 }
 
@@ -196,21 +195,24 @@ sphsim_status device_open(ocl_device *d, const char *selector, int profiling, sp
         for (int i = 0; i < n && pick < 0; ++i)
             if (list[i].type & want) pick = i;
         if (pick < 0)
-            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "--device %s: no %s OpenCL device found (see --list-devices)%s", selector,
-                            selector, want == CL_DEVICE_TYPE_CPU ? "; install pocl-opencl-icd for a CPU device" : "");
+            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "--device %s: no %s OpenCL device found (see --list-devices)%s",
+                               selector, selector,
+                               want == CL_DEVICE_TYPE_CPU ? "; install pocl-opencl-icd for a CPU device" : "");
     } else {
         char *end = NULL;
         long idx = strtol(selector, &end, 10);
         if (end != selector && *end == 0) {
             if (idx < 0 || idx >= n)
-                return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "--device %s: no device with that index; there are %d (see --list-devices)",
-                                selector, n);
+                return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
+                                   "--device %s: no device with that index; there are %d (see --list-devices)",
+                                   selector, n);
             pick = (int)idx;
         } else {
             for (int i = 0; i < n && pick < 0; ++i)
                 if (contains_ci(list[i].name, selector) || contains_ci(list[i].platform_name, selector)) pick = i;
             if (pick < 0)
-                return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "--device %s: no device name matches (see --list-devices)", selector);
+                return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "--device %s: no device name matches (see --list-devices)",
+                                   selector);
         }
     }
     dev_entry *x = &list[pick];
@@ -322,7 +324,8 @@ static int sb_append(strbuf *b, const char *s, size_t n)
 #define MAX_INCLUDED 64
 
 /* Append `file` with its `#include "x"` lines expanded (each file at most once). */
-static sphsim_status expand(strbuf *b, const char *file, char included[][64], int *n_included, int depth, sphsim_error *e)
+static sphsim_status expand(strbuf *b, const char *file, char included[][64], int *n_included, int depth,
+                            sphsim_error *e)
 {
     for (int i = 0; i < *n_included; ++i)
         if (!strcmp(included[i], file)) return SPHSIM_OK;
@@ -332,7 +335,7 @@ static sphsim_status expand(strbuf *b, const char *file, char included[][64], in
     char *text = kernel_file_text(file);
     if (!text)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "kernel source %s not found (%s)", file,
-                        getenv("SPHSIM_KERNEL_DIR") ? "in $SPHSIM_KERNEL_DIR" : "not embedded in this build");
+                           getenv("SPHSIM_KERNEL_DIR") ? "in $SPHSIM_KERNEL_DIR" : "not embedded in this build");
     const char *line = text;
     sphsim_status st = SPHSIM_OK;
     while (*line && st == SPHSIM_OK) {
@@ -367,7 +370,7 @@ static sphsim_status expand(strbuf *b, const char *file, char included[][64], in
 
 char *device_kernel_source(const char *file, sphsim_error *e)
 {
-    strbuf b = {0};
+    strbuf b = { 0 };
     char included[MAX_INCLUDED][64];
     int n_included = 0;
     if (expand(&b, file, included, &n_included, 0, e) != SPHSIM_OK) {
@@ -399,15 +402,16 @@ sphsim_status device_build(ocl_device *d, const char *file, const char *options,
     char opts[2048];
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s", options ? options : "");
     cl_int err;
-    const char *srcs[1] = {src};
+    const char *srcs[1] = { src };
     cl_program prog = clCreateProgramWithSource(d->ctx, 1, srcs, NULL, &err);
     free(src);
     CL_CHECK_ERR(e, err, "clCreateProgramWithSource");
     err = clBuildProgram(prog, 1, &d->device, opts, NULL, NULL);
     if (err != CL_SUCCESS) {
         char *log = build_log(d, prog);
-        SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "building kernels/%s for %s failed (%s)\nbuild options: %s\nbuild log:\n%.1500s", file,
-                 d->name, cl_error_name(err), opts, log ? log : "(none)");
+        SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
+                    "building kernels/%s for %s failed (%s)\nbuild options: %s\nbuild log:\n%.1500s", file, d->name,
+                    cl_error_name(err), opts, log ? log : "(none)");
         free(log);
         clReleaseProgram(prog);
         return SPHSIM_E_DEVICE;
@@ -437,12 +441,12 @@ sphsim_status device_alloc(ocl_device *d, size_t bytes, const char *what, cl_mem
     cl_int err;
     if (bytes == 0) bytes = 16;
     if (bytes > d->max_alloc)
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "%s needs %.3g GB in one buffer; %s allows at most %.3g GB", what, bytes / 1e9,
-                        d->name, d->max_alloc / 1e9);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "%s needs %.3g GB in one buffer; %s allows at most %.3g GB", what,
+                           bytes / 1e9, d->name, d->max_alloc / 1e9);
     *out = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (err != CL_SUCCESS)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "allocating %s (%.3g MB) on %s failed: %s", what, bytes / 1e6, d->name,
-                        cl_error_name(err));
+                           cl_error_name(err));
     return SPHSIM_OK;
 }
 
@@ -456,7 +460,7 @@ sphsim_status device_launch(ocl_device *d, cl_kernel k, size_t global, size_t lo
         char name[128] = "?";
         clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "launching kernel %s (%zu work-items in groups of %zu) failed: %s", name,
-                        global, local, cl_error_name(err));
+                           global, local, cl_error_name(err));
     }
     if (d->prof) {
         clRetainKernel(k);

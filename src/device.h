@@ -14,17 +14,17 @@ typedef struct ocl_device {
     cl_device_id device;
     cl_context ctx;
     cl_command_queue queue;
-    char name[256];          /* device name */
+    char name[256]; /* device name */
     char platform_name[256];
-    char version[256];       /* device OpenCL version string */
+    char version[256]; /* device OpenCL version string */
     int is_gpu;
-    cl_ulong global_mem;     /* bytes */
-    cl_ulong max_alloc;      /* bytes, largest single buffer */
-    size_t max_wg;           /* largest work-group */
-    cl_ulong local_mem;      /* bytes */
+    cl_ulong global_mem; /* bytes */
+    cl_ulong max_alloc;  /* bytes, largest single buffer */
+    size_t max_wg;       /* largest work-group */
+    cl_ulong local_mem;  /* bytes */
     cl_uint compute_units;
-    int profiling;           /* queue created with profiling enabled */
-    struct device_prof *prof;/* per-kernel timing when profiling (see device_profile) */
+    int profiling;            /* queue created with profiling enabled */
+    struct device_prof *prof; /* per-kernel timing when profiling (see device_profile) */
 } ocl_device;
 
 /* With profiling on, every launch through device_run1d is timed by OpenCL events and the
@@ -62,8 +62,7 @@ char *device_kernel_source(const char *file, sphsim_error *e);
 /* Build one kernel file into a program. `options` are extra build options (-D...);
  * "-cl-std=CL1.2" is always added. On failure the message holds the options and the
  * device's build log. */
-sphsim_status device_build(ocl_device *d, const char *file, const char *options, cl_program *out,
-                        sphsim_error *e);
+sphsim_status device_build(ocl_device *d, const char *file, const char *options, cl_program *out, sphsim_error *e);
 
 /* clCreateKernel with a status. */
 sphsim_status device_kernel(cl_program prog, const char *name, cl_kernel *out, sphsim_error *e);
@@ -91,12 +90,12 @@ sphsim_status device_write(ocl_device *d, cl_mem buf, size_t offset, size_t byte
 sphsim_status device_read(ocl_device *d, cl_mem buf, size_t offset, size_t bytes, void *dst, sphsim_error *e);
 
 /* Set kernel argument i (a thin wrapper that names the kernel and argument on failure). */
-#define DEVICE_ARG(e, k, i, value)                                                                 \
-    do {                                                                                           \
-        cl_int arg_err_ = clSetKernelArg((k), (i), sizeof(value), &(value));                      \
-        if (arg_err_ != CL_SUCCESS)                                                                \
-            return SPHSIM_FAIL((e), SPHSIM_E_DEVICE, "clSetKernelArg(%s, %d) failed: %s", #k, (int)(i), \
-                            cl_error_name(arg_err_));                                          \
+#define DEVICE_ARG(e, k, i, value)                                                                                     \
+    do {                                                                                                               \
+        cl_int arg_err_ = clSetKernelArg((k), (i), sizeof(value), &(value));                                           \
+        if (arg_err_ != CL_SUCCESS)                                                                                    \
+            return SPHSIM_FAIL((e), SPHSIM_E_DEVICE, "clSetKernelArg(%s, %d) failed: %s", #k, (int)(i),                \
+                               cl_error_name(arg_err_));                                                               \
     } while (0)
 
 #endif

@@ -18,7 +18,7 @@ struct grid {
     size_t n_max;
     cl_program prog_keys, prog_table, prog_gather, prog_stats;
     cl_kernel k_keys, k_table, k_stats;
-    cl_kernel k_gather[5]; /* element sizes 1, 2, 4, 8, 16 */
+    cl_kernel k_gather[5];                  /* element sizes 1, 2, 4, 8, 16 */
     cl_kernel k_gather_state, k_copy_state; /* grid_gather_state */
     grid_sort *sort;
     cl_mem params;     /* grid_params, __constant */
@@ -47,28 +47,28 @@ static float float_up(double v)
 }
 
 sphsim_status grid_geometry(int dims, const double lo[3], const double hi[3], double radius, double cell_ratio,
-                         grid_params *gp, sphsim_error *e)
+                            grid_params *gp, sphsim_error *e)
 {
-    static const char axis[3] = {'x', 'y', 'z'};
+    static const char axis[3] = { 'x', 'y', 'z' };
     memset(gp, 0, sizeof *gp);
     if (dims != 2 && dims != 3) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "grid: dimension must be 2 or 3, got %d", dims);
     if (!(cell_ratio > 0.0) || !isfinite(cell_ratio))
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "grid.cell_ratio must be a positive number, got %g", cell_ratio);
     if (!(radius > 0.0) || !isfinite(radius) || radius > 1e30)
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "grid: the search radius must be a positive number of metres, got %g",
-                        radius);
+                           radius);
     for (int a = 0; a < dims; ++a)
         if (!isfinite(lo[a]) || !isfinite(hi[a]) || !(hi[a] >= lo[a]) || fabs(lo[a]) > 1e30 || fabs(hi[a]) > 1e30)
             return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "grid: the tank box along %c, [%g, %g] m, is not a finite interval",
-                            axis[a], lo[a], hi[a]);
+                               axis[a], lo[a], hi[a]);
 
     /* Cells scanned either side of a particle's cell. */
     double reach_d = ceil(1.0 / cell_ratio - 1e-6);
     if (reach_d < 1.0) reach_d = 1.0;
     if (reach_d > 64.0)
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
-                        "grid.cell_ratio = %g would scan %.0f cells either side of each particle; use at least 1/64",
-                        cell_ratio, reach_d);
+                           "grid.cell_ratio = %g would scan %.0f cells either side of each particle; use at least 1/64",
+                           cell_ratio, reach_d);
     const unsigned reach = (unsigned)reach_d;
 
     /* Cell size: cell_ratio * radius, made larger by a relative margin delta so that float
@@ -82,10 +82,10 @@ sphsim_status grid_geometry(int dims, const double lo[3], const double hi[3], do
     for (int a = 0; a < dims; ++a) extent = fmax(extent, hi[a] - lo[a]);
     if (extent / cell0 >= (double)GRID_MAX_AXIS_CELLS)
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
-                        "grid.cell_ratio: the tank (%g m across) needs %.0f cells of %g m (search radius %g m x "
-                        "cell_ratio %g) along one axis; at most %u are supported. Increase grid.cell_ratio or the "
-                        "smoothing length, or shrink the tank",
-                        extent, ceil(extent / cell0), cell0, radius, cell_ratio, GRID_MAX_AXIS_CELLS);
+                           "grid.cell_ratio: the tank (%g m across) needs %.0f cells of %g m (search radius %g m x "
+                           "cell_ratio %g) along one axis; at most %u are supported. Increase grid.cell_ratio or the "
+                           "smoothing length, or shrink the tank",
+                           extent, ceil(extent / cell0), cell0, radius, cell_ratio, GRID_MAX_AXIS_CELLS);
     const double u_max = extent / cell0 + reach_d + 2.0;
     const double delta = 1e-6 + 1.05 * u_max * ldexp(1.0, -22) / reach_d;
     const double cell = cell0 * (1.0 + delta);
@@ -107,20 +107,22 @@ sphsim_status grid_geometry(int dims, const double lo[3], const double hi[3], do
         const double u_hi = ((double)float_up(hi[a]) - (double)gp->origin[a]) / cell_eff;
         const double nc = floor(u_hi * (1.0 + 1e-6) + 1e-6) + 1.0;
         if (nc > (double)GRID_MAX_AXIS_CELLS)
-            return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
-                            "grid.cell_ratio: the tank needs %.0f cells along %c (%g m / cell %g m = search radius %g "
-                            "m x cell_ratio %g); at most %u cells per axis are supported. Increase grid.cell_ratio or "
-                            "the smoothing length, or shrink the tank",
-                            nc, axis[a], hi[a] - lo[a], cell, radius, cell_ratio, GRID_MAX_AXIS_CELLS);
+            return SPHSIM_FAIL(
+                e, SPHSIM_E_SCENE,
+                "grid.cell_ratio: the tank needs %.0f cells along %c (%g m / cell %g m = search radius %g "
+                "m x cell_ratio %g); at most %u cells per axis are supported. Increase grid.cell_ratio or "
+                "the smoothing length, or shrink the tank",
+                nc, axis[a], hi[a] - lo[a], cell, radius, cell_ratio, GRID_MAX_AXIS_CELLS);
         gp->ncell[a] = (dev_u32)nc;
         n_cells *= gp->ncell[a];
         if (gp->ncell[a] > n_axis_max) n_axis_max = gp->ncell[a];
     }
     if (n_cells > 0xffffffffull)
-        return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
-                        "grid.cell_ratio: the grid would have %llu cells (%u x %u x %u), more than 2^32 - 1. Increase "
-                        "grid.cell_ratio or the smoothing length, or shrink the tank",
-                        (unsigned long long)n_cells, gp->ncell[0], gp->ncell[1], gp->ncell[2]);
+        return SPHSIM_FAIL(
+            e, SPHSIM_E_SCENE,
+            "grid.cell_ratio: the grid would have %llu cells (%u x %u x %u), more than 2^32 - 1. Increase "
+            "grid.cell_ratio or the smoothing length, or shrink the tank",
+            (unsigned long long)n_cells, gp->ncell[0], gp->ncell[1], gp->ncell[2]);
     unsigned bits = 1;
     while (bits < 21 && (1u << bits) < n_axis_max) ++bits;
     gp->cell_size = (float)cell_eff;
@@ -142,7 +144,8 @@ static grid_sort_config sort_config_for(const grid_params *gp) { return grid_sor
 size_t grid_bytes(const grid_params *gp, size_t n_max)
 {
     grid_sort_config c = sort_config_for(gp);
-    return grid_sort_bytes((int)gp->key64, gp->key_bits, n_max, &c) + 2 * (size_t)gp->n_cells * 4 + sizeof(grid_params) + 4;
+    return grid_sort_bytes((int)gp->key64, gp->key_bits, n_max, &c) + 2 * (size_t)gp->n_cells * 4 +
+           sizeof(grid_params) + 4;
 }
 
 static sphsim_status build(grid *g, const char *file, cl_program *prog, sphsim_error *e)
@@ -162,8 +165,8 @@ sphsim_status grid_create(grid **out, ocl_device *d, const grid_params *gp, size
     g->d = d;
     g->gp = *gp;
     g->n_max = n_max;
-    static const char *gather_names[5] = {"grid_gather_1", "grid_gather_2", "grid_gather_4", "grid_gather_8",
-                                          "grid_gather_16"};
+    static const char *gather_names[5] = { "grid_gather_1", "grid_gather_2", "grid_gather_4", "grid_gather_8",
+                                           "grid_gather_16" };
     grid_sort_config c = sort_config_for(gp);
     sphsim_status st = grid_sort_create(&g->sort, d, (int)gp->key64, gp->key_bits, n_max, &c, e);
     if (st == SPHSIM_OK) st = build(g, "grid_keys.cl", &g->prog_keys, e);
@@ -171,7 +174,8 @@ sphsim_status grid_create(grid **out, ocl_device *d, const grid_params *gp, size
     if (st == SPHSIM_OK) st = build(g, "cell_table.cl", &g->prog_table, e);
     if (st == SPHSIM_OK) st = device_kernel(g->prog_table, "cell_table", &g->k_table, e);
     if (st == SPHSIM_OK) st = build(g, "gather.cl", &g->prog_gather, e);
-    for (int i = 0; i < 5 && st == SPHSIM_OK; ++i) st = device_kernel(g->prog_gather, gather_names[i], &g->k_gather[i], e);
+    for (int i = 0; i < 5 && st == SPHSIM_OK; ++i)
+        st = device_kernel(g->prog_gather, gather_names[i], &g->k_gather[i], e);
     if (st == SPHSIM_OK) st = device_kernel(g->prog_gather, "grid_gather_state", &g->k_gather_state, e);
     if (st == SPHSIM_OK) st = device_kernel(g->prog_gather, "grid_copy_state", &g->k_copy_state, e);
     if (st == SPHSIM_OK) st = device_alloc(d, sizeof(grid_params), "grid parameters", &g->params, e);
@@ -199,7 +203,7 @@ sphsim_status grid_create(grid **out, ocl_device *d, const grid_params *gp, size
 
 static void release_events(grid *g)
 {
-    cl_event *evs[4] = {&g->ev_keys, &g->ev_sort_first, &g->ev_sort_last, &g->ev_table};
+    cl_event *evs[4] = { &g->ev_keys, &g->ev_sort_first, &g->ev_sort_last, &g->ev_table };
     for (int i = 0; i < 4; ++i)
         if (*evs[i]) {
             clReleaseEvent(*evs[i]);
@@ -212,17 +216,17 @@ void grid_destroy(grid *g)
     if (!g) return;
     release_events(g);
     grid_sort_destroy(g->sort);
-    cl_kernel ks[3] = {g->k_keys, g->k_table, g->k_stats};
+    cl_kernel ks[3] = { g->k_keys, g->k_table, g->k_stats };
     for (int i = 0; i < 3; ++i)
         if (ks[i]) clReleaseKernel(ks[i]);
     for (int i = 0; i < 5; ++i)
         if (g->k_gather[i]) clReleaseKernel(g->k_gather[i]);
     if (g->k_gather_state) clReleaseKernel(g->k_gather_state);
     if (g->k_copy_state) clReleaseKernel(g->k_copy_state);
-    cl_program ps[4] = {g->prog_keys, g->prog_table, g->prog_gather, g->prog_stats};
+    cl_program ps[4] = { g->prog_keys, g->prog_table, g->prog_gather, g->prog_stats };
     for (int i = 0; i < 4; ++i)
         if (ps[i]) clReleaseProgram(ps[i]);
-    cl_mem ms[4] = {g->params, g->cell_start, g->cell_end, g->no_flags};
+    cl_mem ms[4] = { g->params, g->cell_start, g->cell_end, g->no_flags };
     for (int i = 0; i < 4; ++i)
         if (ms[i]) clReleaseMemObject(ms[i]);
     free(g);
@@ -307,21 +311,22 @@ sphsim_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, siz
 }
 
 sphsim_status grid_gather_state(grid *g, cl_mem pos_src, cl_mem pos_dst, cl_mem vel_src, cl_mem vel_dst, cl_mem id,
-                             cl_mem id_tmp, cl_mem type, cl_mem type_tmp, size_t n, sphsim_error *e)
+                                cl_mem id_tmp, cl_mem type, cl_mem type_tmp, size_t n, sphsim_error *e)
 {
     if (n > g->n_max)
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_gather_state: %zu particles, the grid was created for %zu", n, g->n_max);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_gather_state: %zu particles, the grid was created for %zu", n,
+                           g->n_max);
     if (n == 0) return SPHSIM_OK;
     const cl_uint n32 = (cl_uint)n;
     cl_mem idx = grid_sort_index(g->sort), go = grid_sort_go(g->sort);
     cl_kernel k = g->k_gather_state;
-    const cl_mem args[9] = {pos_src, pos_dst, vel_src, vel_dst, id, id_tmp, type, type_tmp, idx};
+    const cl_mem args[9] = { pos_src, pos_dst, vel_src, vel_dst, id, id_tmp, type, type_tmp, idx };
     for (cl_uint a = 0; a < 9; ++a) DEVICE_ARG(e, k, a, args[a]);
     DEVICE_ARG(e, k, 9, n32);
     DEVICE_ARG(e, k, 10, go);
     SPHSIM_TRY(run_strided(g, k, n, NULL, e));
     k = g->k_copy_state;
-    const cl_mem back[4] = {id_tmp, id, type_tmp, type};
+    const cl_mem back[4] = { id_tmp, id, type_tmp, type };
     for (cl_uint a = 0; a < 4; ++a) DEVICE_ARG(e, k, a, back[a]);
     DEVICE_ARG(e, k, 4, n32);
     DEVICE_ARG(e, k, 5, go);
@@ -339,14 +344,14 @@ const grid_params *grid_get_params(const grid *g) { return &g->gp; }
 /* ---- statistics and timing ---- */
 
 sphsim_status grid_neighbour_stats(grid *g, cl_mem pos, size_t n, double *mean_neighbours, double *mean_candidates,
-                                sphsim_error *e)
+                                   sphsim_error *e)
 {
     *mean_neighbours = 0.0;
     *mean_candidates = 0.0;
     if (n == 0) return SPHSIM_OK;
     if (n > g->n_max)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_neighbour_stats: %zu particles, the grid was created for %zu", n,
-                        g->n_max);
+                           g->n_max);
     if (!g->prog_stats) {
         SPHSIM_TRY(build(g, "grid_stats.cl", &g->prog_stats, e));
         SPHSIM_TRY(device_kernel(g->prog_stats, "grid_count_neighbours", &g->k_stats, e));
@@ -365,7 +370,8 @@ sphsim_status grid_neighbour_stats(grid *g, cl_mem pos, size_t n, double *mean_n
         err |= clSetKernelArg(g->k_stats, 4, sizeof g->cell_end, &g->cell_end);
         err |= clSetKernelArg(g->k_stats, 5, sizeof nb, &nb);
         err |= clSetKernelArg(g->k_stats, 6, sizeof cand, &cand);
-        if (err != CL_SUCCESS) st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "setting the neighbour statistics kernel arguments failed");
+        if (err != CL_SUCCESS)
+            st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "setting the neighbour statistics kernel arguments failed");
     }
     if (st == SPHSIM_OK) st = run1d(g, g->k_stats, n, NULL, e);
     double sum_nb = 0.0, sum_cand = 0.0;

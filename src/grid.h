@@ -17,7 +17,7 @@ typedef struct grid grid;
  * cell ratio. Fills everything in grid_params. Fails (SPHSIM_E_SCENE) if the grid would need
  * more than 2^21 cells per axis. */
 sphsim_status grid_geometry(int dims, const double lo[3], const double hi[3], double radius, double cell_ratio,
-                         grid_params *gp, sphsim_error *e);
+                            grid_params *gp, sphsim_error *e);
 
 /* Create the device grid for up to n_max particles. Builds its kernels. */
 sphsim_status grid_create(grid **g, ocl_device *d, const grid_params *gp, size_t n_max, sphsim_error *e);
@@ -36,7 +36,7 @@ sphsim_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, siz
  * way round; id and type (uint, uchar) gathered in place through id_tmp and type_tmp. Two
  * launches; both do nothing without GO_REBUILD. */
 sphsim_status grid_gather_state(grid *g, cl_mem pos_src, cl_mem pos_dst, cl_mem vel_src, cl_mem vel_dst, cl_mem id,
-                             cl_mem id_tmp, cl_mem type, cl_mem type_tmp, size_t n, sphsim_error *e);
+                                cl_mem id_tmp, cl_mem type, cl_mem type_tmp, size_t n, sphsim_error *e);
 
 /* The go word (a device buffer; its first uint is read by every kernel of grid_build and of the
  * gathers when they run; bits GO_REBUILD, GO_ALT of kernels/shared.h): without GO_REBUILD
@@ -59,7 +59,7 @@ const grid_params *grid_get_params(const grid *g);
  * particles within the search radius (self included) and mean candidates scanned per query,
  * over all n particles. Blocks. */
 sphsim_status grid_neighbour_stats(grid *g, cl_mem pos, size_t n, double *mean_neighbours, double *mean_candidates,
-                                sphsim_error *e);
+                                   sphsim_error *e);
 
 /* Device bytes used by the grid for n_max particles (for the memory estimate). */
 size_t grid_bytes(const grid_params *gp, size_t n_max);

@@ -30,7 +30,7 @@ static void config_defaults(const grid_sort_config *cfg, unsigned key_bits, unsi
 
 grid_sort_config grid_sort_default_config(unsigned key_bits)
 {
-    grid_sort_config c = {7, 128, key_bits > 32 ? 16 : 32};
+    grid_sort_config c = { 7, 128, key_bits > 32 ? 16 : 32 };
     if (key_bits < 1) key_bits = 1;
     const unsigned passes = (key_bits + 6) / 7;
     c.radix_bits = (key_bits + passes - 1) / passes;
@@ -49,22 +49,24 @@ size_t grid_sort_bytes(int key64, unsigned key_bits, size_t n_max, const grid_so
 }
 
 sphsim_status grid_sort_create(grid_sort **out, ocl_device *d, int key64, unsigned key_bits, size_t n_max,
-                            const grid_sort_config *cfg, sphsim_error *e)
+                               const grid_sort_config *cfg, sphsim_error *e)
 {
     *out = NULL;
     unsigned bits, wg, items;
     config_defaults(cfg, key_bits, &bits, &wg, &items);
     if (key_bits < 1 || key_bits > (key64 ? 64u : 32u))
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: %u key bits do not fit %d-bit keys", key_bits, key64 ? 64 : 32);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: %u key bits do not fit %d-bit keys", key_bits,
+                           key64 ? 64 : 32);
     if (bits < 1 || bits > 8 || wg < (1u << bits) || wg > 1024 || (wg & (wg - 1)) || wg < 16 || items < 1 ||
         items > 64 || (size_t)wg * items > 32768)
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: unsupported configuration (radix bits %u, work-group %u, items %u)",
-                        bits, wg, items);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
+                           "grid sort: unsupported configuration (radix bits %u, work-group %u, items %u)", bits, wg,
+                           items);
     if (n_max >= 0xffffffffu)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: %zu keys exceed the 32-bit particle index", n_max);
     if (d->max_wg < wg)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: %s allows work-groups of %zu, the sort needs %u", d->name,
-                        d->max_wg, wg);
+                           d->max_wg, wg);
     /* Local memory of the largest kernel (sort_scatter), as laid out in kernels/sort.cl. */
     {
         const size_t radix = (size_t)1 << bits, tile = (size_t)wg * items;
@@ -74,10 +76,11 @@ sphsim_status grid_sort_create(grid_sort **out, ocl_device *d, int key64, unsign
         if (cnt_n * cnt_size > un) un = cnt_n * cnt_size;
         const size_t need = un + (wg + wg / 16 + 1) * 4 + 2 * radix * 4;
         if (need > d->local_mem)
-            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
-                            "grid sort: radix bits %u, work-group %u, items %u need %zu bytes of local memory; %s has "
-                            "%llu",
-                            bits, wg, items, need, d->name, (unsigned long long)d->local_mem);
+            return SPHSIM_FAIL(
+                e, SPHSIM_E_DEVICE,
+                "grid sort: radix bits %u, work-group %u, items %u need %zu bytes of local memory; %s has "
+                "%llu",
+                bits, wg, items, need, d->name, (unsigned long long)d->local_mem);
     }
     grid_sort *s = calloc(1, sizeof *s);
     if (!s) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
@@ -106,7 +109,8 @@ sphsim_status grid_sort_create(grid_sort **out, ocl_device *d, int key64, unsign
         if (st == SPHSIM_OK) st = device_alloc(d, n * 4, "grid sort index", &s->idx[b], e);
     }
     size_t radix = (size_t)1 << bits;
-    if (st == SPHSIM_OK) st = device_alloc(d, radix * groups_for(n_max, s->tile) * 4, "grid sort histogram", &s->hist, e);
+    if (st == SPHSIM_OK)
+        st = device_alloc(d, radix * groups_for(n_max, s->tile) * 4, "grid sort histogram", &s->hist, e);
     if (st == SPHSIM_OK) st = device_alloc(d, radix * 4, "grid sort digit totals", &s->digit_total, e);
     if (st == SPHSIM_OK) st = device_alloc(d, 4, "grid sort go word", &s->one, e);
     if (st == SPHSIM_OK) {

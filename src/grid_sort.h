@@ -21,7 +21,7 @@ grid_sort_config grid_sort_default_config(unsigned key_bits);
 /* Sorter for up to n_max keys of `key_bits` significant bits (1..64) held in uint
  * (key64 = 0, key_bits <= 32) or ulong (key64 = 1) words. cfg may be NULL. */
 sphsim_status grid_sort_create(grid_sort **s, ocl_device *d, int key64, unsigned key_bits, size_t n_max,
-                            const grid_sort_config *cfg, sphsim_error *e);
+                               const grid_sort_config *cfg, sphsim_error *e);
 void grid_sort_destroy(grid_sort *s);
 
 /* Where the caller puts the n keys to sort (uint or ulong, n_max of them) before grid_sort_run. */

@@ -25,8 +25,7 @@ static long tank_cells(const scene *s, int a, double *dx_a)
 
 static void fluid_block_dims(const scene *s, const scene_box *b, long n[3])
 {
-    for (int a = 0; a < 3; ++a)
-        n[a] = a < s->dims ? lattice_count(b->max[a] - b->min[a], s->spacing) : 1;
+    for (int a = 0; a < 3; ++a) n[a] = a < s->dims ? lattice_count(b->max[a] - b->min[a], s->spacing) : 1;
 }
 
 /* Pitch of the sphere lattice (a small gap so neighbours do not start in contact). */
@@ -71,9 +70,9 @@ sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *
                 long room = n[0] * n[1] * n[2];
                 if (room < gr->count)
                     return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
-                                    "spheres.groups[%d].count: %ld spheres of radius %g m do not fit on a lattice "
-                                    "(pitch %g m) in the group's region; there is room for %ld",
-                                    g, gr->count, gr->radius, sphere_pitch(gr->radius), room);
+                                       "spheres.groups[%d].count: %ld spheres of radius %g m do not fit on a lattice "
+                                       "(pitch %g m) in the group's region; there is room for %ld",
+                                       g, gr->count, gr->radius, sphere_pitch(gr->radius), room);
             }
             *n_spheres += gr->count;
         }
@@ -168,7 +167,7 @@ static void *gen_rows(void *arg)
     const gen_job *g = arg;
     const scene *s = g->s;
     particles *p = g->p;
-    const double zero[3] = {0, 0, 0};
+    const double zero[3] = { 0, 0, 0 };
     size_t i = g->first;
     if (g->block >= 0) {
         const scene_box *bx = &s->blocks[g->block];
@@ -176,8 +175,8 @@ static void *gen_rows(void *arg)
         fluid_block_dims(s, bx, n);
         for (long r = g->r0; r < g->r1; ++r)
             for (long l = 0; l < n[0]; ++l) {
-                long idx[3] = {l, r % n[1], r / n[1]};
-                double x[3] = {0, 0, 0};
+                long idx[3] = { l, r % n[1], r / n[1] };
+                double x[3] = { 0, 0, 0 };
                 for (int a = 0; a < s->dims; ++a) x[a] = bx->min[a] + (idx[a] + 0.5) * s->spacing;
                 set_particle(p, i++, x, zero, s->particle_mass, s->rest_density, 0.0, PTYPE_FLUID);
             }
@@ -191,8 +190,8 @@ static void *gen_rows(void *arg)
         const int inside_row = shell_row_inside(&d, j, k);
         for (long l = d.lo[0]; l < d.hi[0]; ++l) {
             if (inside_row && l >= 0 && l < d.n[0]) continue;
-            long idx[3] = {l, j, k};
-            double x[3] = {0, 0, 0};
+            long idx[3] = { l, j, k };
+            double x[3] = { 0, 0, 0 };
             for (int a = 0; a < s->dims; ++a) x[a] = s->tank.min[a] + (idx[a] + 0.5) * d.dx[a];
             set_particle(p, i++, x, zero, s->rest_density * dvol, s->rest_density, 0.0, PTYPE_BOUNDARY);
         }
@@ -224,7 +223,7 @@ static void generate_sph(const scene *s, particles *p)
         for (unsigned j = 0; j < t; ++j) {
             const long r0 = (long)((double)rows * j / t), r1 = (long)((double)rows * (j + 1) / t);
             const size_t at = shell ? shell_before(&d, r0) : (size_t)r0 * (size_t)row_len;
-            jobs[j] = (gen_job){s, p, shell ? -1 : b, r0, j + 1 == t ? rows : r1, first + at};
+            jobs[j] = (gen_job){ s, p, shell ? -1 : b, r0, j + 1 == t ? rows : r1, first + at };
         }
         jobs_run(gen_rows, jobs, sizeof *jobs, t);
         first += shell ? shell_before(&d, rows) : (size_t)rows * (size_t)row_len;
@@ -244,7 +243,7 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
     double rmax = 0;
     for (int g = 0; g < s->n_groups; ++g)
         if (s->groups[g].radius > rmax) rmax = s->groups[g].radius;
-    placer pl = {0};
+    placer pl = { 0 };
     pl.cell = 2.0 * rmax;
     long cells = 1;
     for (int a = 0; a < 3; ++a) {
@@ -255,8 +254,10 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
     for (int g = 0; g < s->n_groups; ++g) any_random |= s->groups[g].placement == PLACE_RANDOM;
     if (any_random) {
         if (cells > 200000000L)
-            return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "spheres.groups: random placement needs a host grid of %ld cells; "
-                                            "use placement \"lattice\" for so small spheres in so large a tank", cells);
+            return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
+                               "spheres.groups: random placement needs a host grid of %ld cells; "
+                               "use placement \"lattice\" for so small spheres in so large a tank",
+                               cells);
         pl.head = malloc((size_t)cells * sizeof *pl.head);
         pl.next = malloc(p->n * sizeof *pl.next);
         if (!pl.head || !pl.next) {
@@ -276,9 +277,9 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
         long n[3];
         sphere_lattice_dims(s, gr, n);
         for (long c = 0; c < gr->count; ++c) {
-            double x[3] = {0, 0, 0}, v[3] = {0, 0, 0};
+            double x[3] = { 0, 0, 0 }, v[3] = { 0, 0, 0 };
             if (gr->placement == PLACE_LATTICE) {
-                long idx[3] = {c % n[0], (c / n[0]) % n[1], c / (n[0] * n[1])};
+                long idx[3] = { c % n[0], (c / n[0]) % n[1], c / (n[0] * n[1]) };
                 for (int a = 0; a < s->dims; ++a)
                     x[a] = gr->region.min[a] + gr->radius + idx[a] * sphere_pitch(gr->radius);
             } else {
@@ -288,13 +289,13 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
                         double lo = gr->region.min[a] + gr->radius, hi = gr->region.max[a] - gr->radius;
                         x[a] = lo + (hi - lo) * rng_uniform(&rng);
                     }
-                    long cc[3] = {0, 0, 0};
+                    long cc[3] = { 0, 0, 0 };
                     for (int a = 0; a < s->dims; ++a) cc[a] = (long)((x[a] - s->tank.min[a]) / pl.cell);
                     int clash = 0;
                     for (long dz = (s->dims == 3 ? -1 : 0); dz <= (s->dims == 3 ? 1 : 0) && !clash; ++dz)
                         for (long dy = -1; dy <= 1 && !clash; ++dy)
                             for (long dxc = -1; dxc <= 1 && !clash; ++dxc) {
-                                long q[3] = {cc[0] + dxc, cc[1] + dy, cc[2] + dz};
+                                long q[3] = { cc[0] + dxc, cc[1] + dy, cc[2] + dz };
                                 if (q[0] < 0 || q[1] < 0 || q[2] < 0 || q[0] >= pl.nc[0] || q[1] >= pl.nc[1] ||
                                     q[2] >= pl.nc[2])
                                     continue;
@@ -319,10 +320,10 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
                 }
                 if (!placed) {
                     st = SPHSIM_FAIL(e, SPHSIM_E_SCENE,
-                                  "spheres.groups[%d]: could not place sphere %ld of %ld at random without overlap "
-                                  "(the region is too full); enlarge spheres.groups[%d].region or use placement "
-                                  "\"lattice\"",
-                                  g, c + 1, gr->count, g);
+                                     "spheres.groups[%d]: could not place sphere %ld of %ld at random without overlap "
+                                     "(the region is too full); enlarge spheres.groups[%d].region or use placement "
+                                     "\"lattice\"",
+                                     g, c + 1, gr->count, g);
                     break;
                 }
             }
@@ -335,7 +336,7 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
          * overlap them, so register them too. */
         if (any_random && gr->placement == PLACE_LATTICE)
             for (size_t k = i - (size_t)gr->count; k < i; ++k) {
-                long cc[3] = {0, 0, 0};
+                long cc[3] = { 0, 0, 0 };
                 for (int a = 0; a < s->dims; ++a) cc[a] = (long)((p->pos[4 * k + a] - s->tank.min[a]) / pl.cell);
                 long cell = cc[0] + pl.nc[0] * (cc[1] + pl.nc[1] * cc[2]);
                 pl.next[k - first] = pl.head[cell];
@@ -356,10 +357,8 @@ sphsim_status init_generate(const scene *s, particles *p, sphsim_error *e)
     p->n_boundary = (size_t)nb;
     p->n_spheres = (size_t)ns;
     sphsim_status st = SPHSIM_OK;
-    if (s->mode == MODE_SPH)
-        generate_sph(s, p);
-    else
-        st = generate_spheres(s, p, e);
+    if (s->mode == MODE_SPH) generate_sph(s, p);
+    else st = generate_spheres(s, p, e);
     if (st != SPHSIM_OK) particles_free(p);
     return st;
 }

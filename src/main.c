@@ -87,11 +87,12 @@ static void print_check(const scene *s)
            "\"estimated_output_bytes\":%.0f}}\n",
            s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, s->h, s->support, s->dt, s->n_steps, snapshots_of(s),
            dev, lists, host, out);
-    fprintf(stderr,
-            "scene %s is valid: %ld particles (%ld fluid, %ld boundary, %ld spheres), h = %.4g m, dt = %.4g s, %ld steps, "
-            "%ld snapshots, about %.3g MB of device memory, %.3g MB of host memory and %.3g MB of output\n",
-            s->path[0] ? s->path : s->name, s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, s->h, s->dt, s->n_steps,
-            snapshots_of(s), dev / 1e6, host / 1e6, out / 1e6);
+    fprintf(
+        stderr,
+        "scene %s is valid: %ld particles (%ld fluid, %ld boundary, %ld spheres), h = %.4g m, dt = %.4g s, %ld steps, "
+        "%ld snapshots, about %.3g MB of device memory, %.3g MB of host memory and %.3g MB of output\n",
+        s->path[0] ? s->path : s->name, s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, s->h, s->dt, s->n_steps,
+        snapshots_of(s), dev / 1e6, host / 1e6, out / 1e6);
 }
 
 static void print_summary(const char *out, const sim_result *r, sphsim_status st, const sphsim_error *e)
@@ -167,10 +168,10 @@ static sphsim_status resume_scene(scene *s, const char *path, const char *stored
     if (st == SPHSIM_OK && resolved && strcmp(resolved, s->resolved_json) != 0) {
         scene_free(s);
         st = SPHSIM_FAIL(e, SPHSIM_E_IO,
-                      "%s: the scene stored in it resolves differently with sphsim %s than when the run started "
-                      "(other defaults or derived values); --resume would not continue the same run. Finish it "
-                      "with the sphsim that started it, or start a new run",
-                      path, SPHSIM_VERSION);
+                         "%s: the scene stored in it resolves differently with sphsim %s than when the run started "
+                         "(other defaults or derived values); --resume would not continue the same run. Finish it "
+                         "with the sphsim that started it, or start a new run",
+                         path, SPHSIM_VERSION);
     }
     cJSON_Delete(root);
     free(resolved);
@@ -185,7 +186,7 @@ static void default_output(const scene *s, char *buf, size_t n)
 int main(int argc, char **argv)
 {
     cli_args a;
-    sphsim_error e = {0};
+    sphsim_error e = { 0 };
     sphsim_status st = cli_parse(argc, argv, &a, &e);
     if (st != SPHSIM_OK) {
         fprintf(stderr, "sphsim: %s\n\n%s", e.msg, cli_usage);
@@ -209,7 +210,7 @@ int main(int argc, char **argv)
     char *stored = NULL;
     if (a.resume_path) {
         particles last;
-        output_snapshot_info si = {0};
+        output_snapshot_info si = { 0 };
         st = output_read_last(a.resume_path, &last, &si, &stored, &e);
         if (st == SPHSIM_OK) {
             particles_free(&last);
@@ -242,7 +243,7 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    sim_options o = {0};
+    sim_options o = { 0 };
     o.out_path = out;
     o.overwrite = a.overwrite;
     o.resume_path = a.resume_path;
@@ -265,8 +266,10 @@ int main(int argc, char **argv)
                 r.device_name);
         char xmf[1200];
         output_xmf_path(out, xmf, sizeof xmf);
-        fprintf(stderr, "Open it in ParaView 5.12+ as %s (VTKHDF), in ParaView 5.11 as %s (XDMF Reader), or in "
-                        "Python: python3 scripts/sphsim_reader.py %s\n", out, xmf, out);
+        fprintf(stderr,
+                "Open it in ParaView 5.12+ as %s (VTKHDF), in ParaView 5.11 as %s (XDMF Reader), or in "
+                "Python: python3 scripts/sphsim_reader.py %s\n",
+                out, xmf, out);
     }
     print_summary(out, &r, st, &e);
     scene_free(&s);

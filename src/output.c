@@ -29,10 +29,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define OUT_LAYOUT_VERSION 1   /* /sphsim attribute layout_version */
-#define OUT_STEP_CHUNK 64      /* rows per chunk of the per-step datasets */
-#define OUT_MIN_PARTICLE_CHUNK 1024 /* and at least this many of the per-particle ones */
-#define OUT_TOPOS 4            /* Vertices, Lines, Polygons, Strips */
+#define OUT_LAYOUT_VERSION 1             /* /sphsim attribute layout_version */
+#define OUT_STEP_CHUNK 64                /* rows per chunk of the per-step datasets */
+#define OUT_MIN_PARTICLE_CHUNK 1024      /* and at least this many of the per-particle ones */
+#define OUT_TOPOS 4                      /* Vertices, Lines, Polygons, Strips */
 #define OUT_BLOCK_ROWS ((size_t)1 << 22) /* rows packed at a time: a multiple of the 65536-row chunks */
 
 enum { FK_F32, FK_U32, FK_U8 };
@@ -46,20 +46,20 @@ typedef struct field_desc {
 } field_desc;
 
 static const field_desc FIELDS[] = {
-    {"velocity", FIELD_VELOCITY, 3, FK_F32}, /* m/s */
-    {"density", FIELD_DENSITY, 1, FK_F32},   /* kg/m^3 */
-    {"pressure", FIELD_PRESSURE, 1, FK_F32}, /* Pa */
-    {"id", FIELD_ID, 1, FK_U32},             /* 0 .. n-1 */
-    {"type", FIELD_TYPE, 1, FK_U8},          /* PTYPE_*: 0 fluid, 1 boundary, 2 sphere */
-    {"radius", FIELD_RADIUS, 1, FK_F32},     /* m */
-    {"mass", FIELD_MASS, 1, FK_F32},         /* kg */
+    { "velocity", FIELD_VELOCITY, 3, FK_F32 }, /* m/s */
+    { "density", FIELD_DENSITY, 1, FK_F32 },   /* kg/m^3 */
+    { "pressure", FIELD_PRESSURE, 1, FK_F32 }, /* Pa */
+    { "id", FIELD_ID, 1, FK_U32 },             /* 0 .. n-1 */
+    { "type", FIELD_TYPE, 1, FK_U8 },          /* PTYPE_*: 0 fluid, 1 boundary, 2 sphere */
+    { "radius", FIELD_RADIUS, 1, FK_F32 },     /* m */
+    { "mass", FIELD_MASS, 1, FK_F32 },         /* kg */
 };
 #define N_FIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
 #define ALWAYS_FIELDS (FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE)
 
 unsigned output_fields(const scene *s) { return s->fields | ALWAYS_FIELDS; }
 
-static const char *const TOPOS[OUT_TOPOS] = {"Vertices", "Lines", "Polygons", "Strips"};
+static const char *const TOPOS[OUT_TOPOS] = { "Vertices", "Lines", "Polygons", "Strips" };
 
 /* The one part (partition) every step shares: its point and cell counts, one row each,
  * written with the vertex cells at the first snapshot. Every step has PartOffsets 0. (VTK
@@ -80,17 +80,13 @@ static const char *const PART_I64[] = {
 
 /* Per-step int64 datasets with one column (row k belongs to snapshot k). */
 static const char *const STEP_I64[] = {
-    "/VTKHDF/Steps/PartOffsets",
-    "/VTKHDF/Steps/NumberOfParts",
-    "/VTKHDF/Steps/PointOffsets",
-    "/sphsim/steps/step",
-    "/sphsim/steps/n_contacts",
-    "/sphsim/steps/n_outside",
+    "/VTKHDF/Steps/PartOffsets", "/VTKHDF/Steps/NumberOfParts", "/VTKHDF/Steps/PointOffsets",
+    "/sphsim/steps/step",        "/sphsim/steps/n_contacts",    "/sphsim/steps/n_outside",
 };
 #define N_STEP_I64 ((int)(sizeof STEP_I64 / sizeof STEP_I64[0]))
 /* Per-step datasets of other shapes. */
-static const char *const STEP_F64[] = {"/VTKHDF/Steps/Values", "/sphsim/steps/time"};
-static const char *const STEP_I64x4[] = {"/VTKHDF/Steps/CellOffsets", "/VTKHDF/Steps/ConnectivityIdOffsets"};
+static const char *const STEP_F64[] = { "/VTKHDF/Steps/Values", "/sphsim/steps/time" };
+static const char *const STEP_I64x4[] = { "/VTKHDF/Steps/CellOffsets", "/VTKHDF/Steps/ConnectivityIdOffsets" };
 
 /* Units of every field, dataset and attribute (stored as the /sphsim attribute `units`). */
 static const char UNITS_JSON[] =
@@ -109,17 +105,17 @@ struct output {
     hid_t file;
     char path[4096];
     char xmf_path[4096];
-    unsigned fields;      /* FIELD_* bits written (always includes ALWAYS_FIELDS) */
-    size_t n;             /* particles per snapshot; fixed by the first snapshot */
-    int have_topology;    /* vertex cells and the restart dataset exist for n */
-    int broken;           /* a write failed: nothing more reaches the file (see poison) */
-    int sph;              /* SPH mode (particle_mass is taken from the first snapshot) */
-    hsize_t nsteps;       /* committed snapshots */
-    double *times;        /* s, one per committed snapshot (for the sidecar) */
+    unsigned fields;   /* FIELD_* bits written (always includes ALWAYS_FIELDS) */
+    size_t n;          /* particles per snapshot; fixed by the first snapshot */
+    int have_topology; /* vertex cells and the restart dataset exist for n */
+    int broken;        /* a write failed: nothing more reaches the file (see poison) */
+    int sph;           /* SPH mode (particle_mass is taken from the first snapshot) */
+    hsize_t nsteps;    /* committed snapshots */
+    double *times;     /* s, one per committed snapshot (for the sidecar) */
     size_t times_cap;
-    void *buf;            /* packing buffer */
+    void *buf; /* packing buffer */
     size_t buf_size;
-    size_t block_rows;    /* rows packed and written at a time (OUT_BLOCK_ROWS; tests set fewer) */
+    size_t block_rows; /* rows packed and written at a time (OUT_BLOCK_ROWS; tests set fewer) */
 };
 
 /* ---------------------------------------------------------------- HDF5 helpers */
@@ -196,7 +192,7 @@ static const char *h5_reason(char *out, size_t n)
 /* Create an extendable, chunked dataset of `rank` 1 (rows) or 2 (rows x cols), 0 rows. */
 static int ds_create(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t cols, hsize_t chunk_rows)
 {
-    hsize_t dims[2] = {0, cols}, maxd[2] = {H5S_UNLIMITED, cols}, chunk[2] = {chunk_rows ? chunk_rows : 1, cols};
+    hsize_t dims[2] = { 0, cols }, maxd[2] = { H5S_UNLIMITED, cols }, chunk[2] = { chunk_rows ? chunk_rows : 1, cols };
     hid_t sp = H5Screate_simple(rank, dims, maxd);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     int rc = -1;
@@ -235,7 +231,7 @@ static int ds_write_rows(hid_t file, const char *path, hid_t mtype, const void *
     if (ds < 0) return -1;
     int rc = -1;
     hid_t fs = -1, ms = -1;
-    hsize_t dims[2] = {0, 1}, off[2] = {start, 0}, cnt[2];
+    hsize_t dims[2] = { 0, 1 }, off[2] = { start, 0 }, cnt[2];
     fs = H5Dget_space(ds);
     int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
     if (rank < 1 || rank > 2 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0) goto done;
@@ -267,7 +263,7 @@ static long long ds_rows(hid_t file, const char *path)
     hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
     if (ds < 0) return -1;
     hid_t fs = H5Dget_space(ds);
-    hsize_t dims[2] = {0, 0};
+    hsize_t dims[2] = { 0, 0 };
     long long r = -1;
     if (fs >= 0 && H5Sget_simple_extent_ndims(fs) >= 1 && H5Sget_simple_extent_ndims(fs) <= 2 &&
         H5Sget_simple_extent_dims(fs, dims, NULL) >= 0)
@@ -284,7 +280,7 @@ static int ds_read_rows(hid_t file, const char *path, hid_t mtype, void *buf, hs
     if (ds < 0) return -1;
     int rc = -1;
     hid_t fs = H5Dget_space(ds), ms = -1;
-    hsize_t dims[2] = {0, 1}, off[2] = {start, 0}, cnt[2];
+    hsize_t dims[2] = { 0, 1 }, off[2] = { start, 0 }, cnt[2];
     int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
     if (rank < 1 || rank > 2 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0) goto done;
     if (start + rows > dims[0]) goto done;
@@ -472,10 +468,8 @@ void output_xmf_path(const char *h5_path, char *out, size_t out_size)
     if (!out || out_size == 0) return;
     size_t n = strlen(h5_path);
     size_t stem = n;
-    if (n >= 3 && strcmp(h5_path + n - 3, ".h5") == 0)
-        stem = n - 3;
-    else if (n >= 5 && strcmp(h5_path + n - 5, ".hdf5") == 0)
-        stem = n - 5;
+    if (n >= 3 && strcmp(h5_path + n - 3, ".h5") == 0) stem = n - 3;
+    else if (n >= 5 && strcmp(h5_path + n - 5, ".hdf5") == 0) stem = n - 5;
     snprintf(out, out_size, "%.*s.xmf", (int)stem, h5_path);
 }
 
@@ -493,10 +487,8 @@ static void fsync_dir_of(const char *path)
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[slash == dir ? 1 : 0] = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
+    if (slash) slash[slash == dir ? 1 : 0] = '\0';
+    else snprintf(dir, sizeof dir, ".");
     int dfd = open(dir, O_RDONLY);
     if (dfd >= 0) {
         fsync(dfd);
@@ -554,16 +546,16 @@ static sphsim_status sidecar_write(const output *o, sphsim_error *e)
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", o->xmf_path);
     FILE *f = fopen(tmp, "w");
-    if (!f)
-        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the XDMF sidecar '%s': %s", tmp, strerror(errno));
+    if (!f) return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the XDMF sidecar '%s': %s", tmp, strerror(errno));
     const char *h5name = base_name(o->path);
     unsigned long long total = (unsigned long long)o->nsteps * o->n;
     fprintf(f, "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n");
     fprintf(f, "<!-- sphsim XDMF sidecar of ");
     xml_escaped(f, h5name);
-    fprintf(f, ": %llu committed snapshot(s). Every DataItem is a HyperSlab into the datasets of the .h5\n"
-               "     (concatenated over snapshots). ParaView 5.11: open with the \"XDMF Reader\" (not Xdmf3).\n"
-               "     ParaView 5.12+: open the .h5 itself (VTKHDF). -->\n",
+    fprintf(f,
+            ": %llu committed snapshot(s). Every DataItem is a HyperSlab into the datasets of the .h5\n"
+            "     (concatenated over snapshots). ParaView 5.11: open with the \"XDMF Reader\" (not Xdmf3).\n"
+            "     ParaView 5.12+: open the .h5 itself (VTKHDF). -->\n",
             (unsigned long long)o->nsteps);
     fprintf(f, "<Xdmf Version=\"2.0\">\n  <Domain>\n");
     fprintf(f, "    <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
@@ -614,10 +606,7 @@ static void release_slack(output *o);
 
 /* ---------------------------------------------------------------- layout creation */
 
-static hsize_t clamp_rows(long long n, long long lo, long long hi)
-{
-    return (hsize_t)(n < lo ? lo : n > hi ? hi : n);
-}
+static hsize_t clamp_rows(long long n, long long lo, long long hi) { return (hsize_t)(n < lo ? lo : n > hi ? hi : n); }
 
 static int create_layout(output *o, const scene *s, const output_run_info *ri)
 {
@@ -628,7 +617,7 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
 
     /* ---- VTKHDF ---- */
     if ((g = H5Gcreate2(f, "/VTKHDF", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
-    int64_t version[2] = {2, 0};
+    int64_t version[2] = { 2, 0 };
     if (attr_write(g, "Version", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, 2, version) < 0) goto done;
     if (attr_fixed_str(g, "Type", "PolyData") < 0) goto done;
     H5Gclose(g);
@@ -700,7 +689,7 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
             strcat(fields, ",");
             strcat(fields, FIELDS[i].name);
         }
-    int64_t counts[3] = {s->n_fluid, s->n_boundary, s->n_spheres};
+    int64_t counts[3] = { s->n_fluid, s->n_boundary, s->n_spheres };
     if (attr_i64(g, "layout_version", OUT_LAYOUT_VERSION) < 0 || attr_str(g, "scene_json", s->source_json) < 0 ||
         attr_str(g, "resolved_json", s->resolved_json) < 0 ||
         attr_str(g, "version", ri && ri->version ? ri->version : "") < 0 ||
@@ -766,7 +755,7 @@ static void output_free(output *o)
 }
 
 sphsim_status output_open(output **out, const char *path, int overwrite, const scene *s, const output_run_info *ri,
-                       sphsim_error *e)
+                          sphsim_error *e)
 {
     *out = NULL;
     h5_quiet();
@@ -781,8 +770,8 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
             return SPHSIM_FAIL(e, SPHSIM_E_IO, "output file '%s' already exists; pass --overwrite to replace it", path);
         }
         if (lstat(o->xmf_path, &st) == 0) {
-            sphsim_status r = SPHSIM_FAIL(e, SPHSIM_E_IO, "sidecar file '%s' already exists; pass --overwrite to replace it",
-                                    o->xmf_path);
+            sphsim_status r = SPHSIM_FAIL(
+                e, SPHSIM_E_IO, "sidecar file '%s' already exists; pass --overwrite to replace it", o->xmf_path);
             output_free(o);
             return r;
         }
@@ -811,10 +800,8 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
         /* on disk */
     } else {
         char why[512];
-        if (err)
-            snprintf(why, sizeof why, "%s", strerror(err));
-        else
-            h5_reason(why, sizeof why);
+        if (err) snprintf(why, sizeof why, "%s", strerror(err));
+        else h5_reason(why, sizeof why);
         r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the layout of output file '%s': %s", path, why);
     }
     if (r == SPHSIM_OK) release_slack(o);
@@ -830,10 +817,10 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
         }
         if (rc != 0)
             r = errno == EEXIST
-                    ? SPHSIM_FAIL(e, SPHSIM_E_IO, "output file '%s' already exists; pass --overwrite to replace it", path)
+                    ? SPHSIM_FAIL(e, SPHSIM_E_IO, "output file '%s' already exists; pass --overwrite to replace it",
+                                  path)
                     : SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot create output file '%s': %s", path, strerror(errno));
-        else
-            fsync_dir_of(path);
+        else fsync_dir_of(path);
     }
     int placed = r == SPHSIM_OK;
     if (r == SPHSIM_OK) r = sidecar_write(o, e);
@@ -962,11 +949,11 @@ static int write_topology(output *o)
         return -1;
     if (n > 0) {
         /* Two rows: snapshot k writes row k % 2, so the committed one survives a crash. */
-        hsize_t dims[2] = {2, n};
+        hsize_t dims[2] = { 2, n };
         hid_t sp = H5Screate_simple(2, dims, NULL);
         if (sp < 0) return -1;
-        hid_t ds = H5Dcreate2(f, "/sphsim/restart/device_order", H5T_STD_U32LE, sp, H5P_DEFAULT, H5P_DEFAULT,
-                              H5P_DEFAULT);
+        hid_t ds =
+            H5Dcreate2(f, "/sphsim/restart/device_order", H5T_STD_U32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         H5Sclose(sp);
         if (ds < 0) return -1;
         H5Dclose(ds);
@@ -1018,7 +1005,7 @@ static int write_device_order(output *o, const uint32_t *order, hsize_t k)
     }
     hid_t ds = H5Dopen2(o->file, "/sphsim/restart/device_order", H5P_DEFAULT);
     if (ds < 0) return -1;
-    hsize_t off[2] = {k % 2, 0}, cnt[2] = {1, n};
+    hsize_t off[2] = { k % 2, 0 }, cnt[2] = { 1, n };
     hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(2, cnt, NULL);
     int rc = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0 &&
                      H5Dwrite(ds, H5T_NATIVE_UINT32, ms, fs, H5P_DEFAULT, src) >= 0
@@ -1065,7 +1052,7 @@ static long long state_width_of(hid_t f, const char *name, const char *name_byte
     hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
     if (ds < 0) return -1;
     hid_t fs = H5Dget_space(ds);
-    hsize_t dims[2] = {0, 0};
+    hsize_t dims[2] = { 0, 0 };
     long long w = -1;
     if (fs >= 0 && H5Sget_simple_extent_ndims(fs) == 2 && H5Sget_simple_extent_dims(fs, dims, NULL) >= 0 &&
         dims[0] == 2 && dims[1] > 0)
@@ -1101,12 +1088,12 @@ static int create_state(hid_t f, size_t width)
     int rc = -1;
     if (dcpl >= 0 && H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) >= 0 &&
         H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC) >= 0) {
-        hsize_t dims[2] = {2, width}, two = 2;
+        hsize_t dims[2] = { 2, width }, two = 2;
         hid_t sp = H5Screate_simple(2, dims, NULL), sp1 = H5Screate_simple(1, &two, NULL);
         hid_t ds = sp >= 0 ? H5Dcreate2(f, RESTART_STATE, H5T_STD_U8LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
-        hid_t ds1 =
-            sp1 >= 0 && ds >= 0 ? H5Dcreate2(f, RESTART_STATE_BYTES, H5T_STD_I64LE, sp1, H5P_DEFAULT, dcpl, H5P_DEFAULT)
-                                : -1;
+        hid_t ds1 = sp1 >= 0 && ds >= 0
+                        ? H5Dcreate2(f, RESTART_STATE_BYTES, H5T_STD_I64LE, sp1, H5P_DEFAULT, dcpl, H5P_DEFAULT)
+                        : -1;
         if (ds >= 0 && ds1 >= 0) rc = 0;
         if (ds1 >= 0) H5Dclose(ds1);
         if (ds >= 0) H5Dclose(ds);
@@ -1137,7 +1124,7 @@ static int write_state(output *o, const void *blob, size_t bytes, hsize_t k)
         if (ensure_buf(o, (size_t)w) < 0) return -1;
         memcpy(o->buf, blob, bytes);
         memset((char *)o->buf + bytes, 0, (size_t)w - bytes);
-        hsize_t off[2] = {k % 2, 0}, cnt[2] = {1, (hsize_t)w};
+        hsize_t off[2] = { k % 2, 0 }, cnt[2] = { 1, (hsize_t)w };
         if (ds_block(f, name, H5T_NATIVE_UINT8, 2, off, cnt, o->buf, 1) < 0) return -1;
     }
     int64_t len = (int64_t)bytes;
@@ -1185,7 +1172,7 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
 
     /* ---- step entry ---- */
     double t = si->time;
-    int64_t part = 0, one = 1, poff = (int64_t)row, zeros4[OUT_TOPOS] = {0, 0, 0, 0};
+    int64_t part = 0, one = 1, poff = (int64_t)row, zeros4[OUT_TOPOS] = { 0, 0, 0, 0 };
     int64_t step = si->step, ncont = si->n_contacts, nout = si->n_outside;
     if (ds_write_rows(f, "/VTKHDF/Steps/PartOffsets", H5T_NATIVE_INT64, &part, k, 1) < 0 ||
         ds_write_rows(f, "/VTKHDF/Steps/NumberOfParts", H5T_NATIVE_INT64, &one, k, 1) < 0 ||
@@ -1303,21 +1290,21 @@ sphsim_status output_write(output *o, const particles *p, const output_snapshot_
 }
 
 sphsim_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
-                              size_t state_bytes, sphsim_error *e)
+                                 size_t state_bytes, sphsim_error *e)
 {
     if (!state) state_bytes = 0;
     if (!o || o->file < 0) return SPHSIM_FAIL(e, SPHSIM_E_IO, "output_write: the output is not open");
     if (o->broken)
         return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                        "'%s' is unusable after an earlier write error; its first %llu snapshot(s) are intact",
-                        o->path, (unsigned long long)o->nsteps);
+                           "'%s' is unusable after an earlier write error; its first %llu snapshot(s) are intact",
+                           o->path, (unsigned long long)o->nsteps);
     h5_quiet();
     hsize_t k = o->nsteps;
     if (o->have_topology && p->n != o->n)
         return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                        "cannot write snapshot %llu to '%s': it has %zu particles but the file holds %zu per "
-                        "snapshot (the particle count must stay fixed)",
-                        (unsigned long long)k, o->path, p->n, o->n);
+                           "cannot write snapshot %llu to '%s': it has %zu particles but the file holds %zu per "
+                           "snapshot (the particle count must stay fixed)",
+                           (unsigned long long)k, o->path, p->n, o->n);
     if (k + 1 > o->times_cap) {
         size_t cap = o->times_cap ? 2 * o->times_cap : 64;
         double *t = realloc(o->times, cap * sizeof *t);
@@ -1334,18 +1321,18 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
         g_h5_have = 0;
         if (w < 0 || (w > 0 && state_bytes > (size_t)w))
             return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                            "cannot write snapshot %llu to '%s': its solver state has %zu bytes but the file's "
-                            "/sphsim/restart datasets hold %lld per snapshot",
-                            (unsigned long long)k, o->path, state_bytes, w);
+                               "cannot write snapshot %llu to '%s': its solver state has %zu bytes but the file's "
+                               "/sphsim/restart datasets hold %lld per snapshot",
+                               (unsigned long long)k, o->path, state_bytes, w);
         if (w == 0) need += 2.0 * (double)state_bytes + 65536.0; /* created with this snapshot */
     }
     int err = reserve_space(o, need);
     if (err) {
         release_slack(o);
         return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                        "cannot write snapshot %llu (t = %g s) to '%s': %s (could not reserve %.3g MB for it); the "
-                        "%llu snapshot(s) written before are intact",
-                        (unsigned long long)k, si->time, o->path, strerror(err), need / 1e6, (unsigned long long)k);
+                           "cannot write snapshot %llu (t = %g s) to '%s': %s (could not reserve %.3g MB for it); the "
+                           "%llu snapshot(s) written before are intact",
+                           (unsigned long long)k, si->time, o->path, strerror(err), need / 1e6, (unsigned long long)k);
     }
     const int first = !o->have_topology; /* the first snapshot of the file */
     if (first) o->n = p->n;
@@ -1373,20 +1360,18 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
     }
     if (rc < 0) {
         char why[512];
-        if (err)
-            snprintf(why, sizeof why, "%s", strerror(err));
-        else
-            h5_reason(why, sizeof why);
+        if (err) snprintf(why, sizeof why, "%s", strerror(err));
+        else h5_reason(why, sizeof why);
         poison(o);
         if (committed)
             return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                            "cannot complete snapshot %llu (t = %g s) in '%s': %s; it is committed but its time is "
-                            "missing from Steps/Values (--resume completes it); the %llu snapshot(s) are intact",
-                            (unsigned long long)k, si->time, o->path, why, (unsigned long long)o->nsteps);
+                               "cannot complete snapshot %llu (t = %g s) in '%s': %s; it is committed but its time is "
+                               "missing from Steps/Values (--resume completes it); the %llu snapshot(s) are intact",
+                               (unsigned long long)k, si->time, o->path, why, (unsigned long long)o->nsteps);
         return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                        "cannot write snapshot %llu (t = %g s) to '%s': %s; the %llu snapshot(s) written before "
-                        "are intact",
-                        (unsigned long long)k, si->time, o->path, why, (unsigned long long)k);
+                           "cannot write snapshot %llu (t = %g s) to '%s': %s; the %llu snapshot(s) written before "
+                           "are intact",
+                           (unsigned long long)k, si->time, o->path, why, (unsigned long long)k);
     }
     release_slack(o);
     return sidecar_write(o, e);
@@ -1402,12 +1387,10 @@ sphsim_status output_close(output *o, sphsim_error *e)
         /* Every commit was flushed already; a flush that fails now must not be retried by
          * H5Fclose (a failed close leaves HDF5 1.10 to crash at exit). */
         char why[512];
-        if (err)
-            snprintf(why, sizeof why, "%s", strerror(err));
-        else
-            h5_reason(why, sizeof why);
-        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot close output file '%s': %s; its %llu snapshot(s) are intact", o->path, why,
-                     (unsigned long long)o->nsteps);
+        if (err) snprintf(why, sizeof why, "%s", strerror(err));
+        else h5_reason(why, sizeof why);
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot close output file '%s': %s; its %llu snapshot(s) are intact", o->path,
+                        why, (unsigned long long)o->nsteps);
         poison(o);
     }
     if (H5Fclose(o->file) < 0 && r == SPHSIM_OK) {
@@ -1436,8 +1419,7 @@ static sphsim_status read_nsteps(hid_t f, const char *path, hsize_t *nsteps, sph
     long long ns = 0;
     if (!link_exists(f, "/VTKHDF/Steps") || !link_exists(f, "/sphsim/steps"))
         return bad_file(e, path, "no /VTKHDF/Steps or /sphsim/steps group");
-    if (attr_read_i64(f, "/VTKHDF/Steps", "NSteps", &ns) < 0 || ns < 0)
-        return bad_file(e, path, "no NSteps attribute");
+    if (attr_read_i64(f, "/VTKHDF/Steps", "NSteps", &ns) < 0 || ns < 0) return bad_file(e, path, "no NSteps attribute");
     if (ds_rows(f, "/sphsim/steps/time") < ns) return bad_file(e, path, "step datasets shorter than NSteps");
     /* Steps/Values is written after the commit: one short after a crash right then */
     if (ds_rows(f, "/VTKHDF/Steps/Values") < ns - 1) return bad_file(e, path, "Steps/Values shorter than NSteps - 1");
@@ -1448,7 +1430,7 @@ static sphsim_status read_nsteps(hid_t f, const char *path, hsize_t *nsteps, sph
 }
 
 sphsim_status output_read_last(const char *path, particles *p, output_snapshot_info *si, char **scene_json,
-                            sphsim_error *e)
+                               sphsim_error *e)
 {
     h5_quiet();
     memset(p, 0, sizeof *p);
@@ -1540,7 +1522,7 @@ sphsim_status output_read_last(const char *path, particles *p, output_snapshot_i
         uint32_t *ord = malloc(n * sizeof *ord);
         hid_t ds = H5Dopen2(f, "/sphsim/restart/device_order", H5P_DEFAULT);
         hid_t fs = ds >= 0 ? H5Dget_space(ds) : -1;
-        hsize_t dims[2] = {0, 0}, off[2] = {k % 2, 0}, cnt[2] = {1, n};
+        hsize_t dims[2] = { 0, 0 }, off[2] = { k % 2, 0 }, cnt[2] = { 1, n };
         hid_t ms = H5Screate_simple(2, cnt, NULL);
         int ok = ord && fs >= 0 && H5Sget_simple_extent_ndims(fs) == 2 &&
                  H5Sget_simple_extent_dims(fs, dims, NULL) >= 0 && dims[0] == 2 && dims[1] == n &&
@@ -1558,10 +1540,8 @@ sphsim_status output_read_last(const char *path, particles *p, output_snapshot_i
             }
             free(seen);
         }
-        if (ok)
-            si->device_order = ord;
-        else
-            free(ord);
+        if (ok) si->device_order = ord;
+        else free(ord);
         g_h5_have = 0;
     }
     if (scene_json) {
@@ -1607,7 +1587,7 @@ sphsim_status output_read_state(const char *path, void **state, size_t *state_by
     /* an unreadable state is treated as none: the run resumes correctly, only not bit-identically */
     if (w > 0 && ds_block(f, name_bytes, H5T_NATIVE_INT64, 1, &off1, &cnt1, &len, 0) == 0 && len > 0 && len <= w) {
         void *b = malloc((size_t)w);
-        hsize_t off[2] = {k % 2, 0}, cnt[2] = {1, (hsize_t)w};
+        hsize_t off[2] = { k % 2, 0 }, cnt[2] = { 1, (hsize_t)w };
         if (b && ds_block(f, name, H5T_NATIVE_UINT8, 2, off, cnt, b, 0) == 0) {
             *state = b;
             *state_bytes = (size_t)len;
@@ -1621,7 +1601,7 @@ sphsim_status output_read_state(const char *path, void **state, size_t *state_by
 }
 
 sphsim_status output_open_append(output **out, const char *path, const scene *s, const output_run_info *ri,
-                              sphsim_error *e)
+                                 sphsim_error *e)
 {
     *out = NULL;
     h5_quiet();
@@ -1661,8 +1641,7 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
     for (int i = 0; i < N_FIELDS; ++i) {
         char p[128];
         snprintf(p, sizeof p, "/VTKHDF/PointData/%s", FIELDS[i].name);
-        if (link_exists(f, p))
-            o->fields |= FIELDS[i].bit;
+        if (link_exists(f, p)) o->fields |= FIELDS[i].bit;
         else if (FIELDS[i].bit & ALWAYS_FIELDS) {
             r = bad_file(e, path, "a required field (velocity, id or type) is missing");
             goto fail;
@@ -1700,8 +1679,8 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
         /* Provenance of this continuation. */
         char *prev = attr_read_str(f, "/sphsim", "resumes");
         char line[1024];
-        snprintf(line, sizeof line, "%s%s resumed after snapshot %llu by sphsim %s on %s",
-                 prev && *prev ? "\n" : "", ri && ri->start_time ? ri->start_time : "?", (unsigned long long)ns,
+        snprintf(line, sizeof line, "%s%s resumed after snapshot %llu by sphsim %s on %s", prev && *prev ? "\n" : "",
+                 ri && ri->start_time ? ri->start_time : "?", (unsigned long long)ns,
                  ri && ri->version ? ri->version : "?", ri && ri->device_name ? ri->device_name : "?");
         size_t len = (prev ? strlen(prev) : 0) + strlen(line) + 1;
         char *all = malloc(len);

@@ -16,7 +16,7 @@ typedef struct output_run_info {
 } output_run_info;
 
 typedef struct output_snapshot_info {
-    double time;     /* s */
+    double time; /* s */
     long step;
     long n_contacts; /* particle mode; -1 when not applicable */
     long n_outside;  /* particles found outside the tank so far */
@@ -39,7 +39,7 @@ void output_set_block_rows(output *o, size_t rows);
 /* Create `path` (and `path` with .h5 replaced by .xmf, or .xmf appended). Refuses to replace an
  * existing file unless `overwrite` (SPHSIM_E_IO, naming the file and --overwrite). */
 sphsim_status output_open(output **o, const char *path, int overwrite, const scene *s, const output_run_info *ri,
-                       sphsim_error *e);
+                          sphsim_error *e);
 
 /* Append one snapshot; `p` is in id order. The scene's output fields are written, and always
  * position, velocity, id and type (a restart needs them). */
@@ -53,7 +53,7 @@ sphsim_status output_write(output *o, const particles *p, const output_snapshot_
  * the file untouched), and /sphsim/restart/solver_state_bytes int64[2], its length (0: none);
  * both written before the commit point. */
 sphsim_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
-                              size_t state_bytes, sphsim_error *e);
+                                 size_t state_bytes, sphsim_error *e);
 
 /* For --resume: the state output_write_state stored with the last committed snapshot of
  * `path` (malloc'd), or NULL and 0 when it has none (SPH without lists, older SPH files).
@@ -68,7 +68,7 @@ sphsim_status output_close(output *o, sphsim_error *e);
  * order; position, velocity, id and type are always in the file), its info, and the scene
  * JSON stored in the file (malloc'd). */
 sphsim_status output_read_last(const char *path, particles *p, output_snapshot_info *si, char **scene_json,
-                            sphsim_error *e);
+                               sphsim_error *e);
 
 /* The resolved scene a run stored in its output (/sphsim attribute resolved_json), malloc'd;
  * NULL when the file or the attribute is missing. */
@@ -78,7 +78,7 @@ char *output_read_resolved_json(const char *path);
  * (rows of an uncommitted one are cut first). The fields written are those already in the
  * file; `s` is not used to change them. */
 sphsim_status output_open_append(output **o, const char *path, const scene *s, const output_run_info *ri,
-                              sphsim_error *e);
+                                 sphsim_error *e);
 
 /* The sidecar path for an output path. */
 void output_xmf_path(const char *h5_path, char *out, size_t out_size);

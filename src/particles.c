@@ -10,10 +10,10 @@
 /* Each array of a particles struct: its FIELD_* bit, its member, its bytes per particle; in
  * the order particles_place lays them out, widest first, so that every array of one block is
  * aligned to its element (the bytes of one-byte types last). */
-#define PARTICLE_ARRAYS(X)                                                                         \
-    X(FIELD_POSITION, pos, 16) X(FIELD_VELOCITY, vel, 16) X(FIELD_DENSITY, rho, 4)                \
-    X(FIELD_PRESSURE, pressure, 4) X(FIELD_ID, id, 4) X(FIELD_RADIUS, radius, 4) X(FIELD_MASS, mass, 4) \
-    X(FIELD_TYPE, type, 1)
+#define PARTICLE_ARRAYS(X)                                                                                             \
+    X(FIELD_POSITION, pos, 16)                                                                                         \
+    X(FIELD_VELOCITY, vel, 16) X(FIELD_DENSITY, rho, 4) X(FIELD_PRESSURE, pressure, 4) X(FIELD_ID, id, 4)              \
+        X(FIELD_RADIUS, radius, 4) X(FIELD_MASS, mass, 4) X(FIELD_TYPE, type, 1)
 
 sphsim_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sphsim_error *e)
 {
@@ -21,7 +21,7 @@ sphsim_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sphs
     p->n = n;
     const size_t m = n ? n : 1;
     int ok = 1;
-#define ALLOC_(bit, member, bytes)                                                                 \
+#define ALLOC_(bit, member, bytes)                                                                                     \
     if (ok && (arrays & (bit))) ok = (p->member = calloc(m, bytes)) != NULL;
     PARTICLE_ARRAYS(ALLOC_)
 #undef ALLOC_
@@ -32,7 +32,10 @@ sphsim_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sphs
     return SPHSIM_OK;
 }
 
-sphsim_status particles_alloc(particles *p, size_t n, sphsim_error *e) { return particles_alloc_some(p, n, FIELDS_ALL, e); }
+sphsim_status particles_alloc(particles *p, size_t n, sphsim_error *e)
+{
+    return particles_alloc_some(p, n, FIELDS_ALL, e);
+}
 
 unsigned particles_arrays(const particles *p)
 {
@@ -57,10 +60,10 @@ void particles_place(particles *p, size_t n, unsigned arrays, void *mem)
     memset(p, 0, sizeof *p);
     p->n = n;
     char *at = mem;
-#define PLACE_(bit, member, bytes)                                                                 \
-    if (arrays & (bit)) {                                                                          \
-        p->member = (void *)at;                                                                    \
-        at += (bytes) * n;                                                                         \
+#define PLACE_(bit, member, bytes)                                                                                     \
+    if (arrays & (bit)) {                                                                                              \
+        p->member = (void *)at;                                                                                        \
+        at += (bytes)*n;                                                                                               \
     }
     PARTICLE_ARRAYS(PLACE_)
 #undef PLACE_
@@ -76,8 +79,8 @@ static void *touch_rows(void *arg)
 {
     const touch_job *j = arg;
     particles *p = j->p;
-#define TOUCH_(bit, member, bytes)                                                                 \
-    if (p->member) memset((char *)p->member + (bytes) * j->lo, 0, (bytes) * (j->hi - j->lo));
+#define TOUCH_(bit, member, bytes)                                                                                     \
+    if (p->member) memset((char *)p->member + (bytes)*j->lo, 0, (bytes) * (j->hi - j->lo));
     PARTICLE_ARRAYS(TOUCH_)
 #undef TOUCH_
     return NULL;
@@ -87,16 +90,16 @@ void particles_touch(particles *p)
 {
     const unsigned t = jobs_threads(p->n, "SPHSIM_INIT_THREADS", 1, JOBS_MAX);
     touch_job jobs[JOBS_MAX];
-    for (unsigned j = 0; j < t; ++j) jobs[j] = (touch_job){p, p->n * j / t, p->n * (j + 1) / t};
+    for (unsigned j = 0; j < t; ++j) jobs[j] = (touch_job){ p, p->n * j / t, p->n * (j + 1) / t };
     jobs_run(touch_rows, jobs, sizeof *jobs, t);
 }
 
 void particles_keep(particles *p, unsigned arrays)
 {
-#define DROP_(bit, member, bytes)                                                                  \
-    if (!(arrays & (bit))) {                                                                       \
-        free(p->member);                                                                           \
-        p->member = NULL;                                                                          \
+#define DROP_(bit, member, bytes)                                                                                      \
+    if (!(arrays & (bit))) {                                                                                           \
+        free(p->member);                                                                                               \
+        p->member = NULL;                                                                                              \
     }
     PARTICLE_ARRAYS(DROP_)
 #undef DROP_
@@ -114,9 +117,9 @@ typedef struct gather_job {
     particles *p;
     uint32_t *inv;
     size_t lo, hi;
-    size_t bad_row;  /* inv pass: the first row of `sorted` whose id is out of range (thread 0
+    size_t bad_row; /* inv pass: the first row of `sorted` whose id is out of range (thread 0
                         only) or, in lo .. hi-1, appears a second time; n if none */
-    int bad_twice;   /* that row's id appears twice (else it is out of range) */
+    int bad_twice;  /* that row's id appears twice (else it is out of range) */
 } gather_job;
 
 /* inv[k] = the row of `sorted` with id k, for k in lo .. hi-1: every thread reads all the ids
@@ -162,8 +165,8 @@ static void *gather_rows(void *arg)
         for (size_t k = g->lo; k < g->hi; ++k) p->id[k] = (uint32_t)k;
     if (p->type && q->type)
         for (size_t k = g->lo; k < g->hi; ++k) p->type[k] = q->type[inv[k]];
-    float *const dst[4] = {p->mass, p->rho, p->pressure, p->radius};
-    const float *const src[4] = {q->mass, q->rho, q->pressure, q->radius};
+    float *const dst[4] = { p->mass, p->rho, p->pressure, p->radius };
+    const float *const src[4] = { q->mass, q->rho, q->pressure, q->radius };
     for (int a = 0; a < 4; ++a)
         if (dst[a] && src[a])
             for (size_t k = g->lo; k < g->hi; ++k) dst[a][k] = src[a][inv[k]];
@@ -188,7 +191,7 @@ sphsim_status particles_scatter_by_id(const particles *q, particles *p, sphsim_e
     unsigned t = jobs_threads(n, "SPHSIM_WRITER_THREADS", 2, 8);
     if ((size_t)t > n) t = n ? (unsigned)n : 1;
     gather_job jobs[JOBS_MAX];
-    for (unsigned j = 0; j < t; ++j) jobs[j] = (gather_job){q, p, inv, n * j / t, n * (j + 1) / t, n, 0};
+    for (unsigned j = 0; j < t; ++j) jobs[j] = (gather_job){ q, p, inv, n * j / t, n * (j + 1) / t, n, 0 };
     jobs_run(invert_ids, jobs, sizeof *jobs, t);
     /* the first bad row over all threads: the one a single pass in row order stops at */
     size_t bad = n;
@@ -202,7 +205,7 @@ sphsim_status particles_scatter_by_id(const particles *q, particles *p, sphsim_e
         const uint32_t k = q->id[bad];
         free(inv);
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "device returned particle id %u %s (of %zu): state corrupted", k,
-                        twice ? "twice" : "out of range", n);
+                           twice ? "twice" : "out of range", n);
     }
     jobs_run(gather_rows, jobs, sizeof *jobs, t);
     free(inv);

@@ -14,21 +14,21 @@
 typedef struct particles {
     size_t n;
     size_t n_fluid, n_boundary, n_spheres; /* ids: fluid first, then boundary, then spheres */
-    float *pos;      /* 4 per particle: x, y, z, 0 (m); z = 0 in 2D */
-    float *vel;      /* 4 per particle: vx, vy, vz, 0 (m/s) */
-    float *rho;      /* kg/m^3 (0 for spheres) */
-    float *pressure; /* Pa (0 for spheres) */
-    float *mass;     /* kg; for boundary particles the effective mass rho0 * volume */
-    float *radius;   /* m (spheres); 0 otherwise */
-    uint32_t *id;    /* 0 .. n-1 */
-    uint8_t *type;   /* PTYPE_* */
+    float *pos;                            /* 4 per particle: x, y, z, 0 (m); z = 0 in 2D */
+    float *vel;                            /* 4 per particle: vx, vy, vz, 0 (m/s) */
+    float *rho;                            /* kg/m^3 (0 for spheres) */
+    float *pressure;                       /* Pa (0 for spheres) */
+    float *mass;                           /* kg; for boundary particles the effective mass rho0 * volume */
+    float *radius;                         /* m (spheres); 0 otherwise */
+    uint32_t *id;                          /* 0 .. n-1 */
+    uint8_t *type;                         /* PTYPE_* */
 } particles;
 
 /* The arrays of a particles struct are named by the bits of the output fields they hold
  * (scene.h): FIELD_POSITION pos, FIELD_VELOCITY vel, FIELD_DENSITY rho, FIELD_PRESSURE
  * pressure, FIELD_ID id, FIELD_TYPE type, FIELD_RADIUS radius, FIELD_MASS mass. */
-#define FIELDS_ALL                                                                                 \
-    (FIELD_POSITION | FIELD_VELOCITY | FIELD_DENSITY | FIELD_PRESSURE | FIELD_ID | FIELD_TYPE | FIELD_RADIUS | \
+#define FIELDS_ALL                                                                                                     \
+    (FIELD_POSITION | FIELD_VELOCITY | FIELD_DENSITY | FIELD_PRESSURE | FIELD_ID | FIELD_TYPE | FIELD_RADIUS |         \
      FIELD_MASS)
 
 /* Every array, zeroed. */

@@ -23,27 +23,28 @@
 #define SCENE_H_RATIO_MIN 0.5            /* h / spacing */
 #define SCENE_H_RATIO_MAX 4.0
 #define SCENE_ALPHA_MAX 10.0
-#define SCENE_MAX_DIAMETERS 1e6         /* tank extent / smallest sphere diameter, per axis */
+#define SCENE_MAX_DIAMETERS 1e6           /* tank extent / smallest sphere diameter, per axis */
 #define SCENE_SEED_MAX 9007199254740991.0 /* 2^53 - 1: exact in a JSON number */
 #define SCENE_PATH_SEGMENTS 32
 
 /* ------------------------------------------------------------------------------------------ */
 /* Names                                                                                      */
 
-static const char *const KERNEL_NAMES[] = {"poly6", "cubic_spline", "wendland"};
-static const int KERNEL_VALUES[] = {KERNEL_POLY6, KERNEL_CUBIC, KERNEL_WENDLAND};
-static const char *const EOS_NAMES[] = {"tait", "linear"};
-static const int EOS_VALUES[] = {EOS_TAIT, EOS_LINEAR};
-static const char *const VISC_NAMES[] = {"artificial", "laplacian"};
-static const int VISC_VALUES[] = {VISC_ARTIFICIAL, VISC_LAPLACIAN};
-static const char *const MODE_NAMES[] = {"sph", "particles"};
-static const int MODE_VALUES[] = {MODE_SPH, MODE_PARTICLES};
-static const char *const PLACE_NAMES[] = {"lattice", "random"};
-static const int PLACE_VALUES[] = {PLACE_LATTICE, PLACE_RANDOM};
-static const char *const FIELD_NAMES[] = {"position", "velocity", "density", "pressure",
-                                          "id",       "type",     "radius",  "mass"};
-static const int FIELD_VALUES[] = {FIELD_POSITION, FIELD_VELOCITY, FIELD_DENSITY, FIELD_PRESSURE,
-                                   FIELD_ID,       FIELD_TYPE,     FIELD_RADIUS,  FIELD_MASS};
+static const char *const KERNEL_NAMES[] = { "poly6", "cubic_spline", "wendland" };
+static const int KERNEL_VALUES[] = { KERNEL_POLY6, KERNEL_CUBIC, KERNEL_WENDLAND };
+static const char *const EOS_NAMES[] = { "tait", "linear" };
+static const int EOS_VALUES[] = { EOS_TAIT, EOS_LINEAR };
+static const char *const VISC_NAMES[] = { "artificial", "laplacian" };
+static const int VISC_VALUES[] = { VISC_ARTIFICIAL, VISC_LAPLACIAN };
+static const char *const MODE_NAMES[] = { "sph", "particles" };
+static const int MODE_VALUES[] = { MODE_SPH, MODE_PARTICLES };
+static const char *const PLACE_NAMES[] = { "lattice", "random" };
+static const int PLACE_VALUES[] = { PLACE_LATTICE, PLACE_RANDOM };
+static const char *const FIELD_NAMES[] = {
+    "position", "velocity", "density", "pressure", "id", "type", "radius", "mass"
+};
+static const int FIELD_VALUES[] = { FIELD_POSITION, FIELD_VELOCITY, FIELD_DENSITY, FIELD_PRESSURE,
+                                    FIELD_ID,       FIELD_TYPE,     FIELD_RADIUS,  FIELD_MASS };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const char *enum_name(const char *const *names, const int *values, int n, int v)
@@ -59,24 +60,22 @@ const char *scene_visc_name(scene_visc k) { return enum_name(VISC_NAMES, VISC_VA
 const char *scene_mode_name(scene_mode m) { return enum_name(MODE_NAMES, MODE_VALUES, 2, (int)m); }
 
 /* Allowed keys per object, in schema order (the order in which they are validated). */
-static const char *const TOP_KEYS[] = {"format", "name",  "dimensions", "mode", "tank",  "gravity",
-                                       "fluid",  "spheres", "time",     "output", "grid"};
-static const char *const BOX_KEYS[] = {"min", "max"};
-static const char *const FLUID_KEYS[] = {"blocks",          "spacing",
-                                         "particle_count",  "rest_density",
-                                         "kernel",          "smoothing_length",
-                                         "smoothing_length_factor", "eos",
-                                         "viscosity",       "boundary_layers"};
-static const char *const EOS_KEYS[] = {"type", "sound_speed", "gamma", "stiffness"};
-static const char *const VISC_KEYS[] = {"type", "alpha", "dynamic_viscosity"};
-static const char *const SPHERES_KEYS[] = {"groups", "restitution", "iterations"};
-static const char *const GROUP_KEYS[] = {"count", "radius", "density", "region", "placement",
-                                         "seed",  "velocity", "velocity_jitter"};
-static const char *const TIME_KEYS[] = {"end", "dt", "cfl", "max_speed"};
-static const char *const OUTPUT_KEYS[] = {"interval", "fields"};
-static const char *const GRID_KEYS[] = {"cell_ratio", "neighbour_list", "skin"};
-static const char *const NLIST_NAMES[] = {"auto", "on", "off"};
-static const int NLIST_VALUES[] = {NLIST_AUTO, NLIST_ON, NLIST_OFF};
+static const char *const TOP_KEYS[] = { "format", "name",    "dimensions", "mode",   "tank", "gravity",
+                                        "fluid",  "spheres", "time",       "output", "grid" };
+static const char *const BOX_KEYS[] = { "min", "max" };
+static const char *const FLUID_KEYS[] = { "blocks",    "spacing",          "particle_count",          "rest_density",
+                                          "kernel",    "smoothing_length", "smoothing_length_factor", "eos",
+                                          "viscosity", "boundary_layers" };
+static const char *const EOS_KEYS[] = { "type", "sound_speed", "gamma", "stiffness" };
+static const char *const VISC_KEYS[] = { "type", "alpha", "dynamic_viscosity" };
+static const char *const SPHERES_KEYS[] = { "groups", "restitution", "iterations" };
+static const char *const GROUP_KEYS[] = { "count",     "radius", "density",  "region",
+                                          "placement", "seed",   "velocity", "velocity_jitter" };
+static const char *const TIME_KEYS[] = { "end", "dt", "cfl", "max_speed" };
+static const char *const OUTPUT_KEYS[] = { "interval", "fields" };
+static const char *const GRID_KEYS[] = { "cell_ratio", "neighbour_list", "skin" };
+static const char *const NLIST_NAMES[] = { "auto", "on", "off" };
+static const int NLIST_VALUES[] = { NLIST_AUTO, NLIST_ON, NLIST_OFF };
 
 /* Named sections, for "this key belongs elsewhere" suggestions. */
 typedef struct section {
@@ -85,15 +84,15 @@ typedef struct section {
     int n;
 } section;
 static const section SECTIONS[] = {
-    {"", TOP_KEYS, COUNT(TOP_KEYS)},
-    {"tank", BOX_KEYS, COUNT(BOX_KEYS)},
-    {"fluid", FLUID_KEYS, COUNT(FLUID_KEYS)},
-    {"fluid.eos", EOS_KEYS, COUNT(EOS_KEYS)},
-    {"fluid.viscosity", VISC_KEYS, COUNT(VISC_KEYS)},
-    {"spheres", SPHERES_KEYS, COUNT(SPHERES_KEYS)},
-    {"time", TIME_KEYS, COUNT(TIME_KEYS)},
-    {"output", OUTPUT_KEYS, COUNT(OUTPUT_KEYS)},
-    {"grid", GRID_KEYS, COUNT(GRID_KEYS)},
+    { "", TOP_KEYS, COUNT(TOP_KEYS) },
+    { "tank", BOX_KEYS, COUNT(BOX_KEYS) },
+    { "fluid", FLUID_KEYS, COUNT(FLUID_KEYS) },
+    { "fluid.eos", EOS_KEYS, COUNT(EOS_KEYS) },
+    { "fluid.viscosity", VISC_KEYS, COUNT(VISC_KEYS) },
+    { "spheres", SPHERES_KEYS, COUNT(SPHERES_KEYS) },
+    { "time", TIME_KEYS, COUNT(TIME_KEYS) },
+    { "output", OUTPUT_KEYS, COUNT(OUTPUT_KEYS) },
+    { "grid", GRID_KEYS, COUNT(GRID_KEYS) },
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -137,31 +136,20 @@ static cJSON *vec_item(const double *x, int n)
 static void describe(const cJSON *it, char *buf, size_t n)
 {
     char nb[40];
-    if (!it)
-        snprintf(buf, n, "nothing");
+    if (!it) snprintf(buf, n, "nothing");
     else if (cJSON_IsNumber(it)) {
-        if (isinf(it->valuedouble))
-            snprintf(buf, n, "a number too large in magnitude (it overflows to infinity)");
-        else
-            snprintf(buf, n, "%s", fmt_num(nb, it->valuedouble));
+        if (isinf(it->valuedouble)) snprintf(buf, n, "a number too large in magnitude (it overflows to infinity)");
+        else snprintf(buf, n, "%s", fmt_num(nb, it->valuedouble));
     } else if (cJSON_IsString(it)) {
         const char *str = it->valuestring;
-        if (strlen(str) > 48)
-            snprintf(buf, n, "the string \"%.48s...\"", str);
-        else
-            snprintf(buf, n, "the string \"%s\"", str);
-    } else if (cJSON_IsTrue(it))
-        snprintf(buf, n, "true");
-    else if (cJSON_IsFalse(it))
-        snprintf(buf, n, "false");
-    else if (cJSON_IsNull(it))
-        snprintf(buf, n, "null");
-    else if (cJSON_IsArray(it))
-        snprintf(buf, n, "an array of %d entries", cJSON_GetArraySize(it));
-    else if (cJSON_IsObject(it))
-        snprintf(buf, n, "an object");
-    else
-        snprintf(buf, n, "an unknown value");
+        if (strlen(str) > 48) snprintf(buf, n, "the string \"%.48s...\"", str);
+        else snprintf(buf, n, "the string \"%s\"", str);
+    } else if (cJSON_IsTrue(it)) snprintf(buf, n, "true");
+    else if (cJSON_IsFalse(it)) snprintf(buf, n, "false");
+    else if (cJSON_IsNull(it)) snprintf(buf, n, "null");
+    else if (cJSON_IsArray(it)) snprintf(buf, n, "an array of %d entries", cJSON_GetArraySize(it));
+    else if (cJSON_IsObject(it)) snprintf(buf, n, "an object");
+    else snprintf(buf, n, "an unknown value");
 }
 
 static int lower(int c) { return tolower((unsigned char)c); }
@@ -206,10 +194,8 @@ static const char *suggest(const char *word, const char *const *cands, int n)
     for (int i = 0; i < n; i++) {
         int d = edit_distance(word, cands[i]);
         int score = INT_MAX;
-        if (d <= 2 && d < (int)strlen(cands[i]))
-            score = d;
-        else if (strlen(word) >= 3 && (starts_with_ci(cands[i], word) || starts_with_ci(word, cands[i])))
-            score = 3;
+        if (d <= 2 && d < (int)strlen(cands[i])) score = d;
+        else if (strlen(word) >= 3 && (starts_with_ci(cands[i], word) || starts_with_ci(word, cands[i]))) score = 3;
         if (score < best_score) {
             best_score = score;
             best = cands[i];
@@ -351,7 +337,7 @@ typedef struct nrange {
 
 static nrange rng(double lo, int lo_k, double hi, int hi_k)
 {
-    nrange r = {lo, hi, lo_k, hi_k};
+    nrange r = { lo, hi, lo_k, hi_k };
     return r;
 }
 #define R_ANY rng(0, 0, 0, 0)
@@ -372,17 +358,13 @@ static void range_text(char *buf, size_t n, nrange r, int integer)
 {
     char a[40], b[40];
     const char *what = integer ? "an integer" : "a number";
-    if (integer && r.lo_k && r.hi_k)
-        snprintf(buf, n, "%s in %s..%s", what, fmt_num(a, r.lo), fmt_num(b, r.hi));
+    if (integer && r.lo_k && r.hi_k) snprintf(buf, n, "%s in %s..%s", what, fmt_num(a, r.lo), fmt_num(b, r.hi));
     else if (r.lo_k && r.hi_k)
         snprintf(buf, n, "%s in %c%s, %s%c", what, r.lo_k == 1 ? '[' : '(', fmt_num(a, r.lo), fmt_num(b, r.hi),
                  r.hi_k == 1 ? ']' : ')');
-    else if (r.lo_k)
-        snprintf(buf, n, "%s %s %s", what, r.lo_k == 1 ? ">=" : ">", fmt_num(a, r.lo));
-    else if (r.hi_k)
-        snprintf(buf, n, "%s %s %s", what, r.hi_k == 1 ? "<=" : "<", fmt_num(a, r.hi));
-    else
-        snprintf(buf, n, "%s", what);
+    else if (r.lo_k) snprintf(buf, n, "%s %s %s", what, r.lo_k == 1 ? ">=" : ">", fmt_num(a, r.lo));
+    else if (r.hi_k) snprintf(buf, n, "%s %s %s", what, r.hi_k == 1 ? "<=" : "<", fmt_num(a, r.hi));
+    else snprintf(buf, n, "%s", what);
 }
 
 /* Check a value that is present (`it`, path already pushed). */
@@ -390,8 +372,8 @@ static sphsim_status check_num(vctx *v, const cJSON *it, nrange r, int integer, 
 {
     char want[160], got[160];
     range_text(want, sizeof want, r, integer);
-    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) ||
-        (integer && it->valuedouble != floor(it->valuedouble)) || !in_range(it->valuedouble, r)) {
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || (integer && it->valuedouble != floor(it->valuedouble)) ||
+        !in_range(it->valuedouble, r)) {
         describe(it, got, sizeof got);
         return vfail(v, "expected %s, got %s", want, got);
     }
@@ -400,8 +382,8 @@ static sphsim_status check_num(vctx *v, const cJSON *it, nrange r, int integer, 
 }
 
 /* Number `key` of `obj`; `def` if absent and not required. `given` may be NULL. */
-static sphsim_status vnum(vctx *v, const cJSON *obj, const char *key, int required, double def, nrange r,
-                       double *out, int *given)
+static sphsim_status vnum(vctx *v, const cJSON *obj, const char *key, int required, double def, nrange r, double *out,
+                          int *given)
 {
     const cJSON *it = get(obj, key);
     if (given) *given = it != NULL;
@@ -413,14 +395,13 @@ static sphsim_status vnum(vctx *v, const cJSON *obj, const char *key, int requir
             return vfail(v, "required key missing (expected %s)", want);
         }
         *out = def;
-    } else
-        SPHSIM_TRY(check_num(v, it, r, 0, out));
+    } else SPHSIM_TRY(check_num(v, it, r, 0, out));
     vpop(v, old);
     return SPHSIM_OK;
 }
 
-static sphsim_status vint(vctx *v, const cJSON *obj, const char *key, int required, double def, double lo,
-                       double hi, double *out, int *given)
+static sphsim_status vint(vctx *v, const cJSON *obj, const char *key, int required, double def, double lo, double hi,
+                          double *out, int *given)
 {
     const cJSON *it = get(obj, key);
     if (given) *given = it != NULL;
@@ -433,15 +414,14 @@ static sphsim_status vint(vctx *v, const cJSON *obj, const char *key, int requir
             return vfail(v, "required key missing (expected %s)", want);
         }
         *out = def;
-    } else
-        SPHSIM_TRY(check_num(v, it, r, 1, out));
+    } else SPHSIM_TRY(check_num(v, it, r, 1, out));
     vpop(v, old);
     return SPHSIM_OK;
 }
 
 /* Enumerated string `key`: one of names[]; stores the matching values[] entry. */
 static sphsim_status venum(vctx *v, const cJSON *obj, const char *key, const char *const *names, const int *values,
-                        int n, int def, int *out)
+                           int n, int def, int *out)
 {
     const cJSON *it = get(obj, key);
     size_t old = vkey(v, key);
@@ -470,8 +450,8 @@ static sphsim_status venum(vctx *v, const cJSON *obj, const char *key, const cha
 }
 
 /* Vector `key`: exactly `dims` finite numbers; z = 0 in 2D. `def` used when absent. */
-static sphsim_status vvec(vctx *v, const cJSON *obj, const char *key, int required, const double def[3],
-                       double out[3], int *given)
+static sphsim_status vvec(vctx *v, const cJSON *obj, const char *key, int required, const double def[3], double out[3],
+                          int *given)
 {
     const cJSON *it = get(obj, key);
     if (given) *given = it != NULL;
@@ -508,15 +488,14 @@ static sphsim_status vobj(vctx *v, const cJSON *obj, const char *key, int requir
         char got[160];
         describe(it, got, sizeof got);
         return vfail(v, "expected an object, got %s", got);
-    } else
-        *out = it;
+    } else *out = it;
     vpop(v, old);
     return SPHSIM_OK;
 }
 
 /* Array `key` with lo..hi entries. */
 static sphsim_status varr(vctx *v, const cJSON *obj, const char *key, int required, int lo, int hi, const char *what,
-                       const cJSON **out)
+                          const cJSON **out)
 {
     const cJSON *it = get(obj, key);
     *out = NULL;
@@ -596,7 +575,7 @@ static double lattice_n(double width, double dx) { return floor(width / dx + 1e-
  * prod(n_k + 2L) - prod(n_k), expanded so that no large terms cancel. */
 static double boundary_estimate(const scene *s)
 {
-    double n[3] = {1, 1, 1}, L2 = 2.0 * s->boundary_layers;
+    double n[3] = { 1, 1, 1 }, L2 = 2.0 * s->boundary_layers;
     for (int k = 0; k < s->dims; k++) n[k] = lattice_n(s->tank.max[k] - s->tank.min[k], s->spacing);
     if (s->dims == 2) return L2 * (n[0] + n[1]) + L2 * L2;
     return L2 * (n[0] * n[1] + n[1] * n[2] + n[0] * n[2]) + L2 * L2 * (n[0] + n[1] + n[2]) + L2 * L2 * L2;
@@ -662,8 +641,9 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
             double w = s->blocks[i].max[k] - s->blocks[i].min[k];
             double n = lattice_n(w, s->spacing);
             if (n < 1.0)
-                return vfail(v, "spacing %s m gives no particle along %c in fluid.blocks[%d] (%s m wide); the spacing "
-                                "must be at most the block width (%s m)",
+                return vfail(v,
+                             "spacing %s m gives no particle along %c in fluid.blocks[%d] (%s m wide); the spacing "
+                             "must be at most the block width (%s m)",
                              fmt_g(a, s->spacing), AXIS[k], i, fmt_g(b, w), fmt_g(c, w));
             n_block *= n;
         }
@@ -690,13 +670,14 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
         s->h_factor = s->h / s->spacing;
         if (!(s->h_factor >= SCENE_H_RATIO_MIN && s->h_factor <= SCENE_H_RATIO_MAX)) {
             old = vkey(v, "smoothing_length");
-            return vfail(v, "%s m is %.3g times the particle spacing (%s m); expected between 0.5 and 4 times the "
-                            "spacing",
+            return vfail(v,
+                         "%s m is %.3g times the particle spacing (%s m); expected between 0.5 and 4 times the "
+                         "spacing",
                          fmt_num(a, s->h), s->h_factor, fmt_g(b, s->spacing));
         }
     } else {
         SPHSIM_TRY(vnum(v, fluid, "smoothing_length_factor", 0, 1.3, rng(SCENE_H_RATIO_MIN, 1, SCENE_H_RATIO_MAX, 1),
-                     &s->h_factor, NULL));
+                        &s->h_factor, NULL));
         s->h = s->h_factor * s->spacing;
     }
     s->support = 2.0 * s->h;
@@ -776,21 +757,25 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
     if (!given && s->boundary_layers < layers_needed) s->boundary_layers = layers_needed;
     if (s->boundary_layers < layers_needed) {
         old = vkey(v, "boundary_layers");
-        return vfail(v, "%d layer(s) are thinner than the kernel support 2h = %.3g spacings: fluid particles at "
-                        "the wall would miss wall particles and leak; use at least %d (at most 8)",
+        return vfail(v,
+                     "%d layer(s) are thinner than the kernel support 2h = %.3g spacings: fluid particles at "
+                     "the wall would miss wall particles and leak; use at least %d (at most 8)",
                      s->boundary_layers, s->support / s->spacing, layers_needed);
     }
     if (layers_needed > 8) {
         old = vkey(v, "boundary_layers");
-        return vfail(v, "the kernel support 2h = %.3g spacings needs %d layers, more than 8; use a smaller "
-                        "fluid.smoothing_length_factor", s->support / s->spacing, layers_needed);
+        return vfail(v,
+                     "the kernel support 2h = %.3g spacings needs %d layers, more than 8; use a smaller "
+                     "fluid.smoothing_length_factor",
+                     s->support / s->spacing, layers_needed);
     }
 
     double n_boundary_est = boundary_estimate(s);
     if (n_fluid_est + n_boundary_est > SCENE_MAX_PARTICLES) {
         old = vkey(v, count_key);
-        return vfail(v, "spacing %s m gives about %.3g particles (%.3g fluid + %.3g boundary), more than the limit "
-                        "of 2e9",
+        return vfail(v,
+                     "spacing %s m gives about %.3g particles (%.3g fluid + %.3g boundary), more than the limit "
+                     "of 2e9",
                      fmt_g(a, s->spacing), n_fluid_est + n_boundary_est, n_fluid_est, n_boundary_est);
     }
 
@@ -803,29 +788,22 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
         cJSON_AddItemToObject(bo, "max", vec_item(s->blocks[i].max, s->dims));
         cJSON_AddItemToArray(rb, bo);
     }
-    if (s->particle_count)
-        add_num(f, "particle_count", (double)s->particle_count);
-    else
-        add_num(f, "spacing", s->spacing);
+    if (s->particle_count) add_num(f, "particle_count", (double)s->particle_count);
+    else add_num(f, "spacing", s->spacing);
     add_num(f, "rest_density", s->rest_density);
     cJSON_AddStringToObject(f, "kernel", scene_kernel_name(s->kernel));
-    if (hl)
-        add_num(f, "smoothing_length", s->h);
-    else
-        add_num(f, "smoothing_length_factor", s->h_factor);
+    if (hl) add_num(f, "smoothing_length", s->h);
+    else add_num(f, "smoothing_length_factor", s->h_factor);
     cJSON *re = cJSON_AddObjectToObject(f, "eos");
     cJSON_AddStringToObject(re, "type", scene_eos_name(s->eos));
     if (s->eos == EOS_TAIT) {
         add_num(re, "sound_speed", s->sound_speed);
         add_num(re, "gamma", s->gamma);
-    } else
-        add_num(re, "stiffness", s->stiffness);
+    } else add_num(re, "stiffness", s->stiffness);
     cJSON *rv = cJSON_AddObjectToObject(f, "viscosity");
     cJSON_AddStringToObject(rv, "type", scene_visc_name(s->visc));
-    if (s->visc == VISC_ARTIFICIAL)
-        add_num(rv, "alpha", s->alpha);
-    else
-        add_num(rv, "dynamic_viscosity", s->mu);
+    if (s->visc == VISC_ARTIFICIAL) add_num(rv, "alpha", s->alpha);
+    else add_num(rv, "dynamic_viscosity", s->mu);
     add_num(f, "boundary_layers", s->boundary_layers);
     return SPHSIM_OK;
 }
@@ -860,8 +838,7 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
             size_t o3 = vkey(v, "region");
             SPHSIM_TRY(vbox(v, region, &s->tank, "region", &gr->region));
             vpop(v, o3);
-        } else
-            gr->region = s->tank;
+        } else gr->region = s->tank;
         /* Every sphere must fit, and the count must fit at the densest packing. */
         for (int k = 0; k < s->dims; k++) {
             double w = gr->region.max[k] - gr->region.min[k];
@@ -871,8 +848,8 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
                              fmt_num(a, gr->radius), fmt_g(b, w), AXIS[k]);
             }
         }
-        double vol_sphere = s->dims == 2 ? M_PI * gr->radius * gr->radius
-                                         : 4.0 / 3.0 * M_PI * gr->radius * gr->radius * gr->radius;
+        double vol_sphere =
+            s->dims == 2 ? M_PI * gr->radius * gr->radius : 4.0 / 3.0 * M_PI * gr->radius * gr->radius * gr->radius;
         double packing = s->dims == 2 ? 0.9069 : 0.7405; /* densest packing of discs / spheres */
         double n_max = floor(packing * box_volume(&gr->region, s->dims) / vol_sphere);
         if ((double)gr->count > n_max) {
@@ -884,7 +861,7 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
         gr->placement = (scene_placement)ival;
         SPHSIM_TRY(vint(v, it, "seed", 0, 1, 0, SCENE_SEED_MAX, &x, NULL));
         gr->seed = (uint64_t)x;
-        static const double zero[3] = {0, 0, 0};
+        static const double zero[3] = { 0, 0, 0 };
         SPHSIM_TRY(vvec(v, it, "velocity", 0, zero, gr->velocity, NULL));
         SPHSIM_TRY(vnum(v, it, "velocity_jitter", 0, 0.0, R_NONNEG, &gr->velocity_jitter, NULL));
         total += (double)gr->count;
@@ -906,8 +883,9 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
             old = vkey(v, "groups");
             vidx(v, i_min);
             vkey(v, "radius");
-            return vfail(v, "%s m is too small for the tank: the tank is %.3g sphere diameters along %c; at most 1e6 "
-                            "are supported",
+            return vfail(v,
+                         "%s m is too small for the tank: the tank is %.3g sphere diameters along %c; at most 1e6 "
+                         "are supported",
                          fmt_num(a, s->groups[i_min].radius), diameters, AXIS[k]);
         }
     }
@@ -1022,7 +1000,7 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     vpop(v, old);
 
     /* gravity */
-    const double g2[3] = {0, -9.81, 0}, g3[3] = {0, 0, -9.81};
+    const double g2[3] = { 0, -9.81, 0 }, g3[3] = { 0, 0, -9.81 };
     SPHSIM_TRY(vvec(v, root, "gravity", 0, s->dims == 2 ? g2 : g3, s->gravity, NULL));
 
     add_num(res, "format", s->format);
@@ -1126,7 +1104,7 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     if (grid) SPHSIM_TRY(check_keys(v, grid, GRID_KEYS, COUNT(GRID_KEYS)));
     SPHSIM_TRY(vnum(v, grid, "cell_ratio", 0, 1.0, rng(0, 2, 4, 1), &s->cell_ratio, NULL));
     SPHSIM_TRY(venum(v, grid, "neighbour_list", NLIST_NAMES, NLIST_VALUES, COUNT(NLIST_NAMES), NLIST_AUTO,
-                  &s->neighbour_list));
+                     &s->neighbour_list));
     SPHSIM_TRY(vnum(v, grid, "skin", 0, 0.1, rng(0, 1, 1, 1), &s->skin, NULL));
     vpop(v, old);
 
@@ -1163,8 +1141,7 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
             w += snprintf(why_dt + w, sizeof why_dt - (size_t)w, ", 0.125 h^2 rho0 / mu = %s s",
                           fmt_g(t3, 0.125 * s->h * s->h * s->rest_density / s->mu));
         if (w > 0 && (size_t)w < sizeof why_dt) snprintf(why_dt + w, sizeof why_dt - (size_t)w, ")");
-    } else
-        snprintf(why_dt, sizeof why_dt, "cfl r_min / v_ref with v_ref = %s m/s", fmt_g(t1, s->v_ref));
+    } else snprintf(why_dt, sizeof why_dt, "cfl r_min / v_ref with v_ref = %s m/s", fmt_g(t1, s->v_ref));
     double dt_base = dt_given ? s->dt_fixed : s->dt_cfl;
     if (s->out_interval > 0) {
         double spo = ceil(s->out_interval / dt_base - 1e-9);
@@ -1183,8 +1160,9 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
             if (dt_given)
                 return vfail(v, "the run needs %.3g steps of %s s; at most 1e9 steps are allowed", fmax(spo, n_steps),
                              fmt_g(a, s->dt));
-            return vfail(v, "the run needs %.3g steps of %s s; at most 1e9 steps are allowed (the step is the "
-                            "stability limit %s)",
+            return vfail(v,
+                         "the run needs %.3g steps of %s s; at most 1e9 steps are allowed (the step is the "
+                         "stability limit %s)",
                          fmax(spo, n_steps), fmt_g(a, s->dt), why_dt);
         }
         s->steps_per_output = (long)spo;
@@ -1276,24 +1254,26 @@ typedef struct seg {
 
 /* Parse "a.b[2].c" into segments and its canonical form. */
 static sphsim_status set_parse_path(const char *spec, const char *p, size_t n, seg *segs, int *n_segs, char *canon,
-                                 size_t canon_n, sphsim_error *e)
+                                    size_t canon_n, sphsim_error *e)
 {
     size_t i = 0, clen = 0;
     int ns = 0;
     canon[0] = '\0';
     while (i < n) {
         if (ns == SCENE_PATH_SEGMENTS)
-            return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: the path has more than %d parts", spec, SCENE_PATH_SEGMENTS);
+            return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: the path has more than %d parts", spec,
+                               SCENE_PATH_SEGMENTS);
         seg *sg = &segs[ns];
         if (p[i] == '[') {
             if (ns == 0)
-                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: a path starts with a key, e.g. fluid.spacing=0.01", spec);
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: a path starts with a key, e.g. fluid.spacing=0.01",
+                                   spec);
             size_t j = i + 1;
             long idx = 0;
             while (j < n && isdigit((unsigned char)p[j]) && idx < 100000000) idx = idx * 10 + (p[j++] - '0');
             if (j == i + 1 || j >= n || p[j] != ']')
-                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: expected an index like [0] at \"%.*s\"", spec, (int)(n - i),
-                                p + i);
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: expected an index like [0] at \"%.*s\"", spec,
+                                   (int)(n - i), p + i);
             sg->index = (int)idx;
             sg->key[0] = '\0';
             i = j + 1;
@@ -1307,7 +1287,8 @@ static sphsim_status set_parse_path(const char *spec, const char *p, size_t n, s
             }
             size_t j = i;
             while (j < n && p[j] != '.' && p[j] != '[') j++;
-            if (j == i) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: empty key in the path \"%.*s\"", spec, (int)n, p);
+            if (j == i)
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: empty key in the path \"%.*s\"", spec, (int)n, p);
             if (j - i >= sizeof sg->key)
                 return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--set %s: key \"%.*s\" is too long", spec, (int)(j - i), p + i);
             memcpy(sg->key, p + i, j - i);
@@ -1359,22 +1340,20 @@ static sphsim_status set_apply(cJSON *root, const char *spec, set_rec *rec, sphs
         if (sg->index < 0) {
             if (!cJSON_IsObject(cur)) {
                 cJSON_Delete(item);
-                return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "--set %s: %s is %s, not an object, so it has no key \"%s\"", spec,
-                                walked, what, sg->key);
+                return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "--set %s: %s is %s, not an object, so it has no key \"%s\"",
+                                   spec, walked, what, sg->key);
             }
             cJSON *child = cJSON_GetObjectItemCaseSensitive(cur, sg->key);
             if (last) {
-                if (child)
-                    cJSON_ReplaceItemInObjectCaseSensitive(cur, sg->key, item);
-                else
-                    cJSON_AddItemToObject(cur, sg->key, item);
+                if (child) cJSON_ReplaceItemInObjectCaseSensitive(cur, sg->key, item);
+                else cJSON_AddItemToObject(cur, sg->key, item);
                 return SPHSIM_OK;
             }
             if (!child) {
                 if (segs[i + 1].index >= 0) {
                     cJSON_Delete(item);
-                    return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "--set %s: %s%s%s does not exist, so it cannot be indexed", spec,
-                                    walked, wlen ? "." : "", sg->key);
+                    return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "--set %s: %s%s%s does not exist, so it cannot be indexed",
+                                       spec, walked, wlen ? "." : "", sg->key);
                 }
                 child = cJSON_AddObjectToObject(cur, sg->key); /* create objects along the path */
                 if (!child) {
@@ -1388,14 +1367,15 @@ static sphsim_status set_apply(cJSON *root, const char *spec, set_rec *rec, sphs
         } else {
             if (!cJSON_IsArray(cur)) {
                 cJSON_Delete(item);
-                return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "--set %s: %s is %s, not an array, so it cannot be indexed with [%d]",
-                                spec, walked, what, sg->index);
+                return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
+                                   "--set %s: %s is %s, not an array, so it cannot be indexed with [%d]", spec, walked,
+                                   what, sg->index);
             }
             int size = cJSON_GetArraySize(cur);
             if (sg->index >= size) {
                 cJSON_Delete(item);
                 return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "--set %s: index %d is beyond the end of %s (%d entries)", spec,
-                                sg->index, walked, size);
+                                   sg->index, walked, size);
             }
             if (last) {
                 cJSON_ReplaceItemInArray(cur, sg->index, item);
@@ -1437,15 +1417,16 @@ static sphsim_status syntax_error(const char *text, size_t len, size_t pos, cons
     before[nb] = after[na] = '\0';
     if (pos >= len)
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
-                        "%s:%d:%zu: JSON syntax error at line %d, column %zu: unexpected end of file after \"%s\" "
-                        "(is the file truncated?)",
-                        name, line, col, line, col, before);
-    return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s:%d:%zu: JSON syntax error at line %d, column %zu, at the >>> mark: %s%s>>>%s",
-                    name, line, col, line, col, from > line_start ? "..." : "", before, after);
+                           "%s:%d:%zu: JSON syntax error at line %d, column %zu: unexpected end of file after \"%s\" "
+                           "(is the file truncated?)",
+                           name, line, col, line, col, before);
+    return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
+                       "%s:%d:%zu: JSON syntax error at line %d, column %zu, at the >>> mark: %s%s>>>%s", name, line,
+                       col, line, col, from > line_start ? "..." : "", before, after);
 }
 
 static sphsim_status load_text(scene *s, char *text, size_t len, const char *name, const char *const *sets, int n_sets,
-                            sphsim_error *e)
+                               sphsim_error *e)
 {
     sphsim_status st = SPHSIM_OK;
     cJSON *root = NULL, *res = NULL;
@@ -1456,8 +1437,8 @@ static sphsim_status load_text(scene *s, char *text, size_t len, const char *nam
     const char *where = name ? name : "scene";
 
     if (strlen(text) != len) {
-        st = SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s: the file contains a NUL byte at offset %zu; a scene is JSON text", where,
-                      strlen(text));
+        st = SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s: the file contains a NUL byte at offset %zu; a scene is JSON text",
+                         where, strlen(text));
         goto done;
     }
     const char *end = NULL;
@@ -1515,7 +1496,7 @@ done:
 }
 
 sphsim_status scene_load_string(scene *s, const char *json, const char *name_hint, const char *const *sets, int n_sets,
-                             sphsim_error *e)
+                                sphsim_error *e)
 {
     memset(s, 0, sizeof *s);
     if (!json) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s: no scene text", name_hint ? name_hint : "scene");
@@ -1542,8 +1523,9 @@ sphsim_status scene_load(scene *s, const char *path, const char *const *sets, in
             if (cap >= (size_t)SCENE_MAX_FILE_BYTES) {
                 free(text);
                 fclose(f);
-                return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s: the file is larger than %ld MiB; a scene is a small JSON file",
-                                path, SCENE_MAX_FILE_BYTES >> 20);
+                return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
+                                   "%s: the file is larger than %ld MiB; a scene is a small JSON file", path,
+                                   SCENE_MAX_FILE_BYTES >> 20);
             }
             char *bigger = realloc(text, cap * 2);
             if (!bigger) {

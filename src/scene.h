@@ -18,11 +18,15 @@
  * auto = on when the device memory holds them. */
 typedef enum { NLIST_AUTO = 0, NLIST_ON = 1, NLIST_OFF = 2 } scene_nlist;
 
-typedef enum { MODE_SPH = 0, MODE_PARTICLES = 1 } scene_mode;                    /* "sph" | "particles" */
-typedef enum { KERNEL_POLY6 = 0, KERNEL_CUBIC = 1, KERNEL_WENDLAND = 2 } scene_kernel; /* "poly6" | "cubic_spline" | "wendland" */
-typedef enum { EOS_LINEAR = 0, EOS_TAIT = 1 } scene_eos;                           /* "linear" | "tait" */
-typedef enum { VISC_LAPLACIAN = 0, VISC_ARTIFICIAL = 1 } scene_visc;               /* "laplacian" | "artificial" */
-typedef enum { PLACE_LATTICE = 0, PLACE_RANDOM = 1 } scene_placement;              /* "lattice" | "random" */
+typedef enum { MODE_SPH = 0, MODE_PARTICLES = 1 } scene_mode; /* "sph" | "particles" */
+typedef enum {
+    KERNEL_POLY6 = 0,
+    KERNEL_CUBIC = 1,
+    KERNEL_WENDLAND = 2
+} scene_kernel;                                                       /* "poly6" | "cubic_spline" | "wendland" */
+typedef enum { EOS_LINEAR = 0, EOS_TAIT = 1 } scene_eos;              /* "linear" | "tait" */
+typedef enum { VISC_LAPLACIAN = 0, VISC_ARTIFICIAL = 1 } scene_visc;  /* "laplacian" | "artificial" */
+typedef enum { PLACE_LATTICE = 0, PLACE_RANDOM = 1 } scene_placement; /* "lattice" | "random" */
 
 /* Output fields, a bit each. */
 enum {
@@ -43,84 +47,84 @@ typedef struct scene_box {
 
 /* A group of hard spheres (discs in 2D) for the particle mode. */
 typedef struct scene_sphere_group {
-    long count;             /* number of spheres; required */
-    double radius;          /* m; required */
-    double density;         /* kg/m^3 (mass = density * volume of sphere/disc); default 1000 */
-    scene_box region;       /* where they are placed; default: the tank */
+    long count;                /* number of spheres; required */
+    double radius;             /* m; required */
+    double density;            /* kg/m^3 (mass = density * volume of sphere/disc); default 1000 */
+    scene_box region;          /* where they are placed; default: the tank */
     scene_placement placement; /* default lattice */
-    uint64_t seed;          /* random placement and velocity jitter; default 1 */
-    double velocity[3];     /* m/s; default 0 */
-    double velocity_jitter; /* m/s, uniform in [-j, j] per component; default 0 */
+    uint64_t seed;             /* random placement and velocity jitter; default 1 */
+    double velocity[3];        /* m/s; default 0 */
+    double velocity_jitter;    /* m/s, uniform in [-j, j] per component; default 0 */
 } scene_sphere_group;
 
 typedef struct scene {
     /* ---- as given (after --set overrides) ---- */
-    int format;       /* "format": must be SCENE_FORMAT_VERSION */
-    char name[128];   /* "name": default: file name without extension */
-    int dims;         /* "dimensions": 2 or 3; required */
-    scene_mode mode;  /* "mode": default "sph" */
-    scene_box tank;   /* "tank": {"min": [..], "max": [..]}; required */
-    double gravity[3];/* "gravity": m/s^2; default [0,-9.81] (2D) / [0,0,-9.81] (3D) */
+    int format;        /* "format": must be SCENE_FORMAT_VERSION */
+    char name[128];    /* "name": default: file name without extension */
+    int dims;          /* "dimensions": 2 or 3; required */
+    scene_mode mode;   /* "mode": default "sph" */
+    scene_box tank;    /* "tank": {"min": [..], "max": [..]}; required */
+    double gravity[3]; /* "gravity": m/s^2; default [0,-9.81] (2D) / [0,0,-9.81] (3D) */
 
     /* "fluid": SPH mode */
     int n_blocks;
     scene_box blocks[SCENE_MAX_BLOCKS]; /* "fluid.blocks" */
-    double spacing;          /* "fluid.spacing" m; or derived from "fluid.particle_count" */
-    long particle_count;     /* "fluid.particle_count": target; 0 when spacing was given */
-    double rest_density;     /* "fluid.rest_density" kg/m^3; default 1000 */
-    scene_kernel kernel;     /* "fluid.kernel"; default "wendland" */
-    double h;                /* smoothing length m: "fluid.smoothing_length", or factor * spacing;
+    double spacing;                     /* "fluid.spacing" m; or derived from "fluid.particle_count" */
+    long particle_count;                /* "fluid.particle_count": target; 0 when spacing was given */
+    double rest_density;                /* "fluid.rest_density" kg/m^3; default 1000 */
+    scene_kernel kernel;                /* "fluid.kernel"; default "wendland" */
+    double h;                           /* smoothing length m: "fluid.smoothing_length", or factor * spacing;
                                 particle mode: the largest sphere radius (support = 2 h) */
-    double h_factor;         /* "fluid.smoothing_length_factor"; default 1.3 */
-    scene_eos eos;           /* "fluid.eos.type"; default "tait" */
-    double sound_speed;      /* "fluid.eos.sound_speed" m/s; default 10 * sqrt(2 max(|g|, 9.81) H_fluid);
+    double h_factor;                    /* "fluid.smoothing_length_factor"; default 1.3 */
+    scene_eos eos;                      /* "fluid.eos.type"; default "tait" */
+    double sound_speed;                 /* "fluid.eos.sound_speed" m/s; default 10 * sqrt(2 max(|g|, 9.81) H_fluid);
                                 for eos "linear": sqrt(stiffness) */
-    double gamma;            /* "fluid.eos.gamma"; default 7 (tait); 1 for eos "linear" */
-    double stiffness;        /* "fluid.eos.stiffness" m^2/s^2 (linear p = k (rho - rho0)); default c0^2 */
-    scene_visc visc;         /* "fluid.viscosity.type"; default "artificial" */
-    double alpha;            /* "fluid.viscosity.alpha" (artificial); default 0.02 */
-    double mu;               /* "fluid.viscosity.dynamic_viscosity" Pa s (laplacian); default 1e-3 */
-    int boundary_layers;     /* "fluid.boundary_layers"; default 3 */
+    double gamma;                       /* "fluid.eos.gamma"; default 7 (tait); 1 for eos "linear" */
+    double stiffness;                   /* "fluid.eos.stiffness" m^2/s^2 (linear p = k (rho - rho0)); default c0^2 */
+    scene_visc visc;                    /* "fluid.viscosity.type"; default "artificial" */
+    double alpha;                       /* "fluid.viscosity.alpha" (artificial); default 0.02 */
+    double mu;                          /* "fluid.viscosity.dynamic_viscosity" Pa s (laplacian); default 1e-3 */
+    int boundary_layers;                /* "fluid.boundary_layers"; default 3 */
 
     /* "spheres": particle mode */
     int n_groups;
     scene_sphere_group groups[SCENE_MAX_GROUPS]; /* "spheres.groups" */
-    double restitution;      /* "spheres.restitution" in [0,1]; default 0.5 */
-    int contact_iterations;  /* "spheres.iterations" >= 1; default 4 */
+    double restitution;                          /* "spheres.restitution" in [0,1]; default 0.5 */
+    int contact_iterations;                      /* "spheres.iterations" >= 1; default 4 */
 
     /* "time" */
-    double t_end;            /* "time.end" s; required, >= 0 */
-    double dt_fixed;         /* "time.dt" s; 0 = automatic from CFL */
-    double cfl;              /* "time.cfl"; default 0.25 */
-    double max_speed;        /* "time.max_speed" m/s: a faster particle is a numerical failure;
+    double t_end;     /* "time.end" s; required, >= 0 */
+    double dt_fixed;  /* "time.dt" s; 0 = automatic from CFL */
+    double cfl;       /* "time.cfl"; default 0.25 */
+    double max_speed; /* "time.max_speed" m/s: a faster particle is a numerical failure;
                                 default 10 * sound_speed (SPH), 100 * v_ref (particles) */
 
     /* "output" */
-    double out_interval;     /* "output.interval" s; default t_end / 50 (0 when t_end == 0) */
-    unsigned fields;         /* "output.fields": FIELD_* bits; default all that apply */
+    double out_interval; /* "output.interval" s; default t_end / 50 (0 when t_end == 0) */
+    unsigned fields;     /* "output.fields": FIELD_* bits; default all that apply */
 
     /* "grid" */
-    double cell_ratio;       /* "grid.cell_ratio": cell size / search radius; default 1, range (0, 4] */
-    int neighbour_list;      /* "grid.neighbour_list": NLIST_AUTO (default), NLIST_ON, NLIST_OFF (SPH) */
-    double skin;             /* "grid.skin": list radius = support (1 + skin); default 0.1, range [0, 1] */
+    double cell_ratio;  /* "grid.cell_ratio": cell size / search radius; default 1, range (0, 4] */
+    int neighbour_list; /* "grid.neighbour_list": NLIST_AUTO (default), NLIST_ON, NLIST_OFF (SPH) */
+    double skin;        /* "grid.skin": list radius = support (1 + skin); default 0.1, range [0, 1] */
 
     /* ---- derived ---- */
     long n_fluid, n_boundary, n_spheres, n_total;
-    double support;          /* kernel support radius m = 2 h (SPH); 2 * max sphere radius (particles) */
-    double particle_mass;    /* kg, SPH fluid particles */
-    double dt_cfl;           /* largest stable step from the criteria in docs/scene-format.md, s */
-    double dt;               /* time step used, s: time.dt, or dt_cfl shortened so that an output
+    double support;        /* kernel support radius m = 2 h (SPH); 2 * max sphere radius (particles) */
+    double particle_mass;  /* kg, SPH fluid particles */
+    double dt_cfl;         /* largest stable step from the criteria in docs/scene-format.md, s */
+    double dt;             /* time step used, s: time.dt, or dt_cfl shortened so that an output
                                 interval is a whole number of steps */
-    long steps_per_output;   /* output.interval / dt (>= 1) */
-    long n_steps;            /* ceil(t_end / dt) (0 when t_end == 0) */
-    double fluid_height;     /* m, highest fluid top minus lowest fluid bottom along the gravity axis */
-    double v_ref;            /* m/s, reference speed of the time-step limit: particles: max(sqrt(2 |g| L),
+    long steps_per_output; /* output.interval / dt (>= 1) */
+    long n_steps;          /* ceil(t_end / dt) (0 when t_end == 0) */
+    double fluid_height;   /* m, highest fluid top minus lowest fluid bottom along the gravity axis */
+    double v_ref;          /* m/s, reference speed of the time-step limit: particles: max(sqrt(2 |g| L),
                                 max |group velocity| + sqrt(dims) jitter, 1e-3); SPH: sound_speed */
 
     /* ---- provenance ---- */
-    char *source_json;       /* the file exactly as read (malloc'd) */
-    char *resolved_json;     /* resolved parameters with defaults filled in, as JSON (malloc'd) */
-    char path[1024];         /* the scene file path */
+    char *source_json;   /* the file exactly as read (malloc'd) */
+    char *resolved_json; /* resolved parameters with defaults filled in, as JSON (malloc'd) */
+    char path[1024];     /* the scene file path */
 } scene;
 
 /* Read, override, validate and resolve a scene.
@@ -131,8 +135,8 @@ typedef struct scene {
 sphsim_status scene_load(scene *s, const char *path, const char *const *sets, int n_sets, sphsim_error *e);
 
 /* The same from an in-memory JSON text (`name_hint` names the source in messages). */
-sphsim_status scene_load_string(scene *s, const char *json, const char *name_hint, const char *const *sets,
-                             int n_sets, sphsim_error *e);
+sphsim_status scene_load_string(scene *s, const char *json, const char *name_hint, const char *const *sets, int n_sets,
+                                sphsim_error *e);
 
 void scene_free(scene *s);
 

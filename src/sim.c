@@ -28,7 +28,7 @@ static double now_s(void)
  * particles move up to skin / 2 (sph.h). */
 sphsim_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sphsim_error *e)
 {
-    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    double lo[3] = { 0, 0, 0 }, hi[3] = { 0, 0, 0 };
     double margin = s->mode == MODE_SPH ? (s->boundary_layers + 1) * s->spacing : s->support;
     for (int a = 0; a < s->dims; ++a) {
         lo[a] = s->tank.min[a] - margin;
@@ -73,7 +73,8 @@ static int go_ahead(const ocl_device *d)
 static size_t state_bytes_per_particle(const scene *s)
 {
     size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 2 * 4 /* id */ + 2 * 1 /* type */;
-    if (s->mode == MODE_SPH) b += sph_pos_p_bytes(0); /* pos_p (m and rho ride in pos.w and vel.w;
+    if (s->mode == MODE_SPH)
+        b += sph_pos_p_bytes(0);                       /* pos_p (m and rho ride in pos.w and vel.w;
                                                         lists widen it, sph_list_bytes) */
     if (s->mode == MODE_PARTICLES) b += 2 * 4 + 2 * 4; /* mass, radius */
     return b;
@@ -103,17 +104,17 @@ size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
 
 typedef struct sim_ctx {
     const scene *s;
-    int go_on_host;      /* SPH lists: the host reads each step's go word (go_on_host()) */
-    int go_ahead;        /* ... with the kept step's density stage enqueued before it waits (go_ahead()) */
+    int go_on_host; /* SPH lists: the host reads each step's go word (go_on_host()) */
+    int go_ahead;   /* ... with the kept step's density stage enqueued before it waits (go_ahead()) */
     const sim_options *o;
     ocl_device dev;
     grid *g;
     sph_solver *sph;
     contact_solver *contact;
     dev_state st;
-    particles hp;        /* host, id order */
-    particles sorted;    /* host staging, device order (upload; snapshots: writer slot 0) */
-    particles sorted2;   /* host staging, device order (snapshots: writer slot 1) */
+    particles hp;      /* host, id order */
+    particles sorted;  /* host staging, device order (upload; snapshots: writer slot 0) */
+    particles sorted2; /* host staging, device order (snapshots: writer slot 1) */
     output *out;
     snapshot_writer *writer;
     cl_mem pinned[2];    /* page-locked memory behind sorted and sorted2, when the device gives it */
@@ -154,7 +155,8 @@ static sphsim_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned 
     if ((double)c->dev_need + locked <= 0.9 * (double)c->dev.global_mem && locked <= 0.25 * host_physical_bytes())
         buf = clCreateBuffer(c->dev.ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (err == CL_SUCCESS && buf) {
-        char *p = clEnqueueMapBuffer(c->dev.queue, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL, NULL, &err);
+        char *p =
+            clEnqueueMapBuffer(c->dev.queue, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL, NULL, &err);
         if (err == CL_SUCCESS && p) {
             particles_place(q, n, arrays, p); /* positions first: staging_unpin unmaps through q->pos */
             *pinned = buf;
@@ -212,13 +214,15 @@ size_t sim_host_bytes(const scene *s)
     const size_t n = (size_t)s->n_total;
     /* the initial state: every array (particles_alloc), and for SPH the hydrostatic start's
      * column of each particle and the fluid grouped by column (sph.c) */
-    const size_t init = n * particles_row_bytes(FIELDS_ALL) + (s->mode == MODE_SPH ? 4 * n + 4 * (size_t)s->n_fluid : 0);
+    const size_t init =
+        n * particles_row_bytes(FIELDS_ALL) + (s->mode == MODE_SPH ? 4 * n + 4 * (size_t)s->n_fluid : 0);
     /* the run: the staging buffers and the id-order copy (staging_arrays, id_order_arrays), the
      * writer's inverse of the id order (4 bytes), and the output's packing buffer (12 bytes a
      * row for at most 2^22 rows: output.c) */
     const size_t block = n < ((size_t)1 << 22) ? n : (size_t)1 << 22;
     const size_t run = n * ((size_t)staging_slots(s, n) * particles_row_bytes(staging_arrays(s)) +
-                            particles_row_bytes(id_order_arrays(s)) + 4) + 12 * block;
+                            particles_row_bytes(id_order_arrays(s)) + 4) +
+                       12 * block;
     return init > run ? init : run;
 }
 
@@ -230,9 +234,9 @@ static void release_mem(cl_mem *m)
 
 static void state_release(dev_state *st)
 {
-    cl_mem *all[] = {&st->pos, &st->vel, &st->pos_next, &st->vel_next, &st->pos_p, &st->mass,
-                     &st->mass_tmp, &st->radius, &st->radius_tmp, &st->id, &st->id_tmp, &st->type, &st->type_tmp,
-                     &st->flags};
+    cl_mem *all[] = { &st->pos,    &st->vel,      &st->pos_next, &st->vel_next,   &st->pos_p,
+                      &st->mass,   &st->mass_tmp, &st->radius,   &st->radius_tmp, &st->id,
+                      &st->id_tmp, &st->type,     &st->type_tmp, &st->flags };
     for (size_t i = 0; i < sizeof all / sizeof *all; ++i) release_mem(all[i]);
 }
 
@@ -258,7 +262,7 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
         SPHSIM_TRY(device_alloc(d, n * 4, "radii (scratch)", &st->radius_tmp, e));
     }
     SPHSIM_TRY(device_alloc(d, 8, "flags", &st->flags, e));
-    cl_uint zero[2] = {0, 0};
+    cl_uint zero[2] = { 0, 0 };
     SPHSIM_TRY(device_write(d, st->flags, 0, sizeof zero, zero, e));
     return SPHSIM_OK;
 }
@@ -276,7 +280,8 @@ static sphsim_status state_upload(sim_ctx *c, const uint32_t *order, sphsim_erro
     dev_state *st = &c->st;
     particles q;
     cl_mem pinned = NULL;
-    SPHSIM_TRY(staging_alloc(c, &q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE | FIELD_MASS | FIELD_RADIUS, &pinned, e));
+    SPHSIM_TRY(staging_alloc(
+        c, &q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE | FIELD_MASS | FIELD_RADIUS, &pinned, e));
     sphsim_status r = SPHSIM_OK;
     for (size_t i0 = 0; i0 < n && r == SPHSIM_OK; i0 += rows) {
         const size_t m = n - i0 < rows ? n - i0 : rows;
@@ -365,13 +370,13 @@ static sphsim_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready
     cl_mem out_rho = st->id_tmp, out_pressure = st->vel_next;
     if (c->sph && (q->rho || q->pressure)) SPHSIM_TRY(sph_pressure(c->sph, st, out_rho, out_pressure, e));
     /* the arrays staged for the output fields (staging_arrays) */
-    read_req rd[8] = {{st->pos, n * 16, q->pos}, {st->id, n * 4, q->id}, {st->type, n, q->type}};
+    read_req rd[8] = { { st->pos, n * 16, q->pos }, { st->id, n * 4, q->id }, { st->type, n, q->type } };
     int nrd = 3;
-    if (q->vel) rd[nrd++] = (read_req){st->vel, n * 16, q->vel};
-    if (st->mass && q->mass) rd[nrd++] = (read_req){st->mass, n * 4, q->mass};
-    if (c->sph && q->rho) rd[nrd++] = (read_req){out_rho, n * 4, q->rho};
-    if (c->sph && q->pressure) rd[nrd++] = (read_req){out_pressure, n * 4, q->pressure};
-    if (st->radius && q->radius) rd[nrd++] = (read_req){st->radius, n * 4, q->radius};
+    if (q->vel) rd[nrd++] = (read_req){ st->vel, n * 16, q->vel };
+    if (st->mass && q->mass) rd[nrd++] = (read_req){ st->mass, n * 4, q->mass };
+    if (c->sph && q->rho) rd[nrd++] = (read_req){ out_rho, n * 4, q->rho };
+    if (c->sph && q->pressure) rd[nrd++] = (read_req){ out_pressure, n * 4, q->pressure };
+    if (st->radius && q->radius) rd[nrd++] = (read_req){ st->radius, n * 4, q->radius };
     *ready = NULL;
     for (int k = 0; k < nrd; ++k) {
         const int last = k == nrd - 1;
@@ -430,7 +435,7 @@ static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, si
     }
     sphsim_status r = SPHSIM_OK;
     uint32_t best = UINT32_MAX;
-    float bx[4] = {0}, bv[4] = {0};
+    float bx[4] = { 0 }, bv[4] = { 0 };
     int best_finite = 1;
     uint8_t best_type = 0;
     for (size_t i0 = 0; i0 < n && r == SPHSIM_OK; i0 += rows) {
@@ -443,7 +448,7 @@ static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, si
             const uint32_t k = q.id[i];
             if (k >= n || (seen[k / 8] >> (k % 8)) & 1u) {
                 r = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "device returned particle id %u %s (of %zu): state corrupted", k,
-                             k >= n ? "out of range" : "twice", n);
+                                k >= n ? "out of range" : "twice", n);
                 break;
             }
             seen[k / 8] |= (unsigned char)(1u << (k % 8));
@@ -461,7 +466,10 @@ static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, si
     free(seen);
     if (r == SPHSIM_OK && best != UINT32_MAX)
         snprintf(why, why_size, "particle id %u (%s) has position (%g, %g, %g) m and velocity (%g, %g, %g) m/s%s",
-                 (unsigned)best, best_type == PTYPE_FLUID ? "fluid" : best_type == PTYPE_SPHERE ? "sphere" : "boundary",
+                 (unsigned)best,
+                 best_type == PTYPE_FLUID    ? "fluid"
+                 : best_type == PTYPE_SPHERE ? "sphere"
+                                             : "boundary",
                  (double)bx[0], (double)bx[1], (double)bx[2], (double)bv[0], (double)bv[1], (double)bv[2],
                  best_finite ? " (faster than time.max_speed)" : "");
     return r;
@@ -483,27 +491,27 @@ static long put_back_limit(const scene *s) { return s->n_fluid / 10 > 100 ? s->n
  * are in the new sorted order and pos/vel (gathered from pos_next/vel_next) match them;
  * otherwise pos_next/vel_next match id and type. The last step reached goes into `r`. */
 static sphsim_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, long step_hi, cl_uint flags,
-                                    int rebuilt, sphsim_error *e)
+                                       int rebuilt, sphsim_error *e)
 {
     dev_state *st = &c->st;
     char why[512] = "no particle found in the current state (the flag was raised inside a step)";
-    sync_writer(c, r, NULL); /* the writer is done with the state it copied */
+    sync_writer(c, r, NULL);                               /* the writer is done with the state it copied */
     if (c->sph) SPHSIM_TRY(sph_sync_pairs(c->sph, st, e)); /* the handles as the device uses them */
     r->last_step = step_hi;
     r->sim_time = step_hi * c->s->dt;
     SPHSIM_TRY(first_bad(c, rebuilt ? st->pos : st->pos_next, rebuilt ? st->vel : st->vel_next, why, sizeof why, e));
     return SPHSIM_FAIL(e, SPHSIM_E_NUMERIC,
-                    "numerical failure (%s) between step %ld (t = %.6g s) and step %ld (t = %.6g s): %s. The last "
-                    "good snapshot is in the output file. Try a smaller time.cfl or time.dt",
-                    (flags & FLAG_NONFINITE) ? "NaN or Inf" : "runaway velocity", step_lo, step_lo * c->s->dt, step_hi,
-                    step_hi * c->s->dt, why);
+                       "numerical failure (%s) between step %ld (t = %.6g s) and step %ld (t = %.6g s): %s. The last "
+                       "good snapshot is in the output file. Try a smaller time.cfl or time.dt",
+                       (flags & FLAG_NONFINITE) ? "NaN or Inf" : "runaway velocity", step_lo, step_lo * c->s->dt,
+                       step_hi, step_hi * c->s->dt, why);
 }
 
 /* The checks between steps (blocks on an 8-byte read): NaN, Inf or runaway flagged since the
  * last check, or too many wall put-backs, end the run as a numerical failure. `rebuilt` as for
  * numerical_failure. */
 static sphsim_status check_flags(sim_ctx *c, sim_result *r, long last_check, long step, int rebuilt, cl_uint flags[2],
-                              sphsim_error *e)
+                                 sphsim_error *e)
 {
     const scene *s = c->s;
     SPHSIM_TRY(read_flags(c, flags, e));
@@ -513,12 +521,13 @@ static sphsim_status check_flags(sim_ctx *c, sim_result *r, long last_check, lon
         sync_writer(c, r, NULL);
         r->last_step = step;
         r->n_outside = c->outside_base + (long)flags[1];
-        return SPHSIM_FAIL(e, SPHSIM_E_NUMERIC,
-                        "numerical failure: fluid particles crossed the tank walls %u times by step %ld (t = %.6g s), "
-                        "more than %ld (10%% of the fluid particles): the flow is not resolved. Try a smaller "
-                        "time.cfl or time.dt, or more fluid.boundary_layers. The last good snapshot is in the "
-                        "output file",
-                        flags[1], step, step * s->dt, put_back_limit(s));
+        return SPHSIM_FAIL(
+            e, SPHSIM_E_NUMERIC,
+            "numerical failure: fluid particles crossed the tank walls %u times by step %ld (t = %.6g s), "
+            "more than %ld (10%% of the fluid particles): the flow is not resolved. Try a smaller "
+            "time.cfl or time.dt, or more fluid.boundary_layers. The last good snapshot is in the "
+            "output file",
+            flags[1], step, step * s->dt, put_back_limit(s));
     }
     return SPHSIM_OK;
 }
@@ -548,8 +557,8 @@ static void progress(sim_ctx *c, long step, long first_step, double t0, double *
                 frac, step, n_steps, t, c->s->t_end, sps, eta, written);
     } else {
         int h = (int)(eta / 3600), m = (int)(fmod(eta, 3600) / 60), sec = (int)fmod(eta, 60);
-        fprintf(o->log, "%st = %.4g / %.4g s  %5.1f%%  step %ld/%ld  %.1f steps/s  ETA %02d:%02d:%02d%s", tty ? "\r" : "",
-                t, c->s->t_end, 100 * frac, step, n_steps, sps, h, m, sec, tty ? "  " : "\n");
+        fprintf(o->log, "%st = %.4g / %.4g s  %5.1f%%  step %ld/%ld  %.1f steps/s  ETA %02d:%02d:%02d%s",
+                tty ? "\r" : "", t, c->s->t_end, 100 * frac, step, n_steps, sps, h, m, sec, tty ? "  " : "\n");
         if (tty && force) fputc('\n', o->log);
     }
     fflush(o->log);
@@ -571,7 +580,7 @@ static sphsim_status write_snapshot(sim_ctx *c, long step, const cl_uint flags[2
     double t0 = now_s();
     particles *q = NULL;
     SPHSIM_TRY(writer_acquire(c->writer, &q, e));
-    snapshot_job job = {0};
+    snapshot_job job = { 0 };
     job.time = step * c->s->dt;
     job.step = step;
     job.n_contacts = -1;
@@ -584,7 +593,8 @@ static sphsim_status write_snapshot(sim_ctx *c, long step, const cl_uint flags[2
         r->mean_candidates = mc;
     }
     /* the contact impulses the next step carries (warm start), so --resume continues exactly */
-    if (c->contact) SPHSIM_TRY(contact_state_save(c->contact, grid_index(c->g), &c->st, &job.state, &job.state_bytes, e));
+    if (c->contact)
+        SPHSIM_TRY(contact_state_save(c->contact, grid_index(c->g), &c->st, &job.state, &job.state_bytes, e));
     /* the skin level of the lists this step built, which the resumed run starts from */
     if (c->sph) SPHSIM_TRY(sph_state_save(c->sph, &job.state, &job.state_bytes, e));
     sphsim_status st = enqueue_read_back(c, q, &job.ready, e);
@@ -628,12 +638,12 @@ static sphsim_status sim_list_choice(sim_ctx *c, size_t n, size_t need, size_t *
                      sph_list_buffers_fit(n, sph_list_cap(s), c->dev.max_alloc);
     if (s->neighbour_list == NLIST_ON && !fits)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
-                        "grid.neighbour_list: \"on\" needs %.3g GB of device memory for the lists (%u entries per "
-                        "particle, in at most %d buffers, and %zu bytes per particle in one buffer) besides %.3g GB "
-                        "for the rest, but %s has %.3g GB (at most %.3g GB in one buffer); use \"auto\" or \"off\", "
-                        "or a smaller grid.skin",
-                        bytes / 1e9, sph_list_cap(s), SPH_LIST_MAX_PARTS, sph_pos_p_bytes(1), need / 1e9,
-                        c->dev.name, c->dev.global_mem / 1e9, c->dev.max_alloc / 1e9);
+                           "grid.neighbour_list: \"on\" needs %.3g GB of device memory for the lists (%u entries per "
+                           "particle, in at most %d buffers, and %zu bytes per particle in one buffer) besides %.3g GB "
+                           "for the rest, but %s has %.3g GB (at most %.3g GB in one buffer); use \"auto\" or \"off\", "
+                           "or a smaller grid.skin",
+                           bytes / 1e9, sph_list_cap(s), SPH_LIST_MAX_PARTS, sph_pos_p_bytes(1), need / 1e9,
+                           c->dev.name, c->dev.global_mem / 1e9, c->dev.max_alloc / 1e9);
     if (s->neighbour_list == NLIST_ON || fits) *list_n = n;
     return SPHSIM_OK;
 }
@@ -660,35 +670,37 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
     size_t need = sim_device_bytes(s);
     if (need > c->dev.global_mem)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
-                        "the run needs about %.3g GB of device memory (%ld particles) but %s has %.3g GB; use fewer "
-                        "particles (a larger fluid.spacing)",
-                        need / 1e9, s->n_total, c->dev.name, c->dev.global_mem / 1e9);
+                           "the run needs about %.3g GB of device memory (%ld particles) but %s has %.3g GB; use fewer "
+                           "particles (a larger fluid.spacing)",
+                           need / 1e9, s->n_total, c->dev.name, c->dev.global_mem / 1e9);
     if ((cl_ulong)s->n_total * 16 > c->dev.max_alloc)
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
-                        "the run needs device buffers of %.3g GB (%ld particles x 16 B) but %s allows at most %.3g GB "
-                        "in one buffer; use fewer particles (a larger fluid.spacing)",
-                        (double)s->n_total * 16 / 1e9, s->n_total, c->dev.name, c->dev.max_alloc / 1e9);
+        return SPHSIM_FAIL(
+            e, SPHSIM_E_DEVICE,
+            "the run needs device buffers of %.3g GB (%ld particles x 16 B) but %s allows at most %.3g GB "
+            "in one buffer; use fewer particles (a larger fluid.spacing)",
+            (double)s->n_total * 16 / 1e9, s->n_total, c->dev.name, c->dev.max_alloc / 1e9);
     const size_t host = sim_host_bytes(s);
     const double phys = host_physical_bytes();
     if (phys > 0 && (double)host > phys)
-        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM,
-                        "the run needs about %.3g GB of host memory (%ld particles) but this machine has %.3g GB; "
-                        "write fewer output.fields (position, velocity, id and type are always written) or use fewer "
-                        "particles (a larger fluid.spacing)",
-                        host / 1e9, s->n_total, phys / 1e9);
+        return SPHSIM_FAIL(
+            e, SPHSIM_E_NOMEM,
+            "the run needs about %.3g GB of host memory (%ld particles) but this machine has %.3g GB; "
+            "write fewer output.fields (position, velocity, id and type are always written) or use fewer "
+            "particles (a larger fluid.spacing)",
+            host / 1e9, s->n_total, phys / 1e9);
 
     SPHSIM_TRY(init_generate(s, &c->hp, e));
     if (s->mode == MODE_SPH) SPHSIM_TRY(sph_prepare(s, &c->hp, e));
     if (o->resume_path) {
         particles last;
-        output_snapshot_info si = {0};
+        output_snapshot_info si = { 0 };
         SPHSIM_TRY(output_read_last(o->resume_path, &last, &si, &stored_json, e));
         free(stored_json);
         if (last.n != c->hp.n) {
             particles_free(&last);
             free(si.device_order);
-            return SPHSIM_FAIL(e, SPHSIM_E_IO, "%s: holds %zu particles but its scene makes %zu", o->resume_path, last.n,
-                            c->hp.n);
+            return SPHSIM_FAIL(e, SPHSIM_E_IO, "%s: holds %zu particles but its scene makes %zu", o->resume_path,
+                               last.n, c->hp.n);
         }
         memcpy(c->hp.pos, last.pos, last.n * 16);
         memcpy(c->hp.vel, last.vel, last.n * 16);
@@ -758,20 +770,19 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
     SPHSIM_TRY(staging_alloc(c, &c->sorted, n, staging_arrays(s), &c->pinned[0], e));
     if (slots == 2) SPHSIM_TRY(staging_alloc(c, &c->sorted2, n, staging_arrays(s), &c->pinned[1], e));
     else if (o->log && o->progress != PROGRESS_NONE)
-        fprintf(o->log, "sphsim: one snapshot staging buffer (%.3g GB of host memory each): a snapshot waits for the "
-                        "writer to finish the one before\n",
-                        (double)particles_row_bytes(staging_arrays(s)) * (double)n / 1e9);
+        fprintf(o->log,
+                "sphsim: one snapshot staging buffer (%.3g GB of host memory each): a snapshot waits for the "
+                "writer to finish the one before\n",
+                (double)particles_row_bytes(staging_arrays(s)) * (double)n / 1e9);
 
     char start[32];
     iso_now(start, sizeof start);
-    output_run_info ri = {SPHSIM_VERSION, c->dev.name, start};
-    if (o->resume_path)
-        SPHSIM_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
-    else
-        SPHSIM_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));
-    particles *staging[2] = {&c->sorted, slots == 2 ? &c->sorted2 : NULL};
+    output_run_info ri = { SPHSIM_VERSION, c->dev.name, start };
+    if (o->resume_path) SPHSIM_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
+    else SPHSIM_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));
+    particles *staging[2] = { &c->sorted, slots == 2 ? &c->sorted2 : NULL };
     SPHSIM_TRY(writer_start(&c->writer, c->out, s, staging, &c->hp, o->log,
-                         o->log && o->progress == PROGRESS_AUTO && isatty(fileno(o->log)), c->outside_base, e));
+                            o->log && o->progress == PROGRESS_AUTO && isatty(fileno(o->log)), c->outside_base, e));
 
     double t0 = now_s(), last_print = 0;
     long step = first_step, last_check = first_step;
@@ -789,9 +800,8 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
         int go = 1, density_done = 0;
         if (c->go_on_host && c->go_ahead && !is_output)
             SPHSIM_TRY(sph_read_go_ahead(c->sph, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g),
-                                      &c->st, &go, &density_done, e));
-        else if (c->go_on_host)
-            SPHSIM_TRY(sph_read_go(c->sph, &go, e));
+                                         &c->st, &go, &density_done, e));
+        else if (c->go_on_host) SPHSIM_TRY(sph_read_go(c->sph, &go, e));
         if (go) {
             SPHSIM_TRY(rebuild(c, e));
         } else {
@@ -809,7 +819,7 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
             device_profile_idle(&c->dev, 0);
         }
         if (is_output && !(o->resume_path && step == first_step)) {
-            cl_uint flags[2] = {0, 0};
+            cl_uint flags[2] = { 0, 0 };
             if (c->sph) SPHSIM_TRY(sph_sync_pairs(c->sph, &c->st, e)); /* read from the handles */
             SPHSIM_TRY(check_flags(c, r, last_check, step, 1, flags, e));
             last_check = step;
@@ -824,14 +834,12 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
             step_t0 = step;
             device_profile_idle(&c->dev, 1); /* the device's gaps between the steps' kernels */
         }
-        if (c->sph)
-            SPHSIM_TRY(sph_forces(c->sph, c->g, &c->st, e));
-        else
-            SPHSIM_TRY(contact_step(c->contact, c->g, &c->st, e));
+        if (c->sph) SPHSIM_TRY(sph_forces(c->sph, c->g, &c->st, e));
+        else SPHSIM_TRY(contact_step(c->contact, c->g, &c->st, e));
         ++step;
         r->steps++;
         if (step - last_check >= check_every) {
-            cl_uint flags[2] = {0, 0};
+            cl_uint flags[2] = { 0, 0 };
             SPHSIM_TRY(check_flags(c, r, last_check, step, 0, flags, e));
             last_check = step;
         }
@@ -856,9 +864,10 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
     r->wall_time = now_s() - t0;
     if (o->stop && *o->stop) {
         r->stop_signal = (int)*o->stop;
-        return SPHSIM_FAIL(e, SPHSIM_E_INTERRUPTED, "stopped by signal %d at step %ld (t = %.6g s); every snapshot up to "
-                                              "then is in %s; continue with --resume",
-                        r->stop_signal, step, step * s->dt, o->resume_path ? o->resume_path : o->out_path);
+        return SPHSIM_FAIL(e, SPHSIM_E_INTERRUPTED,
+                           "stopped by signal %d at step %ld (t = %.6g s); every snapshot up to "
+                           "then is in %s; continue with --resume",
+                           r->stop_signal, step, step * s->dt, o->resume_path ? o->resume_path : o->out_path);
     }
     return SPHSIM_OK;
 }

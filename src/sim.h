@@ -16,41 +16,41 @@
 typedef enum { PROGRESS_AUTO = 0, PROGRESS_PLAIN, PROGRESS_JSON, PROGRESS_NONE } sim_progress;
 
 typedef struct sim_options {
-    const char *out_path;   /* output .h5 */
-    int overwrite;          /* replace an existing output */
-    const char *resume_path;/* continue this output (out_path == resume_path) */
-    const char *device;     /* device selector (NULL: $SPHSIM_DEVICE or automatic) */
-    sim_progress progress;  /* progress reporting on `log` */
-    int stats;              /* measure neighbour statistics at each snapshot */
-    int profile;            /* per-stage timing through OpenCL profiling events */
-    FILE *log;              /* human messages (stderr); NULL = silent */
+    const char *out_path;        /* output .h5 */
+    int overwrite;               /* replace an existing output */
+    const char *resume_path;     /* continue this output (out_path == resume_path) */
+    const char *device;          /* device selector (NULL: $SPHSIM_DEVICE or automatic) */
+    sim_progress progress;       /* progress reporting on `log` */
+    int stats;                   /* measure neighbour statistics at each snapshot */
+    int profile;                 /* per-stage timing through OpenCL profiling events */
+    FILE *log;                   /* human messages (stderr); NULL = silent */
     volatile sig_atomic_t *stop; /* set to the signal number to stop after the current step */
 } sim_options;
 
 typedef struct sim_result {
     char device_name[256];
     long n_particles, n_fluid, n_boundary, n_spheres;
-    long steps;             /* steps taken in this run */
-    long last_step;         /* step index reached */
-    double sim_time;        /* s */
-    double wall_time;       /* s */
-    long snapshots;         /* snapshots written in this run */
-    long n_outside;         /* particles found outside the tank */
-    int lists;              /* the SPH loops used neighbour lists (grid.neighbour_list) */
-    long list_rebuilds;     /* with lists: steps that rebuilt the grid and the lists */
-    long list_checks, list_checks_skipped; /* with lists: steps that ran the relative-motion
+    long steps;                              /* steps taken in this run */
+    long last_step;                          /* step index reached */
+    double sim_time;                         /* s */
+    double wall_time;                        /* s */
+    long snapshots;                          /* snapshots written in this run */
+    long n_outside;                          /* particles found outside the tank */
+    int lists;                               /* the SPH loops used neighbour lists (grid.neighbour_list) */
+    long list_rebuilds;                      /* with lists: steps that rebuilt the grid and the lists */
+    long list_checks, list_checks_skipped;   /* with lists: steps that ran the relative-motion
                                check, and that kept the lists on the bound carried from the last
                                check without running it (sph_list_checks) */
     double mean_neighbours, mean_candidates; /* when stats */
-    double t_output;        /* s the time loop spent on snapshots: enqueueing their copies, waiting
+    double t_output;                         /* s the time loop spent on snapshots: enqueueing their copies, waiting
                                for a free staging buffer and for the last snapshots at the end */
-    double t_writer;        /* s the writer thread spent waiting for copies and writing */
-    double t_writer_phase[WRITER_PHASES]; /* t_writer split: copies, id order, file (writer.h) */
-    double t_steps;         /* --profile: s of host time of steps_timed steps alone (no snapshot) */
+    double t_writer;                         /* s the writer thread spent waiting for copies and writing */
+    double t_writer_phase[WRITER_PHASES];    /* t_writer split: copies, id order, file (writer.h) */
+    double t_steps;                          /* --profile: s of host time of steps_timed steps alone (no snapshot) */
     long steps_timed;
     device_prof_entry prof[32]; /* per-kernel device time, when profile */
     int n_prof;
-    int stop_signal;        /* signal that stopped the run, or 0 */
+    int stop_signal; /* signal that stopped the run, or 0 */
 } sim_result;
 
 /* The neighbour grid of scene s (lists: with SPH neighbour lists, whose cells are

@@ -20,11 +20,11 @@ struct sph_solver {
     sph_params params;
     cl_program prog_density, prog_forces;
     cl_kernel k_density, k_boundary, k_pressure, k_forces;
-    cl_kernel k_list_go;     /* neighbour lists only */
-    cl_kernel k_list_check;  /* neighbour lists only: the relative-motion check */
-    cl_kernel k_cell_refs;   /* neighbour lists only: its first pass, each cell's box */
-    int cell_lanes;          /* work-items per cell in sph_cell_refs (cell_lanes) */
-    cl_kernel k_forces_alt;  /* neighbour lists only: sph_forces with the buffer pairs swapped */
+    cl_kernel k_list_go;    /* neighbour lists only */
+    cl_kernel k_list_check; /* neighbour lists only: the relative-motion check */
+    cl_kernel k_cell_refs;  /* neighbour lists only: its first pass, each cell's box */
+    int cell_lanes;         /* work-items per cell in sph_cell_refs (cell_lanes) */
+    cl_kernel k_forces_alt; /* neighbour lists only: sph_forces with the buffer pairs swapped */
     /* neighbour lists only: the particles over list_cap (kernels/sph_common.h, SPH_LIST_MINE_) */
     cl_kernel k_density_walk, k_boundary_walk, k_forces_walk, k_forces_alt_walk;
     cl_kernel k_density_kept; /* sph_density without the list build, for a step known to keep */
@@ -32,16 +32,16 @@ struct sph_solver {
      * (lists_apart) */
     cl_kernel k_lists_build, k_density_walk_built;
     cl_kernel k_cell_fluid; /* neighbour lists only: which cells hold fluid, for the list build */
-    cl_mem params_buf; /* __constant sph_params */
-    size_t local;      /* work-group size of the SPH kernels (the host rounds the global size up) */
+    cl_mem params_buf;      /* __constant sph_params */
+    size_t local;           /* work-group size of the SPH kernels (the host rounds the global size up) */
     /* neighbour lists (sph.h); when off, the kernels get `dummy` for these arguments */
     int lists;
-    size_t list_n;     /* particles the lists hold */
+    size_t list_n;                      /* particles the lists hold */
     cl_mem nl_list[SPH_LIST_MAX_PARTS]; /* uint [list_cap][list_part_n] each: the lists of
                                            particles p list_part_n .. (unused parts: dummy) */
-    cl_mem nl_count;   /* uint [n_max] */
-    cl_mem pos_ref;    /* float4 [n_max] */
-    cl_mem lstate;     /* uint [SPH_LSTATE_WORDS]: go word, need, rebuilds, age, skin level,
+    cl_mem nl_count;                    /* uint [n_max] */
+    cl_mem pos_ref;                     /* float4 [n_max] */
+    cl_mem lstate;                      /* uint [SPH_LSTATE_WORDS]: go word, need, rebuilds, age, skin level,
                           particles over list_cap, the bound on the relative motion, the step's
                           displacement filter and maximum, checks run and skipped
                           (kernels/sph_density.cl) */
@@ -58,27 +58,27 @@ struct sph_solver {
                           take only those cells); dummy until bound */
     size_t check_ncells;
     const dev_state *check_st;
-    int swap_on_device; /* sph_list_go swaps the buffer pairs in steps that keep the grid */
-    int skin_levels;    /* levels of the adaptive skin on this device (skin_levels) */
-    int known_kept;     /* sph_read_go saw that this step keeps the lists: sph_density_kept */
-    int known_rebuild;  /* sph_read_go saw that this step rebuilds them */
-    int lists_apart;    /* a known rebuild builds the lists alone (sph_lists_build), then takes
+    int swap_on_device;   /* sph_list_go swaps the buffer pairs in steps that keep the grid */
+    int skin_levels;      /* levels of the adaptive skin on this device (skin_levels) */
+    int known_kept;       /* sph_read_go saw that this step keeps the lists: sph_density_kept */
+    int known_rebuild;    /* sph_read_go saw that this step rebuilds them */
+    int lists_apart;      /* a known rebuild builds the lists alone (sph_lists_build), then takes
                            the densities from them as a kept step does: GPUs (lists_apart_on) */
-    int pack;           /* list entries to a load (-DSPH_LIST_PACK, 1 or 4) */
-    int no_walkers;     /* sph_read_go saw this step keep lists that no particle overflows: the
+    int pack;             /* list entries to a load (-DSPH_LIST_PACK, 1 or 4) */
+    int no_walkers;       /* sph_read_go saw this step keep lists that no particle overflows: the
                            _walk kernels, which would return at once, are not launched */
-    cl_uint ahead;      /* the density-stage kernels being launched ahead of the decision's read
+    cl_uint ahead;        /* the density-stage kernels being launched ahead of the decision's read
                            (their `ahead` argument, sph_read_go_ahead) */
     int no_walkers_known; /* sph_read_go_ahead: 1 when the lists in use have no particle over
                            list_cap (read in a step that kept them), so that no _walk kernel is
                            launched ahead; 0 after a rebuild, until the next read */
-    cl_uint go_word[6]; /* lstate[0..5] as sph_read_go_ahead reads it, without waiting, when no
+    cl_uint go_word[6];   /* lstate[0..5] as sph_read_go_ahead reads it, without waiting, when no
                            page-locked buffer could be had */
-    cl_mem go_pin;      /* sph_read_go_ahead: 6 uints of page-locked host memory, mapped at go_host,
+    cl_mem go_pin;        /* sph_read_go_ahead: 6 uints of page-locked host memory, mapped at go_host,
                            that the read lands in (a read into ordinary memory may be finished
                            by the host only when it waits, holding up the kernels behind it) */
     cl_uint *go_host;
-    cl_mem dummy;      /* one uint */
+    cl_mem dummy; /* one uint */
 };
 
 /* Whether a step the host knows rebuilds the lists builds them alone and then takes the densities
@@ -252,7 +252,7 @@ void sph_params_from_scene(const scene *s, sph_params *p)
      * them fails (FLAG_NONFINITE) instead of running without pressure or viscosity */
     p->mass_fluid = p->mass_wall = NAN;
     set_skin_levels(p, s->skin, 1); /* the fixed skin; sph_create sets the device's levels */
-    p->list_cap = 0; /* set by sph_create */
+    p->list_cap = 0;                /* set by sph_create */
 }
 
 /* Skin levels on a device: all of them on GPUs, where the cost model was measured; 1 (the
@@ -336,7 +336,8 @@ static double eos_p(const scene *s, double rho)
 static double eos_rho(const scene *s, double p)
 {
     if (s->eos == EOS_LINEAR) return s->rest_density + p / s->stiffness;
-    return s->rest_density * pow(1.0 + p * s->gamma / (s->rest_density * s->sound_speed * s->sound_speed), 1.0 / s->gamma);
+    return s->rest_density *
+           pow(1.0 + p * s->gamma / (s->rest_density * s->sound_speed * s->sound_speed), 1.0 / s->gamma);
 }
 
 /* Lattice sum of W with spacing dx on every axis but `axis`, where it is lambda dx (1/m^dims). */
@@ -348,7 +349,7 @@ static double lattice_sum_squeezed(int kernel, int dims, double h, double dx, in
     for (int k = -Rz; k <= Rz; ++k)
         for (int j = -R; j <= R; ++j)
             for (int i = -R; i <= R; ++i) {
-                double c[3] = {i * dx, j * dx, k * dx};
+                double c[3] = { i * dx, j * dx, k * dx };
                 c[axis] *= lambda;
                 sum += sphk_w(kernel, dims, h, sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]));
             }
@@ -384,7 +385,7 @@ static void column_key(const scene *s, const particles *p, size_t i, int ga, lon
 typedef struct squeeze_job {
     const scene *s;
     particles *p;
-    const uint32_t *idx;     /* fluid particles by column: column c is idx[col_start[c] .. col_start[c + 1]) */
+    const uint32_t *idx; /* fluid particles by column: column c is idx[col_start[c] .. col_start[c + 1]) */
     const size_t *col_start;
     size_t c0, c1;
     const double *lam, *rho_of; /* the squeeze table */
@@ -450,7 +451,7 @@ static void *squeeze_columns(void *arg)
     const double dx = jb->s->spacing;
     col_entry *c = NULL;
     size_t cap = 0;
-    run_profile rp = {0};
+    run_profile rp = { 0 };
     for (size_t col = jb->c0; col < jb->c1 && !jb->failed; ++col) {
         const size_t first = jb->col_start[col], nc = jb->col_start[col + 1] - first;
         if (nc == 0) continue;
@@ -464,7 +465,7 @@ static void *squeeze_columns(void *arg)
         }
         for (size_t k = 0; k < nc; ++k) {
             const uint32_t i = jb->idx[first + k];
-            c[k] = (col_entry){jb->dir * p->pos[4 * (size_t)i + jb->ga], i};
+            c[k] = (col_entry){ jb->dir * p->pos[4 * (size_t)i + jb->ga], i };
         }
         size_t in_order = 1;
         while (in_order < nc && col_cmp(&c[in_order - 1], &c[in_order]) <= 0) ++in_order;
@@ -505,8 +506,8 @@ typedef struct column_job {
     int ga;
     size_t lo, hi;
     long kmin[2], kmax[2];
-    uint32_t *col;   /* NULL: the range pass */
-    long width0;     /* columns along the first key */
+    uint32_t *col; /* NULL: the range pass */
+    long width0;   /* columns along the first key */
 } column_job;
 
 static void *column_pass(void *arg)
@@ -567,9 +568,11 @@ static sphsim_status hydrostatic_init(const scene *s, particles *p, double m, sp
     const unsigned t = jobs_threads(p->n, "SPHSIM_INIT_THREADS", 1, JOBS_MAX);
     column_job cj[JOBS_MAX];
     for (unsigned j = 0; j < t; ++j)
-        cj[j] = (column_job){s, p, ga, p->n * j / t, p->n * (j + 1) / t, {LONG_MAX, LONG_MAX}, {LONG_MIN, LONG_MIN}, NULL, 0};
+        cj[j] =
+            (column_job){ s,    p, ga, p->n * j / t, p->n * (j + 1) / t, { LONG_MAX, LONG_MAX }, { LONG_MIN, LONG_MIN },
+                          NULL, 0 };
     jobs_run(column_pass, cj, sizeof *cj, t);
-    long kmin[2] = {LONG_MAX, LONG_MAX}, kmax[2] = {LONG_MIN, LONG_MIN};
+    long kmin[2] = { LONG_MAX, LONG_MAX }, kmax[2] = { LONG_MIN, LONG_MIN };
     for (unsigned j = 0; j < t; ++j)
         for (int q = 0; q < 2; ++q) {
             if (cj[j].kmin[q] < kmin[q]) kmin[q] = cj[j].kmin[q];
@@ -579,8 +582,9 @@ static sphsim_status hydrostatic_init(const scene *s, particles *p, double m, sp
     /* the fluid lies in the tank, so its columns are at most the tank's: fewer than its wall
      * particles */
     if (!(width0 * width1 <= (double)p->n + 1.0))
-        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "fluid.blocks: the fluid spans %.3g lattice columns, more than the %zu particles",
-                        width0 * width1, p->n);
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
+                           "fluid.blocks: the fluid spans %.3g lattice columns, more than the %zu particles",
+                           width0 * width1, p->n);
     const size_t ncol = (size_t)width0 * (size_t)width1;
     size_t *col_start = calloc(ncol + 1, sizeof *col_start);
     uint32_t *idx = malloc((p->n_fluid ? p->n_fluid : 1) * sizeof *idx);
@@ -608,7 +612,8 @@ static sphsim_status hydrostatic_init(const scene *s, particles *p, double m, sp
 
     squeeze_job jobs[JOBS_MAX];
     for (unsigned j = 0; j < t; ++j)
-        jobs[j] = (squeeze_job){s, p, idx, col_start, ncol * j / t, ncol * (j + 1) / t, lam, rho_of, ga, dir, floor_up, 0};
+        jobs[j] =
+            (squeeze_job){ s, p, idx, col_start, ncol * j / t, ncol * (j + 1) / t, lam, rho_of, ga, dir, floor_up, 0 };
     jobs_run(squeeze_columns, jobs, sizeof *jobs, t);
     int failed = 0;
     for (unsigned j = 0; j < t; ++j) failed |= jobs[j].failed;
@@ -620,13 +625,15 @@ static sphsim_status hydrostatic_init(const scene *s, particles *p, double m, sp
 
 sphsim_status sph_prepare(const scene *s, particles *p, sphsim_error *e)
 {
-    if (s->dims != 2 && s->dims != 3) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "dimensions: expected 2 or 3, got %d", s->dims);
+    if (s->dims != 2 && s->dims != 3)
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "dimensions: expected 2 or 3, got %d", s->dims);
     if (!(s->spacing > 0.0) || !(s->h > 0.0) || !(s->rest_density > 0.0))
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "fluid: spacing, smoothing length and rest density must be > 0");
     /* Fluid and boundary particles sit on one lattice of spacing dx; m = rho0 / sum_lattice W
      * makes the kernel sum on that lattice exactly rho0 (docs/physics.md, "particle mass"). */
     const double S = sph_lattice_sum((int)s->kernel, s->dims, s->h, s->spacing);
-    if (!(S > 0.0)) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "fluid.smoothing_length: the kernel sum on the lattice is zero");
+    if (!(S > 0.0))
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "fluid.smoothing_length: the kernel sum on the lattice is zero");
     const double m = s->rest_density / S;
     /* init.c spreads the wall lattice to fit the tank exactly (n_a = round(width_a / dx) cells of
      * width_a / n_a); a boundary particle's mass follows its volume so that the walls carry the
@@ -652,17 +659,20 @@ sphsim_status sph_prepare(const scene *s, particles *p, sphsim_error *e)
 #define SPH_KERNELS 16
 static void solver_kernels(const sph_solver *s, cl_kernel ks[SPH_KERNELS])
 {
-    const cl_kernel all[SPH_KERNELS] = {s->k_density, s->k_boundary, s->k_pressure, s->k_forces, s->k_list_go,
-                                        s->k_list_check, s->k_cell_refs, s->k_forces_alt, s->k_density_walk,
-                                        s->k_boundary_walk, s->k_forces_walk, s->k_forces_alt_walk, s->k_density_kept,
-                                        s->k_lists_build, s->k_density_walk_built, s->k_cell_fluid};
+    const cl_kernel all[SPH_KERNELS] = { s->k_density,       s->k_boundary,    s->k_pressure,
+                                         s->k_forces,        s->k_list_go,     s->k_list_check,
+                                         s->k_cell_refs,     s->k_forces_alt,  s->k_density_walk,
+                                         s->k_boundary_walk, s->k_forces_walk, s->k_forces_alt_walk,
+                                         s->k_density_kept,  s->k_lists_build, s->k_density_walk_built,
+                                         s->k_cell_fluid };
     memcpy(ks, all, sizeof all);
 }
 
 sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_t list_n, sphsim_error *e)
 {
     *out = NULL;
-    if (sc->dims != 2 && sc->dims != 3) return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "dimensions: expected 2 or 3, got %d", sc->dims);
+    if (sc->dims != 2 && sc->dims != 3)
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "dimensions: expected 2 or 3, got %d", sc->dims);
     sph_solver *s = calloc(1, sizeof *s);
     if (!s) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
     s->d = d;
@@ -675,7 +685,7 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
     s->swap_on_device = 0; /* sim.c turns it on when the device decides (SPHSIM_GO_ON_HOST=0) */
     s->lists_apart = lists_apart_on(d);
     if (s->lists) s->params.list_cap = sph_list_cap(sc);
-    static const char *kernel_opt[] = {"KERNEL_POLY6", "KERNEL_CUBIC", "KERNEL_WENDLAND"};
+    static const char *kernel_opt[] = { "KERNEL_POLY6", "KERNEL_CUBIC", "KERNEL_WENDLAND" };
     /* SPHSIM_SPH_OPTIONS, a developers' knob for benchmarks (docs/performance.md), appends build
      * options such as -DSPH_FORCES_PLAIN (kernels/sph_common.h). */
     const char *extra = getenv("SPHSIM_SPH_OPTIONS");
@@ -684,16 +694,17 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
      * (1 or 4) overrides it for benchmarks */
     const char *pack_env = getenv("SPHSIM_LIST_PACK");
     const int pack = pack_env && (!strcmp(pack_env, "1") || !strcmp(pack_env, "4")) ? atoi(pack_env)
-                     : d->is_gpu                                                     ? 4
-                                                                                      : 1;
+                     : d->is_gpu                                                    ? 4
+                                                                                    : 1;
     s->pack = pack;
     char list_opt[128] = "";
     const unsigned parts = s->lists ? sph_list_parts(list_n, s->params.list_cap, d->max_alloc) : 0;
     if (s->lists && parts == 0) {
         const unsigned cap = s->params.list_cap;
         free(s);
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "the neighbour lists of %zu particles (%u entries each) exceed %d buffers of %.3g GB",
-                        list_n, cap, SPH_LIST_MAX_PARTS, d->max_alloc / 1e9);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
+                           "the neighbour lists of %zu particles (%u entries each) exceed %d buffers of %.3g GB",
+                           list_n, cap, SPH_LIST_MAX_PARTS, d->max_alloc / 1e9);
     }
     s->cell_lanes = cell_lanes(d);
     if (s->lists)
@@ -727,11 +738,12 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
         /* no bound on the relative motion, no displacement written (the filter +inf) until
          * sph_list_go sets it */
         const cl_uint inf = 0x7f800000u;
-        const cl_uint init[SPH_LSTATE_WORDS] = {GO_REBUILD, NEED_HARD, 0, 0, 0, 0, inf, inf, 0, 0, 0, 0};
+        const cl_uint init[SPH_LSTATE_WORDS] = { GO_REBUILD, NEED_HARD, 0, 0, 0, 0, inf, inf, 0, 0, 0, 0 };
         const size_t part_n = list_part_n(list_n, parts);
         s->params.list_part_n = (dev_u32)part_n;
         for (unsigned k = 0; k < parts; ++k)
-            if ((st = device_alloc(d, part_n * s->params.list_cap * 4, "SPH neighbour lists", &s->nl_list[k], e)) != SPHSIM_OK) {
+            if ((st = device_alloc(d, part_n * s->params.list_cap * 4, "SPH neighbour lists", &s->nl_list[k], e)) !=
+                SPHSIM_OK) {
                 sph_destroy(s);
                 return st;
             }
@@ -766,8 +778,9 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
     solver_kernels(s, ks);
     for (size_t k = 0; k < SPH_KERNELS; ++k) {
         size_t m = 0;
-        if (ks[k] && clGetKernelWorkGroupInfo(ks[k], d->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof m, &m, NULL) ==
-                         CL_SUCCESS && m > 0 && m < s->local)
+        if (ks[k] &&
+            clGetKernelWorkGroupInfo(ks[k], d->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof m, &m, NULL) == CL_SUCCESS &&
+            m > 0 && m < s->local)
             s->local = m;
     }
     *out = s;
@@ -792,7 +805,7 @@ void sph_destroy(sph_solver *s)
     if (s->wet_n) clReleaseMemObject(s->wet_n);
     for (int k = 0; k < SPH_LIST_MAX_PARTS; ++k)
         if (s->nl_list[k]) clReleaseMemObject(s->nl_list[k]);
-    cl_mem ms[4] = {s->nl_count, s->pos_ref, s->lstate, s->dummy};
+    cl_mem ms[4] = { s->nl_count, s->pos_ref, s->lstate, s->dummy };
     for (int k = 0; k < 4; ++k)
         if (ms[k]) clReleaseMemObject(ms[k]);
     if (s->prog_density) clReleaseProgram(s->prog_density);
@@ -847,7 +860,7 @@ static sphsim_status run_sph_kernel(sph_solver *s, cl_kernel k, int walk, size_t
  * list build's outputs (it builds the lists in a rebuild step). Both take the second buffer pair
  * and the go word last. Set them on `k` and launch it. */
 static sphsim_status run_density_stage(sph_solver *s, cl_kernel k, int density, int walk, cl_uint n, cl_mem cell_start,
-                                    cl_mem cell_end, cl_mem grid_params_buf, dev_state *st, sphsim_error *e)
+                                       cl_mem cell_end, cl_mem grid_params_buf, dev_state *st, sphsim_error *e)
 {
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
@@ -891,7 +904,7 @@ cl_mem sph_go_buffer(const sph_solver *s) { return s->lists ? s->lstate : NULL; 
 void sph_set_swap_on_device(sph_solver *s, int on) { s->swap_on_device = on != 0; }
 
 sphsim_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, size_t n_cells,
-                          const dev_state *st, sphsim_error *e)
+                             const dev_state *st, sphsim_error *e)
 {
     const char *v = getenv("SPHSIM_LIST_CHECK");
     s->check = s->lists && !(v && !strcmp(v, "0"));
@@ -976,9 +989,10 @@ static sphsim_status launch_check(sph_solver *s, int every_step, sphsim_error *e
         const size_t groups = (s->check_ncells + per - 1) / per, cap = (size_t)1 << 20;
         CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 12, 2 * s->local * 4 * sizeof(cl_float), NULL));
         /* launched in every step, the groups loop (device_run_strided) */
-        if (every_step)
-            SPHSIM_TRY(device_run_strided(s->d, s->k_cell_refs, groups * s->local, s->local, NULL, e));
-        else SPHSIM_TRY(device_launch(s->d, s->k_cell_refs, (groups < cap ? groups : cap) * s->local, s->local, NULL, e));
+        if (every_step) SPHSIM_TRY(device_run_strided(s->d, s->k_cell_refs, groups * s->local, s->local, NULL, e));
+        else
+            SPHSIM_TRY(
+                device_launch(s->d, s->k_cell_refs, (groups < cap ? groups : cap) * s->local, s->local, NULL, e));
     } else {
         CL_CHECK(e, clSetKernelArg(s->k_cell_refs, 12, 4 * sizeof(cl_float), NULL)); /* unused */
         SPHSIM_TRY(device_run_strided(s->d, s->k_cell_refs, s->check_ncells, s->local, NULL, e));
@@ -1027,14 +1041,14 @@ sphsim_status sph_read_go(sph_solver *s, int *go, sphsim_error *e)
 {
     *go = 1;
     if (!s->lists) return SPHSIM_OK;
-    cl_uint v[6] = {GO_REBUILD, 0, 0, 0, 0, 1};
+    cl_uint v[6] = { GO_REBUILD, 0, 0, 0, 0, 1 };
     SPHSIM_TRY(device_read(s->d, s->lstate, 0, sizeof v, v, e)); /* as fast as the go word alone */
     int checked;
     return take_decision(s, v, go, &checked, e);
 }
 
 sphsim_status sph_read_go_ahead(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                             const dev_state *st, int *go, int *done, sphsim_error *e)
+                                const dev_state *st, int *go, int *done, sphsim_error *e)
 {
     *done = 0;
     if (!s->lists || s->swap_on_device) return sph_read_go(s, go, e);
@@ -1043,7 +1057,8 @@ sphsim_status sph_read_go_ahead(sph_solver *s, cl_mem cell_start, cl_mem cell_en
     if (s->check && s->check_st->n > 0) SPHSIM_TRY(launch_check(s, 1, e));
     if (!s->go_host) { /* once: page-locked memory for the read, else go_word */
         cl_int perr;
-        s->go_pin = clCreateBuffer(s->d->ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, sizeof s->go_word, NULL, &perr);
+        s->go_pin =
+            clCreateBuffer(s->d->ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, sizeof s->go_word, NULL, &perr);
         if (perr == CL_SUCCESS)
             s->go_host = clEnqueueMapBuffer(s->d->queue, s->go_pin, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
                                             sizeof s->go_word, 0, NULL, NULL, &perr);
@@ -1101,7 +1116,7 @@ sphsim_status sph_read_check_boxes(sph_solver *s, float *boxes, size_t n_cells, 
 {
     if (!s->check_cref || n_cells != s->check_ncells)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "sph_read_check_boxes: %zu cells, the check has %zu%s", n_cells,
-                        s->check_ncells, s->check_cref ? "" : " and is off");
+                           s->check_ncells, s->check_cref ? "" : " and is off");
     SPHSIM_TRY(device_read(s->d, s->check_cref, 0, 16 * n_cells, boxes, e));
     /* the check's view: a cell the flags give no fluid reads "no fluid" (w = -1), whatever
      * an earlier grid left in its entry (sph_cell_refs writes only the cells with fluid) */
@@ -1148,7 +1163,8 @@ sphsim_status sph_read_lists(sph_solver *s, size_t n, uint32_t *counts, uint32_t
 sphsim_status sph_set_list_cap(sph_solver *s, unsigned cap, sphsim_error *e)
 {
     if (!s->lists || cap > s->params.list_cap)
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "sph_set_list_cap: %u entries, the lists hold %u", cap, s->params.list_cap);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "sph_set_list_cap: %u entries, the lists hold %u", cap,
+                           s->params.list_cap);
     s->params.list_cap = cap;
     s->no_walkers = s->no_walkers_known = 0;
     /* lists built with the larger cap may now be over it: let the _walk kernels look */
@@ -1158,10 +1174,10 @@ sphsim_status sph_set_list_cap(sph_solver *s, unsigned cap, sphsim_error *e)
 }
 
 sphsim_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, const uint8_t *type, size_t n,
-                          sphsim_error *e)
+                             sphsim_error *e)
 {
-    float m[2] = {0.0f, 0.0f}; /* fluid, wall */
-    int seen[2] = {0, 0};
+    float m[2] = { 0.0f, 0.0f }; /* fluid, wall */
+    int seen[2] = { 0, 0 };
     dev_u32 outside = 1; /* every wall particle outside the tank box (in some axis) */
     for (size_t i = 0; i < n; ++i) {
         if (type[i] != PTYPE_FLUID && type[i] != PTYPE_BOUNDARY) continue;
@@ -1177,8 +1193,8 @@ sphsim_status sph_set_masses(sph_solver *s, const float *pos, const float *mass,
             seen[w] = 1;
         } else if (mass[i] != m[w]) {
             return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
-                            "SPH particle masses: every %s particle must have the same mass, found %.9g and %.9g kg",
-                            w ? "wall" : "fluid", (double)m[w], (double)mass[i]);
+                               "SPH particle masses: every %s particle must have the same mass, found %.9g and %.9g kg",
+                               w ? "wall" : "fluid", (double)m[w], (double)mass[i]);
         }
     }
     s->params.mass_fluid = m[0];
@@ -1254,18 +1270,19 @@ sphsim_status sph_state_restore(sph_solver *s, const void *blob, size_t bytes, s
     memcpy(w, blob, sizeof w);
     if (w[0] != SPH_STATE_MAGIC || w[1] != SPH_STATE_VERSION) return SPHSIM_OK;
     if (w[2] >= SPH_SKIN_LEVELS || w[3] != 0)
-        return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored neighbour-list state is damaged (skin level %u)", (unsigned)w[2]);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored neighbour-list state is damaged (skin level %u)",
+                           (unsigned)w[2]);
     /* a device with fewer levels (a GPU run resumed on a CPU) takes its smallest skin */
     const cl_uint level = w[2] < (uint32_t)s->skin_levels ? w[2] : (cl_uint)(s->skin_levels - 1);
     /* need = 1: the first step rebuilds, forced or not, and with the age at its largest the
      * need does not move the level (sph_list_go); after it, level, age 0 and need 0, as in the
      * original run after the snapshot step */
-    const cl_uint init[5] = {GO_REBUILD, 1, 0, 0xffffffffu, level};
+    const cl_uint init[5] = { GO_REBUILD, 1, 0, 0xffffffffu, level };
     return device_write(s->d, s->lstate, 0, sizeof init, init, e);
 }
 
 sphsim_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                               dev_state *st, sphsim_error *e)
+                                  dev_state *st, sphsim_error *e)
 {
     if (st->n == 0) return SPHSIM_OK;
     if (st->n > 0xffffffffu) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
@@ -1296,13 +1313,14 @@ sphsim_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_
     const int walk = s->lists && !s->no_walkers;
     if (walk) SPHSIM_TRY(run_density_stage(s, kw, 1, 1, n, cell_start, cell_end, grid_params_buf, st, e));
     SPHSIM_TRY(run_density_stage(s, s->k_boundary, 0, 0, n, cell_start, cell_end, grid_params_buf, st, e));
-    if (walk) SPHSIM_TRY(run_density_stage(s, s->k_boundary_walk, 0, 1, n, cell_start, cell_end, grid_params_buf, st, e));
+    if (walk)
+        SPHSIM_TRY(run_density_stage(s, s->k_boundary_walk, 0, 1, n, cell_start, cell_end, grid_params_buf, st, e));
     return SPHSIM_OK;
 }
 
 /* Set sph_forces' (or sph_forces_alt's) arguments on k and launch it. */
 static sphsim_status run_forces(sph_solver *s, cl_kernel k, int walk, cl_uint n, cl_mem cell_start, cl_mem cell_end,
-                             cl_mem grid_params_buf, dev_state *st, sphsim_error *e)
+                                cl_mem grid_params_buf, dev_state *st, sphsim_error *e)
 {
     DEVICE_ARG(e, k, 0, n);
     DEVICE_ARG(e, k, 1, st->pos);
@@ -1328,7 +1346,7 @@ static sphsim_status run_forces(sph_solver *s, cl_kernel k, int walk, cl_uint n,
 }
 
 sphsim_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                              dev_state *st, sphsim_error *e)
+                                 dev_state *st, sphsim_error *e)
 {
     if (st->n == 0) return SPHSIM_OK;
     if (st->n > 0xffffffffu) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "%zu particles exceed the 32-bit index", st->n);
@@ -1338,7 +1356,8 @@ sphsim_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_e
     /* with lists whose pairs the device swaps, both sph_forces and sph_forces_alt (the same
      * arguments); the one whose pair the go word names runs, the other returns at once */
     SPHSIM_TRY(run_forces(s, s->k_forces, 0, n, cell_start, cell_end, grid_params_buf, st, e));
-    if (s->lists && s->swap_on_device) SPHSIM_TRY(run_forces(s, s->k_forces_alt, 0, n, cell_start, cell_end, grid_params_buf, st, e));
+    if (s->lists && s->swap_on_device)
+        SPHSIM_TRY(run_forces(s, s->k_forces_alt, 0, n, cell_start, cell_end, grid_params_buf, st, e));
     const int walk = s->lists && !s->no_walkers;
     if (walk) SPHSIM_TRY(run_forces(s, s->k_forces_walk, 1, n, cell_start, cell_end, grid_params_buf, st, e));
     if (walk && s->swap_on_device)
@@ -1347,7 +1366,7 @@ sphsim_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_e
 }
 
 sphsim_status sph_enqueue(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, dev_state *st,
-                       sphsim_error *e)
+                          sphsim_error *e)
 {
     SPHSIM_TRY(sph_enqueue_density(s, cell_start, cell_end, grid_params_buf, st, e));
     return sph_enqueue_forces(s, cell_start, cell_end, grid_params_buf, st, e);

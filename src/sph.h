@@ -53,8 +53,8 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *s, size_t
  * the check while the bound allows (kernels/sph_density.cl, sph_list_go). A host that writes
  * positions itself must do so before the lists' first check after a rebuild (as the tests do),
  * or force the next step. */
-#define SPH_LIST_MAX_PARTS 4 /* the list may be split over this many buffers (sph_list_parts) */
-unsigned sph_list_cap(const scene *s);              /* entries per particle */
+#define SPH_LIST_MAX_PARTS 4           /* the list may be split over this many buffers (sph_list_parts) */
+unsigned sph_list_cap(const scene *s); /* entries per particle */
 /* Buffers the lists of n particles with `cap` entries take, each at most max_alloc bytes (1 to
  * SPH_LIST_MAX_PARTS; 0 when even that many are too small). SPHSIM_LIST_PARTS (1-4, tests)
  * raises it. */
@@ -72,7 +72,7 @@ size_t sph_list_bytes(const scene *s, size_t n, unsigned long long max_alloc);
  * loads of a neighbour share a sector (kernels/sph_common.h, SPH_NB_REC); without, (x, p/rho^2). */
 size_t sph_pos_p_bytes(int lists);
 int sph_lists(const sph_solver *s);
-cl_mem sph_go_buffer(const sph_solver *s);          /* NULL without lists */
+cl_mem sph_go_buffer(const sph_solver *s); /* NULL without lists */
 sphsim_status sph_begin_step(sph_solver *s, int force, sphsim_error *e);
 /* The relative-motion check (kernels/sph_density.cl, sph_list_check): lists are kept while no
  * fluid particle has moved skin_k from where they were built and the relative motion of fluid
@@ -89,7 +89,7 @@ sphsim_status sph_begin_step(sph_solver *s, int force, sphsim_error *e);
  * the error when that fails; when the boxes would exceed the device's largest buffer, the check
  * and the flags stay off. */
 sphsim_status sph_bind_check(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, size_t n_cells,
-                          const dev_state *st, sphsim_error *e);
+                             const dev_state *st, sphsim_error *e);
 /* The go word of the step sph_begin_step just enqueued (blocks until the device has run it):
  * 1 rebuild, 0 keep; 1 without lists. sim.c reads it every step by default: the wait costs
  * less than the launches a kept step would otherwise still make (docs/grid.md). Read with it,
@@ -108,7 +108,7 @@ sphsim_status sph_read_go(sph_solver *s, int *go, sphsim_error *e);
  * sph_read_go. The grid's buffers as for sph_enqueue_density. Without lists, or with the pairs
  * swapped on the device: sph_read_go. */
 sphsim_status sph_read_go_ahead(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                             const dev_state *st, int *go, int *done, sphsim_error *e);
+                                const dev_state *st, int *go, int *done, sphsim_error *e);
 /* Buffer pairs (docs/grid.md, "Neighbour lists": the device decides). On: a step that keeps
  * the grid swaps, on the device, which of (pos, vel) and (pos_next, vel_next) the kernels read
  * and which sph_forces writes (GO_ALT in the go word), so nothing is copied and the host never
@@ -143,7 +143,7 @@ sphsim_status sph_set_list_cap(sph_solver *s, unsigned cap, sphsim_error *e);
  * wall particle one, as sph_prepare sets them (sim.c calls it with sph_prepare's masses, also
  * on --resume). */
 sphsim_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, const uint8_t *type, size_t n,
-                          sphsim_error *e);
+                             sphsim_error *e);
 /* Grid and list rebuilds so far (blocks on a small read; 0 without lists). */
 sphsim_status sph_list_rebuilds(sph_solver *s, long *rebuilds, sphsim_error *e);
 /* Particles over list_cap, which the fallback walk takes, counted by the list builds since the
@@ -183,11 +183,11 @@ sphsim_status sph_step(sph_solver *s, grid *g, dev_state *st, sphsim_error *e);
  * (st->pos_p) that the density stage wrote, as its neighbours do: a host that writes positions
  * or velocities between the two must write the records' x and v too. */
 sphsim_status sph_enqueue(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, dev_state *st,
-                       sphsim_error *e);
+                          sphsim_error *e);
 sphsim_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                               dev_state *st, sphsim_error *e);
+                                  dev_state *st, sphsim_error *e);
 sphsim_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
-                              dev_state *st, sphsim_error *e);
+                                 dev_state *st, sphsim_error *e);
 
 /* The parameters the solver uploaded. */
 const sph_params *sph_get_params(const sph_solver *s);

@@ -33,11 +33,11 @@
 #include "device.h"
 
 typedef struct dev_state {
-    size_t n;        /* particles */
-    cl_mem pos, vel; /* float4, sorted order (read by solvers); SPH: pos.w = m (kg), vel.w = rho
+    size_t n;                  /* particles */
+    cl_mem pos, vel;           /* float4, sorted order (read by solvers); SPH: pos.w = m (kg), vel.w = rho
                         (kg/m^3, written by sph_density and sph_boundary; walls: -rho_w) */
     cl_mem pos_next, vel_next; /* float4, written by solvers (SPH: pos_next.w = m) */
-    cl_mem pos_p;    /* float4 (SPH only, else NULL), written by the density stage, sorted:
+    cl_mem pos_p;              /* float4 (SPH only, else NULL), written by the density stage, sorted:
                         (x (m), p/rho^2 (m^5/(kg s^2))), what the forces loop reads of a
                         neighbour besides vel (whose w gives its mass, sph_set_masses); with
                         neighbour lists two float4 per particle, the second a copy of

@@ -35,7 +35,8 @@ const char *sphsim_status_name(sphsim_status s)
 const char *cl_error_name(int err)
 {
     switch (err) {
-#define N(x, v) case v: return #x;
+#define N(x, v)                                                                                                        \
+    case v: return #x;
         N(CL_SUCCESS, 0)
         N(CL_DEVICE_NOT_FOUND, -1)
         N(CL_DEVICE_NOT_AVAILABLE, -2)

@@ -40,27 +40,26 @@ const char *sphsim_status_name(sphsim_status s);
 const char *cl_error_name(int cl_err);
 
 /* Return on failure of a call that returns cl_int. */
-#define CL_CHECK(e, call)                                                                          \
-    do {                                                                                           \
-        cl_int cl_check_err_ = (call);                                                             \
-        if (cl_check_err_ != CL_SUCCESS)                                                           \
-            return SPHSIM_FAIL((e), SPHSIM_E_DEVICE, "OpenCL call %s failed: %s", #call,                 \
-                            cl_error_name(cl_check_err_));                                     \
+#define CL_CHECK(e, call)                                                                                              \
+    do {                                                                                                               \
+        cl_int cl_check_err_ = (call);                                                                                 \
+        if (cl_check_err_ != CL_SUCCESS)                                                                               \
+            return SPHSIM_FAIL((e), SPHSIM_E_DEVICE, "OpenCL call %s failed: %s", #call,                               \
+                               cl_error_name(cl_check_err_));                                                          \
     } while (0)
 
 /* Return on failure of a call that reported through its `&err` argument. */
-#define CL_CHECK_ERR(e, err, what)                                                                 \
-    do {                                                                                           \
-        if ((err) != CL_SUCCESS)                                                                   \
-            return SPHSIM_FAIL((e), SPHSIM_E_DEVICE, "OpenCL call %s failed: %s", (what),                \
-                            cl_error_name(err));                                               \
+#define CL_CHECK_ERR(e, err, what)                                                                                     \
+    do {                                                                                                               \
+        if ((err) != CL_SUCCESS)                                                                                       \
+            return SPHSIM_FAIL((e), SPHSIM_E_DEVICE, "OpenCL call %s failed: %s", (what), cl_error_name(err));         \
     } while (0)
 
 /* Propagate a non-OK status. */
-#define SPHSIM_TRY(expr)                                                                              \
-    do {                                                                                           \
-        sphsim_status sphsim_try_st_ = (expr);                                                           \
-        if (sphsim_try_st_ != SPHSIM_OK) return sphsim_try_st_;                                             \
+#define SPHSIM_TRY(expr)                                                                                               \
+    do {                                                                                                               \
+        sphsim_status sphsim_try_st_ = (expr);                                                                         \
+        if (sphsim_try_st_ != SPHSIM_OK) return sphsim_try_st_;                                                        \
     } while (0)
 
 #endif

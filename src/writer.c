@@ -9,14 +9,14 @@
 struct snapshot_writer {
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv;       /* signalled whenever a slot changes state or the writer stops */
+    pthread_cond_t cv; /* signalled whenever a slot changes state or the writer stops */
     particles *staging[2];
     snapshot_job job[2];
-    int full[2];             /* slot handed to the writer, not yet written */
-    int next_acquire;        /* slot the loop fills next */
-    int next_write;          /* slot the writer takes next */
+    int full[2];      /* slot handed to the writer, not yet written */
+    int next_acquire; /* slot the loop fills next */
+    int next_write;   /* slot the writer takes next */
     int quit;
-    sphsim_status st;           /* first failure */
+    sphsim_status st; /* first failure */
     sphsim_error err;
     /* set before the thread starts */
     output *out;
@@ -59,19 +59,20 @@ static long count_outside(const scene *s, const particles *p)
 /* Wait for the copies of one snapshot, scatter it into id order and write it; *n_outside: the
  * particles found outside the tank so far (the caller publishes it under the lock). */
 static sphsim_status write_one(snapshot_writer *w, particles *q, snapshot_job *job, long *n_outside,
-                            double phase_s[WRITER_PHASES], sphsim_error *e)
+                               double phase_s[WRITER_PHASES], sphsim_error *e)
 {
     double t = now_s(), t1;
     cl_int err = clWaitForEvents(1, &job->ready);
     if (err != CL_SUCCESS)
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "reading a snapshot back from the device failed: %s", cl_error_name(err));
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "reading a snapshot back from the device failed: %s",
+                           cl_error_name(err));
     phase_s[0] += (t1 = now_s()) - t;
     t = t1;
     if (w->s->mode == MODE_SPH && q->mass) /* SPH keeps the mass in pos.w on the device (state.h) */
         for (size_t i = 0; i < q->n; ++i) q->mass[i] = q->pos[4 * i + 3];
     particles *p = w->hp;
     SPHSIM_TRY(particles_scatter_by_id(q, p, e));
-    output_snapshot_info si = {0};
+    output_snapshot_info si = { 0 };
     si.time = job->time;
     si.step = job->step;
     si.n_contacts = job->n_contacts;
@@ -103,7 +104,7 @@ static void *writer_main(void *arg)
         sphsim_error e;
         sphsim_status st = SPHSIM_OK;
         long n_outside = w->n_outside;
-        double phase_s[WRITER_PHASES] = {0};
+        double phase_s[WRITER_PHASES] = { 0 };
         const double t0 = now_s();
         if (failed) clWaitForEvents(1, &job->ready); /* after a failure the rest is dropped */
         else st = write_one(w, w->staging[k], job, &n_outside, phase_s, &e);
@@ -130,7 +131,7 @@ static void *writer_main(void *arg)
 }
 
 sphsim_status writer_start(snapshot_writer **out, output *o, const scene *s, particles *staging[2], particles *hp,
-                        FILE *log, int log_is_tty, long outside_base, sphsim_error *e)
+                           FILE *log, int log_is_tty, long outside_base, sphsim_error *e)
 {
     *out = NULL;
     snapshot_writer *w = calloc(1, sizeof *w);

@@ -20,12 +20,12 @@ typedef struct snapshot_writer snapshot_writer;
 
 /* One snapshot handed to the writer. */
 typedef struct snapshot_job {
-    cl_event ready;           /* completes when the staging buffer holds the snapshot (owned) */
-    double time;              /* s */
+    cl_event ready; /* completes when the staging buffer holds the snapshot (owned) */
+    double time;    /* s */
     long step;
-    long n_contacts;          /* -1: not counted */
-    long put_backs;           /* wall put-backs counted on the device in this run so far */
-    void *state;              /* solver state stored with the snapshot (owned, may be NULL) */
+    long n_contacts; /* -1: not counted */
+    long put_backs;  /* wall put-backs counted on the device in this run so far */
+    void *state;     /* solver state stored with the snapshot (owned, may be NULL) */
     size_t state_bytes;
 } snapshot_job;
 
@@ -34,7 +34,7 @@ typedef struct snapshot_job {
  * owned; the caller must not touch it while snapshots are in flight); `log`: warnings (may be
  * NULL); `outside_base`: particles found outside before this run (--resume). */
 sphsim_status writer_start(snapshot_writer **out, output *o, const scene *s, particles *staging[2], particles *hp,
-                        FILE *log, int log_is_tty, long outside_base, sphsim_error *e);
+                           FILE *log, int log_is_tty, long outside_base, sphsim_error *e);
 
 /* The staging buffer the next snapshot goes into; waits while the writer still uses it.
  * Fails with the writer's error once a write has failed. */

@@ -57,26 +57,18 @@ int main(int argc, char **argv)
     const char *sel = NULL;
     int dims = 3, reps = 10;
     double max_seconds = 2.0;
-    grid_sort_config cfg = {0, 0, 0};
+    grid_sort_config cfg = { 0, 0, 0 };
     size_t ns[64];
     int nn = 0;
     for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc)
-            sel = argv[++i];
-        else if (!strcmp(argv[i], "--dims") && i + 1 < argc)
-            dims = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--max-seconds") && i + 1 < argc)
-            max_seconds = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--radix") && i + 1 < argc)
-            cfg.radix_bits = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--wg") && i + 1 < argc)
-            cfg.wg = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--items") && i + 1 < argc)
-            cfg.items = (unsigned)atoi(argv[++i]);
-        else if (argv[i][0] != '-' && nn < 64)
-            ns[nn++] = (size_t)strtod(argv[i], NULL);
+        if (!strcmp(argv[i], "--device") && i + 1 < argc) sel = argv[++i];
+        else if (!strcmp(argv[i], "--dims") && i + 1 < argc) dims = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--max-seconds") && i + 1 < argc) max_seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--radix") && i + 1 < argc) cfg.radix_bits = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--wg") && i + 1 < argc) cfg.wg = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--items") && i + 1 < argc) cfg.items = (unsigned)atoi(argv[++i]);
+        else if (argv[i][0] != '-' && nn < 64) ns[nn++] = (size_t)strtod(argv[i], NULL);
         else {
             fprintf(stderr, "usage: bench_grid [--device SEL] [--dims 2|3] [--reps R] [--max-seconds S] [--radix B] "
                             "[--wg W] [--items I] N...\n");
@@ -84,14 +76,14 @@ int main(int argc, char **argv)
         }
     }
     if (nn == 0) {
-        const size_t def[4] = {10000, 100000, 1000000, 10000000};
+        const size_t def[4] = { 10000, 100000, 1000000, 10000000 };
         for (nn = 0; nn < 4; ++nn) ns[nn] = def[nn];
     }
     if (reps < 1) reps = 1;
     if (dims != 2 && dims != 3) dims = 3;
 
     ocl_device d;
-    sphsim_error e = {0};
+    sphsim_error e = { 0 };
     if (device_open(&d, sel, 1, &e) != SPHSIM_OK) return die(&e);
     printf("# device: %s (%s), %s\n", d.name, d.platform_name, d.version);
     printf("# dims %d, radius 2.4 dx, cell_ratio 1, %d timed rebuilds per row (median), profiling events\n", dims,
@@ -103,7 +95,7 @@ int main(int argc, char **argv)
         const size_t n = ns[r];
         const double dx = 1.0; /* m: particle spacing */
         const double side = dx * pow((double)n, 1.0 / dims);
-        const double lo[3] = {0, 0, 0}, hi[3] = {side, side, dims == 3 ? side : 0};
+        const double lo[3] = { 0, 0, 0 }, hi[3] = { side, side, dims == 3 ? side : 0 };
         grid_params gp;
         if (grid_geometry(dims, lo, hi, 2.4 * dx, 1.0, &gp, &e) != SPHSIM_OK) return die(&e);
         float *pos = malloc(n * 16);
@@ -170,8 +162,8 @@ int main(int argc, char **argv)
             const double mk = median(tk, done), ms = median(ts, done), mt = median(tt, done), mw = median(tw, done),
                          msum = median(tsum, done);
             printf("  %10zu %7s %5u %4u %9.4f %9.4f %9.4f %9.4f %9.4f %10.1f\n", n, order ? "sorted" : "random",
-                   gp.key_bits, s ? grid_sort_passes(s) : passes,
-                   mk * 1e3, ms * 1e3, mt * 1e3, msum * 1e3, mw * 1e3, msum > 0 ? n / msum * 1e-6 : 0.0);
+                   gp.key_bits, s ? grid_sort_passes(s) : passes, mk * 1e3, ms * 1e3, mt * 1e3, msum * 1e3, mw * 1e3,
+                   msum > 0 ? n / msum * 1e-6 : 0.0);
             fflush(stdout);
             free(tk);
             free(ts);

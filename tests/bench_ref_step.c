@@ -104,29 +104,27 @@ static int cell_coord(float x, float origin, float cell_inv, uint32_t ncell)
 }
 
 /* The neighbour loop: every j in the (2 reach + 1)^dims cells around x (kernels/neighbours.h). */
-#define C_NEIGHBOURS_BEGIN(c, x, j)                                                                              \
-    {                                                                                                            \
-        const grid_params *gp_ = &(c)->gp;                                                                       \
-        const int r_ = (int)gp_->reach;                                                                          \
-        int lo_[3], hi_[3];                                                                                      \
-        for (int a_ = 0; a_ < 3; ++a_) {                                                                         \
-            const int cc_ = a_ < (int)gp_->dims                                                                  \
-                                ? cell_coord((x)[a_], gp_->origin[a_], gp_->cell_size_inv, gp_->ncell[a_])       \
-                                : 0;                                                                             \
-            lo_[a_] = a_ < (int)gp_->dims ? (cc_ - r_ < 0 ? 0 : cc_ - r_) : 0;                                   \
-            hi_[a_] = a_ < (int)gp_->dims ? (cc_ + r_ > (int)gp_->ncell[a_] - 1 ? (int)gp_->ncell[a_] - 1          \
-                                                                                : cc_ + r_)                      \
-                                          : 0;                                                                   \
-        }                                                                                                        \
-        for (int cz_ = lo_[2]; cz_ <= hi_[2]; ++cz_)                                                             \
-            for (int cy_ = lo_[1]; cy_ <= hi_[1]; ++cy_) {                                                       \
-                const uint32_t row_ = gp_->ncell[0] * ((uint32_t)cy_ + gp_->ncell[1] * (uint32_t)cz_);          \
-                const uint32_t s_ = (c)->cell_start[row_ + (uint32_t)lo_[0]];                                    \
-                const uint32_t e_ = (c)->cell_end[row_ + (uint32_t)hi_[0]];                                      \
+#define C_NEIGHBOURS_BEGIN(c, x, j)                                                                                    \
+    {                                                                                                                  \
+        const grid_params *gp_ = &(c)->gp;                                                                             \
+        const int r_ = (int)gp_->reach;                                                                                \
+        int lo_[3], hi_[3];                                                                                            \
+        for (int a_ = 0; a_ < 3; ++a_) {                                                                               \
+            const int cc_ =                                                                                            \
+                a_ < (int)gp_->dims ? cell_coord((x)[a_], gp_->origin[a_], gp_->cell_size_inv, gp_->ncell[a_]) : 0;    \
+            lo_[a_] = a_ < (int)gp_->dims ? (cc_ - r_ < 0 ? 0 : cc_ - r_) : 0;                                         \
+            hi_[a_] =                                                                                                  \
+                a_ < (int)gp_->dims ? (cc_ + r_ > (int)gp_->ncell[a_] - 1 ? (int)gp_->ncell[a_] - 1 : cc_ + r_) : 0;   \
+        }                                                                                                              \
+        for (int cz_ = lo_[2]; cz_ <= hi_[2]; ++cz_)                                                                   \
+            for (int cy_ = lo_[1]; cy_ <= hi_[1]; ++cy_) {                                                             \
+                const uint32_t row_ = gp_->ncell[0] * ((uint32_t)cy_ + gp_->ncell[1] * (uint32_t)cz_);                 \
+                const uint32_t s_ = (c)->cell_start[row_ + (uint32_t)lo_[0]];                                          \
+                const uint32_t e_ = (c)->cell_end[row_ + (uint32_t)hi_[0]];                                            \
                 for (uint32_t j = s_; j < e_; ++j) {
-#define C_NEIGHBOURS_END                                                                                         \
-    }                                                                                                            \
-    }                                                                                                            \
+#define C_NEIGHBOURS_END                                                                                               \
+    }                                                                                                                  \
+    }                                                                                                                  \
     }
 
 /* Sort by cell (counting sort) and gather every array into sorted order; the cells of one x-row
@@ -164,11 +162,11 @@ static void c_density(cstate *c)
         const float *x_i = c->pos + 4 * i;
         float rho_i = 0.0f;
         C_NEIGHBOURS_BEGIN(c, x_i, j)
-            const float *x_j = c->pos + 4 * j;
-            const float dx0 = x_i[0] - x_j[0], dx1 = x_i[1] - x_j[1], dx2 = x_i[2] - x_j[2];
-            const float r2 = dx0 * dx0 + dx1 * dx1 + dx2 * dx2;
-            if (r2 >= support2) continue;
-            rho_i += c->mass[j] * c_W(c, r2);
+        const float *x_j = c->pos + 4 * j;
+        const float dx0 = x_i[0] - x_j[0], dx1 = x_i[1] - x_j[1], dx2 = x_i[2] - x_j[2];
+        const float r2 = dx0 * dx0 + dx1 * dx1 + dx2 * dx2;
+        if (r2 >= support2) continue;
+        rho_i += c->mass[j] * c_W(c, r2);
         C_NEIGHBOURS_END
         c->rho[i] = rho_i;
         c->pressure[i] = c_eos(c, rho_i);
@@ -176,17 +174,17 @@ static void c_density(cstate *c)
     for (size_t i = 0; i < n; ++i) {
         if (c->type[i] != PTYPE_BOUNDARY) continue;
         const float *x_w = c->pos + 4 * i;
-        float sum_W = 0.0f, sum_pW = 0.0f, s_rdW[3] = {0.0f, 0.0f, 0.0f};
+        float sum_W = 0.0f, sum_pW = 0.0f, s_rdW[3] = { 0.0f, 0.0f, 0.0f };
         C_NEIGHBOURS_BEGIN(c, x_w, j)
-            if (c->type[j] != PTYPE_FLUID) continue;
-            const float *x_f = c->pos + 4 * j;
-            const float dx[3] = {x_w[0] - x_f[0], x_w[1] - x_f[1], x_w[2] - x_f[2]}; /* x_w - x_f */
-            const float r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
-            if (r2 >= support2) continue;
-            const float W = c_W(c, r2);
-            sum_W += W;
-            sum_pW += c->pressure[j] * W;
-            for (int a = 0; a < 3; ++a) s_rdW[a] += (c->rho[j] * W) * dx[a];
+        if (c->type[j] != PTYPE_FLUID) continue;
+        const float *x_f = c->pos + 4 * j;
+        const float dx[3] = { x_w[0] - x_f[0], x_w[1] - x_f[1], x_w[2] - x_f[2] }; /* x_w - x_f */
+        const float r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
+        if (r2 >= support2) continue;
+        const float W = c_W(c, r2);
+        sum_W += W;
+        sum_pW += c->pressure[j] * W;
+        for (int a = 0; a < 3; ++a) s_rdW[a] += (c->rho[j] * W) * dx[a];
         C_NEIGHBOURS_END
         float p_w = 0.0f;
         if (sum_W > 0.0f) {
@@ -211,34 +209,34 @@ static void c_forces(cstate *c)
             continue;
         }
         const float rho_i = c->rho[i], p_rho2_i = c->pressure[i] / (rho_i * rho_i);
-        float acc[3] = {0.0f, 0.0f, 0.0f};
+        float acc[3] = { 0.0f, 0.0f, 0.0f };
         C_NEIGHBOURS_BEGIN(c, x_i, j)
-            const float *x_j = c->pos + 4 * j;
-            const float dx[3] = {x_i[0] - x_j[0], x_i[1] - x_j[1], x_i[2] - x_j[2]}; /* x_i - x_j */
-            const float r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
-            if (r2 >= P->support2 || j == i || r2 == 0.0f) continue;
-            const float r = sqrtf(r2);
-            const float F = c_F(c, r);
-            const float m_j = c->mass[j], rho_j = c->rho[j];
-            const float p_rho2_j = c->pressure[j] / (rho_j * rho_j);
-            const int fluid_j = c->type[j] == PTYPE_FLUID;
-            float v_ij[3];
-            for (int a = 0; a < 3; ++a) v_ij[a] = v_i[a] - (fluid_j ? c->vel[4 * j + a] : 0.0f);
-            float coef = -m_j * (p_rho2_i + p_rho2_j) * F, visc = 0.0f;
-            if (c->visc_artificial) {
-                const float vr = v_ij[0] * dx[0] + v_ij[1] * dx[1] + v_ij[2] * dx[2];
-                if (vr < 0.0f) {
-                    /* one division, as the kernel: alpha_c0 h vr / ((r^2 + eta^2) rho_ij) */
-                    const float alpha_c0 = -P->alpha * P->c0;
-                    const float Pi_ij = alpha_c0 * P->h * vr / ((r2 + P->eta2) * (0.5f * (rho_i + rho_j)));
-                    coef -= m_j * Pi_ij * F;
-                }
-            } else if (c->kernel == KERNEL_POLY6) {
-                visc = -(P->mu * m_j / (rho_i * rho_j) * (r < P->support ? P->lap_norm * (P->support - r) : 0.0f));
-            } else {
-                visc = 2.0f * P->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + P->eta2);
+        const float *x_j = c->pos + 4 * j;
+        const float dx[3] = { x_i[0] - x_j[0], x_i[1] - x_j[1], x_i[2] - x_j[2] }; /* x_i - x_j */
+        const float r2 = dx[0] * dx[0] + dx[1] * dx[1] + dx[2] * dx[2];
+        if (r2 >= P->support2 || j == i || r2 == 0.0f) continue;
+        const float r = sqrtf(r2);
+        const float F = c_F(c, r);
+        const float m_j = c->mass[j], rho_j = c->rho[j];
+        const float p_rho2_j = c->pressure[j] / (rho_j * rho_j);
+        const int fluid_j = c->type[j] == PTYPE_FLUID;
+        float v_ij[3];
+        for (int a = 0; a < 3; ++a) v_ij[a] = v_i[a] - (fluid_j ? c->vel[4 * j + a] : 0.0f);
+        float coef = -m_j * (p_rho2_i + p_rho2_j) * F, visc = 0.0f;
+        if (c->visc_artificial) {
+            const float vr = v_ij[0] * dx[0] + v_ij[1] * dx[1] + v_ij[2] * dx[2];
+            if (vr < 0.0f) {
+                /* one division, as the kernel: alpha_c0 h vr / ((r^2 + eta^2) rho_ij) */
+                const float alpha_c0 = -P->alpha * P->c0;
+                const float Pi_ij = alpha_c0 * P->h * vr / ((r2 + P->eta2) * (0.5f * (rho_i + rho_j)));
+                coef -= m_j * Pi_ij * F;
             }
-            for (int a = 0; a < 3; ++a) acc[a] += coef * dx[a] + visc * v_ij[a];
+        } else if (c->kernel == KERNEL_POLY6) {
+            visc = -(P->mu * m_j / (rho_i * rho_j) * (r < P->support ? P->lap_norm * (P->support - r) : 0.0f));
+        } else {
+            visc = 2.0f * P->mu * m_j / (rho_i * rho_j) * F * r2 / (r2 + P->eta2);
+        }
+        for (int a = 0; a < 3; ++a) acc[a] += coef * dx[a] + visc * v_ij[a];
         C_NEIGHBOURS_END
         for (int a = 0; a < c->dims; ++a) { /* barrier of the tank faces, as sph_forces.cl */
             const float d_lo = x_i[a] - P->tank_min[a], d_hi = P->tank_max[a] - x_i[a];
@@ -292,7 +290,9 @@ static int c_step(cstate *c)
 
 static void c_free(cstate *c)
 {
-    float *f[] = {c->pos, c->vel, c->pos_next, c->vel_next, c->mass, c->rho, c->pressure, c->tmp4a, c->tmp4b, c->tmpf};
+    float *f[] = {
+        c->pos, c->vel, c->pos_next, c->vel_next, c->mass, c->rho, c->pressure, c->tmp4a, c->tmp4b, c->tmpf
+    };
     for (size_t k = 0; k < sizeof f / sizeof *f; ++k) free(f[k]);
     free(c->id), free(c->tmpu), free(c->order), free(c->cell_start), free(c->cell_end);
     free(c->type), free(c->tmpb);
@@ -310,7 +310,7 @@ static int c_init(cstate *c, const scene *s, const particles *p)
     c->eos_linear = s->eos == EOS_LINEAR;
     c->visc_artificial = s->visc == VISC_ARTIFICIAL;
     sph_params_from_scene(s, &c->P);
-    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    double lo[3] = { 0, 0, 0 }, hi[3] = { 0, 0, 0 };
     const double margin = (s->boundary_layers + 1) * s->spacing;
     for (int a = 0; a < s->dims; ++a) {
         lo[a] = s->tank.min[a] - margin;
@@ -321,10 +321,10 @@ static int c_init(cstate *c, const scene *s, const particles *p)
         fprintf(stderr, "bench_ref_step: %s\n", e.msg);
         return -1;
     }
-    float **f4[] = {&c->pos, &c->vel, &c->pos_next, &c->vel_next, &c->tmp4a, &c->tmp4b};
+    float **f4[] = { &c->pos, &c->vel, &c->pos_next, &c->vel_next, &c->tmp4a, &c->tmp4b };
     for (size_t k = 0; k < sizeof f4 / sizeof *f4; ++k)
         if (!(*f4[k] = calloc(4 * n, sizeof(float)))) return -1;
-    float **f1[] = {&c->mass, &c->rho, &c->pressure, &c->tmpf};
+    float **f1[] = { &c->mass, &c->rho, &c->pressure, &c->tmpf };
     for (size_t k = 0; k < sizeof f1 / sizeof *f1; ++k)
         if (!(*f1[k] = calloc(n, sizeof(float)))) return -1;
     c->id = calloc(n, 4), c->tmpu = calloc(n, 4), c->order = calloc(n, 4);
@@ -365,8 +365,9 @@ static int run_sphsim(const char *sphsim, const char *device, const char *scene_
                        scene_path, out);
     if (device) len += snprintf(cmd + len, sizeof cmd - (size_t)len, " --device '%s'", device);
     for (int k = 0; k < n_sets; ++k) len += snprintf(cmd + len, sizeof cmd - (size_t)len, " --set '%s'", sets[k]);
-    len += snprintf(cmd + len, sizeof cmd - (size_t)len,
-                    " --set time.dt=%.17g --set time.end=%.17g --set output.interval=%.17g", dt, steps * dt, steps * dt);
+    len +=
+        snprintf(cmd + len, sizeof cmd - (size_t)len,
+                 " --set time.dt=%.17g --set time.end=%.17g --set output.interval=%.17g", dt, steps * dt, steps * dt);
     if (len >= (int)sizeof cmd) return -1;
     FILE *f = popen(cmd, "r");
     if (!f) return -1;
@@ -411,23 +412,18 @@ int main(int argc, char **argv)
     int check = 1, n_sets = 0;
     char *sets[MAX_SETS];
     for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--steps") && i + 1 < argc)
-            K = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
-            device = argv[++i];
-        else if (!strcmp(argv[i], "--sphsim") && i + 1 < argc)
-            sphsim = argv[++i];
-        else if (!strcmp(argv[i], "--no-check"))
-            check = 0;
-        else if (!strcmp(argv[i], "--set") && i + 1 < argc && n_sets < MAX_SETS - 4)
-            sets[n_sets++] = argv[++i];
-        else if (argv[i][0] != '-' && !scene_path)
-            scene_path = argv[i];
+        if (!strcmp(argv[i], "--steps") && i + 1 < argc) K = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+        else if (!strcmp(argv[i], "--sphsim") && i + 1 < argc) sphsim = argv[++i];
+        else if (!strcmp(argv[i], "--no-check")) check = 0;
+        else if (!strcmp(argv[i], "--set") && i + 1 < argc && n_sets < MAX_SETS - 4) sets[n_sets++] = argv[++i];
+        else if (argv[i][0] != '-' && !scene_path) scene_path = argv[i];
         else {
-            fprintf(stderr, "usage: bench_ref_step [--steps K] [--reps R] [--device SEL] [--sphsim PATH] [--no-check] SCENE.json "
-                            "[--set PATH=VALUE ...]\n");
+            fprintf(
+                stderr,
+                "usage: bench_ref_step [--steps K] [--reps R] [--device SEL] [--sphsim PATH] [--no-check] SCENE.json "
+                "[--set PATH=VALUE ...]\n");
             return 2;
         }
     }
@@ -460,7 +456,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_ref_step: %s is not an SPH scene\n", scene_path);
         return 3;
     }
-    particles p = {0};
+    particles p = { 0 };
     if (init_generate(&s, &p, &e) != SPHSIM_OK || sph_prepare(&s, &p, &e) != SPHSIM_OK) {
         fprintf(stderr, "bench_ref_step: %s\n", e.msg);
         return 3;
@@ -498,7 +494,7 @@ int main(int argc, char **argv)
     int check_ok = -1;
     double max_rel_rho = 0.0, max_dx = 0.0;
     if (check) {
-        particles d = {0};
+        particles d = { 0 };
         output_snapshot_info si;
         memset(&si, 0, sizeof si);
         char *json = NULL;
@@ -521,8 +517,10 @@ int main(int argc, char **argv)
             }
         }
         check_ok = max_rel_rho < 1e-3 && max_dx < 1e-3 * s.spacing;
-        fprintf(stderr, "check after 1 step (fluid): max |rho_C - rho_device| / rho0 = %.3g, max |x_C - x_device| = %.3g m "
-                "(%.3g dx): %s\n", max_rel_rho, max_dx, max_dx / s.spacing, check_ok ? "agree" : "DISAGREE");
+        fprintf(stderr,
+                "check after 1 step (fluid): max |rho_C - rho_device| / rho0 = %.3g, max |x_C - x_device| = %.3g m "
+                "(%.3g dx): %s\n",
+                max_rel_rho, max_dx, max_dx / s.spacing, check_ok ? "agree" : "DISAGREE");
         c_free(&c);
         particles_free(&d);
     }
@@ -544,10 +542,13 @@ int main(int argc, char **argv)
     snprintf(xmf, sizeof xmf, "%.*s.xmf", (int)strlen(out) - 3, out);
     remove(xmf);
 
-    printf("%-8s %-7s %4s %9s %9s | %14s %14s %14s | %7s  %s\n", "N", "fluid", "dims", "scene", "steps",
-           "C ms/step", "device ms/step", "(K steps)/K", "ratio", "1-step check");
+    printf("%-8s %-7s %4s %9s %9s | %14s %14s %14s | %7s  %s\n", "N", "fluid", "dims", "scene", "steps", "C ms/step",
+           "device ms/step", "(K steps)/K", "ratio", "1-step check");
     printf("%-8zu %-7zu %4d %9s %9ld | %14.2f %14.2f %14.2f | %7.2f  %s\n", p.n, p.n_fluid, s.dims, s.name, K, c_ms,
-           dev_ms, dev_simple_ms, c_ms / dev_ms, check_ok < 0 ? "skipped" : check_ok ? "agree" : "DISAGREE");
+           dev_ms, dev_simple_ms, c_ms / dev_ms,
+           check_ok < 0 ? "skipped"
+           : check_ok   ? "agree"
+                        : "DISAGREE");
     printf("device: %s\n", r1.device);
     FILE *la = fopen("/proc/loadavg", "r");
     char lavg[128];

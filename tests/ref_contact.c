@@ -71,13 +71,13 @@ static void wall_reflect(double lo, double hi, double e, double v_rest, double *
 
 static int touch(const double *a, const double *b, double r_sum)
 {
-    double dx[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+    double dx[3] = { a[0] - b[0], a[1] - b[1], a[2] - b[2] };
     return dot3(dx, dx) < r_sum * r_sum;
 }
 
-void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, const double *vel,
-                      const double *mass, const double *radius, const uint32_t *id, const double *lam_in,
-                      double *lam_out, double *pos_next, double *vel_next)
+void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, const double *vel, const double *mass,
+                      const double *radius, const uint32_t *id, const double *lam_in, double *lam_out, double *pos_next,
+                      double *vel_next)
 {
     const double e = p->restitution, cand2 = p->candidate_radius * p->candidate_radius;
     size_t m = n ? n : 1;
@@ -107,7 +107,7 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
 
     for (int it = 0; it < p->iterations; ++it) {
         for (size_t i = 0; i < n; ++i) {
-            double dx_sum[3] = {0, 0, 0}, dv_sum[3] = {0, 0, 0};
+            double dx_sum[3] = { 0, 0, 0 }, dv_sum[3] = { 0, 0, 0 };
             for (size_t j = 0; j < n; ++j) {
                 if (j == i) continue;
                 double d0[3], dx[3], n_ij[3], dist;

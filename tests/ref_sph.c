@@ -87,8 +87,8 @@ static double eos_rho(const scene *s, double p)
     return s->rest_density * pow(1.0 + p / B, 1.0 / s->gamma);
 }
 
-void ref_sph_step(const scene *s, const particles *p, double *rho, double *pressure, double *pos_next,
-                  double *vel_next, unsigned *flags)
+void ref_sph_step(const scene *s, const particles *p, double *rho, double *pressure, double *pos_next, double *vel_next,
+                  unsigned *flags)
 {
     const size_t n = p->n;
     const int dims = s->dims;
@@ -152,7 +152,7 @@ void ref_sph_step(const scene *s, const particles *p, double *rho, double *press
             continue;
         }
         const double rho_i = rho[i], p_rho2_i = pressure[i] / (rho_i * rho_i);
-        double acc[3] = {0.0, 0.0, 0.0};
+        double acc[3] = { 0.0, 0.0, 0.0 };
         for (size_t j = 0; j < n; ++j) {
             if (j == i) continue;
             double dx[3], r2 = 0.0; /* dx = x_i - x_j */
@@ -165,7 +165,7 @@ void ref_sph_step(const scene *s, const particles *p, double *rho, double *press
             const double F = sphk_f(kernel, dims, h, r);
             const double m_j = p->mass[j];
             const double rho_j = rho[j], p_rho2_j = pressure[j] / (rho_j * rho_j);
-            double v_j[3] = {0.0, 0.0, 0.0}; /* walls at rest */
+            double v_j[3] = { 0.0, 0.0, 0.0 }; /* walls at rest */
             if (p->type[j] == PTYPE_FLUID)
                 for (int k = 0; k < 3; ++k) v_j[k] = p->vel[4 * j + k];
             double v_ij[3], vr = 0.0;
@@ -260,7 +260,7 @@ sphsim_status ref_sph_particles(const scene *s, particles *p, sphsim_error *e)
 {
     const int dims = s->dims, L = s->boundary_layers;
     const double dx = s->spacing;
-    int nt[3] = {1, 1, 1}, nf[3] = {1, 1, 1};
+    int nt[3] = { 1, 1, 1 }, nf[3] = { 1, 1, 1 };
     for (int k = 0; k < dims; ++k) {
         nt[k] = (int)floor((s->tank.max[k] - s->tank.min[k]) / dx + 0.5);
         nf[k] = (int)floor((s->blocks[0].max[k] - s->blocks[0].min[k]) / dx + 0.5);
@@ -276,7 +276,7 @@ sphsim_status ref_sph_particles(const scene *s, particles *p, sphsim_error *e)
     for (int k = 0; k < nf[2]; ++k)
         for (int j = 0; j < nf[1]; ++j)
             for (int i = 0; i < nf[0]; ++i, ++m) {
-                const int c[3] = {i, j, k};
+                const int c[3] = { i, j, k };
                 for (int a = 0; a < 3; ++a)
                     p->pos[4 * m + a] = a < dims ? (float)(s->blocks[0].min[a] + (c[a] + 0.5) * dx) : 0.0f;
                 p->type[m] = PTYPE_FLUID;
@@ -285,7 +285,7 @@ sphsim_status ref_sph_particles(const scene *s, particles *p, sphsim_error *e)
     for (int k = -Lz; k < nt[2] + Lz; ++k)
         for (int j = -L; j < nt[1] + L; ++j)
             for (int i = -L; i < nt[0] + L; ++i) {
-                const int c[3] = {i, j, k};
+                const int c[3] = { i, j, k };
                 int inside = 1;
                 for (int a = 0; a < dims; ++a)
                     if (c[a] < 0 || c[a] >= nt[a]) inside = 0;

@@ -31,14 +31,14 @@ int ref_sph_sort(const grid_params *gp, size_t n, const float *pos4, uint32_t *o
  * forces and the kick-drift update.
  * Outputs (n each; pos_next/vel_next 4 per particle): density, pressure, positions and
  * velocities after the step, and the FLAG_* bits the device would set. */
-void ref_sph_step(const scene *s, const particles *p, double *rho, double *pressure, double *pos_next,
-                  double *vel_next, unsigned *flags);
+void ref_sph_step(const scene *s, const particles *p, double *rho, double *pressure, double *pos_next, double *vel_next,
+                  unsigned *flags);
 
 /* A small scene for tests: tank [0, nx dx] x [0, ny dx] (x [0, nz dx]), one fluid block
  * [0, fx dx] x [0, fy dx] (x [0, fz dx]), spacing dx, h = h_factor dx, 3 boundary layers, the
  * given scheme, c0 = 20 m/s, gravity -9.81 along the last axis, dt = 0.2 h / c0. */
-void ref_sph_scene(scene *s, int dims, scene_kernel kernel, scene_eos eos, scene_visc visc, double dx,
-                   double h_factor, const int ntank[3], const int nfluid[3]);
+void ref_sph_scene(scene *s, int dims, scene_kernel kernel, scene_eos eos, scene_visc visc, double dx, double h_factor,
+                   const int ntank[3], const int nfluid[3]);
 
 /* Particles of that scene: fluid lattice (cell-centred from the block's min corner), then
  * `boundary_layers` layers of boundary particles outside every wall (shell covering corners) at

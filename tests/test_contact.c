@@ -137,8 +137,8 @@ static void tsys_init(tsys *t, const scene *s, size_t n, double cell_ratio)
 static void tsys_free(tsys *t)
 {
     contact_destroy(t->c);
-    cl_mem all[] = {t->st.pos, t->st.vel, t->st.pos_next, t->st.vel_next, t->st.mass, t->st.radius, t->st.id,
-                    t->st.flags, t->cs_buf, t->ce_buf, t->gp_buf, t->idx_buf};
+    cl_mem all[] = { t->st.pos, t->st.vel,   t->st.pos_next, t->st.vel_next, t->st.mass, t->st.radius,
+                     t->st.id,  t->st.flags, t->cs_buf,      t->ce_buf,      t->gp_buf,  t->idx_buf };
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k)
         if (all[k]) clReleaseMemObject(all[k]);
     free(t->pos);
@@ -251,11 +251,11 @@ static uint32_t tsys_flags(tsys *t)
 
 /* Place n spheres of radius in [r_lo, r_hi] at random without overlap in box [lo, hi]
  * (centres at least r from its faces), gap >= `gap` between surfaces. */
-static void place_random(tsys *t, size_t n, int dims, const double lo[3], const double hi[3], double r_lo,
-                         double r_hi, double gap)
+static void place_random(tsys *t, size_t n, int dims, const double lo[3], const double hi[3], double r_lo, double r_hi,
+                         double gap)
 {
     for (size_t i = 0; i < n; ++i) {
-        double r = urange(r_lo, r_hi), x[3] = {0, 0, 0};
+        double r = urange(r_lo, r_hi), x[3] = { 0, 0, 0 };
         for (int tries = 0;; ++tries) {
             assert_true(tries < 100000);
             for (int a = 0; a < dims; ++a) x[a] = urange(lo[a] + r, hi[a] - r);
@@ -300,16 +300,17 @@ static void to_double(const float *a, double *b, size_t k)
 static void test_head_on(void **state)
 {
     (void)state;
-    const double es[3] = {0.0, 0.5, 1.0};
+    const double es[3] = { 0.0, 0.5, 1.0 };
     for (int dims = 2; dims <= 3; ++dims)
         for (int k = 0; k < 3; ++k) {
             const double e_r = es[k];
-            const double lo[3] = {-1, -1, -1}, hi[3] = {1, 1, 1}, g[3] = {0, 0, 0};
+            const double lo[3] = { -1, -1, -1 }, hi[3] = { 1, 1, 1 }, g[3] = { 0, 0, 0 };
             const double r1 = 0.02, r2 = 0.03, m1 = 1.0, m2 = 3.0, u1 = 2.0, u2 = -1.0;
             /* unit normal from 1 to 2, and a tangential velocity part that must survive */
-            double nrm[3] = {1, 0, 0}, tan1[3] = {0, 0.3, 0}, tan2[3] = {0, -0.2, 0};
+            double nrm[3] = { 1, 0, 0 }, tan1[3] = { 0, 0.3, 0 }, tan2[3] = { 0, -0.2, 0 };
             if (dims == 3) {
-                const double n3[3] = {1.0 / 3, 2.0 / 3, 2.0 / 3}, t1[3] = {0.4, 0.1, -0.3}, t2[3] = {-0.2, 0.3, -0.2};
+                const double n3[3] = { 1.0 / 3, 2.0 / 3, 2.0 / 3 }, t1[3] = { 0.4, 0.1, -0.3 },
+                             t2[3] = { -0.2, 0.3, -0.2 };
                 memcpy(nrm, n3, sizeof nrm);
                 memcpy(tan1, t1, sizeof tan1); /* t1 . n3 = 0, t2 . n3 = 0 */
                 memcpy(tan2, t2, sizeof tan2);
@@ -356,7 +357,7 @@ static void test_head_on(void **state)
  * float rounding for any e, and kinetic energy for e = 1 within 1e-4 over 1000 steps. */
 static void run_gas(double e_r, int steps, double *dp_rel, double *dke_rel, long *n_contacts, double *min_wall_gap)
 {
-    const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 0}, g[3] = {0, 0, 0};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 1, 1, 0 }, g[3] = { 0, 0, 0 };
     const size_t n = 200;
     const double r = 0.005;
     scene s;
@@ -364,7 +365,7 @@ static void run_gas(double e_r, int steps, double *dp_rel, double *dke_rel, long
     tsys t;
     tsys_init(&t, &s, n, 1.0);
     rng_state = 42;
-    const double blo[3] = {0.3, 0.3, 0}, bhi[3] = {0.7, 0.7, 0};
+    const double blo[3] = { 0.3, 0.3, 0 }, bhi[3] = { 0.7, 0.7, 0 };
     place_random(&t, n, 2, blo, bhi, 0.6 * r, r, 0.0);
     for (size_t i = 0; i < n; ++i) {
         t.mass[i] = (float)urange(0.5, 2.0); /* kg: unequal masses */
@@ -399,9 +400,9 @@ static void test_gas_conservation(void **state)
     run_gas(1.0, 1000, &dp, &dke, &nc, &gap);
     printf("# gas e=1: 1000 steps, %ld contacts resolved, |dP|/sum(m|v|) = %.3g, dKE/KE = %.3g, min wall gap %.3g m\n",
            nc, dp, dke, gap);
-    assert_true(gap > 0);    /* never touched a wall: no external impulse */
-    assert_true(nc > 100);   /* the test saw real collisions */
-    assert_true(dp < 1e-7);  /* momentum to float rounding */
+    assert_true(gap > 0);   /* never touched a wall: no external impulse */
+    assert_true(nc > 100);  /* the test saw real collisions */
+    assert_true(dp < 1e-7); /* momentum to float rounding */
     assert_true(fabs(dke) < 1e-4);
     run_gas(0.5, 1000, &dp, &dke, &nc, &gap);
     printf("# gas e=0.5: 1000 steps, %ld contacts resolved, |dP|/sum(m|v|) = %.3g, dKE/KE = %.3g\n", nc, dp, dke);
@@ -415,10 +416,10 @@ static void test_gas_conservation(void **state)
  * in the ratio e^2 within 2%. */
 static void drop_ball(int dims, double e_r, int n_apex, double dt)
 {
-    const double lo[3] = {0, 0, 0}, hi[3] = {0.2, 1, 0.2};
-    double g[3] = {0, -9.81, 0};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 0.2, 1, 0.2 };
+    double g[3] = { 0, -9.81, 0 };
     int up = 1; /* gravity axis */
-    double hi3[3] = {0.2, 0.2, 1};
+    double hi3[3] = { 0.2, 0.2, 1 };
     if (dims == 3) {
         g[1] = 0;
         g[2] = -9.81;
@@ -455,8 +456,8 @@ static void drop_ball(int dims, double e_r, int n_apex, double dt)
     double h_prev = h0;
     for (int k = 0; k < n_apex; ++k) {
         double ratio = apex[k] / h_prev;
-        printf("# ball %dD e=%g: apex %d at %.5f m, ratio %.5f (e^2 = %.5f, error %.2f%%)\n", dims, e_r, k + 1,
-               apex[k], ratio, e_r * e_r, 100 * (ratio / (e_r * e_r) - 1));
+        printf("# ball %dD e=%g: apex %d at %.5f m, ratio %.5f (e^2 = %.5f, error %.2f%%)\n", dims, e_r, k + 1, apex[k],
+               ratio, e_r * e_r, 100 * (ratio / (e_r * e_r) - 1));
         assert_true(fabs(ratio / (e_r * e_r) - 1) < 0.02);
         h_prev = apex[k];
     }
@@ -476,7 +477,7 @@ static void test_ball_drop(void **state)
 static void test_walls(void **state)
 {
     (void)state;
-    const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1}, g[3] = {0, 0, 0}, e_r = 0.5, r = 0.05, dt = 0.01;
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 1, 1, 1 }, g[3] = { 0, 0, 0 }, e_r = 0.5, r = 0.05, dt = 0.01;
     scene s;
     make_scene(&s, 3, lo, hi, g, dt, e_r, 2, r);
     tsys t;
@@ -485,8 +486,8 @@ static void test_walls(void **state)
         int a = k / 2, side = k % 2; /* side 0: min wall */
         for (int b = 0; b < 3; ++b) t.pos[4 * k + b] = 0.2f + 0.3f * (float)(k % 3) * (b != a);
         t.pos[4 * k + a] = (float)(side ? hi[a] - r - 0.005 : lo[a] + r + 0.005); /* 5 mm from contact */
-        t.vel[4 * k + a] = side ? 1.0f : -1.0f;                                    /* 10 mm per step */
-        t.vel[4 * k + (a + 1) % 3] = 0.25f;                                        /* tangential */
+        t.vel[4 * k + a] = side ? 1.0f : -1.0f;                                   /* 10 mm per step */
+        t.vel[4 * k + (a + 1) % 3] = 0.25f;                                       /* tangential */
         t.mass[k] = 1;
         t.radius[k] = (float)r;
     }
@@ -506,7 +507,7 @@ static void test_walls(void **state)
  * solver hands out (pos_next, which the snapshot shows) is below 1% of r. */
 static void run_pile(int iterations, double dt, double t_end, double *max_overlap_rel, double *v_max)
 {
-    const double lo[3] = {0, 0, 0}, hi[3] = {0.1, 0.4, 0}, g[3] = {0, -9.81, 0};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 0.1, 0.4, 0 }, g[3] = { 0, -9.81, 0 };
     const size_t n = 150;
     const double r = 0.005;
     scene s;
@@ -514,7 +515,7 @@ static void run_pile(int iterations, double dt, double t_end, double *max_overla
     tsys t;
     tsys_init(&t, &s, n, 1.0);
     rng_state = 7;
-    const double blo[3] = {0, 0, 0}, bhi[3] = {0.1, 0.25, 0};
+    const double blo[3] = { 0, 0, 0 }, bhi[3] = { 0.1, 0.25, 0 };
     place_random(&t, n, 2, blo, bhi, r, r, 0.0);
     for (size_t i = 0; i < n; ++i) t.mass[i] = (float)(1000 * M_PI * r * r);
     long steps = lround(t_end / dt);
@@ -524,8 +525,7 @@ static void run_pile(int iterations, double dt, double t_end, double *max_overla
     to_double(t.radius, rd, n);
     *max_overlap_rel = ref_contact_max_overlap(n, pd, rd) / r;
     *v_max = 0;
-    for (size_t i = 0; i < n; ++i)
-        *v_max = fmax(*v_max, hypot(t.vel[4 * i], t.vel[4 * i + 1]));
+    for (size_t i = 0; i < n; ++i) *v_max = fmax(*v_max, hypot(t.vel[4 * i], t.vel[4 * i + 1]));
     free(pd);
     free(rd);
     assert_int_equal(tsys_flags(&t), 0);
@@ -552,7 +552,7 @@ static int cmp_u32(const void *a, const void *b)
  * in 2D and 3D, for cell sizes of 1, 0.5 (reach 2) and 1.7 search radii. */
 static void check_pairs(int dims, double cell_ratio, size_t n)
 {
-    const double lo[3] = {0, 0, 0}, hi[3] = {0.3, 0.3, 0.3}, g[3] = {0, 0, 0};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 0.3, 0.3, 0.3 }, g[3] = { 0, 0, 0 };
     const double r_max = 0.012;
     scene s;
     make_scene(&s, dims, lo, hi, g, 1e-3, 0.5, 1, r_max);
@@ -617,7 +617,7 @@ static void test_pairs_brute_force(void **state)
 static void test_count_row(void **state)
 {
     (void)state;
-    const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 0}, g[3] = {0, 0, 0};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 1, 1, 0 }, g[3] = { 0, 0, 0 };
     scene s;
     make_scene(&s, 2, lo, hi, g, 1e-3, 0.5, 1, 0.1);
     tsys t;
@@ -637,7 +637,7 @@ static void test_count_row(void **state)
 /* Two runs of the same 3D system give bitwise identical states. */
 static void run_cloud(int steps, float *pos_out, float *vel_out, uint32_t *id_out, size_t n)
 {
-    const double lo[3] = {0, 0, 0}, hi[3] = {0.2, 0.2, 0.2}, g[3] = {0, 0, -9.81};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 0.2, 0.2, 0.2 }, g[3] = { 0, 0, -9.81 };
     scene s;
     make_scene(&s, 3, lo, hi, g, 5e-4, 0.6, 4, 0.01);
     tsys t;
@@ -726,7 +726,7 @@ static void test_real_grid(void **state)
     sphsim_error e;
     const size_t n = 400;
     const int steps = 20;
-    const double lo[3] = {0, 0, 0}, hi[3] = {0.15, 0.15, 0.15}, g[3] = {0, 0, -9.81};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 0.15, 0.15, 0.15 }, g[3] = { 0, 0, -9.81 };
     scene s;
     make_scene(&s, 3, lo, hi, g, 5e-4, 0.6, 4, 0.01);
     /* the host-table path; a dense cloud that starts overlapping, so contacts persist and
@@ -747,8 +747,8 @@ static void test_real_grid(void **state)
     memset(&r, 0, sizeof r);
     dev_state *st = &r.st;
     st->n = n;
-    cl_mem *bufs16[] = {&st->pos, &st->vel, &st->pos_next, &st->vel_next};
-    cl_mem *bufs4[] = {&st->mass, &st->mass_tmp, &st->radius, &st->radius_tmp, &st->id, &st->id_tmp};
+    cl_mem *bufs16[] = { &st->pos, &st->vel, &st->pos_next, &st->vel_next };
+    cl_mem *bufs4[] = { &st->mass, &st->mass_tmp, &st->radius, &st->radius_tmp, &st->id, &st->id_tmp };
     for (size_t k = 0; k < 4; ++k) assert_int_equal(device_alloc(&dev, n * 16, "state", bufs16[k], &e), SPHSIM_OK);
     for (size_t k = 0; k < 6; ++k) assert_int_equal(device_alloc(&dev, n * 4, "state", bufs4[k], &e), SPHSIM_OK);
     assert_int_equal(device_alloc(&dev, 4, "flags", &st->flags, &e), SPHSIM_OK);
@@ -825,8 +825,8 @@ static void test_real_grid(void **state)
     free(rd);
     contact_destroy(r.c);
     grid_destroy(r.g);
-    cl_mem all[] = {st->pos, st->vel, st->pos_next, st->vel_next, st->mass, st->mass_tmp, st->radius,
-                    st->radius_tmp, st->id, st->id_tmp, st->flags};
+    cl_mem all[] = { st->pos,    st->vel,        st->pos_next, st->vel_next, st->mass, st->mass_tmp,
+                     st->radius, st->radius_tmp, st->id,       st->id_tmp,   st->flags };
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k) clReleaseMemObject(all[k]);
     tsys_free(&t);
 }
@@ -854,7 +854,7 @@ static void test_state_round_trip(void **state)
     (void)state;
     sphsim_error e;
     const size_t n = 300;
-    const double lo[3] = {0, 0, 0}, hi[3] = {0.2, 0.2, 0}, g[3] = {0, -9.81, 0};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 0.2, 0.2, 0 }, g[3] = { 0, -9.81, 0 };
     scene s;
     make_scene(&s, 2, lo, hi, g, 5e-4, 0.3, 4, 0.01);
     tsys t;
@@ -1000,7 +1000,7 @@ static void ref_params(const tsys *t, ref_contact_params *rp)
  * first (warm start). */
 static void check_reference(int dims, double e_r, int iterations, size_t n)
 {
-    const double lo[3] = {0, 0, 0}, hi[3] = {0.2, 0.2, 0.2}, g[3] = {0.5, -9.81, dims == 3 ? -2.0 : 0};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 0.2, 0.2, 0.2 }, g[3] = { 0.5, -9.81, dims == 3 ? -2.0 : 0 };
     const double r_max = 0.01, dt = 1e-3;
     scene s;
     make_scene(&s, dims, lo, hi, g, dt, e_r, iterations, r_max);
@@ -1051,8 +1051,8 @@ static void check_reference(int dims, double e_r, int iterations, size_t n)
                dims, e_r, iterations, n, step + 1, n_pairs, lam_sum, ex, moved, ev);
         if (step == 0) assert_true(n_pairs > (long)n / 4); /* a dense start */
         if (step == 1) assert_true(lam_sum > 0);           /* impulses were carried */
-        assert_true(ex < 5e-7); /* m; positions ~0.1 m, float rounding ~1e-8 m per operation */
-        assert_true(ev < 2e-5); /* m/s; velocities ~1 m/s */
+        assert_true(ex < 5e-7);    /* m; positions ~0.1 m, float rounding ~1e-8 m per operation */
+        assert_true(ev < 2e-5);    /* m/s; velocities ~1 m/s */
         memcpy(t.pos, pf, n * 16); /* the device's result is the next input */
         memcpy(t.vel, vf, n * 16);
     }
@@ -1073,7 +1073,7 @@ static void check_reference(int dims, double e_r, int iterations, size_t n)
 static void test_crowd(void **state)
 {
     (void)state;
-    const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 0}, g[3] = {0, 0, 0};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 1, 1, 0 }, g[3] = { 0, 0, 0 };
     const double R = 0.02, r = 0.004;
     const int n_big = 4, ring = 22;
     const size_t n = (size_t)(n_big * (1 + ring));
@@ -1190,10 +1190,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_head_on),          cmocka_unit_test(test_walls),
         cmocka_unit_test(test_count_row),        cmocka_unit_test(test_pairs_brute_force),
-        cmocka_unit_test(test_reference_step),   cmocka_unit_test(test_crowd),   cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_ball_drop),        cmocka_unit_test(test_gas_conservation),
-        cmocka_unit_test(test_pile_settles),     cmocka_unit_test(test_real_grid),
-        cmocka_unit_test(test_state_round_trip),
+        cmocka_unit_test(test_reference_step),   cmocka_unit_test(test_crowd),
+        cmocka_unit_test(test_determinism),      cmocka_unit_test(test_ball_drop),
+        cmocka_unit_test(test_gas_conservation), cmocka_unit_test(test_pile_settles),
+        cmocka_unit_test(test_real_grid),        cmocka_unit_test(test_state_round_trip),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

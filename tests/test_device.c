@@ -16,7 +16,7 @@ static void test_open_cpu_and_axpy(void **state)
 {
     (void)state;
     ocl_device d;
-    sphsim_error e = {0};
+    sphsim_error e = { 0 };
     sphsim_status st = device_open(&d, "cpu", 0, &e);
     if (st != SPHSIM_OK) fprintf(stderr, "device_open: [%s] %s:%d\n", e.msg, e.file ? e.file : "-", e.line);
     assert_int_equal(st, SPHSIM_OK);
@@ -58,7 +58,7 @@ static void test_build_failure_has_log_and_options(void **state)
 {
     (void)state;
     ocl_device d;
-    sphsim_error e = {0};
+    sphsim_error e = { 0 };
     assert_int_equal(device_open(&d, "cpu", 0, &e), SPHSIM_OK);
     cl_program prog;
     /* SELFTEST_OFFSET undefined: the build must fail and say why */
@@ -72,7 +72,7 @@ static void test_build_failure_has_log_and_options(void **state)
 static void test_include_expansion(void **state)
 {
     (void)state;
-    sphsim_error e = {0};
+    sphsim_error e = { 0 };
     char *src = device_kernel_source("selftest.cl", &e);
     assert_non_null(src);
     assert_non_null(strstr(src, "#define PTYPE_SPHERE"));
@@ -87,7 +87,7 @@ static void test_selectors(void **state)
 {
     (void)state;
     ocl_device d;
-    sphsim_error e = {0};
+    sphsim_error e = { 0 };
     assert_int_equal(device_open(&d, "0", 0, &e), SPHSIM_OK);
     device_close(&d);
     assert_int_equal(device_open(&d, "999", 0, &e), SPHSIM_E_DEVICE);
@@ -110,10 +110,8 @@ static void test_error_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_open_cpu_and_axpy),
-        cmocka_unit_test(test_build_failure_has_log_and_options),
-        cmocka_unit_test(test_include_expansion),
-        cmocka_unit_test(test_selectors),
+        cmocka_unit_test(test_open_cpu_and_axpy), cmocka_unit_test(test_build_failure_has_log_and_options),
+        cmocka_unit_test(test_include_expansion), cmocka_unit_test(test_selectors),
         cmocka_unit_test(test_error_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,10 +20,10 @@
 static ocl_device dev;
 static sphsim_error E;
 
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        sphsim_status ok_st_ = (call);                                                                \
-        if (ok_st_ != SPHSIM_OK) fail_msg("%s failed: %s", #call, E.msg);                             \
+#define OK(call)                                                                                                       \
+    do {                                                                                                               \
+        sphsim_status ok_st_ = (call);                                                                                 \
+        if (ok_st_ != SPHSIM_OK) fail_msg("%s failed: %s", #call, E.msg);                                              \
     } while (0)
 
 /* xorshift64*: the same numbers on every run. */
@@ -79,7 +79,7 @@ static void check_morton(int dims, int key64, const uint32_t c_in[3])
     for (int a = 0; a < 3; ++a) c[a] = a < dims ? (bits == 32 ? c_in[a] : c_in[a] & ((1u << bits) - 1u)) : 0;
     const uint64_t ref = ref_morton_encode(dims, bits, c);
     uint64_t key;
-    uint32_t d[3] = {0, 0, 0};
+    uint32_t d[3] = { 0, 0, 0 };
     if (dims == 2 && !key64) {
         key = morton2_encode32(c_in[0], c_in[1]); /* high bits of the input are ignored */
         morton2_decode32((uint32_t)key, &d[0], &d[1]);
@@ -107,20 +107,20 @@ static void check_morton(int dims, int key64, const uint32_t c_in[3])
 static void test_morton_against_bitwise_reference(void **state)
 {
     (void)state;
-    static const uint32_t special[] = {0u,          1u,          2u,         3u,          0x3ffu,     0x3feu,
-                                       0x400u,      0xffffu,     0xfffeu,    0x10000u,    0x1fffffu,  0x1ffffeu,
-                                       0x200000u,   0x55555555u, 0xaaaaaaaau, 0x7fffffffu, 0xffffffffu, 0x12345678u};
+    static const uint32_t special[] = { 0u,        1u,          2u,          3u,          0x3ffu,      0x3feu,
+                                        0x400u,    0xffffu,     0xfffeu,     0x10000u,    0x1fffffu,   0x1ffffeu,
+                                        0x200000u, 0x55555555u, 0xaaaaaaaau, 0x7fffffffu, 0xffffffffu, 0x12345678u };
     const size_t ns = sizeof special / sizeof special[0];
     for (int dims = 2; dims <= 3; ++dims)
         for (int key64 = 0; key64 <= 1; ++key64) {
             for (size_t i = 0; i < ns; ++i)
                 for (size_t j = 0; j < ns; ++j) {
-                    const uint32_t c[3] = {special[i], special[j], special[(i + j) % ns]};
+                    const uint32_t c[3] = { special[i], special[j], special[(i + j) % ns] };
                     check_morton(dims, key64, c);
                 }
             for (int it = 0; it < 20000; ++it) {
                 const uint64_t r = rnd64();
-                const uint32_t c[3] = {(uint32_t)r, (uint32_t)(r >> 32), (uint32_t)rnd64()};
+                const uint32_t c[3] = { (uint32_t)r, (uint32_t)(r >> 32), (uint32_t)rnd64() };
                 check_morton(dims, key64, c);
             }
         }
@@ -137,7 +137,7 @@ static void test_geometry(void **state)
 {
     (void)state;
     grid_params gp;
-    const double lo[3] = {-0.5, 0.0, 1.0}, hi[3] = {0.5, 2.0, 1.6};
+    const double lo[3] = { -0.5, 0.0, 1.0 }, hi[3] = { 0.5, 2.0, 1.6 };
     OK(grid_geometry(3, lo, hi, 0.1, 1.0, &gp, &E));
     assert_int_equal(gp.reach, 1);
     assert_int_equal(gp.dims, 3);
@@ -172,8 +172,8 @@ static void test_geometry(void **state)
     assert_int_equal(gp.n_cells, gp.ncell[0] * gp.ncell[1]);
 
     /* key width: 3D with 1000 cells per axis fits 30 bits; 1100 need 33 (64-bit keys) */
-    const double z[3] = {0, 0, 0};
-    double h3[3] = {999.5, 999.5, 999.5};
+    const double z[3] = { 0, 0, 0 };
+    double h3[3] = { 999.5, 999.5, 999.5 };
     OK(grid_geometry(3, z, h3, 1.0, 1.0, &gp, &E));
     assert_int_equal(gp.ncell[0], 1000);
     assert_int_equal(gp.bits, 10);
@@ -186,7 +186,7 @@ static void test_geometry(void **state)
     assert_int_equal(gp.key64, 1);
     /* 2D: up to 65536 cells per axis still 32-bit, more not (the cell is a little larger than
      * the radius in so wide a grid: about 60000 and 70000 cells here) */
-    double h2[3] = {61000, 10, 0};
+    double h2[3] = { 61000, 10, 0 };
     OK(grid_geometry(2, z, h2, 1.0, 1.0, &gp, &E));
     assert_true(gp.ncell[0] > 32768 && gp.ncell[0] <= 65536);
     assert_int_equal(gp.key_bits, 32);
@@ -202,10 +202,10 @@ static void test_geometry(void **state)
     assert_int_equal(gp.bits, 1);
 
     /* too many cells per axis: rejected, naming the scene key */
-    double big[3] = {3e6, 1, 0};
+    double big[3] = { 3e6, 1, 0 };
     assert_int_equal(grid_geometry(2, z, big, 1.0, 1.0, &gp, &E), SPHSIM_E_SCENE);
     assert_non_null(strstr(E.msg, "grid.cell_ratio"));
-    double cube[3] = {3000, 3000, 3000}; /* 2.7e10 cells: no 32-bit cell index */
+    double cube[3] = { 3000, 3000, 3000 }; /* 2.7e10 cells: no 32-bit cell index */
     assert_int_equal(grid_geometry(3, z, cube, 1.0, 1.0, &gp, &E), SPHSIM_E_SCENE);
     assert_non_null(strstr(E.msg, "grid.cell_ratio"));
     assert_int_equal(grid_geometry(3, lo, hi, 0.1, 0.0, &gp, &E), SPHSIM_E_SCENE);
@@ -213,7 +213,7 @@ static void test_geometry(void **state)
     assert_int_equal(grid_geometry(3, lo, hi, 0.1, NAN, &gp, &E), SPHSIM_E_SCENE);
     assert_int_equal(grid_geometry(3, lo, hi, -1.0, 1.0, &gp, &E), SPHSIM_E_SCENE);
     assert_int_equal(grid_geometry(4, lo, hi, 0.1, 1.0, &gp, &E), SPHSIM_E_SCENE);
-    const double bad_hi[3] = {-1.0, 2.0, 1.6};
+    const double bad_hi[3] = { -1.0, 2.0, 1.6 };
     assert_int_equal(grid_geometry(3, lo, bad_hi, 0.1, 1.0, &gp, &E), SPHSIM_E_SCENE);
 }
 
@@ -249,10 +249,8 @@ static void check_sort(int key64, unsigned key_bits, size_t n, int pattern, cons
     OK(grid_sort_create(&s, &dev, key64, key_bits, n + 3, cfg, &E));
     const size_t ks = key64 ? 8 : 4;
     for (size_t i = 0; i < n; ++i) {
-        if (key64)
-            ((uint64_t *)buf)[i] = keys[i];
-        else
-            ((uint32_t *)buf)[i] = (uint32_t)keys[i];
+        if (key64) ((uint64_t *)buf)[i] = keys[i];
+        else ((uint32_t *)buf)[i] = (uint32_t)keys[i];
     }
     OK(device_write(&dev, grid_sort_keys_in(s), 0, n * ks, buf, &E));
     OK(grid_sort_run(s, n, NULL, NULL, &E));
@@ -263,8 +261,8 @@ static void check_sort(int key64, unsigned key_bits, size_t n, int pattern, cons
         if (k != ref_keys[i] || idx[i] != ref_idx[i])
             fail_msg("sort %d-bit, %u key bits, n = %zu, pattern %d, radix %u: slot %zu has key %llx index %u, "
                      "expected %llx index %u",
-                     key64 ? 64 : 32, key_bits, n, pattern, cfg ? cfg->radix_bits : 0, i, (unsigned long long)k,
-                     idx[i], (unsigned long long)ref_keys[i], ref_idx[i]);
+                     key64 ? 64 : 32, key_bits, n, pattern, cfg ? cfg->radix_bits : 0, i, (unsigned long long)k, idx[i],
+                     (unsigned long long)ref_keys[i], ref_idx[i]);
     }
     grid_sort_destroy(s);
     free(keys);
@@ -277,7 +275,7 @@ static void check_sort(int key64, unsigned key_bits, size_t n, int pattern, cons
 static void test_sort_32(void **state)
 {
     (void)state;
-    const size_t sizes[] = {0, 1, 2, 3, 1000, 4095, 4096, 4097, 3 * 4096 + 1, 100003};
+    const size_t sizes[] = { 0, 1, 2, 3, 1000, 4095, 4096, 4097, 3 * 4096 + 1, 100003 };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i)
         for (int pat = PAT_RANDOM; pat <= PAT_CONST; ++pat) check_sort(0, 32, sizes[i], pat, NULL);
     check_sort(0, 21, 100003, PAT_RANDOM, NULL); /* last digit narrower than the others */
@@ -289,7 +287,7 @@ static void test_sort_32(void **state)
 static void test_sort_64(void **state)
 {
     (void)state;
-    const size_t sizes[] = {0, 1, 2, 4097, 70001};
+    const size_t sizes[] = { 0, 1, 2, 4097, 70001 };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i)
         for (int pat = PAT_RANDOM; pat <= PAT_CONST; ++pat) check_sort(1, 64, sizes[i], pat, NULL);
     check_sort(1, 33, 50001, PAT_RANDOM, NULL);
@@ -300,7 +298,8 @@ static void test_sort_configurations(void **state)
 {
     (void)state;
     const grid_sort_config cfgs[] = {
-        {1, 16, 1}, {3, 64, 3}, {4, 256, 16}, {5, 256, 8}, {6, 128, 16}, {8, 256, 4}, {4, 64, 33}, {7, 128, 32},
+        { 1, 16, 1 },   { 3, 64, 3 },  { 4, 256, 16 }, { 5, 256, 8 },
+        { 6, 128, 16 }, { 8, 256, 4 }, { 4, 64, 33 },  { 7, 128, 32 },
     };
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; ++c) {
         grid_sort *probe;
@@ -341,7 +340,7 @@ static void host_cell(const grid_params *gp, const float *x, uint32_t c[3])
 
 static void check_keys_and_table(int dims, double ratio, size_t n, double out_frac)
 {
-    const double lo[3] = {-1.0, 0.25, -0.5}, hi[3] = {1.0, 1.0, 0.5};
+    const double lo[3] = { -1.0, 0.25, -0.5 }, hi[3] = { 1.0, 1.0, 0.5 };
     const double radius = dims == 3 ? 0.1 : 0.02;
     grid_params gp;
     OK(grid_geometry(dims, lo, hi, radius, ratio, &gp, &E));
@@ -437,7 +436,7 @@ static void test_keys_and_cell_table(void **state)
 static void test_keys_64bit_grid(void **state)
 {
     (void)state;
-    const double lo[3] = {0, 0, 0}, hi[3] = {700.0, 0.03, 0};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 700.0, 0.03, 0 };
     grid_params gp;
     OK(grid_geometry(2, lo, hi, 0.01, 1.0, &gp, &E));
     assert_int_equal(gp.key64, 1);
@@ -496,11 +495,12 @@ static const char *nb_kernel_src =
 /* The walks of neighbours.h under test: the plain walk and the in-range walk (SPH forces); every
  * neighbour-set check runs both. */
 #define NB_WALKS 2
-static const char *nb_walk_name[NB_WALKS] = {"plain walk", "in-range walk"};
+static const char *nb_walk_name[NB_WALKS] = { "plain walk", "in-range walk" };
 static const char *nb_walk_defs[NB_WALKS] = {
     "#define NB_WALK_BEGIN(gp, cs, ce, pos, xi, r2, j) NEIGHBOURS_BEGIN(gp, cs, ce, xi, j)\n"
     "#define NB_WALK_END NEIGHBOURS_END\n",
-    "#define NB_WALK_BEGIN NEIGHBOURS_IN_RANGE_BEGIN\n#define NB_WALK_END NEIGHBOURS_IN_RANGE_END\n"};
+    "#define NB_WALK_BEGIN NEIGHBOURS_IN_RANGE_BEGIN\n#define NB_WALK_END NEIGHBOURS_IN_RANGE_END\n"
+};
 static cl_program nb_prog[NB_WALKS];
 static cl_kernel nb_kernel[NB_WALKS];
 
@@ -514,7 +514,7 @@ static void nb_kernel_build(int walk)
     snprintf(src, len, "%s%s\n%s", nb_walk_defs[walk], head, nb_kernel_src);
     free(head);
     cl_int err;
-    const char *srcs[1] = {src};
+    const char *srcs[1] = { src };
     nb_prog[walk] = clCreateProgramWithSource(dev.ctx, 1, srcs, NULL, &err);
     assert_int_equal(err, CL_SUCCESS);
     err = clBuildProgram(nb_prog[walk], 1, &dev.device, "-cl-std=CL1.2", NULL, NULL);
@@ -579,8 +579,8 @@ static size_t check_neighbours(const nb_case *c, const float *pts, size_t n, con
         for (size_t i = 0; i < n; ++i) {
             const uint32_t a = idx[i], stamp = (uint32_t)i + 1;
             if (count[i] > max_nb)
-                fail_msg("%s, %s: particle %u has %u neighbours, more than the test lists", what,
-                         nb_walk_name[walk], a, count[i]);
+                fail_msg("%s, %s: particle %u has %u neighbours, more than the test lists", what, nb_walk_name[walk], a,
+                         count[i]);
             for (uint32_t q = 0; q < count[i]; ++q) {
                 const uint32_t b = list[i * max_nb + q];
                 if (b >= n) fail_msg("%s, %s: neighbour index %u out of range", what, nb_walk_name[walk], b);
@@ -599,8 +599,8 @@ static size_t check_neighbours(const nb_case *c, const float *pts, size_t n, con
                     for (int ax = 0; ax < c->dims; ++ax) r2 += ((double)pa[ax] - pb[ax]) * ((double)pa[ax] - pb[ax]);
                     fail_msg("%s, %s: pair (%u, %u) at distance %.9g (radius %.9g) %s; positions (%.9g %.9g %.9g) "
                              "and (%.9g %.9g %.9g), cells %d/%d",
-                             what, nb_walk_name[walk], a, b, sqrt(r2), radius,
-                             within ? "missed" : "listed but outside", pa[0], pa[1], pa[2], pb[0], pb[1], pb[2],
+                             what, nb_walk_name[walk], a, b, sqrt(r2), radius, within ? "missed" : "listed but outside",
+                             pa[0], pa[1], pa[2], pb[0], pb[1], pb[2],
                              host_cell_coord(pa[0], gp.origin[0], gp.cell_size_inv, gp.ncell[0]),
                              host_cell_coord(pb[0], gp.origin[0], gp.cell_size_inv, gp.ncell[0]));
                 }
@@ -650,7 +650,7 @@ static void test_neighbours_uniform_and_clustered(void **state)
     for (int dims = 2; dims <= 3; ++dims)
         for (int r = 0; r < 2; ++r) {
             const double ratio = r ? 0.5 : 1.0;
-            nb_case c = {dims, {-0.2, -0.1, 0.0}, {0.8, 0.5, 0.6}, dims == 3 ? 0.07 : 0.03, ratio};
+            nb_case c = { dims, { -0.2, -0.1, 0.0 }, { 0.8, 0.5, 0.6 }, dims == 3 ? 0.07 : 0.03, ratio };
             const size_t n = dims == 3 ? 3000 : 2500;
             float *p = alloc_pts(n);
             char what[96];
@@ -666,7 +666,7 @@ static void test_neighbours_uniform_and_clustered(void **state)
             free(p);
         }
     /* far from the coordinate origin: float positions are coarse there */
-    nb_case far = {2, {1000.0, -3.0, 0}, {1000.5, -2.6, 0}, 0.02, 1.0};
+    nb_case far = { 2, { 1000.0, -3.0, 0 }, { 1000.5, -2.6, 0 }, 0.02, 1.0 };
     float *p = alloc_pts(2000);
     fill_uniform(p, 2000, &far, 0.05);
     check_neighbours(&far, p, 2000, "2D at x = 1000 m");
@@ -681,7 +681,7 @@ static void test_neighbours_borders_and_walls(void **state)
     for (int dims = 2; dims <= 3; ++dims)
         for (int r = 0; r < 2; ++r) {
             const double ratio = r ? 0.5 : 1.0;
-            nb_case c = {dims, {-0.3, 0.1, -0.2}, {0.3, 0.5, 0.2}, 0.05, ratio};
+            nb_case c = { dims, { -0.3, 0.1, -0.2 }, { 0.3, 0.5, 0.2 }, 0.05, ratio };
             grid_params gp;
             OK(grid_geometry(dims, c.lo, c.hi, c.radius, c.ratio, &gp, &E));
             const size_t cap = 20000;
@@ -690,20 +690,20 @@ static void test_neighbours_borders_and_walls(void **state)
             /* borders along x (k-th border at origin + k cell), y and z random inside */
             for (uint32_t k = 0; k <= gp.ncell[0] && n + 40 < cap; ++k) {
                 const float border = gp.origin[0] + (float)k * gp.cell_size;
-                const float xs[5] = {nextafterf(nextafterf(border, -INFINITY), -INFINITY), nextafterf(border, -INFINITY),
-                                     border, nextafterf(border, INFINITY),
-                                     nextafterf(nextafterf(border, INFINITY), INFINITY)};
+                const float xs[5] = { nextafterf(nextafterf(border, -INFINITY), -INFINITY),
+                                      nextafterf(border, -INFINITY), border, nextafterf(border, INFINITY),
+                                      nextafterf(nextafterf(border, INFINITY), INFINITY) };
                 for (int v = 0; v < 5; ++v) {
                     const float y = (float)(c.lo[1] + (c.hi[1] - c.lo[1]) * rnd01());
                     const float z = dims == 3 ? (float)(c.lo[2] + (c.hi[2] - c.lo[2]) * rnd01()) : 0.0f;
                     /* partners along +x and -x at 1 -+ 1e-5 radius, and diagonal ones */
-                    const double f[4] = {1.0 - 1e-5, 1.0 + 1e-5, 1.0 - 3e-6, 1.0 + 3e-6};
+                    const double f[4] = { 1.0 - 1e-5, 1.0 + 1e-5, 1.0 - 3e-6, 1.0 + 3e-6 };
                     float *q = p + 4 * n;
                     q[0] = xs[v], q[1] = y, q[2] = z;
                     ++n;
                     for (int s = 0; s < 4; ++s) {
                         const double d = f[s] * c.radius;
-                        const double dir[3][3] = {{1, 0, 0}, {-1, 0, 0}, {0.6, 0.8, 0}};
+                        const double dir[3][3] = { { 1, 0, 0 }, { -1, 0, 0 }, { 0.6, 0.8, 0 } };
                         for (int m = 0; m < 3; ++m) {
                             float *o = p + 4 * n++;
                             o[0] = (float)(xs[v] + d * dir[m][0]);
@@ -718,7 +718,9 @@ static void test_neighbours_borders_and_walls(void **state)
                 for (uint32_t k = 0; k <= gp.ncell[ax] && n + 20 < cap; ++k) {
                     const float border = gp.origin[ax] + (float)k * gp.cell_size;
                     for (int v = -1; v <= 1; ++v) {
-                        const float b = v < 0 ? nextafterf(border, -INFINITY) : v > 0 ? nextafterf(border, INFINITY) : border;
+                        const float b = v < 0   ? nextafterf(border, -INFINITY)
+                                        : v > 0 ? nextafterf(border, INFINITY)
+                                                : border;
                         float base[3];
                         for (int a = 0; a < 3; ++a)
                             base[a] = a < dims ? (float)(c.lo[a] + (c.hi[a] - c.lo[a]) * rnd01()) : 0.0f;
@@ -732,7 +734,7 @@ static void test_neighbours_borders_and_walls(void **state)
                     }
                 }
             /* walls: at the wall, and 0.5, 1, 3 radii beyond, with partners inside */
-            const double beyond[5] = {0.0, 0.5, 1.0, 3.0, -0.5};
+            const double beyond[5] = { 0.0, 0.5, 1.0, 3.0, -0.5 };
             for (int ax = 0; ax < dims; ++ax)
                 for (int side = 0; side < 2; ++side)
                     for (int bi = 0; bi < 5; ++bi)
@@ -771,7 +773,7 @@ static void test_neighbours_far_cells(void **state)
     (void)state;
     for (int r = 0; r < 4; ++r) {
         const double x0 = r & 2 ? -1.3 : 0.0;
-        nb_case c = {2, {x0, 0.0, 0}, {x0 + 20.0, 0.05, 0}, 0.01, r & 1 ? 0.5 : 1.0};
+        nb_case c = { 2, { x0, 0.0, 0 }, { x0 + 20.0, 0.05, 0 }, 0.01, r & 1 ? 0.5 : 1.0 };
         grid_params gp;
         OK(grid_geometry(2, c.lo, c.hi, c.radius, c.ratio, &gp, &E));
         const double radius = (double)gp.radius;
@@ -793,7 +795,7 @@ static void test_neighbours_far_cells(void **state)
             float xc = (float)(xa + radius);
             while ((double)xc - (double)xa >= radius * (1.0 - 1.5e-6)) xc = nextafterf(xc, -INFINITY);
             const float y = 0.02f;
-            const float xs[3] = {xa, xb, xc};
+            const float xs[3] = { xa, xb, xc };
             for (int v = 0; v < 3; ++v) {
                 float *o = p + 4 * n++;
                 o[0] = xs[v], o[1] = y;
@@ -811,7 +813,7 @@ static void test_neighbours_far_cells(void **state)
 static void test_determinism_and_flags(void **state)
 {
     (void)state;
-    const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 1, 1, 1 };
     grid_params gp;
     OK(grid_geometry(3, lo, hi, 0.05, 1.0, &gp, &E));
     enum { N = 50000 };
@@ -891,11 +893,11 @@ static void test_determinism_and_flags(void **state)
 static void test_gather_sizes(void **state)
 {
     (void)state;
-    const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 0};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 1, 1, 0 };
     grid_params gp;
     OK(grid_geometry(2, lo, hi, 0.1, 1.0, &gp, &E));
     enum { N = 3001 };
-    float pos[N * 4] = {0};
+    float pos[N * 4] = { 0 };
     for (int i = 0; i < N; ++i) pos[4 * i] = (float)rnd01(), pos[4 * i + 1] = (float)rnd01();
     grid *g;
     OK(grid_create(&g, &dev, &gp, N, &E));
@@ -903,7 +905,7 @@ static void test_gather_sizes(void **state)
     OK(grid_build(g, b_pos, NULL, N, NULL, &E));
     uint32_t idx[N];
     OK(device_read(&dev, grid_index(g), 0, sizeof idx, idx, &E));
-    const size_t sizes[5] = {1, 2, 4, 8, 16};
+    const size_t sizes[5] = { 1, 2, 4, 8, 16 };
     unsigned char *src = malloc(N * 16), *dst = malloc(N * 16);
     for (int s = 0; s < 5; ++s) {
         const size_t es = sizes[s];
@@ -930,7 +932,7 @@ static void test_gather_sizes(void **state)
  * word 0) nothing may change; else the destination must hold src[idx[i]] and id and type
  * their gathered values. */
 static sphsim_status gather_state_check(grid *g, cl_mem go, uint32_t word, cl_mem pos_src, cl_mem pos_dst,
-                                     const float *other, const float *src, const uint32_t *idx, int N)
+                                        const float *other, const float *src, const uint32_t *idx, int N)
 {
     const int alt = (word & GO_ALT) != 0;
     cl_mem src_buf = alt ? pos_dst : pos_src, dst_buf = alt ? pos_src : pos_dst;
@@ -939,7 +941,8 @@ static sphsim_status gather_state_check(grid *g, cl_mem go, uint32_t word, cl_me
     float *out = malloc(16 * N);
     assert_true(id && id_out && type && type_out && out);
     for (int i = 0; i < N; ++i) id[i] = (uint32_t)(7 * i + 1), type[i] = (uint8_t)(i % 3);
-    cl_mem b_vs = upload(src, 16 * N), b_vd = upload(other, 16 * N) /* velocities: source, destination */, b_id = upload(id, 4 * N), b_type = upload(type, N);
+    cl_mem b_vs = upload(src, 16 * N), b_vd = upload(other, 16 * N) /* velocities: source, destination */,
+           b_id = upload(id, 4 * N), b_type = upload(type, N);
     cl_mem b_idt, b_tt;
     OK(device_alloc(&dev, 4 * N, "id scratch", &b_idt, &E));
     OK(device_alloc(&dev, N, "type scratch", &b_tt, &E));
@@ -959,9 +962,13 @@ static sphsim_status gather_state_check(grid *g, cl_mem go, uint32_t word, cl_me
         assert_int_equal(id_out[i], idx ? id[idx[i]] : id[i]);
         assert_int_equal(type_out[i], idx ? type[idx[i]] : type[i]);
     }
-    cl_mem all[6] = {b_vs, b_vd, b_id, b_type, b_idt, b_tt};
+    cl_mem all[6] = { b_vs, b_vd, b_id, b_type, b_idt, b_tt };
     for (int k = 0; k < 6; ++k) clReleaseMemObject(all[k]);
-    free(id); free(id_out); free(type); free(type_out); free(out);
+    free(id);
+    free(id_out);
+    free(type);
+    free(type_out);
+    free(out);
     return SPHSIM_OK;
 }
 
@@ -973,14 +980,15 @@ static sphsim_status gather_state_check(grid *g, cl_mem go, uint32_t word, cl_me
 static void test_go_word(void **state)
 {
     (void)state;
-    const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 1, 1, 1 };
     grid_params gp;
     OK(grid_geometry(3, lo, hi, 0.1, 1.0, &gp, &E));
     enum { N = 20011 };
     float *a = malloc(N * 16), *b = malloc(N * 16);
     assert_true(a && b);
     for (int i = 0; i < N; ++i)
-        for (int k = 0; k < 4; ++k) a[4 * i + k] = k < 3 ? (float)rnd01() : 0.0f, b[4 * i + k] = k < 3 ? (float)rnd01() : 0.0f;
+        for (int k = 0; k < 4; ++k)
+            a[4 * i + k] = k < 3 ? (float)rnd01() : 0.0f, b[4 * i + k] = k < 3 ? (float)rnd01() : 0.0f;
     grid *g, *fresh;
     OK(grid_create(&g, &dev, &gp, N, &E));
     OK(grid_create(&fresh, &dev, &gp, N, &E));
@@ -1037,18 +1045,26 @@ static void test_go_word(void **state)
     clReleaseMemObject(b_out);
     grid_destroy(g);
     grid_destroy(fresh);
-    free(a); free(b); free(idx0); free(idx1); free(cs0); free(cs1); free(ce0); free(ce1); free(out);
+    free(a);
+    free(b);
+    free(idx0);
+    free(idx1);
+    free(cs0);
+    free(cs1);
+    free(ce0);
+    free(ce1);
+    free(out);
 }
 
 static void test_empty_grid(void **state)
 {
     (void)state;
-    const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 1, 1, 1 };
     grid_params gp;
     OK(grid_geometry(3, lo, hi, 0.25, 1.0, &gp, &E));
     grid *g;
     OK(grid_create(&g, &dev, &gp, 100, &E));
-    float one[4] = {0.5f, 0.5f, 0.5f, 0};
+    float one[4] = { 0.5f, 0.5f, 0.5f, 0 };
     cl_mem b_pos = upload(one, sizeof one);
     OK(grid_build(g, b_pos, NULL, 1, NULL, &E)); /* one particle, then none: the table must empty */
     OK(grid_build(g, b_pos, NULL, 0, NULL, &E));
@@ -1072,7 +1088,7 @@ static void test_statistics_against_host_count(void **state)
 {
     (void)state;
     for (int dims = 2; dims <= 3; ++dims) {
-        nb_case c = {dims, {0, 0, 0}, {1.0, 0.6, 0.4}, dims == 3 ? 0.08 : 0.04, dims == 3 ? 1.0 : 0.5};
+        nb_case c = { dims, { 0, 0, 0 }, { 1.0, 0.6, 0.4 }, dims == 3 ? 0.08 : 0.04, dims == 3 ? 1.0 : 0.5 };
         const size_t n = 4000;
         float *p = alloc_pts(n);
         fill_clustered(p, n / 2, &c, 3, 0.05);
@@ -1116,7 +1132,7 @@ static void test_statistics_against_host_count(void **state)
 static void test_timing_and_bytes(void **state)
 {
     (void)state;
-    const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 1, 1, 1 };
     grid_params gp;
     OK(grid_geometry(3, lo, hi, 0.05, 1.0, &gp, &E));
     enum { N = 20000 };

@@ -112,7 +112,7 @@ static int teardown_dir(void **state)
 {
     (void)state;
     /* a test that failed half-way may have left its small file systems mounted */
-    const char *mounts[] = {"small", "ro"};
+    const char *mounts[] = { "small", "ro" };
     for (int i = 0; i < 2; ++i) {
         char m[300];
         snprintf(m, sizeof m, "%s/%s", g_dir, mounts[i]);
@@ -153,7 +153,7 @@ static void write_run(const char *path, int dims, unsigned fields, size_t n, int
 {
     scene s;
     make_scene(&s, dims, fields, (long)n);
-    output_run_info ri = {"9.9.9-test", "Test Device", "2024-01-02T03:04:05Z"};
+    output_run_info ri = { "9.9.9-test", "Test Device", "2024-01-02T03:04:05Z" };
     output *o = NULL;
     sphsim_error e;
     sphsim_status st = output_open(&o, path, overwrite, &s, &ri, &e);
@@ -162,7 +162,7 @@ static void write_run(const char *path, int dims, unsigned fields, size_t n, int
     for (int k = 0; k < nsnap; ++k) {
         particles p;
         fill_particles(&p, n, k, dims);
-        output_snapshot_info si = {0.1 * k, 1000L * k, k == 1 ? 7 : -1, k, NULL};
+        output_snapshot_info si = { 0.1 * k, 1000L * k, k == 1 ? 7 : -1, k, NULL };
         st = output_write(o, &p, &si, &e);
         particles_free(&p);
         if (st != SPHSIM_OK) fail_msg("output_write %d: %s", k, e.msg);
@@ -178,7 +178,7 @@ static void *read_all(hid_t f, const char *path, hid_t mtype, hsize_t *d0, hsize
     hid_t ds = H5Dopen2(f, path, H5P_DEFAULT);
     if (ds < 0) fail_msg("no dataset %s", path);
     hid_t sp = H5Dget_space(ds);
-    hsize_t dims[2] = {0, 1};
+    hsize_t dims[2] = { 0, 1 };
     int rank = H5Sget_simple_extent_ndims(sp);
     H5Sget_simple_extent_dims(sp, dims, NULL);
     if (rank == 1) dims[1] = 1;
@@ -299,7 +299,7 @@ static void test_layout_and_values(void **state)
     {
         hid_t a = H5Aopen_by_name(f, "/VTKHDF", "Version", H5P_DEFAULT, H5P_DEFAULT);
         assert_true(a >= 0);
-        int v[2] = {0, 0};
+        int v[2] = { 0, 0 };
         assert_true(H5Aread(a, H5T_NATIVE_INT, v) >= 0);
         assert_int_equal(v[0], 2);
         assert_int_equal(v[1], 0);
@@ -310,7 +310,7 @@ static void test_layout_and_values(void **state)
         assert_false(H5Tis_variable_str(t) > 0);
         assert_int_equal(H5Tget_cset(t), H5T_CSET_ASCII);
         assert_int_equal(H5Tget_size(t), 8);
-        char buf[9] = {0};
+        char buf[9] = { 0 };
         assert_true(H5Aread(a, t, buf) >= 0);
         assert_string_equal(buf, "PolyData");
         H5Tclose(t);
@@ -386,7 +386,7 @@ static void test_layout_and_values(void **state)
     check_i64_seq(f, "/VTKHDF/NumberOfPoints", 1, (long long)n, 0);
     check_i64_seq(f, "/VTKHDF/Vertices/NumberOfCells", 1, (long long)n, 0);
     check_i64_seq(f, "/VTKHDF/Vertices/NumberOfConnectivityIds", 1, (long long)n, 0);
-    const char *others[] = {"Lines", "Polygons", "Strips"};
+    const char *others[] = { "Lines", "Polygons", "Strips" };
     for (int t = 0; t < 3; ++t) {
         char p[128];
         snprintf(p, sizeof p, "/VTKHDF/%s/NumberOfCells", others[t]);
@@ -407,7 +407,7 @@ static void test_layout_and_values(void **state)
     check_i64_seq(f, "/VTKHDF/Steps/PartOffsets", 3, 0, 0);
     check_i64_seq(f, "/VTKHDF/Steps/NumberOfParts", 3, 1, 0);
     check_i64_seq(f, "/VTKHDF/Steps/PointOffsets", 3, 0, (long long)n);
-    const char *fields[] = {"velocity", "density", "pressure", "id", "type", "radius", "mass"};
+    const char *fields[] = { "velocity", "density", "pressure", "id", "type", "radius", "mass" };
     for (int i = 0; i < 7; ++i) {
         char p[128];
         snprintf(p, sizeof p, "/VTKHDF/Steps/PointDataOffsets/%s", fields[i]);
@@ -499,11 +499,14 @@ static void test_layout_and_values(void **state)
     /* step 2: its hyperslabs start at row 10 */
     const char *s2 = strstr(x, "<Grid Name=\"step_2\"");
     assert_non_null(s2);
-    assert_non_null(strstr(s2, "<DataItem Dimensions=\"3 2\" NumberType=\"Int\" Format=\"XML\">10 0 1 1 5 3</DataItem>"));
+    assert_non_null(
+        strstr(s2, "<DataItem Dimensions=\"3 2\" NumberType=\"Int\" Format=\"XML\">10 0 1 1 5 3</DataItem>"));
     const char *dens = strstr(s2, "<Attribute Name=\"density\" AttributeType=\"Scalar\" Center=\"Node\">");
     assert_non_null(dens);
     assert_non_null(strstr(dens, "<DataItem Dimensions=\"3 1\" NumberType=\"Int\" Format=\"XML\">10 1 5</DataItem>"));
-    assert_non_null(strstr(dens, "Dimensions=\"15\" NumberType=\"Float\" Precision=\"4\" Format=\"HDF\">out.h5:/VTKHDF/PointData/density<"));
+    assert_non_null(strstr(
+        dens,
+        "Dimensions=\"15\" NumberType=\"Float\" Precision=\"4\" Format=\"HDF\">out.h5:/VTKHDF/PointData/density<"));
     assert_non_null(strstr(s2, "<Attribute Name=\"velocity\" AttributeType=\"Vector\" Center=\"Node\">"));
     assert_non_null(strstr(s2, "NumberType=\"UChar\" Precision=\"1\" Format=\"HDF\">out.h5:/VTKHDF/PointData/type<"));
     assert_non_null(strstr(s2, "NumberType=\"UInt\" Precision=\"4\" Format=\"HDF\">out.h5:/VTKHDF/PointData/id<"));
@@ -628,15 +631,15 @@ static void test_read_last_and_append(void **state)
     const size_t n = 6;
     scene s;
     make_scene(&s, 3, 0xffu, (long)n);
-    output_run_info ri = {"1.0", "Dev A", "2024-01-01T00:00:00Z"};
+    output_run_info ri = { "1.0", "Dev A", "2024-01-01T00:00:00Z" };
     output *o = NULL;
     sphsim_error e;
     assert_int_equal(output_open(&o, path, 0, &s, &ri, &e), SPHSIM_OK);
-    uint32_t orders[3][6] = {{5, 4, 3, 2, 1, 0}, {1, 0, 3, 2, 5, 4}, {2, 3, 4, 5, 0, 1}};
+    uint32_t orders[3][6] = { { 5, 4, 3, 2, 1, 0 }, { 1, 0, 3, 2, 5, 4 }, { 2, 3, 4, 5, 0, 1 } };
     for (int k = 0; k < 3; ++k) {
         particles p;
         fill_particles(&p, n, k, 3);
-        output_snapshot_info si = {0.5 * k, 10L * k, -1, 2 * k, orders[k]};
+        output_snapshot_info si = { 0.5 * k, 10L * k, -1, 2 * k, orders[k] };
         assert_int_equal(output_write(o, &p, &si, &e), SPHSIM_OK);
         particles_free(&p);
     }
@@ -664,11 +667,11 @@ static void test_read_last_and_append(void **state)
     particles_free(&want);
 
     /* append one more */
-    output_run_info ri2 = {"1.1", "Dev B", "2024-02-02T00:00:00Z"};
+    output_run_info ri2 = { "1.1", "Dev B", "2024-02-02T00:00:00Z" };
     assert_int_equal(output_open_append(&o, path, &s, &ri2, &e), SPHSIM_OK);
     particles p;
     fill_particles(&p, n, 3, 3);
-    output_snapshot_info s3 = {1.5, 30, -1, 6, NULL};
+    output_snapshot_info s3 = { 1.5, 30, -1, 6, NULL };
     assert_int_equal(output_write(o, &p, &s3, &e), SPHSIM_OK);
     particles_free(&p);
     assert_int_equal(output_close(o, &e), SPHSIM_OK);
@@ -722,17 +725,17 @@ static void test_uncommitted_rows(void **state)
     /* fake an interrupted third snapshot: extend and fill data and part of the step entries */
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
     assert_true(f >= 0);
-    const char *grow[] = {"/VTKHDF/Points", "/VTKHDF/PointData/velocity", "/VTKHDF/PointData/density",
-                          "/VTKHDF/PointData/id"};
+    const char *grow[] = { "/VTKHDF/Points", "/VTKHDF/PointData/velocity", "/VTKHDF/PointData/density",
+                           "/VTKHDF/PointData/id" };
     for (int i = 0; i < 4; ++i) {
         hid_t ds = H5Dopen2(f, grow[i], H5P_DEFAULT);
-        hsize_t dims[2] = {3 * n, 3};
+        hsize_t dims[2] = { 3 * n, 3 };
         assert_true(H5Dset_extent(ds, dims) >= 0);
         H5Dclose(ds);
     }
     {
         hid_t ds = H5Dopen2(f, "/VTKHDF/Steps/Values", H5P_DEFAULT);
-        hsize_t dims[1] = {3};
+        hsize_t dims[1] = { 3 };
         assert_true(H5Dset_extent(ds, dims) >= 0);
         hid_t fs = H5Dget_space(ds);
         hsize_t off = 2, cnt = 1;
@@ -776,7 +779,7 @@ static void test_uncommitted_rows(void **state)
     assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPHSIM_OK);
     particles p;
     fill_particles(&p, n, 7, 3);
-    output_snapshot_info s2 = {0.7, 7000, -1, 0, NULL};
+    output_snapshot_info s2 = { 0.7, 7000, -1, 0, NULL };
     assert_int_equal(output_write(o, &p, &s2, &e), SPHSIM_OK);
     particles_free(&p);
     assert_int_equal(output_close(o, &e), SPHSIM_OK);
@@ -859,7 +862,7 @@ static void test_large_scene_json(void **state)
     assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPHSIM_OK);
     particles p;
     fill_particles(&p, 2, 0, 2);
-    output_snapshot_info si = {0, 0, -1, 0, NULL};
+    output_snapshot_info si = { 0, 0, -1, 0, NULL };
     assert_int_equal(output_write(o, &p, &si, &e), SPHSIM_OK);
     particles_free(&p);
     assert_int_equal(output_close(o, &e), SPHSIM_OK);
@@ -887,7 +890,7 @@ static void test_particle_count_fixed(void **state)
     assert_int_equal(output_open(&o, path, 0, &s, NULL, &e), SPHSIM_OK);
     particles p;
     fill_particles(&p, 3, 0, 2);
-    output_snapshot_info si = {0, 0, -1, 0, NULL};
+    output_snapshot_info si = { 0, 0, -1, 0, NULL };
     assert_int_equal(output_write(o, &p, &si, &e), SPHSIM_OK);
     particles_free(&p);
     fill_particles(&p, 4, 1, 2);
@@ -981,7 +984,7 @@ static int write_until_failure(const char *path, size_t n, int max, sphsim_error
     for (; k < max; ++k) {
         particles p;
         fill_particles(&p, n, k, 3);
-        output_snapshot_info si = {0.1 * k, k, -1, 0, NULL};
+        output_snapshot_info si = { 0.1 * k, k, -1, 0, NULL };
         sphsim_status st = output_write(o, &p, &si, e);
         particles_free(&p);
         if (st != SPHSIM_OK) {
@@ -1107,7 +1110,7 @@ static void test_failed_write_keeps_commits(void **state)
     assert_int_equal(output_open_append(&o, path, &s, NULL, &e), SPHSIM_OK);
     particles p;
     fill_particles(&p, n, 2, 3);
-    output_snapshot_info si = {0.2, 2, -1, 0, NULL};
+    output_snapshot_info si = { 0.2, 2, -1, 0, NULL };
     assert_int_equal(output_write(o, &p, &si, &e), SPHSIM_OK);
     particles_free(&p);
     assert_int_equal(output_close(o, &e), SPHSIM_OK);
@@ -1183,7 +1186,7 @@ static int writer_loop(const char *path)
             p.id[i] = (uint32_t)i;
             p.type[i] = 0;
         }
-        output_snapshot_info si = {0.01 * (double)k, k, -1, 0, NULL};
+        output_snapshot_info si = { 0.01 * (double)k, k, -1, 0, NULL };
         if (output_write(o, &p, &si, &e) != SPHSIM_OK) {
             fprintf(stderr, "%s\n", e.msg);
             return 1;
@@ -1231,7 +1234,7 @@ static int resume_check(const char *path)
         p.rho[i] = 1000.0f + (float)k;
         p.vel[4 * i] = (float)k;
     }
-    output_snapshot_info s2 = {0.01 * (double)k, k, -1, 0, NULL};
+    output_snapshot_info s2 = { 0.01 * (double)k, k, -1, 0, NULL };
     if (output_write(o, &p, &s2, &e) != SPHSIM_OK || output_close(o, &e) != SPHSIM_OK) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
@@ -1249,10 +1252,10 @@ static void test_packed_blocks(void **state)
 {
     (void)state;
     const size_t n = 50;
-    const size_t blocks[3] = {0, 7, 64};
-    static const char *const paths[4] = {"/VTKHDF/Points", "/VTKHDF/PointData/velocity", "/VTKHDF/Vertices/Offsets",
-                                         "/VTKHDF/Vertices/Connectivity"};
-    void *ref[4] = {NULL};
+    const size_t blocks[3] = { 0, 7, 64 };
+    static const char *const paths[4] = { "/VTKHDF/Points", "/VTKHDF/PointData/velocity", "/VTKHDF/Vertices/Offsets",
+                                          "/VTKHDF/Vertices/Connectivity" };
+    void *ref[4] = { NULL };
     for (int b = 0; b < 3; ++b) {
         char path[512];
         snprintf(path, sizeof path, "%s/blocks%d.h5", g_dir, b);
@@ -1324,7 +1327,7 @@ static void test_scatter_by_id(void **state)
         q.type[i] = (uint8_t)(q.id[i] % 3);
     }
     /* the gather over 1, 3 and 7 threads (SPHSIM_WRITER_THREADS; 1000 rows would take one) */
-    static const char *threads[3] = {"1", "3", "7"};
+    static const char *threads[3] = { "1", "3", "7" };
     for (int t = 0; t < 3; ++t) {
         setenv("SPHSIM_WRITER_THREADS", threads[t], 1);
         memset(p.pos, 0xff, 16 * n); /* NaN everywhere: no row may keep it */
@@ -1402,7 +1405,7 @@ static void test_partial_arrays(void **state)
         q.type[i] = (uint8_t)(q.id[i] % 2);
     }
     /* particles_touch zeroes every byte of every array q has, on 1 and 3 threads */
-    static const char *touch_threads[2] = {"1", "3"};
+    static const char *touch_threads[2] = { "1", "3" };
     for (int t = 0; t < 2; ++t) {
         particles z;
         assert_int_equal(particles_alloc_some(&z, n, staged, &e), SPHSIM_OK);
@@ -1413,8 +1416,8 @@ static void test_partial_arrays(void **state)
         setenv("SPHSIM_INIT_THREADS", touch_threads[t], 1);
         particles_touch(&z);
         unsetenv("SPHSIM_INIT_THREADS");
-        const unsigned char *const arr[4] = {(void *)z.pos, (void *)z.vel, (void *)z.id, z.type};
-        const size_t len[4] = {16 * n, 16 * n, 4 * n, n};
+        const unsigned char *const arr[4] = { (void *)z.pos, (void *)z.vel, (void *)z.id, z.type };
+        const size_t len[4] = { 16 * n, 16 * n, 4 * n, n };
         for (int a = 0; a < 4; ++a)
             for (size_t b = 0; b < len[a]; ++b) assert_int_equal(arr[a][b], 0);
         assert_null(z.rho);
@@ -1461,7 +1464,7 @@ static void test_partial_arrays(void **state)
     particles_place(&p, odd, FIELDS_ALL, mem);
     assert_ptr_equal(p.pos, mem);
     assert_int_equal((uintptr_t)p.vel % 16, 0);
-    const void *const f4[] = {p.rho, p.pressure, p.id, p.radius, p.mass};
+    const void *const f4[] = { p.rho, p.pressure, p.id, p.radius, p.mass };
     for (int k = 0; k < 5; ++k) {
         assert_non_null(f4[k]);
         assert_int_equal((uintptr_t)f4[k] % 4, 0);
@@ -1499,7 +1502,7 @@ int main(void)
     };
     const char *keep = getenv("SPHSIM_KEEP_OUTPUT");
     if (keep && *keep) {
-        const struct CMUnitTest k[] = {cmocka_unit_test(keep_output)};
+        const struct CMUnitTest k[] = { cmocka_unit_test(keep_output) };
         if (cmocka_run_group_tests_name("keep_output", k, NULL, NULL)) return 1;
     }
     return cmocka_run_group_tests(tests, NULL, NULL);

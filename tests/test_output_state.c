@@ -70,7 +70,7 @@ static void write_one(output *o, int k, const void *state, size_t bytes, sphsim_
     particles p;
     sphsim_error e;
     fill(&p, 10, k);
-    output_snapshot_info si = {0.1 * k, 100L * k, 0, 0, NULL};
+    output_snapshot_info si = { 0.1 * k, 100L * k, 0, 0, NULL };
     sphsim_status st = output_write_state(o, &p, &si, state, bytes, &e);
     particles_free(&p);
     if (st != want) fail_msg("output_write_state %d: got %d, want %d (%s)", k, st, want, st ? e.msg : "");
@@ -119,7 +119,7 @@ static void raw(unsigned char **rows, hsize_t *width, int64_t len[2])
     hid_t ds = H5Dopen2(f, "/sphsim/restart/solver_state", H5P_DEFAULT);
     assert_true(ds >= 0);
     hid_t sp = H5Dget_space(ds);
-    hsize_t dims[2] = {0, 0};
+    hsize_t dims[2] = { 0, 0 };
     assert_int_equal(H5Sget_simple_extent_ndims(sp), 2);
     H5Sget_simple_extent_dims(sp, dims, NULL);
     assert_int_equal(dims[0], 2);
@@ -152,7 +152,7 @@ static void test_state_rows(void **state)
     (void)state;
     scene s;
     make_scene(&s, 10);
-    output_run_info ri = {"9.9.9-test", "Test Device", "2024-01-02T03:04:05Z"};
+    output_run_info ri = { "9.9.9-test", "Test Device", "2024-01-02T03:04:05Z" };
     sphsim_error e;
     output *o = NULL;
     snprintf(g_path, sizeof g_path, "/tmp/sphsim_test_output_state_%d.h5", (int)getpid());
@@ -255,6 +255,6 @@ static void test_state_rows(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_state_rows)};
+    const struct CMUnitTest tests[] = { cmocka_unit_test(test_state_rows) };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

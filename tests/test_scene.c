@@ -131,7 +131,7 @@ static void test_time_step_sph(void **state)
     scene_free(&s);
 
     /* weak gravity-free case: only the CFL term */
-    const char *set0[] = {"gravity=[0,0]", "time.cfl=0.5", "output.interval=0.1"};
+    const char *set0[] = { "gravity=[0,0]", "time.cfl=0.5", "output.interval=0.1" };
     assert_int_equal(load(&s, GOOD2, set0, 3, &e), SPHSIM_OK);
     c0 = 10.0 * sqrt(2.0 * 9.81 * 0.5); /* max(|g|, 9.81) */
     assert_close(s.sound_speed, c0, 1e-15);
@@ -142,7 +142,7 @@ static void test_time_step_sph(void **state)
     scene_free(&s);
 
     /* strong gravity: 0.25 sqrt(h/|g|) is the limit */
-    const char *set1[] = {"gravity=[0,-1e5]", "fluid.eos.sound_speed=1"};
+    const char *set1[] = { "gravity=[0,-1e5]", "fluid.eos.sound_speed=1" };
     assert_int_equal(load(&s, GOOD2, set1, 2, &e), SPHSIM_OK);
     assert_close(s.dt_cfl, fmin(0.25 * h / 1.0, 0.25 * sqrt(h / 1e5)), 1e-14);
     assert_close(s.dt_cfl, 0.25 * sqrt(h / 1e5), 1e-14);
@@ -154,9 +154,9 @@ static void test_time_step_laplacian(void **state)
     (void)state;
     scene s;
     sphsim_error e;
-    const char *sets[] = {"fluid.viscosity={'type':'laplacian','dynamic_viscosity':500}"};
+    const char *sets[] = { "fluid.viscosity={'type':'laplacian','dynamic_viscosity':500}" };
     char *set = dq(sets[0]);
-    const char *sp[] = {set};
+    const char *sp[] = { set };
     assert_int_equal(load(&s, GOOD2, sp, 1, &e), SPHSIM_OK);
     double h = 0.013, c0 = 10.0 * sqrt(2.0 * 9.81 * 0.5);
     assert_int_equal(s.visc, VISC_LAPLACIAN);
@@ -175,7 +175,7 @@ static void test_fixed_dt_and_zero_end(void **state)
     scene s;
     sphsim_error e;
     /* time.dt larger than the stability limit is allowed and used as the base step */
-    const char *s1[] = {"time.dt=0.003", "output.interval=0.01"};
+    const char *s1[] = { "time.dt=0.003", "output.interval=0.01" };
     assert_int_equal(load(&s, GOOD2, s1, 2, &e), SPHSIM_OK);
     assert_true(s.dt_fixed == 0.003);
     assert_true(s.dt_cfl < 0.003);
@@ -185,14 +185,14 @@ static void test_fixed_dt_and_zero_end(void **state)
     scene_free(&s);
 
     /* an exact multiple: no extra step from rounding */
-    const char *s2[] = {"time.dt=0.001", "output.interval=0.01"};
+    const char *s2[] = { "time.dt=0.001", "output.interval=0.01" };
     assert_int_equal(load(&s, GOOD2, s2, 2, &e), SPHSIM_OK);
     assert_int_equal(s.steps_per_output, 10);
     assert_int_equal(s.n_steps, 1000);
     scene_free(&s);
 
     /* dt longer than the interval: one step per interval of exactly the interval */
-    const char *s3[] = {"time.dt=0.5", "output.interval=0.1"};
+    const char *s3[] = { "time.dt=0.5", "output.interval=0.1" };
     assert_int_equal(load(&s, GOOD2, s3, 2, &e), SPHSIM_OK);
     assert_int_equal(s.steps_per_output, 1);
     assert_close(s.dt, 0.1, 1e-15);
@@ -200,7 +200,7 @@ static void test_fixed_dt_and_zero_end(void **state)
     scene_free(&s);
 
     /* time.end = 0: interval 0, no steps, one snapshot */
-    const char *s4[] = {"time.end=0"};
+    const char *s4[] = { "time.end=0" };
     assert_int_equal(load(&s, GOOD2, s4, 1, &e), SPHSIM_OK);
     assert_true(s.out_interval == 0.0);
     assert_int_equal(s.n_steps, 0);
@@ -264,7 +264,7 @@ static void test_linear_eos_default_stiffness(void **state)
     (void)state;
     scene s;
     sphsim_error e;
-    const char *sets[] = {"fluid.eos.type=linear", "fluid.kernel=poly6"};
+    const char *sets[] = { "fluid.eos.type=linear", "fluid.kernel=poly6" };
     assert_int_equal(load(&s, GOOD2, sets, 2, &e), SPHSIM_OK);
     double c0 = 10.0 * sqrt(2.0 * 9.81 * 0.5);
     assert_close(s.stiffness, c0 * c0, 1e-14);
@@ -285,7 +285,7 @@ static void test_fluid_height_axis(void **state)
     assert_close(s.fluid_height, 0.8, 1e-14); /* along x: 0.8 - 0 */
     assert_close(s.sound_speed, 10.0 * sqrt(2.0 * 9.81 * 0.8), 1e-14);
     scene_free(&s);
-    const char *s2[] = {"gravity=[0,0]"};
+    const char *s2[] = { "gravity=[0,0]" };
     assert_int_equal(load(&s, json, s2, 1, &e), SPHSIM_OK);
     assert_close(s.fluid_height, 0.9, 1e-14); /* along y when g = 0 */
     scene_free(&s);
@@ -328,11 +328,11 @@ static void test_particles_mode(void **state)
     scene_free(&s);
 
     /* a fast group sets the reference speed; zero gravity and rest give the 1e-3 floor */
-    const char *s1[] = {"spheres.groups[1].velocity=[30,40]", "spheres.groups[1].velocity_jitter=0"};
+    const char *s1[] = { "spheres.groups[1].velocity=[30,40]", "spheres.groups[1].velocity_jitter=0" };
     assert_int_equal(load(&s, json, s1, 2, &e), SPHSIM_OK);
     assert_close(s.v_ref, 50.0, 1e-14);
     scene_free(&s);
-    const char *s2[] = {"gravity=[0,0]", "spheres.groups[1].velocity=[0,0]", "spheres.groups[1].velocity_jitter=0"};
+    const char *s2[] = { "gravity=[0,0]", "spheres.groups[1].velocity=[0,0]", "spheres.groups[1].velocity_jitter=0" };
     assert_int_equal(load(&s, json, s2, 3, &e), SPHSIM_OK);
     assert_close(s.v_ref, 1e-3, 1e-14);
     assert_close(s.dt_cfl, 0.25 * 0.01 / 1e-3, 1e-14);
@@ -596,7 +596,7 @@ static void test_set_overrides(void **state)
         "time.dt=1e-3",                  /* creates a key */
         "name=from set",                 /* string with a space */
         "time.end=0.5",
-        "time.end=0.4",                  /* later wins */
+        "time.end=0.4", /* later wins */
     };
     int n = (int)(sizeof sets / sizeof sets[0]);
     assert_int_equal(load(&s, GOOD2, sets, n, &e), SPHSIM_OK);
@@ -620,7 +620,7 @@ static void test_set_overrides(void **state)
 
     /* a whole object, and a value that is not valid JSON becomes a string */
     char *obj = dq("fluid.viscosity={'type':'laplacian','dynamic_viscosity':0.5}");
-    const char *s2[] = {obj, "fluid.eos.type=tait"};
+    const char *s2[] = { obj, "fluid.eos.type=tait" };
     assert_int_equal(load(&s, GOOD2, s2, 2, &e), SPHSIM_OK);
     assert_int_equal(s.visc, VISC_LAPLACIAN);
     assert_true(s.mu == 0.5);
@@ -638,31 +638,34 @@ static void test_set_errors(void **state)
         sphsim_status st;
         const char *part1, *part2;
     } cases[] = {
-        {"tank.max[2]=1", SPHSIM_E_SCENE, "--set tank.max[2]=1", "index 2 is beyond the end of tank.max (2 entries)"},
-        {"fluid.blocks[1].min=[0,0]", SPHSIM_E_SCENE, "index 1 is beyond the end of fluid.blocks (1 entries)", ""},
-        {"fluid.spacing.x=1", SPHSIM_E_SCENE, "fluid.spacing is 0.01, not an object", ""},
-        {"tank[0]=1", SPHSIM_E_SCENE, "tank is an object, not an array", ""},
-        {"fluid.eos[0]=1", SPHSIM_E_SCENE, "fluid.eos does not exist, so it cannot be indexed", ""},
-        {"fluid.spacing", SPHSIM_E_USAGE, "--set fluid.spacing: expected path=value", ""},
-        {"=5", SPHSIM_E_USAGE, "expected path=value", ""},
-        {"fluid..spacing=1", SPHSIM_E_USAGE, "empty key", ""},
-        {"tank.max[x]=1", SPHSIM_E_USAGE, "expected an index like [0]", ""},
-        {"[0]=1", SPHSIM_E_USAGE, "a path starts with a key", ""},
+        { "tank.max[2]=1", SPHSIM_E_SCENE, "--set tank.max[2]=1", "index 2 is beyond the end of tank.max (2 entries)" },
+        { "fluid.blocks[1].min=[0,0]", SPHSIM_E_SCENE, "index 1 is beyond the end of fluid.blocks (1 entries)", "" },
+        { "fluid.spacing.x=1", SPHSIM_E_SCENE, "fluid.spacing is 0.01, not an object", "" },
+        { "tank[0]=1", SPHSIM_E_SCENE, "tank is an object, not an array", "" },
+        { "fluid.eos[0]=1", SPHSIM_E_SCENE, "fluid.eos does not exist, so it cannot be indexed", "" },
+        { "fluid.spacing", SPHSIM_E_USAGE, "--set fluid.spacing: expected path=value", "" },
+        { "=5", SPHSIM_E_USAGE, "expected path=value", "" },
+        { "fluid..spacing=1", SPHSIM_E_USAGE, "empty key", "" },
+        { "tank.max[x]=1", SPHSIM_E_USAGE, "expected an index like [0]", "" },
+        { "[0]=1", SPHSIM_E_USAGE, "a path starts with a key", "" },
         /* values set by --set get the same checks, and say where they came from */
-        {"fluid.spacing=-1", SPHSIM_E_SCENE, "fluid.spacing: expected a number > 0, got -1",
-         "(value from --set fluid.spacing=-1)"},
-        {"fluid.spacing=abc", SPHSIM_E_SCENE, "fluid.spacing: expected a number > 0, got the string \"abc\"", "--set"},
-        {"fluid.spacing=1e400", SPHSIM_E_SCENE, "fluid.spacing: expected a number > 0, got a number too large", "--set"},
-        {"fluid.kernal=wendland", SPHSIM_E_SCENE, "fluid.kernal: unknown key; did you mean \"kernel\"?", "--set"},
-        {"fluid.kernel=wendlnd", SPHSIM_E_SCENE,
-         "fluid.kernel: unknown value \"wendlnd\"; expected one of \"poly6\", \"cubic_spline\", \"wendland\"; did you "
-         "mean \"wendland\"?",
-         "--set fluid.kernel=wendlnd"},
-        {"tank.max[0]=-1", SPHSIM_E_SCENE, "tank.max[0]: must be greater than min[0]", "--set tank.max[0]=-1"},
-        {"fluid.blocks[0]={}", SPHSIM_E_SCENE, "fluid.blocks[0].min: required key missing", "--set fluid.blocks[0]={}"},
+        { "fluid.spacing=-1", SPHSIM_E_SCENE, "fluid.spacing: expected a number > 0, got -1",
+          "(value from --set fluid.spacing=-1)" },
+        { "fluid.spacing=abc", SPHSIM_E_SCENE, "fluid.spacing: expected a number > 0, got the string \"abc\"",
+          "--set" },
+        { "fluid.spacing=1e400", SPHSIM_E_SCENE, "fluid.spacing: expected a number > 0, got a number too large",
+          "--set" },
+        { "fluid.kernal=wendland", SPHSIM_E_SCENE, "fluid.kernal: unknown key; did you mean \"kernel\"?", "--set" },
+        { "fluid.kernel=wendlnd", SPHSIM_E_SCENE,
+          "fluid.kernel: unknown value \"wendlnd\"; expected one of \"poly6\", \"cubic_spline\", \"wendland\"; did you "
+          "mean \"wendland\"?",
+          "--set fluid.kernel=wendlnd" },
+        { "tank.max[0]=-1", SPHSIM_E_SCENE, "tank.max[0]: must be greater than min[0]", "--set tank.max[0]=-1" },
+        { "fluid.blocks[0]={}", SPHSIM_E_SCENE, "fluid.blocks[0].min: required key missing",
+          "--set fluid.blocks[0]={}" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *sets[] = {cases[i].set};
+        const char *sets[] = { cases[i].set };
         memset(&e, 0, sizeof e);
         sphsim_status st = load(&s, GOOD2, sets, 1, &e);
         if (st != cases[i].st) fail_msg("--set %s: status %d, want %d (%s)", cases[i].set, st, cases[i].st, e.msg);
@@ -671,7 +674,7 @@ static void test_set_errors(void **state)
         assert_null(s.source_json);
     }
     /* an error unrelated to the override does not blame it */
-    const char *sets[] = {"grid.cell_ratio=2"};
+    const char *sets[] = { "grid.cell_ratio=2" };
     assert_int_equal(load(&s, HEAD2 "'fluid':{" BLK ",'spacing':0}," TAIL, sets, 1, &e), SPHSIM_E_SCENE);
     assert_null(strstr(e.msg, "--set"));
 }
@@ -685,156 +688,151 @@ typedef struct bad_case {
 } bad_case;
 
 static const bad_case BAD[] = {
-    {HEAD2 "'fluid':{" BLK ",'spacing':-0.01}," TAIL, "fluid.spacing: expected a number > 0, got -0.01", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'kernal':'wendland'}," TAIL,
-     "fluid.kernal: unknown key; did you mean \"kernel\"?", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'kernel':'wendlnd'}," TAIL,
-     "fluid.kernel: unknown value \"wendlnd\"; expected one of \"poly6\", \"cubic_spline\", \"wendland\"; did you "
-     "mean \"wendland\"?",
-     ""},
-    {"{'format':2,'dimensions':2}", "format: unsupported scene format 2; this sphsim reads format 1", ""},
-    {"{'format':'1','dimensions':2}", "format: expected the number 1, got the string \"1\"", ""},
-    {"{'dimensions':2}", "format: required key missing", ""},
-    {"{'format':1,'dimensions':4}", "dimensions: expected 2 or 3, got 4", ""},
-    {"{'format':1,'dimensions':2,'time':{'end':1}}", "tank: required key missing", ""},
-    {"{'format':1,'dimensions':2,'tank':{'min':[0,0],'max':[1,1,1]}}",
-     "tank.max: expected an array of 2 numbers (\"dimensions\" is 2), got an array of 3 entries", ""},
-    {"{'format':1,'dimensions':2,'tank':{'min':[0,0],'max':[1,0]}}",
-     "tank.max[1]: must be greater than min[1] (0 m), got 0 m; the tank is empty along y", ""},
-    {"{'format':1,'dimensions':2,'tank':{'min':[0,0],'max':[1e400,1]}}",
-     "tank.max[0]: expected a number, got a number too large in magnitude", ""},
-    {HEAD2 "'fluid':{'blocks':[{'min':[0,0],'max':[1.5,0.5]}],'spacing':0.01}," TAIL,
-     "fluid.blocks[0].max[0]: 1.5 m is outside the tank (tank.max[0] = 1 m)", ""},
-    {HEAD2 "'fluid':{'blocks':[{'min':[0,0],'max':[0.2,0.5]},{'min':[0.5,-0.1],'max':[0.7,0.5]}],'spacing':0.01},"
-           TAIL,
-     "fluid.blocks[1].min[1]: -0.1 m is outside the tank (tank.min[1] = 0 m)", ""},
-    {HEAD2 "'fluid':{'blocks':[{'min':[0,0],'max':[0.4,0.5]},{'min':[0.3,0.3],'max':[0.7,0.6]}],'spacing':0.01},"
-           TAIL,
-     "fluid.blocks[1]: overlaps fluid.blocks[0]", ""},
-    {HEAD2 "'fluid':{'blocks':[{'min':[0,0.5],'max':[0.4,0.5]}],'spacing':0.01}," TAIL,
-     "fluid.blocks[0].max[1]: must be greater than min[1] (0.5 m), got 0.5 m; the block is empty", ""},
-    {HEAD2 "'fluid':{'blocks':[],'spacing':0.01}," TAIL, "fluid.blocks: expected 1 to 64 fluid blocks, got 0", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':1e400}," TAIL,
-     "fluid.spacing: expected a number > 0, got a number too large in magnitude", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':2}," TAIL, "fluid.spacing: spacing 2 m gives no particle along x in "
-                                                  "fluid.blocks[0] (0.4 m wide)",
-     ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':1e-6}," TAIL, "fluid.spacing: spacing 1e-06 m gives 2e+11 fluid particles",
-     "more than the limit of 2e9"},
-    {HEAD2 "'fluid':{" BLK ",'particle_count':1e12}," TAIL,
-     "fluid.particle_count: expected an integer in 1..2000000000, got 1000000000000", ""},
-    {HEAD2 "'fluid':{" BLK ",'particle_count':0}," TAIL,
-     "fluid.particle_count: expected an integer in 1..2000000000, got 0",
-     ""},
-    {HEAD2 "'fluid':{" BLK ",'particle_count':2.5}," TAIL, "fluid.particle_count: expected an integer", "got 2.5"},
-    {HEAD2 "'fluid':{" BLK ",'particle_count':1000,'spacing':0.01}," TAIL,
-     "fluid.particle_count: not allowed together with fluid.spacing", ""},
-    {HEAD2 "'fluid':{" BLK "}," TAIL, "fluid.spacing: required key missing; give either \"spacing\"", ""},
-    {HEAD2 "'fluid':{'spacing':0.01}," TAIL, "fluid.blocks: required key missing", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'rest_density':0}," TAIL,
-     "fluid.rest_density: expected a number > 0, got 0", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'smoothing_length':0.1,'smoothing_length_factor':1.3}," TAIL,
-     "fluid.smoothing_length_factor: not allowed together with fluid.smoothing_length", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'smoothing_length':0.5}," TAIL,
-     "fluid.smoothing_length: 0.5 m is 50 times the particle spacing (0.01 m)", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'smoothing_length_factor':10}," TAIL,
-     "fluid.smoothing_length_factor: expected a number in [0.5, 4], got 10", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':{'stiffness':100}}," TAIL,
-     "fluid.eos.stiffness: only valid with \"type\": \"linear\"", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':{'type':'linear','gamma':7}}," TAIL,
-     "fluid.eos.gamma: only valid with \"type\": \"tait\"", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':{'gamma':0.5}}," TAIL,
-     "fluid.eos.gamma: expected a number >= 1, got 0.5",
-     ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':{'sound_speed':-3}}," TAIL,
-     "fluid.eos.sound_speed: expected a number > 0, got -3", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':{'type':'stiff'}}," TAIL,
-     "fluid.eos.type: unknown value \"stiff\"; expected one of \"tait\", \"linear\"", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':'tait'}," TAIL,
-     "fluid.eos: expected an object, got the string \"tait\"",
-     ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'viscosity':{'type':'laplacian','alpha':0.1}}," TAIL,
-     "fluid.viscosity.alpha: only valid with \"type\": \"artificial\"", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'viscosity':{'dynamic_viscosity':0.1}}," TAIL,
-     "fluid.viscosity.dynamic_viscosity: only valid with \"type\": \"laplacian\"", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'viscosity':{'alpha':-0.1}}," TAIL,
-     "fluid.viscosity.alpha: expected a number in [0, 10], got -0.1", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'boundary_layers':9}," TAIL,
-     "fluid.boundary_layers: expected an integer in 1..8, got 9", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'boundary_layers':true}," TAIL,
-     "fluid.boundary_layers: expected an integer in 1..8, got true", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01,'spacing':0.02}," TAIL, "fluid.spacing: duplicate key", ""},
-    {HEAD2 "'fluid':{'blocks':[{'min':[0,'a'],'max':[0.4,0.5]}],'spacing':0.01}," TAIL,
-     "fluid.blocks[0].min[1]: expected a number, got the string \"a\"", ""},
-    {HEAD2 "'fluid':{'blocks':[{'min':[0,0],'max':[0.4,0.5],'mx':1}],'spacing':0.01}," TAIL,
-     "fluid.blocks[0].mx: unknown key; did you mean \"max\"?", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01}}", "time: required key missing", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{}}", "time.end: required key missing", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':-1}}", "time.end: expected a number >= 0, got -1", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1,'cfl':1.5}}",
-     "time.cfl: expected a number in (0, 1], got 1.5",
-     ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1,'dt':0}}", "time.dt: expected a number > 0, got 0", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1,'max_speed':0}}",
-     "time.max_speed: expected a number > 0, got 0", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1,'dt':1e-12}}",
-     "time.dt: the run needs 1e+12 steps of 1e-12 s", "at most 1e9"},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1,'ned':2}}",
-     "time.ned: unknown key; did you mean \"end\"?", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1},'output':{'interval':2}}",
-     "output.interval: 2 s is longer than time.end (1 s)", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1},'output':{'fields':['position','velocty']}}",
-     "output.fields[1]: unknown value \"velocty\"", "did you mean \"velocity\"?"},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1},'output':{'fields':['velocity']}}",
-     "output.fields: must include \"position\"", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1},'output':{'fields':['position','id','id']}}",
-     "output.fields[2]: \"id\" is listed twice", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1},'grid':{'cell_ratio':5}}",
-     "grid.cell_ratio: expected a number in (0, 4], got 5", ""},
-    {HEAD2 "'fluid':{" BLK ",'spacing':0.01},'spheres':{'groups':[" GROUP "]}," TAIL,
-     "spheres: not allowed in mode \"sph\" (the default mode)", ""},
-    {HEAD2 "'spacing':0.01,'fluid':{" BLK ",'spacing':0.01}," TAIL,
-     "spacing: unknown key here; did you mean \"fluid.spacing\"?",
-     ""},
-    {"{'format':1,'dimensions':2,'tnak':{'min':[0,0],'max':[1,1]}," TAIL,
-     "tnak: unknown key; did you mean \"tank\"?", ""},
-    {"{'format':1,'dimensions':2,'mode':'sp','tank':{'min':[0,0],'max':[1,1]}," TAIL,
-     "mode: unknown value \"sp\"; expected one of \"sph\", \"particles\"; did you mean \"sph\"?", ""},
-    {"{'format':1,'dimensions':2,'name':5}", "name: expected a string, got 5", ""},
-    {"{'format':1,'dimensions':2,'name':''}", "name: expected a string of 1 to 127 characters", ""},
-    {HEAD2 "'gravity':'down','fluid':{" BLK ",'spacing':0.01}," TAIL,
-     "gravity: expected an array of 2 numbers (\"dimensions\" is 2), got the string \"down\"", ""},
-    {"[1,2]", "(top level): expected a JSON object at the top level of the scene, got an array of 2 entries", ""},
-    {PHEAD2 "'fluid':{" BLK ",'spacing':0.01},'spheres':{'groups':[" GROUP "]}," TAIL,
-     "fluid: not allowed in mode \"particles\"", ""},
-    {PHEAD2 TAIL, "spheres: required key missing (required in mode \"particles\")", ""},
-    {PHEAD2 "'spheres':{'groups':[" GROUP "],'restitution':1.5}," TAIL,
-     "spheres.restitution: expected a number in [0, 1], got 1.5", ""},
-    {PHEAD2 "'spheres':{'groups':[" GROUP "],'iterations':0}," TAIL,
-     "spheres.iterations: expected an integer in 1..100, got 0", ""},
-    {PHEAD2 "'spheres':{'groups':[{'count':100,'radius':0}]}," TAIL,
-     "spheres.groups[0].radius: expected a number > 0, got 0", ""},
-    {PHEAD2 "'spheres':{'groups':[{'radius':0.01}]}," TAIL, "spheres.groups[0].count: required key missing", ""},
-    {PHEAD2 "'spheres':{'groups':[" GROUP ",{'count':1000000,'radius':0.01}]}," TAIL,
-     "spheres.groups[1].count: 1000000 spheres of radius 0.01 m cannot fit in the tank", ""},
-    {PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'region':{'min':[0.5,0.5],'max':[0.51,0.9]}}]}," TAIL,
-     "spheres.groups[0].region: spheres of radius 0.01 m do not fit in a region 0.01 m wide along x", ""},
-    {PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'region':{'min':[0.5,0.5],'max':[1.51,0.9]}}]}," TAIL,
-     "spheres.groups[0].region.max[0]: 1.51 m is outside the tank", ""},
-    {PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'velocity':[1,2,3]}]}," TAIL,
-     "spheres.groups[0].velocity: expected an array of 2 numbers", ""},
-    {PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'placement':'randm'}]}," TAIL,
-     "spheres.groups[0].placement: unknown value \"randm\"", "did you mean \"random\"?"},
-    {PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'seed':-1}]}," TAIL,
-     "spheres.groups[0].seed: expected an integer in 0..9007199254740991, got -1", ""},
-    {PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'velocity_jitter':-1}]}," TAIL,
-     "spheres.groups[0].velocity_jitter: expected a number >= 0, got -1", ""},
-    {PHEAD2 "'spheres':{'groups':[" GROUP ",{'count':1,'radius':1e-7}]}," TAIL,
-     "spheres.groups[1].radius: 1e-07 m is too small for the tank: the tank is 5e+06 sphere diameters along x", ""},
-    {"{'format':1,'dimensions':3,'tank':{'min':[0,0,0],'max':[1e300,1e300,1e300]},'fluid':{'blocks':[{'min':[0,0,0],"
-     "'max':[1,1,1]}],'spacing':0.5}," TAIL,
-     "fluid.spacing: spacing 0.5 m gives about", "more than the limit of 2e9"},
-    {PHEAD2 "'spheres':{'groups':[1]}," TAIL, "spheres.groups[0]: expected an object (a sphere group), got 1", ""},
+    { HEAD2 "'fluid':{" BLK ",'spacing':-0.01}," TAIL, "fluid.spacing: expected a number > 0, got -0.01", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'kernal':'wendland'}," TAIL,
+      "fluid.kernal: unknown key; did you mean \"kernel\"?", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'kernel':'wendlnd'}," TAIL,
+      "fluid.kernel: unknown value \"wendlnd\"; expected one of \"poly6\", \"cubic_spline\", \"wendland\"; did you "
+      "mean \"wendland\"?",
+      "" },
+    { "{'format':2,'dimensions':2}", "format: unsupported scene format 2; this sphsim reads format 1", "" },
+    { "{'format':'1','dimensions':2}", "format: expected the number 1, got the string \"1\"", "" },
+    { "{'dimensions':2}", "format: required key missing", "" },
+    { "{'format':1,'dimensions':4}", "dimensions: expected 2 or 3, got 4", "" },
+    { "{'format':1,'dimensions':2,'time':{'end':1}}", "tank: required key missing", "" },
+    { "{'format':1,'dimensions':2,'tank':{'min':[0,0],'max':[1,1,1]}}",
+      "tank.max: expected an array of 2 numbers (\"dimensions\" is 2), got an array of 3 entries", "" },
+    { "{'format':1,'dimensions':2,'tank':{'min':[0,0],'max':[1,0]}}",
+      "tank.max[1]: must be greater than min[1] (0 m), got 0 m; the tank is empty along y", "" },
+    { "{'format':1,'dimensions':2,'tank':{'min':[0,0],'max':[1e400,1]}}",
+      "tank.max[0]: expected a number, got a number too large in magnitude", "" },
+    { HEAD2 "'fluid':{'blocks':[{'min':[0,0],'max':[1.5,0.5]}],'spacing':0.01}," TAIL,
+      "fluid.blocks[0].max[0]: 1.5 m is outside the tank (tank.max[0] = 1 m)", "" },
+    { HEAD2
+      "'fluid':{'blocks':[{'min':[0,0],'max':[0.2,0.5]},{'min':[0.5,-0.1],'max':[0.7,0.5]}],'spacing':0.01}," TAIL,
+      "fluid.blocks[1].min[1]: -0.1 m is outside the tank (tank.min[1] = 0 m)", "" },
+    { HEAD2 "'fluid':{'blocks':[{'min':[0,0],'max':[0.4,0.5]},{'min':[0.3,0.3],'max':[0.7,0.6]}],'spacing':0.01}," TAIL,
+      "fluid.blocks[1]: overlaps fluid.blocks[0]", "" },
+    { HEAD2 "'fluid':{'blocks':[{'min':[0,0.5],'max':[0.4,0.5]}],'spacing':0.01}," TAIL,
+      "fluid.blocks[0].max[1]: must be greater than min[1] (0.5 m), got 0.5 m; the block is empty", "" },
+    { HEAD2 "'fluid':{'blocks':[],'spacing':0.01}," TAIL, "fluid.blocks: expected 1 to 64 fluid blocks, got 0", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':1e400}," TAIL,
+      "fluid.spacing: expected a number > 0, got a number too large in magnitude", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':2}," TAIL,
+      "fluid.spacing: spacing 2 m gives no particle along x in "
+      "fluid.blocks[0] (0.4 m wide)",
+      "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':1e-6}," TAIL, "fluid.spacing: spacing 1e-06 m gives 2e+11 fluid particles",
+      "more than the limit of 2e9" },
+    { HEAD2 "'fluid':{" BLK ",'particle_count':1e12}," TAIL,
+      "fluid.particle_count: expected an integer in 1..2000000000, got 1000000000000", "" },
+    { HEAD2 "'fluid':{" BLK ",'particle_count':0}," TAIL,
+      "fluid.particle_count: expected an integer in 1..2000000000, got 0", "" },
+    { HEAD2 "'fluid':{" BLK ",'particle_count':2.5}," TAIL, "fluid.particle_count: expected an integer", "got 2.5" },
+    { HEAD2 "'fluid':{" BLK ",'particle_count':1000,'spacing':0.01}," TAIL,
+      "fluid.particle_count: not allowed together with fluid.spacing", "" },
+    { HEAD2 "'fluid':{" BLK "}," TAIL, "fluid.spacing: required key missing; give either \"spacing\"", "" },
+    { HEAD2 "'fluid':{'spacing':0.01}," TAIL, "fluid.blocks: required key missing", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'rest_density':0}," TAIL,
+      "fluid.rest_density: expected a number > 0, got 0", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'smoothing_length':0.1,'smoothing_length_factor':1.3}," TAIL,
+      "fluid.smoothing_length_factor: not allowed together with fluid.smoothing_length", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'smoothing_length':0.5}," TAIL,
+      "fluid.smoothing_length: 0.5 m is 50 times the particle spacing (0.01 m)", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'smoothing_length_factor':10}," TAIL,
+      "fluid.smoothing_length_factor: expected a number in [0.5, 4], got 10", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':{'stiffness':100}}," TAIL,
+      "fluid.eos.stiffness: only valid with \"type\": \"linear\"", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':{'type':'linear','gamma':7}}," TAIL,
+      "fluid.eos.gamma: only valid with \"type\": \"tait\"", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':{'gamma':0.5}}," TAIL,
+      "fluid.eos.gamma: expected a number >= 1, got 0.5", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':{'sound_speed':-3}}," TAIL,
+      "fluid.eos.sound_speed: expected a number > 0, got -3", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':{'type':'stiff'}}," TAIL,
+      "fluid.eos.type: unknown value \"stiff\"; expected one of \"tait\", \"linear\"", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'eos':'tait'}," TAIL,
+      "fluid.eos: expected an object, got the string \"tait\"", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'viscosity':{'type':'laplacian','alpha':0.1}}," TAIL,
+      "fluid.viscosity.alpha: only valid with \"type\": \"artificial\"", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'viscosity':{'dynamic_viscosity':0.1}}," TAIL,
+      "fluid.viscosity.dynamic_viscosity: only valid with \"type\": \"laplacian\"", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'viscosity':{'alpha':-0.1}}," TAIL,
+      "fluid.viscosity.alpha: expected a number in [0, 10], got -0.1", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'boundary_layers':9}," TAIL,
+      "fluid.boundary_layers: expected an integer in 1..8, got 9", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'boundary_layers':true}," TAIL,
+      "fluid.boundary_layers: expected an integer in 1..8, got true", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'spacing':0.02}," TAIL, "fluid.spacing: duplicate key", "" },
+    { HEAD2 "'fluid':{'blocks':[{'min':[0,'a'],'max':[0.4,0.5]}],'spacing':0.01}," TAIL,
+      "fluid.blocks[0].min[1]: expected a number, got the string \"a\"", "" },
+    { HEAD2 "'fluid':{'blocks':[{'min':[0,0],'max':[0.4,0.5],'mx':1}],'spacing':0.01}," TAIL,
+      "fluid.blocks[0].mx: unknown key; did you mean \"max\"?", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01}}", "time: required key missing", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{}}", "time.end: required key missing", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':-1}}", "time.end: expected a number >= 0, got -1", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1,'cfl':1.5}}",
+      "time.cfl: expected a number in (0, 1], got 1.5", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1,'dt':0}}", "time.dt: expected a number > 0, got 0", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1,'max_speed':0}}",
+      "time.max_speed: expected a number > 0, got 0", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1,'dt':1e-12}}",
+      "time.dt: the run needs 1e+12 steps of 1e-12 s", "at most 1e9" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1,'ned':2}}",
+      "time.ned: unknown key; did you mean \"end\"?", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1},'output':{'interval':2}}",
+      "output.interval: 2 s is longer than time.end (1 s)", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1},'output':{'fields':['position','velocty']}}",
+      "output.fields[1]: unknown value \"velocty\"", "did you mean \"velocity\"?" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1},'output':{'fields':['velocity']}}",
+      "output.fields: must include \"position\"", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1},'output':{'fields':['position','id','id']}}",
+      "output.fields[2]: \"id\" is listed twice", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'time':{'end':1},'grid':{'cell_ratio':5}}",
+      "grid.cell_ratio: expected a number in (0, 4], got 5", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'spheres':{'groups':[" GROUP "]}," TAIL,
+      "spheres: not allowed in mode \"sph\" (the default mode)", "" },
+    { HEAD2 "'spacing':0.01,'fluid':{" BLK ",'spacing':0.01}," TAIL,
+      "spacing: unknown key here; did you mean \"fluid.spacing\"?", "" },
+    { "{'format':1,'dimensions':2,'tnak':{'min':[0,0],'max':[1,1]}," TAIL, "tnak: unknown key; did you mean \"tank\"?",
+      "" },
+    { "{'format':1,'dimensions':2,'mode':'sp','tank':{'min':[0,0],'max':[1,1]}," TAIL,
+      "mode: unknown value \"sp\"; expected one of \"sph\", \"particles\"; did you mean \"sph\"?", "" },
+    { "{'format':1,'dimensions':2,'name':5}", "name: expected a string, got 5", "" },
+    { "{'format':1,'dimensions':2,'name':''}", "name: expected a string of 1 to 127 characters", "" },
+    { HEAD2 "'gravity':'down','fluid':{" BLK ",'spacing':0.01}," TAIL,
+      "gravity: expected an array of 2 numbers (\"dimensions\" is 2), got the string \"down\"", "" },
+    { "[1,2]", "(top level): expected a JSON object at the top level of the scene, got an array of 2 entries", "" },
+    { PHEAD2 "'fluid':{" BLK ",'spacing':0.01},'spheres':{'groups':[" GROUP "]}," TAIL,
+      "fluid: not allowed in mode \"particles\"", "" },
+    { PHEAD2 TAIL, "spheres: required key missing (required in mode \"particles\")", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP "],'restitution':1.5}," TAIL,
+      "spheres.restitution: expected a number in [0, 1], got 1.5", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP "],'iterations':0}," TAIL,
+      "spheres.iterations: expected an integer in 1..100, got 0", "" },
+    { PHEAD2 "'spheres':{'groups':[{'count':100,'radius':0}]}," TAIL,
+      "spheres.groups[0].radius: expected a number > 0, got 0", "" },
+    { PHEAD2 "'spheres':{'groups':[{'radius':0.01}]}," TAIL, "spheres.groups[0].count: required key missing", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP ",{'count':1000000,'radius':0.01}]}," TAIL,
+      "spheres.groups[1].count: 1000000 spheres of radius 0.01 m cannot fit in the tank", "" },
+    { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'region':{'min':[0.5,0.5],'max':[0.51,0.9]}}]}," TAIL,
+      "spheres.groups[0].region: spheres of radius 0.01 m do not fit in a region 0.01 m wide along x", "" },
+    { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'region':{'min':[0.5,0.5],'max':[1.51,0.9]}}]}," TAIL,
+      "spheres.groups[0].region.max[0]: 1.51 m is outside the tank", "" },
+    { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'velocity':[1,2,3]}]}," TAIL,
+      "spheres.groups[0].velocity: expected an array of 2 numbers", "" },
+    { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'placement':'randm'}]}," TAIL,
+      "spheres.groups[0].placement: unknown value \"randm\"", "did you mean \"random\"?" },
+    { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'seed':-1}]}," TAIL,
+      "spheres.groups[0].seed: expected an integer in 0..9007199254740991, got -1", "" },
+    { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'velocity_jitter':-1}]}," TAIL,
+      "spheres.groups[0].velocity_jitter: expected a number >= 0, got -1", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP ",{'count':1,'radius':1e-7}]}," TAIL,
+      "spheres.groups[1].radius: 1e-07 m is too small for the tank: the tank is 5e+06 sphere diameters along x", "" },
+    { "{'format':1,'dimensions':3,'tank':{'min':[0,0,0],'max':[1e300,1e300,1e300]},'fluid':{'blocks':[{'min':[0,0,0],"
+      "'max':[1,1,1]}],'spacing':0.5}," TAIL,
+      "fluid.spacing: spacing 0.5 m gives about", "more than the limit of 2e9" },
+    { PHEAD2 "'spheres':{'groups':[1]}," TAIL, "spheres.groups[0]: expected an object (a sphere group), got 1", "" },
 };
 
 static void test_bad_inline(void **state)

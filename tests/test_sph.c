@@ -22,7 +22,7 @@
 #include "sph.h"
 #include "../kernels/sph_kernel_fns.h"
 
-static const char *kname[] = {"poly6", "cubic", "wendland"};
+static const char *kname[] = { "poly6", "cubic", "wendland" };
 
 /* ------------------------------------------------------------------ host: kernels */
 
@@ -71,7 +71,7 @@ static void test_kernel_continuum(void **state)
     (void)state;
     for (int dims = 2; dims <= 3; ++dims)
         for (int kernel = 0; kernel < 3; ++kernel) {
-            const kctx c = {kernel, dims, 0.013};
+            const kctx c = { kernel, dims, 0.013 };
             const double w = radial_integral(dims, 2 * c.h, 20000, g_w, &c);
             const double m1 = radial_integral(dims, 2 * c.h, 20000, g_first_moment, &c);
             print_message("  %dD %-8s int W dV = %.10f   -(1/d) int r^2 F dV = %.10f\n", dims, kname[kernel], w, m1);
@@ -79,7 +79,7 @@ static void test_kernel_continuum(void **state)
             assert_true(fabs(m1 - 1.0) < 1e-9);
         }
     for (int dims = 2; dims <= 3; ++dims) {
-        const kctx c = {0, dims, 0.013};
+        const kctx c = { 0, dims, 0.013 };
         const double l = radial_integral(dims, 2 * c.h, 20000, g_lap_moment, &c);
         print_message("  %dD viscosity (1/2d) int r^2 lap W dV = %.10f\n", dims, l);
         assert_true(fabs(l - 1.0) < 1e-9);
@@ -108,7 +108,8 @@ static void test_viscosity_kernel_2d_3d(void **state)
         double worst = 0.0;
         for (int k = 1; k < 10; ++k) {
             const double r = 0.1 * k * H, d = 1e-5 * H;
-            const double wp = sphk_visc_w(dims, H, r + d), w0 = sphk_visc_w(dims, H, r), wm = sphk_visc_w(dims, H, r - d);
+            const double wp = sphk_visc_w(dims, H, r + d), w0 = sphk_visc_w(dims, H, r),
+                         wm = sphk_visc_w(dims, H, r - d);
             const double lap = (wp - 2 * w0 + wm) / (d * d) + (dims - 1) * (wp - wm) / (2 * d) / r;
             const double expect = norm * (H - r);
             const double rel = fabs(lap - expect) / (norm * H);
@@ -133,36 +134,37 @@ static void test_kernel_lattice(void **state)
 {
     (void)state;
     /* tolerances [dims-2][h index][kernel] for |sum V W - 1| */
-    static const double tol_w[2][2][3] = {{{0.008, 0.002, 0.016}, {0.001, 0.0002, 0.002}},
-                                          {{0.010, 0.004, 0.015}, {0.0002, 0.0002, 0.001}}};
-    static const double tol_g[2][2][3] = {{{0.6, 0.01, 0.075}, {0.4, 0.002, 0.013}},
-                                          {{0.45, 0.027, 0.05}, {0.11, 0.001, 0.005}}};
-    static const double tol_m1[2][2][3] = {{{0.09, 0.033, 0.04}, {0.023, 0.0014, 0.0012}},
-                                           {{0.053, 0.01, 0.032}, {0.0042, 0.0011, 0.0009}}};
-    static const double tol_lap[2][2] = {{0.11, 0.027}, {0.11, 0.012}};
-    static const double hf[2] = {1.3, 2.0};
+    static const double tol_w[2][2][3] = { { { 0.008, 0.002, 0.016 }, { 0.001, 0.0002, 0.002 } },
+                                           { { 0.010, 0.004, 0.015 }, { 0.0002, 0.0002, 0.001 } } };
+    static const double tol_g[2][2][3] = { { { 0.6, 0.01, 0.075 }, { 0.4, 0.002, 0.013 } },
+                                           { { 0.45, 0.027, 0.05 }, { 0.11, 0.001, 0.005 } } };
+    static const double tol_m1[2][2][3] = { { { 0.09, 0.033, 0.04 }, { 0.023, 0.0014, 0.0012 } },
+                                            { { 0.053, 0.01, 0.032 }, { 0.0042, 0.0011, 0.0009 } } };
+    static const double tol_lap[2][2] = { { 0.11, 0.027 }, { 0.11, 0.012 } };
+    static const double hf[2] = { 1.3, 2.0 };
     uint64_t seed = 12345;
     for (int dims = 2; dims <= 3; ++dims)
         for (int hi = 0; hi < 2; ++hi) {
             const double dx = 0.01, h = hf[hi] * dx, V = pow(dx, dims);
             const int R = (int)ceil(2 * h / dx) + 2, Rz = dims == 3 ? R : 0;
-            double worst_w[3] = {0}, worst_g[3] = {0}, worst_m1[3] = {0}, worst_lap = 0, sym_g = 0;
+            double worst_w[3] = { 0 }, worst_g[3] = { 0 }, worst_m1[3] = { 0 }, worst_lap = 0, sym_g = 0;
             for (int trial = 0; trial < 21; ++trial) {
-                double x0[3] = {0, 0, 0};
+                double x0[3] = { 0, 0, 0 };
                 if (trial > 0)
                     for (int a = 0; a < dims; ++a) x0[a] = 0.5 * dx * ref_sph_rand(&seed);
                 for (int kernel = 0; kernel < 3; ++kernel) {
-                    double sw = 0, sg[3] = {0, 0, 0}, m1 = 0, lap = 0;
+                    double sw = 0, sg[3] = { 0, 0, 0 }, m1 = 0, lap = 0;
                     for (int k = -Rz; k <= Rz; ++k)
                         for (int j = -R; j <= R; ++j)
                             for (int i = -R; i <= R; ++i) {
-                                const double d[3] = {x0[0] - i * dx, x0[1] - j * dx, x0[2] - k * dx};
+                                const double d[3] = { x0[0] - i * dx, x0[1] - j * dx, x0[2] - k * dx };
                                 const double r = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
                                 sw += V * sphk_w(kernel, dims, h, r);
                                 const double F = sphk_f(kernel, dims, h, r);
                                 for (int a = 0; a < 3; ++a) sg[a] += V * F * d[a];
                                 m1 -= V * F * r * r / dims;
-                                if (kernel == 0) lap += V * r * r * sphk_visc_lap(r, 2 * h, sphk_norm_lap(dims, h)) / (2 * dims);
+                                if (kernel == 0)
+                                    lap += V * r * r * sphk_visc_lap(r, 2 * h, sphk_norm_lap(dims, h)) / (2 * dims);
                             }
                     const double g = sqrt(sg[0] * sg[0] + sg[1] * sg[1] + sg[2] * sg[2]) * h; /* dimensionless */
                     if (trial == 0 && g > sym_g) sym_g = g;
@@ -177,8 +179,8 @@ static void test_kernel_lattice(void **state)
             print_message("  %dD h = %.1f dx: sum V W - 1 (poly6/cubic/wendland) = %.1e %.1e %.1e; "
                           "|sum V grad W| h = %.1e %.1e %.1e (at a lattice point %.0e); "
                           "first moment - 1 = %.1e %.1e %.1e; Laplacian moment - 1 = %.1e\n",
-                          dims, hf[hi], worst_w[0], worst_w[1], worst_w[2], worst_g[0], worst_g[1], worst_g[2],
-                          sym_g, worst_m1[0], worst_m1[1], worst_m1[2], worst_lap);
+                          dims, hf[hi], worst_w[0], worst_w[1], worst_w[2], worst_g[0], worst_g[1], worst_g[2], sym_g,
+                          worst_m1[0], worst_m1[1], worst_m1[2], worst_lap);
             assert_true(sym_g < 1e-12); /* exact by symmetry at a lattice point */
             for (int kernel = 0; kernel < 3; ++kernel) {
                 assert_true(worst_w[kernel] < tol_w[dims - 2][hi][kernel]);
@@ -194,7 +196,7 @@ static void test_params_and_prepare(void **state)
 {
     (void)state;
     scene s;
-    const int nt[3] = {8, 8, 8}, nf[3] = {4, 4, 4};
+    const int nt[3] = { 8, 8, 8 }, nf[3] = { 4, 4, 4 };
     ref_sph_scene(&s, 2, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
     sph_params p;
     sph_params_from_scene(&s, &p);
@@ -310,8 +312,8 @@ static void run_alloc(ocl_device *d, run *r, size_t n, const scene *s) { run_all
 
 static void run_free(run *r)
 {
-    cl_mem all[] = {r->st.pos, r->st.vel, r->st.pos_next, r->st.vel_next, r->st.pos_p,
-                    r->st.mass, r->st.type, r->st.flags, r->cs, r->ce, r->gpb};
+    cl_mem all[] = { r->st.pos,  r->st.vel,   r->st.pos_next, r->st.vel_next, r->st.pos_p, r->st.mass,
+                     r->st.type, r->st.flags, r->cs,          r->ce,          r->gpb };
     for (size_t k = 0; k < sizeof all / sizeof all[0]; ++k)
         if (all[k]) clReleaseMemObject(all[k]);
     free(r->order);
@@ -335,7 +337,7 @@ static void run_upload(ocl_device *d, sph_solver *sol, run *r, const particles *
         mass[k] = p->mass[i];
         type[k] = p->type[i];
     }
-    const uint32_t zero[2] = {0, 0}; /* flag bits, wall put-backs */
+    const uint32_t zero[2] = { 0, 0 }; /* flag bits, wall put-backs */
     /* both pairs, as a run's are after its first step: the list tests run the density stage
      * alone at times and then read the walls' density from either (upload_moved) */
     assert_int_equal(device_write(d, r->st.pos, 0, 16 * n, pos, &e), SPHSIM_OK);
@@ -410,9 +412,9 @@ static void run_step(ocl_device *d, sph_solver *s, run *r, size_t n, float *rho,
         if (pw == 8) {
             /* with lists, the record's second half: the state's (v, rho) for fluid, (0, -rho_w)
              * for walls, which the loops read instead of vel */
-            const float want[4] = {type[k] == PTYPE_FLUID ? vel[4 * k] : 0.0f,
-                                   type[k] == PTYPE_FLUID ? vel[4 * k + 1] : 0.0f,
-                                   type[k] == PTYPE_FLUID ? vel[4 * k + 2] : 0.0f, vel[4 * k + 3]};
+            const float want[4] = { type[k] == PTYPE_FLUID ? vel[4 * k] : 0.0f,
+                                    type[k] == PTYPE_FLUID ? vel[4 * k + 1] : 0.0f,
+                                    type[k] == PTYPE_FLUID ? vel[4 * k + 2] : 0.0f, vel[4 * k + 3] };
             assert_memory_equal(pp + 8 * k + 4, want, 16);
         }
         memcpy(pos_next + 4 * i, b4 + 4 * k, 16);
@@ -482,11 +484,11 @@ typedef struct scheme {
 } scheme;
 
 static const scheme schemes[] = {
-    {KERNEL_POLY6, EOS_LINEAR, VISC_LAPLACIAN},     /* Mueller et al. 2003 */
-    {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL},   /* weakly compressible (the default) */
-    {KERNEL_CUBIC, EOS_TAIT, VISC_ARTIFICIAL},
-    {KERNEL_WENDLAND, EOS_TAIT, VISC_LAPLACIAN},    /* Morris laminar viscosity */
-    {KERNEL_CUBIC, EOS_LINEAR, VISC_LAPLACIAN},
+    { KERNEL_POLY6, EOS_LINEAR, VISC_LAPLACIAN },   /* Mueller et al. 2003 */
+    { KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL }, /* weakly compressible (the default) */
+    { KERNEL_CUBIC, EOS_TAIT, VISC_ARTIFICIAL },
+    { KERNEL_WENDLAND, EOS_TAIT, VISC_LAPLACIAN }, /* Morris laminar viscosity */
+    { KERNEL_CUBIC, EOS_LINEAR, VISC_LAPLACIAN },
 };
 
 /* One device step against the brute-force double reference, for every scheme, 2D and 3D.
@@ -536,8 +538,7 @@ static void compare_step(const particles *p, const double *rho_r, const double *
     e_p /= p_max;
     print_message("  %s n = %4zu: rho %.0f..%.0f, max |a dt| = %.3g m/s; "
                   "max p %.3g Pa (walls %.3g Pa); max rel err rho %.1e, p %.1e, x_next %.1e, v_next %.1e\n",
-                  label, n, rho_min, rho_max, dv_max,
-                  p_max, pw_max, e_rho, e_p, e_x, e_v);
+                  label, n, rho_min, rho_max, dv_max, p_max, pw_max, e_rho, e_p, e_x, e_v);
     assert_true(rho_max - rho_min > 10.0); /* the perturbation really changed densities */
     assert_true(pw_max > 0.01 * p_max);    /* the walls felt the fluid */
     assert_true(e_rho < 2e-6);
@@ -562,19 +563,27 @@ static void step_vs_reference(fixture *f, sph_solver *sol, run *r, const scene *
     compare_step(p, rho_r, p_r, x_r, v_r, rho_d, p_d, x_d, v_d, label);
     assert_int_equal(flags_d, flags_r);
     assert_int_equal(flags_d, 0);
-    free(rho_r); free(p_r); free(x_r); free(v_r);
-    free(rho_d); free(p_d); free(x_d); free(v_d);
+    free(rho_r);
+    free(p_r);
+    free(x_r);
+    free(v_r);
+    free(rho_d);
+    free(p_d);
+    free(x_d);
+    free(v_d);
 }
 
 /* The small tank of the step tests (dx 1 cm, h 1.3 dx, alpha 0.5), its particles prepared
  * (hydrostatic start) and perturbed with `seed`; the fluid block nfluid dx per axis (NULL: the
  * default), moved `shift` dx along x. */
-static void perturbed_scene_block(scene *s, particles *p, int dims, const scheme *sc, uint64_t seed,
-                                  const int *nfluid, int shift)
+static void perturbed_scene_block(scene *s, particles *p, int dims, const scheme *sc, uint64_t seed, const int *nfluid,
+                                  int shift)
 {
-    const int nt[3] = {12, 12, 6}, nf2[3] = {8, 8, 1}, nf3[3] = {5, 5, 4}, nt3[3] = {6, 6, 6};
+    const int nt[3] = { 12, 12, 6 }, nf2[3] = { 8, 8, 1 }, nf3[3] = { 5, 5, 4 }, nt3[3] = { 6, 6, 6 };
     ref_sph_scene(s, dims, sc->kernel, sc->eos, sc->visc, 0.01, 1.3, dims == 2 ? nt : nt3,
-                  nfluid ? nfluid : dims == 2 ? nf2 : nf3);
+                  nfluid      ? nfluid
+                  : dims == 2 ? nf2
+                              : nf3);
     s->blocks[0].min[0] += shift * s->spacing;
     s->blocks[0].max[0] += shift * s->spacing;
     s->alpha = 0.5;
@@ -640,10 +649,10 @@ static void host_rebuild_step(fixture *f, const scene *s, const particles *p, in
 static void rebuild_ways_agree(fixture *f, const scene *s, const particles *p, int lists)
 {
     const size_t n = p->n, cap = sph_list_cap(s);
-    static const char *const way[2] = {"apart", "fused"};
+    static const char *const way[2] = { "apart", "fused" };
     float *a[2][4];
     uint32_t *counts[2], *entries[2];
-    const size_t w[4] = {1, 1, 4, 4}; /* floats per particle: rho, p, x_next, v_next */
+    const size_t w[4] = { 1, 1, 4, 4 }; /* floats per particle: rho, p, x_next, v_next */
     for (int m = 0; m < 2; ++m) {
         for (int k = 0; k < 4; ++k) assert_non_null(a[m][k] = calloc(w[k] * n, sizeof(float)));
         assert_non_null(counts[m] = calloc(n, sizeof(uint32_t)));
@@ -666,44 +675,44 @@ static void rebuild_ways_agree(fixture *f, const scene *s, const particles *p, i
 static void test_step_vs_reference(void **state)
 {
     fixture *f = *state;
-    static const char *const mode[6] = {"walk    ", "lists   ", "overflow", "3 parts ", "3 parts4", "mixed   "};
+    static const char *const mode[6] = { "walk    ", "lists   ", "overflow", "3 parts ", "3 parts4", "mixed   " };
     for (int lists = 0; lists <= 5; ++lists)
-    for (int dims = 2; dims <= 3; ++dims)
-        for (size_t si = 0; si < sizeof schemes / sizeof schemes[0]; ++si) {
-            const scheme *sc = &schemes[si];
-            scene s;
-            particles p;
-            perturbed_scene(&s, &p, dims, sc, 1000 + si);
-            s.mu = 20.0;
-            const size_t n = p.n;
+        for (int dims = 2; dims <= 3; ++dims)
+            for (size_t si = 0; si < sizeof schemes / sizeof schemes[0]; ++si) {
+                const scheme *sc = &schemes[si];
+                scene s;
+                particles p;
+                perturbed_scene(&s, &p, dims, sc, 1000 + si);
+                s.mu = 20.0;
+                const size_t n = p.n;
 
-            s.skin = 0.1;
-            /* lists: the first step builds them. The host reads that decision in the overflow,
+                s.skin = 0.1;
+                /* lists: the first step builds them. The host reads that decision in the overflow,
              * "3 parts4" and mixed modes, as sim.c does by default, and launches the kernels
              * of a step it knows rebuilds, here the lists alone and then the densities from
              * them (GPUs' default); in the others the kernels read it on the device
              * (SPHSIM_GO_ON_HOST=0) and the build sums the densities (sph_density) */
-            const int host = lists == 2 || lists == 4 || lists == 5;
-            sph_solver *sol = make_solver_way(&f->d, &s, lists, n, host ? "apart" : "fused");
-            run r;
-            run_alloc(&f->d, &r, n, &s);
-            run_upload(&f->d, sol, &r, &p);
-            if (host) {
-                sphsim_error e;
-                assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
-                expect_go(sol, 1);
-            }
-            char label[96];
-            snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s %s", mode[lists], dims, kname[sc->kernel],
-                     sc->eos == EOS_LINEAR ? "linear" : "tait", sc->visc == VISC_LAPLACIAN ? "laplacian" : "artificial",
-                     host ? "host" : "");
-            step_vs_reference(f, sol, &r, &s, &p, label);
-            if (host) rebuild_ways_agree(f, &s, &p, lists);
+                const int host = lists == 2 || lists == 4 || lists == 5;
+                sph_solver *sol = make_solver_way(&f->d, &s, lists, n, host ? "apart" : "fused");
+                run r;
+                run_alloc(&f->d, &r, n, &s);
+                run_upload(&f->d, sol, &r, &p);
+                if (host) {
+                    sphsim_error e;
+                    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+                    expect_go(sol, 1);
+                }
+                char label[96];
+                snprintf(label, sizeof label, "%s %dD %-8s %-6s %-10s %s", mode[lists], dims, kname[sc->kernel],
+                         sc->eos == EOS_LINEAR ? "linear" : "tait",
+                         sc->visc == VISC_LAPLACIAN ? "laplacian" : "artificial", host ? "host" : "");
+                step_vs_reference(f, sol, &r, &s, &p, label);
+                if (host) rebuild_ways_agree(f, &s, &p, lists);
 
-            run_free(&r);
-            sph_destroy(sol);
-            particles_free(&p);
-        }
+                run_free(&r);
+                sph_destroy(sol);
+                particles_free(&p);
+            }
 }
 
 /* A wall particle's list build skips the cells without fluid (sph_cell_fluid, on the grid and
@@ -718,53 +727,53 @@ static void test_step_vs_reference(void **state)
 static void test_walls_beside_dry_cells(void **state)
 {
     fixture *f = *state;
-    static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
-    static const int modes[2] = {1, 4};
+    static const scheme wcsph = { KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL };
+    static const int modes[2] = { 1, 4 };
     for (int m = 0; m < 2; ++m)
         for (int far = 0; far <= 1; ++far)
-        for (int dims = 2; dims <= 3; ++dims) {
-            const int lists = modes[m], host = lists == 4;
-            const int nf3[3] = {3, 6, 4}; /* 2D: the default block */
-            scene s;
-            particles p;
-            perturbed_scene_block(&s, &p, dims, &wcsph, 77 + dims, dims == 2 ? NULL : nf3,
-                                  far ? (dims == 2 ? 4 : 3) : 0);
-            s.skin = 0.1;
-            sph_solver *sol = make_solver_way(&f->d, &s, lists, p.n, host ? "apart" : "fused");
-            run r;
-            /* the grid sim.c gives lists (cells support (1 + skin) wide) and the cells' fluid
+            for (int dims = 2; dims <= 3; ++dims) {
+                const int lists = modes[m], host = lists == 4;
+                const int nf3[3] = { 3, 6, 4 }; /* 2D: the default block */
+                scene s;
+                particles p;
+                perturbed_scene_block(&s, &p, dims, &wcsph, 77 + dims, dims == 2 ? NULL : nf3,
+                                      far ? (dims == 2 ? 4 : 3) : 0);
+                s.skin = 0.1;
+                sph_solver *sol = make_solver_way(&f->d, &s, lists, p.n, host ? "apart" : "fused");
+                run r;
+                /* the grid sim.c gives lists (cells support (1 + skin) wide) and the cells' fluid
              * flags on it (sph_bind_check), which a wall particle's build reads */
-            run_alloc_cell(&f->d, &r, p.n, &s, 2.0 * s.h * (1.0 + s.skin));
-            sphsim_error e;
-            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
-            /* cells with fluid and cells with walls, then the neighbours (x, x + 1) in a row
+                run_alloc_cell(&f->d, &r, p.n, &s, 2.0 * s.h * (1.0 + s.skin));
+                sphsim_error e;
+                assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
+                /* cells with fluid and cells with walls, then the neighbours (x, x + 1) in a row
              * of which one has walls and no fluid and the other fluid */
-            uint8_t *kind = calloc(r.gp.n_cells, 1);
-            assert_non_null(kind);
-            for (size_t i = 0; i < p.n; ++i)
-                kind[ref_sph_cell_index(&r.gp, p.pos + 4 * i)] |= p.type[i] == PTYPE_FLUID ? 1u : 2u;
-            size_t pairs[2] = {0, 0}; /* dry then wet, wet then dry */
-            for (uint32_t c = 0; c + 1 < r.gp.n_cells; ++c)
-                if (c % r.gp.ncell[0] + 1 < r.gp.ncell[0]) {
-                    pairs[0] += kind[c] == 2u && (kind[c + 1] & 1u);
-                    pairs[1] += (kind[c] & 1u) && kind[c + 1] == 2u;
+                uint8_t *kind = calloc(r.gp.n_cells, 1);
+                assert_non_null(kind);
+                for (size_t i = 0; i < p.n; ++i)
+                    kind[ref_sph_cell_index(&r.gp, p.pos + 4 * i)] |= p.type[i] == PTYPE_FLUID ? 1u : 2u;
+                size_t pairs[2] = { 0, 0 }; /* dry then wet, wet then dry */
+                for (uint32_t c = 0; c + 1 < r.gp.n_cells; ++c)
+                    if (c % r.gp.ncell[0] + 1 < r.gp.ncell[0]) {
+                        pairs[0] += kind[c] == 2u && (kind[c + 1] & 1u);
+                        pairs[1] += (kind[c] & 1u) && kind[c + 1] == 2u;
+                    }
+                free(kind);
+                const size_t want = pairs[far ? 0 : 1]; /* the placement's kind */
+                assert_true(want > 0);
+                run_upload(&f->d, sol, &r, &p);
+                if (host) {
+                    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+                    expect_go(sol, 1);
                 }
-            free(kind);
-            const size_t want = pairs[far ? 0 : 1]; /* the placement's kind */
-            assert_true(want > 0);
-            run_upload(&f->d, sol, &r, &p);
-            if (host) {
-                assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
-                expect_go(sol, 1);
+                char label[96];
+                snprintf(label, sizeof label, "fluid at the %s wall %dD, %zu %s neighbours, %s", far ? "far " : "near",
+                         dims, want, far ? "dry-wet" : "wet-dry", host ? "3 parts4, host" : "lists");
+                step_vs_reference(f, sol, &r, &s, &p, label);
+                run_free(&r);
+                sph_destroy(sol);
+                particles_free(&p);
             }
-            char label[96];
-            snprintf(label, sizeof label, "fluid at the %s wall %dD, %zu %s neighbours, %s", far ? "far " : "near", dims,
-                     want, far ? "dry-wet" : "wet-dry", host ? "3 parts4, host" : "lists");
-            step_vs_reference(f, sol, &r, &s, &p, label);
-            run_free(&r);
-            sph_destroy(sol);
-            particles_free(&p);
-        }
 }
 
 /* Neighbour lists kept over a step: lists built at positions X0 (in a grid of cells support
@@ -806,8 +815,9 @@ static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p,
             sorted_v[4 * k + 3] = w0 < 0.0f ? w0 : w1;
         }
     free(dev_v);
-    const cl_mem bufs[4] = {r->st.pos, r->st.pos_next, r->st.vel, r->st.vel_next};
-    for (int b = 0; b < 4; ++b) assert_int_equal(device_write(&f->d, bufs[b], 0, 16 * n, b < 2 ? sorted : sorted_v, &e), SPHSIM_OK);
+    const cl_mem bufs[4] = { r->st.pos, r->st.pos_next, r->st.vel, r->st.vel_next };
+    for (int b = 0; b < 4; ++b)
+        assert_int_equal(device_write(&f->d, bufs[b], 0, 16 * n, b < 2 ? sorted : sorted_v, &e), SPHSIM_OK);
     /* and into the neighbour records, from which the forces loop also takes a fluid particle's
      * own x and v (with lists, kernels/sph_forces.cl): the density stage wrote them for the old
      * positions; p/rho^2 and rho stay */
@@ -836,10 +846,10 @@ static void nudge_fluid(const scene *s, particles *p, double step, uint64_t seed
  * `at_rest`, the time step times dt_scale), its solver with lists (`lists` as for
  * make_solver_lists) and a run on cells of the list radius, uploaded. list_test_setup: skin 0.2,
  * the perturbed velocities. */
-static sph_solver *list_test_setup_skin(fixture *f, scene *s, particles *p, run *r, int dims, uint64_t seed,
-                                        int lists, double skin, int at_rest, double dt_scale)
+static sph_solver *list_test_setup_skin(fixture *f, scene *s, particles *p, run *r, int dims, uint64_t seed, int lists,
+                                        double skin, int at_rest, double dt_scale)
 {
-    static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
+    static const scheme wcsph = { KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL };
     perturbed_scene(s, p, dims, &wcsph, seed);
     s->skin = skin;
     s->dt *= dt_scale;
@@ -881,8 +891,7 @@ static size_t go_ahead_run(fixture *f, int dims, int ahead, float *out[3])
         int go = -1, done = 0;
         if (ahead && !force)
             assert_int_equal(sph_read_go_ahead(sol, r.cs, r.ce, r.gpb, &r.st, &go, &done, &e), SPHSIM_OK);
-        else
-            assert_int_equal(sph_read_go(sol, &go, &e), SPHSIM_OK);
+        else assert_int_equal(sph_read_go(sol, &go, &e), SPHSIM_OK);
         assert_int_equal(go, step == 0 || force); /* the others keep the lists */
         assert_int_equal(done, ahead && !go);
         if (step > 0) {
@@ -899,7 +908,7 @@ static size_t go_ahead_run(fixture *f, int dims, int ahead, float *out[3])
     long walkers = 0;
     assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPHSIM_OK);
     assert_true(walkers > 0); /* the lowered cap leaves some particles walking */
-    const cl_mem bufs[3] = {r.st.pos_next, r.st.vel, r.st.pos_p};
+    const cl_mem bufs[3] = { r.st.pos_next, r.st.vel, r.st.pos_p };
     for (int k = 0; k < 3; ++k) {
         assert_non_null(out[k] = malloc((k == 2 ? 32 : 16) * n));
         assert_int_equal(device_read(&f->d, bufs[k], 0, (k == 2 ? 32 : 16) * n, out[k], &e), SPHSIM_OK);
@@ -932,7 +941,7 @@ static void test_go_ahead(void **state)
 static void test_list_keep(void **state)
 {
     fixture *f = *state;
-    static const int modes[3] = {1, 2, 5}; /* full lists, every list over, half of them over */
+    static const int modes[3] = { 1, 2, 5 }; /* full lists, every list over, half of them over */
     for (int mi = 0; mi < 3; ++mi)
         for (int dims = 2; dims <= 3; ++dims) {
             const int lists = modes[mi];
@@ -973,7 +982,10 @@ static void test_list_keep(void **state)
              * and upload_moved writes both pairs alike */
             assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), !host);
             char label[64];
-            snprintf(label, sizeof label, "kept %s %dD", lists == 1 ? "lists   " : lists == 2 ? "overflow" : "mixed   ",
+            snprintf(label, sizeof label, "kept %s %dD",
+                     lists == 1   ? "lists   "
+                     : lists == 2 ? "overflow"
+                                  : "mixed   ",
                      dims);
             step_vs_reference(f, sol, &r, &s, &p, label);
             long rebuilds = 0;
@@ -1026,13 +1038,13 @@ typedef struct check_case {
                              fluid cell; 7: a_even for all, then, after the step, the first fluid
                              particle's new x NaN (one NaN among finite cell mates) */
     double a_even, a_odd; /* d / (skin R) along x */
-    int check;           /* 0: SPHSIM_LIST_CHECK=0; 2: bound to a grid whose cell boxes would
+    int check;            /* 0: SPHSIM_LIST_CHECK=0; 2: bound to a grid whose cell boxes would
                             exceed the device's largest buffer (the check stays off) */
     int want_rebuild;
-    int lists;           /* make_solver_lists' mode: 1 full lists, 5 half of them over (walks) */
-    double spread;       /* d / (skin R) added for even ids, taken for odd ones, along x (along y
+    int lists;     /* make_solver_lists' mode: 1 full lists, 5 half of them over (walks) */
+    double spread; /* d / (skin R) added for even ids, taken for odd ones, along x (along y
                             with by 4; 0 if not given) */
-    int wide;            /* 1: a grid over the walls too, as sim.c's (g_grid_margin), on which
+    int wide;      /* 1: a grid over the walls too, as sim.c's (g_grid_margin), on which
                             the lists hold walls more than a cell away */
 } check_case;
 
@@ -1043,8 +1055,7 @@ typedef struct check_case {
  * rounding at either radius), itself never; particles over list_cap are skipped. Returns the wall entries
  * beyond list_radius, which only the wider radius lists (the walk beyond the 3^d block finds
  * those more than a cell away). */
-static size_t lists_vs_brute_force(sph_solver *sol, const run *r, const particles *p, const char *label,
-                                   size_t *far)
+static size_t lists_vs_brute_force(sph_solver *sol, const run *r, const particles *p, const char *label, size_t *far)
 {
     const size_t n = p->n;
     const sph_params *P = sph_get_params(sol);
@@ -1087,8 +1098,8 @@ static size_t lists_vs_brute_force(sph_solver *sol, const run *r, const particle
                 beyond += !(fi && fj) && d2 >= rl2;
                 /* more than a cell away in some axis: found beyond the 3^d block */
                 const uint32_t cj = ref_sph_cell_index(&r->gp, xj);
-                const long dc[3] = {(long)(ci % nx) - (long)(cj % nx), (long)(ci / nx % ny) - (long)(cj / nx % ny),
-                                    (long)(ci / (nx * ny)) - (long)(cj / (nx * ny))};
+                const long dc[3] = { (long)(ci % nx) - (long)(cj % nx), (long)(ci / nx % ny) - (long)(cj / nx % ny),
+                                     (long)(ci / (nx * ny)) - (long)(cj / (nx * ny)) };
                 *far += labs(dc[0]) > 1 || labs(dc[1]) > 1 || labs(dc[2]) > 1;
             } else if (fi || fj) {
                 assert_true(d2 >= lim * (1.0 - 1e-5));
@@ -1096,7 +1107,8 @@ static size_t lists_vs_brute_force(sph_solver *sol, const run *r, const particle
         }
     }
     print_message("  %s: %zu lists as the brute force's, %zu wall entries beyond list_radius, %zu more than a "
-                  "cell away\n", label, checked, beyond, *far);
+                  "cell away\n",
+                  label, checked, beyond, *far);
     free(counts);
     free(entries);
     free(listed);
@@ -1150,11 +1162,11 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
             k_first = k;
         }
         const int even = cc->by == 0 || cc->by == 3 ? i % 2 == 0
-                         : cc->by == 1          ? cx % 2 == 0
-                         : cc->by == 2          ? !rep_seen
-                         : cc->by == 5          ? c_last % 2 == 0
-                         : cc->by == 6          ? cy % 2 == 0
-                                                : 1;
+                         : cc->by == 1              ? cx % 2 == 0
+                         : cc->by == 2              ? !rep_seen
+                         : cc->by == 5              ? c_last % 2 == 0
+                         : cc->by == 6              ? cy % 2 == 0
+                                                    : 1;
         shift[i] = cc->by == 3 && !rep_seen ? 0.0 : skin_r * (even ? cc->a_even : cc->a_odd);
         const double sp = skin_r * (i % 2 == 0 ? cc->spread : -cc->spread);
         if (cc->by == 4) shift_y[i] = cell == cell_first ? sp : 0.0;
@@ -1190,8 +1202,10 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
              : cc->by == 5 ? "cells by last index"
              : cc->by == 6 ? "cells by y"
                            : "NaN",
-             cc->a_even,
-             cc->a_odd, cc->spread, cc->check == 1 ? "" : cc->check ? " (check off: too many cells)" : " (check off)");
+             cc->a_even, cc->a_odd, cc->spread,
+             cc->check == 1 ? ""
+             : cc->check    ? " (check off: too many cells)"
+                            : " (check off)");
     if (cc->lists == 5) strncat(label, " (half the lists over)", sizeof label - strlen(label) - 1);
     if (cc->wide) strncat(label, " (grid over the walls)", sizeof label - strlen(label) - 1);
     printf("  %s: %s\n", label, rebuilds == 2 ? "rebuild" : "keep");
@@ -1212,35 +1226,35 @@ static void test_list_check(void **state)
 {
     fixture *f = *state;
     static const check_case cases[] = {
-        {1, 0.8, 0.8, 1, 0, 1, 0, 0},    /* the fluid moved as a whole: kept */
-        {1, 0.8, 0.8, 0, 1, 1, 0, 0},    /* the same without the check: rebuilt */
-        {1, 0.8, 0.8, 2, 1, 1, 0, 0},    /* the same with too many cells for the check's buffer: rebuilt */
-        {1, 2.05, 2.05, 1, 1, 1, 0, 0},  /* a move of 2 skin R: rebuilt, whatever the relative motion */
-        {1, 1.85, 1.85, 1, 0, 1, 0, 0},  /* moved as a whole by 1.85 skin R, along the walls: kept (the
+        { 1, 0.8, 0.8, 1, 0, 1, 0, 0 },     /* the fluid moved as a whole: kept */
+        { 1, 0.8, 0.8, 0, 1, 1, 0, 0 },     /* the same without the check: rebuilt */
+        { 1, 0.8, 0.8, 2, 1, 1, 0, 0 },     /* the same with too many cells for the check's buffer: rebuilt */
+        { 1, 2.05, 2.05, 1, 1, 1, 0, 0 },   /* a move of 2 skin R: rebuilt, whatever the relative motion */
+        { 1, 1.85, 1.85, 1, 0, 1, 0, 0 },   /* moved as a whole by 1.85 skin R, along the walls: kept (the
                                       lists hold the walls within R (1 + 2 skin), and the step
                                       matches the reference with the walls it now reaches) */
-        {1, 0.8, 0.4, 1, 0, 1, 0, 0},    /* cells 0.4 skin R apart: kept */
-        {1, 0.8, -0.05, 1, 0, 1, 0, 0},  /* cells 0.85 skin R apart, near the bound: kept */
-        {1, 0.8, -0.3, 1, 1, 1, 0, 0},   /* cells 1.1 skin R apart: rebuilt */
-        {0, 0.55, -0.55, 1, 1, 1, 0, 0}, /* particles 1.1 skin R apart: rebuilt */
-        {2, 0.55, -0.55, 1, 1, 1, 0, 0}, /* particles of one cell 1.1 skin R apart, boxes alike: rebuilt */
-        {3, 0.55, -0.55, 1, 1, 1, 0, 0}, /* the same, the first of each cell at rest: rebuilt */
-        {2, 0.8, 0.05, 1, 0, 1, 0, 0},   /* the first of each cell 0.75 skin R from the others: kept (a
+        { 1, 0.8, 0.4, 1, 0, 1, 0, 0 },     /* cells 0.4 skin R apart: kept */
+        { 1, 0.8, -0.05, 1, 0, 1, 0, 0 },   /* cells 0.85 skin R apart, near the bound: kept */
+        { 1, 0.8, -0.3, 1, 1, 1, 0, 0 },    /* cells 1.1 skin R apart: rebuilt */
+        { 0, 0.55, -0.55, 1, 1, 1, 0, 0 },  /* particles 1.1 skin R apart: rebuilt */
+        { 2, 0.55, -0.55, 1, 1, 1, 0, 0 },  /* particles of one cell 1.1 skin R apart, boxes alike: rebuilt */
+        { 3, 0.55, -0.55, 1, 1, 1, 0, 0 },  /* the same, the first of each cell at rest: rebuilt */
+        { 2, 0.8, 0.05, 1, 0, 1, 0, 0 },    /* the first of each cell 0.75 skin R from the others: kept (a
                                       reference at the first particle's d would make it 1.5) */
-        {1, 0.65, 0.15, 1, 0, 1, 0.2, 0}, /* cells 0.5 skin R apart, each spread over 0.4: kept */
-        {1, 0.65, 0.15, 1, 1, 1, 0.3, 0}, /* the same spread over 0.6 (0.3 + 0.5 + 0.3): rebuilt */
-        {4, 0.4, 0.4, 1, 0, 1, 0.45, 0},  /* one cell spread over 0.9 skin R in y, its neighbours not: kept */
-        {4, 0.4, 0.4, 1, 1, 1, 0.55, 0},  /* the same over 1.1: rebuilt (its pairs with the others: 0.55) */
-        {5, 0.8, 0.4, 1, 0, 1, 0, 0},     /* cells 0.4 skin R apart along the last axis: kept */
-        {5, 0.8, -0.3, 1, 1, 1, 0, 0},    /* 1.1 apart along the last axis: rebuilt */
-        {6, 0.8, -0.3, 1, 1, 1, 0, 0},    /* 1.1 apart along y: rebuilt */
-        {7, 0.8, 0.8, 1, 1, 1, 0, 0},     /* moved as a whole, one position NaN: rebuilt */
-        {1, 0.8, 0.8, 1, 0, 5, 0, 0},    /* kept with some particles over their lists, which walk the */
-        {1, 0.8, 0.4, 1, 0, 5, 0, 0},    /* kept grid after moves beyond skin R / 2 */
-        {1, 1.05, 1.05, 1, 1, 5, 0, 0},  /* the same moved by skin R: rebuilt (the walk's limit) */
-        {1, 0.8, 0.8, 1, 0, 1, 0, 1},   /* on sim.c's grid, over the walls: kept, */
-        {1, 1.85, 1.85, 1, 0, 1, 0, 1}, /* kept (walls within R (1 + 2 skin) more than a cell away), */
-        {1, 2.05, 2.05, 1, 1, 1, 0, 1}  /* rebuilt */
+        { 1, 0.65, 0.15, 1, 0, 1, 0.2, 0 }, /* cells 0.5 skin R apart, each spread over 0.4: kept */
+        { 1, 0.65, 0.15, 1, 1, 1, 0.3, 0 }, /* the same spread over 0.6 (0.3 + 0.5 + 0.3): rebuilt */
+        { 4, 0.4, 0.4, 1, 0, 1, 0.45, 0 },  /* one cell spread over 0.9 skin R in y, its neighbours not: kept */
+        { 4, 0.4, 0.4, 1, 1, 1, 0.55, 0 },  /* the same over 1.1: rebuilt (its pairs with the others: 0.55) */
+        { 5, 0.8, 0.4, 1, 0, 1, 0, 0 },     /* cells 0.4 skin R apart along the last axis: kept */
+        { 5, 0.8, -0.3, 1, 1, 1, 0, 0 },    /* 1.1 apart along the last axis: rebuilt */
+        { 6, 0.8, -0.3, 1, 1, 1, 0, 0 },    /* 1.1 apart along y: rebuilt */
+        { 7, 0.8, 0.8, 1, 1, 1, 0, 0 },     /* moved as a whole, one position NaN: rebuilt */
+        { 1, 0.8, 0.8, 1, 0, 5, 0, 0 },     /* kept with some particles over their lists, which walk the */
+        { 1, 0.8, 0.4, 1, 0, 5, 0, 0 },     /* kept grid after moves beyond skin R / 2 */
+        { 1, 1.05, 1.05, 1, 1, 5, 0, 0 },   /* the same moved by skin R: rebuilt (the walk's limit) */
+        { 1, 0.8, 0.8, 1, 0, 1, 0, 1 },     /* on sim.c's grid, over the walls: kept, */
+        { 1, 1.85, 1.85, 1, 0, 1, 0, 1 },   /* kept (walls within R (1 + 2 skin) more than a cell away), */
+        { 1, 2.05, 2.05, 1, 1, 1, 0, 1 }    /* rebuilt */
     };
     for (int dims = 2; dims <= 3; ++dims)
         for (int host = 0; host <= 1; ++host)
@@ -1286,7 +1300,7 @@ static void test_list_skip(void **state)
             float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n), *x = malloc(16 * n), *u = malloc(16 * n);
             assert_true(sorted && sorted_v && x && u);
             enum { STEPS = 40 };
-            char seq[STEPS + 1] = {0};
+            char seq[STEPS + 1] = { 0 };
             long checks = 0, skipped = 0, rebuilds = 0;
             for (int k = 0; k < STEPS; ++k) {
                 assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
@@ -1302,7 +1316,8 @@ static void test_list_skip(void **state)
                 if (go) run_upload(&f->d, sol, &r, &p); /* the host sorts the moved fluid again */
                 else assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
                 char label[64];
-                snprintf(label, sizeof label, "skip %dD %s step %d (%c)", dims, shear ? "shear" : "whole", k + 1, seq[k]);
+                snprintf(label, sizeof label, "skip %dD %s step %d (%c)", dims, shear ? "shear" : "whole", k + 1,
+                         seq[k]);
                 step_vs_reference(f, sol, &r, &s, &p, label);
                 /* the step's output is the next step's state */
                 assert_int_equal(device_read(&f->d, r.st.pos_next, 0, 16 * n, x, &e), SPHSIM_OK);
@@ -1385,8 +1400,8 @@ static size_t check_boxes_vs_reference(fixture *f, sph_solver *sol, const run *r
         assert_true(fabs(b[3] - rc) <= 1e-6 * rc + 1e-12);
         r_max = fmax(r_max, rc);
     }
-    print_message("  %s: %zu cells with fluid (largest half diagonal %.3g m), %zu without, all as on the host\n",
-                  label, wet, r_max, dry);
+    print_message("  %s: %zu cells with fluid (largest half diagonal %.3g m), %zu without, all as on the host\n", label,
+                  wet, r_max, dry);
     free(boxes);
     free(x);
     free(lo);
@@ -1404,10 +1419,10 @@ static size_t check_boxes_vs_reference(fixture *f, sph_solver *sol, const run *r
 static void test_check_boxes(void **state)
 {
     fixture *f = *state;
-    static const scheme wcsph = {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL};
-    const int nt2[3] = {20, 20, 1}, nf2[3] = {8, 8, 1}, nt3[3] = {16, 16, 16}, nf3[3] = {5, 5, 4};
+    static const scheme wcsph = { KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL };
+    const int nt2[3] = { 20, 20, 1 }, nf2[3] = { 8, 8, 1 }, nt3[3] = { 16, 16, 16 }, nf3[3] = { 5, 5, 4 };
     /* work-items per cell (SPHSIM_CELL_LANES): one, GPUs' 8, and 5, which 16 does not divide */
-    static const char *lanes_of[3] = {"1", "8", "5"};
+    static const char *lanes_of[3] = { "1", "8", "5" };
     for (int li = 0; li < 3; ++li)
         for (int local = 0; local <= 1; ++local)
             for (int dims = 2; dims <= 3; ++dims) {
@@ -1443,7 +1458,7 @@ static void test_check_boxes(void **state)
                 run_alloc_cell(&f->d, &r, n, &s, cell);
                 assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
                 uint64_t seed = 77 + (uint64_t)dims;
-                size_t wet[2] = {0, 0};
+                size_t wet[2] = { 0, 0 };
                 for (int g = 0; g < 2; ++g) {
                     memcpy(p.pos, start, 16 * n);
                     if (g == 1)
@@ -1457,7 +1472,8 @@ static void test_check_boxes(void **state)
                     for (size_t i = 0; i < n; ++i)
                         if (p.type[i] == PTYPE_FLUID)
                             for (int a = 0; a < dims; ++a)
-                                p.pos[4 * i + a] += (float)(skin_r * ((a == 0 ? 0.6 : 0.0) + 0.15 * ref_sph_rand(&seed)));
+                                p.pos[4 * i + a] +=
+                                    (float)(skin_r * ((a == 0 ? 0.6 : 0.0) + 0.15 * ref_sph_rand(&seed)));
                     assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
                     assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
                     assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
@@ -1578,8 +1594,8 @@ static void test_adaptive_skin(void **state)
             unsetenv("SPHSIM_SKIN_LEVELS");
             uint32_t w[4];
             memcpy(w, bad, sizeof w);
-            if (variant == 1) w[0] ^= 1u;                /* not the SPH lists' magic: start cold */
-            if (variant == 2) w[2] = SPH_SKIN_LEVELS;    /* no such level */
+            if (variant == 1) w[0] ^= 1u;             /* not the SPH lists' magic: start cold */
+            if (variant == 2) w[2] = SPH_SKIN_LEVELS; /* no such level */
             const sphsim_status rs = sph_state_restore(sol2, w, sizeof w, &e);
             assert_int_equal(rs, variant == 2 ? SPHSIM_E_IO : SPHSIM_OK);
             if (rs == SPHSIM_OK) {
@@ -1606,7 +1622,7 @@ static void test_rest_lattice(void **state)
     for (int dims = 2; dims <= 3; ++dims)
         for (int kernel = 0; kernel < 3; ++kernel) {
             scene s;
-            const int nt[3] = {7, 6, 5};
+            const int nt[3] = { 7, 6, 5 };
             ref_sph_scene(&s, dims, (scene_kernel)kernel, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nt);
             s.gravity[dims - 1] = 0.0;
             particles p;
@@ -1631,13 +1647,16 @@ static void test_rest_lattice(void **state)
             print_message("  %dD %-8s rest lattice: max |rho/rho0 - 1| = %.1e, max p = %.2g Pa, max |v| = %.1e m/s\n",
                           dims, kname[kernel], e_rho, p_max, v_max);
             assert_true(e_rho < 2e-6);
-            assert_true(p_max < 1.0);      /* vs rho0 c0^2 = 4e5 Pa */
-            assert_true(v_max < 1e-5);     /* m/s after one step; g dt = 1.3e-3 m/s */
+            assert_true(p_max < 1.0);  /* vs rho0 c0^2 = 4e5 Pa */
+            assert_true(v_max < 1e-5); /* m/s after one step; g dt = 1.3e-3 m/s */
             assert_int_equal(flags, 0);
             run_free(&r);
             sph_destroy(sol);
             particles_free(&p);
-            free(rho); free(pr); free(x); free(v);
+            free(rho);
+            free(pr);
+            free(x);
+            free(v);
         }
 }
 
@@ -1649,7 +1668,7 @@ static void test_hydrostatic_init(void **state)
     fixture *f = *state;
     for (int dims = 2; dims <= 3; ++dims) {
         scene s;
-        const int nt2[3] = {10, 40, 1}, nt3[3] = {8, 8, 20};
+        const int nt2[3] = { 10, 40, 1 }, nt3[3] = { 8, 8, 20 };
         ref_sph_scene(&s, dims, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, dims == 2 ? nt2 : nt3,
                       dims == 2 ? nt2 : nt3);
         particles p;
@@ -1677,17 +1696,23 @@ static void test_hydrostatic_init(void **state)
                 if (p.pos[4 * i + a] < 3 * s.spacing || p.pos[4 * i + a] > s.tank.max[a] - 3 * s.spacing) near_wall = 1;
             if (near_wall) continue;
             const double err = fabs(pr[i] - s.rest_density * 9.81 * depth[i]) / p_bottom;
-            if (err > worst && getenv("SPH_DEBUG")) print_message("    depth %.4f p %.1f expect %.1f\n", depth[i], pr[i], s.rest_density * 9.81 * depth[i]);
+            if (err > worst && getenv("SPH_DEBUG"))
+                print_message("    depth %.4f p %.1f expect %.1f\n", depth[i], pr[i], s.rest_density * 9.81 * depth[i]);
             worst = fmax(worst, err);
         }
         print_message("  %dD column of %.2f m: particles moved down by up to %.2g dx; "
-                      "max |p - rho0 g depth| = %.1f %% of rho0 g H\n", dims, H, squeeze / s.spacing, 100 * worst);
+                      "max |p - rho0 g depth| = %.1f %% of rho0 g H\n",
+                      dims, H, squeeze / s.spacing, 100 * worst);
         assert_true(squeeze > 0.01 * s.spacing); /* it did squeeze */
         assert_true(worst < 0.08);
         run_free(&r);
         sph_destroy(sol);
         particles_free(&p);
-        free(depth); free(rho); free(pr); free(x); free(v);
+        free(depth);
+        free(rho);
+        free(pr);
+        free(x);
+        free(v);
     }
 }
 
@@ -1704,15 +1729,15 @@ static void test_hydrostatic_columns(void **state)
     for (int dims = 2; dims <= 3; ++dims) {
         scene s;
         const double dx = 0.01;
-        const int nt[3] = {12, dims == 2 ? 30 : 6, 30}, nf[3] = {6, 6, 6};
+        const int nt[3] = { 12, dims == 2 ? 30 : 6, 30 }, nf[3] = { 6, 6, 6 };
         ref_sph_scene(&s, dims, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, dx, 1.3, nt, nf);
-        const int up = dims - 1;                  /* the vertical axis */
+        const int up = dims - 1;                    /* the vertical axis */
         const double sign = dims == 2 ? -1.0 : 1.0; /* 2D: gravity points up, the "floor" is the lid */
         s.gravity[up] = -9.81 * sign;
         const double top = s.tank.max[up];
         /* fluid heights measured from the floor (the lid in 2D) */
-        const double lo[3] = {0.10, 0.10, 0.0}, hi[3] = {0.16, 0.14, 0.10};
-        const double x0[3] = {0.0, 0.08, 0.0}, x1[3] = {0.06, 0.12, 0.06};
+        const double lo[3] = { 0.10, 0.10, 0.0 }, hi[3] = { 0.16, 0.14, 0.10 };
+        const double x0[3] = { 0.0, 0.08, 0.0 }, x1[3] = { 0.06, 0.12, 0.06 };
         s.n_blocks = 3; /* the stacked block first, then the floating one, then the one on the floor */
         for (int b = 0; b < 3; ++b) {
             s.blocks[b].min[0] = x0[b];
@@ -1726,7 +1751,7 @@ static void test_hydrostatic_columns(void **state)
         }
         particles p[3];
         sphsim_error e;
-        static const char *threads[3] = {"1", "3", "7"};
+        static const char *threads[3] = { "1", "3", "7" };
         for (int t = 0; t < 3; ++t) {
             setenv("SPHSIM_INIT_THREADS", threads[t], 1);
             assert_int_equal(init_generate(&s, &p[t], &e), SPHSIM_OK);
@@ -1784,12 +1809,13 @@ static void test_hydrostatic_columns(void **state)
 static void test_conservation(void **state)
 {
     fixture *f = *state;
-    const scheme cases[] = {{KERNEL_POLY6, EOS_LINEAR, VISC_LAPLACIAN}, {KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL},
-                            {KERNEL_CUBIC, EOS_TAIT, VISC_LAPLACIAN}};
+    const scheme cases[] = { { KERNEL_POLY6, EOS_LINEAR, VISC_LAPLACIAN },
+                             { KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL },
+                             { KERNEL_CUBIC, EOS_TAIT, VISC_LAPLACIAN } };
     for (int dims = 2; dims <= 3; ++dims)
         for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
             scene s;
-            const int nt[3] = {24, 24, 24}, nf2[3] = {12, 12, 1}, nf3[3] = {6, 6, 6};
+            const int nt[3] = { 24, 24, 24 }, nf2[3] = { 12, 12, 1 }, nf3[3] = { 6, 6, 6 };
             ref_sph_scene(&s, dims, cases[ci].kernel, cases[ci].eos, cases[ci].visc, 0.01, 1.3, nt,
                           dims == 2 ? nf2 : nf3);
             s.gravity[dims - 1] = 0.0;
@@ -1810,7 +1836,7 @@ static void test_conservation(void **state)
             sph_solver *sol = make_solver(&f->d, &s);
             run r;
             run_alloc(&f->d, &r, n, &s);
-            double P0[3] = {0, 0, 0}, exchanged = 0, mass0 = 0;
+            double P0[3] = { 0, 0, 0 }, exchanged = 0, mass0 = 0;
             for (size_t i = 0; i < n; ++i) {
                 mass0 += p.mass[i];
                 for (int a = 0; a < 3; ++a) P0[a] += (double)p.mass[i] * p.vel[4 * i + a];
@@ -1832,7 +1858,7 @@ static void test_conservation(void **state)
                 memcpy(p.pos, x, 16 * n);
                 memcpy(p.vel, v, 16 * n);
             }
-            double P[3] = {0, 0, 0}, mass = 0, dP = 0;
+            double P[3] = { 0, 0, 0 }, mass = 0, dP = 0;
             for (size_t i = 0; i < n; ++i) {
                 mass += p.mass[i];
                 for (int a = 0; a < 3; ++a) P[a] += (double)p.mass[i] * p.vel[4 * i + a];
@@ -1848,7 +1874,9 @@ static void test_conservation(void **state)
             run_free(&r);
             sph_destroy(sol);
             particles_free(&p);
-            free(x); free(v); free(m);
+            free(x);
+            free(v);
+            free(m);
         }
 }
 
@@ -1858,7 +1886,7 @@ static void test_flags(void **state)
 {
     fixture *f = *state;
     scene s;
-    const int nt[3] = {12, 12, 1}, nf[3] = {8, 8, 1};
+    const int nt[3] = { 12, 12, 1 }, nf[3] = { 8, 8, 1 };
     ref_sph_scene(&s, 2, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
     particles p;
     sphsim_error e;
@@ -1906,7 +1934,8 @@ static void test_flags(void **state)
             y_max = fmaxf(y_max, p.pos[4 * top + 1]);
         }
         print_message("  droplet rising at 8 m/s between lid particles: turned back after %d steps, "
-                      "%.2f dx below the lid\n", steps, (0.12f - y_max) / 0.01f);
+                      "%.2f dx below the lid\n",
+                      steps, (0.12f - y_max) / 0.01f);
         assert_true(p.vel[4 * top + 1] < 0.0f);
         assert_true(y_max < 0.12f);
         particles_free(&p);
@@ -1957,11 +1986,11 @@ static void test_list_grid_cells(void **state)
 {
     (void)state;
     scene s;
-    const int nt[3] = {12, 12, 12}, nf[3] = {4, 4, 4};
+    const int nt[3] = { 12, 12, 12 }, nf[3] = { 4, 4, 4 };
     ref_sph_scene(&s, 3, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
     s.mode = MODE_SPH;
     s.skin = 0.1;
-    const double ratios[] = {0.5, 0.95, 1.0, 1.5};
+    const double ratios[] = { 0.5, 0.95, 1.0, 1.5 };
     for (size_t k = 0; k < sizeof ratios / sizeof ratios[0]; ++k) {
         s.cell_ratio = ratios[k];
         grid_params gp;
@@ -2013,7 +2042,7 @@ static void test_list_parts(void **state)
     assert_int_equal(sph_list_parts(n, cap, 250ull * cap * 4), 4);
     unsetenv("SPHSIM_LIST_PARTS");
     scene s;
-    const int nt[3] = {12, 12, 12}, nf[3] = {4, 4, 4};
+    const int nt[3] = { 12, 12, 12 }, nf[3] = { 4, 4, 4 };
     ref_sph_scene(&s, 3, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
     s.skin = 0.1;
     const unsigned c = sph_list_cap(&s);
@@ -2037,21 +2066,21 @@ static void test_set_masses(void **state)
 {
     fixture *f = *state;
     scene s;
-    const int nt[3] = {8, 8, 1}, nf[3] = {4, 4, 1};
+    const int nt[3] = { 8, 8, 1 }, nf[3] = { 4, 4, 1 };
     ref_sph_scene(&s, 2, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
     sph_solver *sol = make_solver(&f->d, &s);
     sphsim_error e;
-    const uint8_t type[5] = {PTYPE_FLUID, PTYPE_BOUNDARY, PTYPE_FLUID, PTYPE_BOUNDARY, PTYPE_FLUID};
-    const float same[5] = {0.1f, 0.125f, 0.1f, 0.125f, 0.1f};
+    const uint8_t type[5] = { PTYPE_FLUID, PTYPE_BOUNDARY, PTYPE_FLUID, PTYPE_BOUNDARY, PTYPE_FLUID };
+    const float same[5] = { 0.1f, 0.125f, 0.1f, 0.125f, 0.1f };
     /* the tank is [0, 0.08]^2: walls below it in y and right of it in x, then one inside */
-    float pos[20] = {0.01f, 0.01f, 0, 0, 0.02f, -0.005f, 0, 0, 0.03f, 0.03f, 0, 0, 0.085f, 0.04f, 0, 0,
-                     0.05f, 0.05f, 0, 0};
+    float pos[20] = { 0.01f, 0.01f, 0,      0,     0.02f, -0.005f, 0,     0,     0.03f, 0.03f,
+                      0,     0,     0.085f, 0.04f, 0,     0,       0.05f, 0.05f, 0,     0 };
     assert_int_equal(sph_set_masses(sol, pos, same, type, 5, &e), SPHSIM_OK);
     assert_int_equal(sph_get_params(sol)->walls_outside, 1);
     pos[12] = 0.075f;
     assert_int_equal(sph_set_masses(sol, pos, same, type, 5, &e), SPHSIM_OK);
     assert_int_equal(sph_get_params(sol)->walls_outside, 0);
-    const float fluid2[5] = {0.1f, 0.125f, 0.1f, 0.125f, 0.2f}, wall2[5] = {0.1f, 0.125f, 0.1f, 0.5f, 0.1f};
+    const float fluid2[5] = { 0.1f, 0.125f, 0.1f, 0.125f, 0.2f }, wall2[5] = { 0.1f, 0.125f, 0.1f, 0.5f, 0.1f };
     memset(&e, 0, sizeof e);
     assert_int_equal(sph_set_masses(sol, pos, fluid2, type, 5, &e), SPHSIM_E_SCENE);
     print_message("  %s\n", e.msg);
@@ -2071,12 +2100,9 @@ int main(void)
     const char *filter = getenv("SPHSIM_TEST_FILTER");
     if (filter && *filter) cmocka_set_test_filter(filter);
     const struct CMUnitTest host[] = {
-        cmocka_unit_test(test_kernel_continuum),
-        cmocka_unit_test(test_viscosity_kernel_2d_3d),
-        cmocka_unit_test(test_kernel_lattice),
-        cmocka_unit_test(test_params_and_prepare),
-        cmocka_unit_test(test_list_grid_cells),
-        cmocka_unit_test(test_list_parts),
+        cmocka_unit_test(test_kernel_continuum), cmocka_unit_test(test_viscosity_kernel_2d_3d),
+        cmocka_unit_test(test_kernel_lattice),   cmocka_unit_test(test_params_and_prepare),
+        cmocka_unit_test(test_list_grid_cells),  cmocka_unit_test(test_list_parts),
     };
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_step_vs_reference),

@@ -13,9 +13,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = 0;
     scene s;
-    sphsim_error e = {0};
+    sphsim_error e = { 0 };
     /* with and without an override, so the --set path is exercised too */
-    static const char *const sets[] = {"time.end=0.5", "fluid.blocks[0].max[0]=0.3"};
+    static const char *const sets[] = { "time.end=0.5", "fluid.blocks[0].max[0]=0.3" };
     sphsim_status st = scene_load_string(&s, text, "fuzz", NULL, 0, &e);
     if (st == SPHSIM_OK) scene_free(&s);
     else if (e.msg[0] == 0) abort(); /* every error must say something */
