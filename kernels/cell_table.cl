@@ -33,9 +33,8 @@ static inline uint cell_linear(key_t key, __constant const grid_params *gp)
 /* Sorted slot i (a loop with the launch's stride, grid.c run_strided): a run of equal keys
  * starts where the previous key differs and ends where the next one does. */
 __kernel void cell_table(__global const key_t *keys, const uint n, __constant const grid_params *gp,
-                         __global uint *cell_start, __global uint *cell_end, __global const uint *go)
+                         __global uint *cell_start, __global uint *cell_end)
 {
-    if ((go[0] & GO_REBUILD) == 0u) return; /* this step keeps the last grid (grid.h) */
     for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
         const key_t k = keys[i];
         const int first = i == 0 || keys[i - 1] != k;

@@ -53,15 +53,10 @@ static inline void grid_key_one(const uint i, __global const float4 *pos, __cons
     else if (outside) atomic_or(flags, FLAG_OUTSIDE);
 }
 
-/* Loops over max(n, n_cells) items with the launch's stride (grid.c, run_strided), so that a
- * step that keeps the grid launches few work-groups. */
-__kernel void grid_keys(__global const float4 *pos_main, const uint n, __constant const grid_params *gp,
-                        __global key_t *keys, __global uint *flags, __global uint *cell_start, __global uint *cell_end,
-                        __global const uint *go, __global const float4 *pos_alt) /* read instead with GO_ALT */
+/* Loops over max(n, n_cells) items with the launch's stride (grid.c, run_strided). */
+__kernel void grid_keys(__global const float4 *pos, const uint n, __constant const grid_params *gp,
+                        __global key_t *keys, __global uint *flags, __global uint *cell_start, __global uint *cell_end)
 {
-    const uint g = go[0];
-    if ((g & GO_REBUILD) == 0u) return; /* this step keeps the last grid (grid.h) */
-    __global const float4 *pos = (g & GO_ALT) ? pos_alt : pos_main;
     const uint n_cells = gp->n_cells, total = max(n, n_cells);
     for (uint i = get_global_id(0); i < total; i += get_global_size(0)) {
         if (i < n_cells) {

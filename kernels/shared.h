@@ -25,11 +25,4 @@ typedef uint64_t dev_u64;
 #define FLAG_OUTSIDE 2u   /* a particle was found outside the tank (clamped into a wall cell) */
 #define FLAG_RUNAWAY 4u   /* a speed exceeded the scene's limit */
 
-/* Bits of the neighbour grid's go word (grid.h), which every grid kernel reads: */
-#define GO_REBUILD 1u /* this step rebuilds the grid (else it keeps the last one) */
-#define GO_ALT                                                                                                         \
-    2u              /* the particle state is in the alternate buffers (grid_build's pos_alt,
-                       * grid_gather_state; the SPH neighbour lists swap buffers on the device) */
-#define GO_CHECK 4u /* SPH lists: undecided until the relative-motion check (sph_list_check) */
-
 #endif

@@ -92,29 +92,15 @@ static uint wg_exclusive_scan(uint v, __local uint *buf, uint t, uint *total)
     return r;
 }
 
-/* The go word (grid_sort.h): without GO_REBUILD a pass treats every tile as empty, so it reads no
- * key and writes nothing. With -DSORT_GO_RETURN=1 (every platform but PoCL, grid_sort.c) the
- * kernels also return at once, which saves the empty passes' launches of work (about 0.9 ms per
- * step at 1.4x10^7 keys on the H200); PoCL 3 mishandles barriers after such a return (a radix-1
- * sort came out wrong), so there the empty tiles alone do it. */
-#if SORT_GO_RETURN
-#define SORT_GO_SKIP(go)                                                                                               \
-    if (((go)[0] & GO_REBUILD) == 0u) return;
-#else
-#define SORT_GO_SKIP(go)
-#endif
-
 /* hist[d * n_groups + g] = number of keys of tile g with digit d. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void sort_count(__global const key_t *keys, const uint n,
-                                                                         const uint shift, const uint n_groups,
-                                                                         __global uint *hist, __global const uint *go)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+sort_count(__global const key_t *keys, const uint n, const uint shift, const uint n_groups, __global uint *hist)
 {
-    SORT_GO_SKIP(go)
     __local cnt_t cnt[CNT_N];
     __local uint seg[WG];
     const uint t = get_local_id(0), g = get_group_id(0);
     const uint base = g * TILE;
-    const uint n_tile = (go[0] & GO_REBUILD) ? min((uint)TILE, n - base) : 0u;
+    const uint n_tile = min((uint)TILE, n - base);
 
     for (uint d = 0; d < RADIX; ++d) cnt[CPAD(d * WG + t)] = 0; /* own column only */
 #pragma unroll
@@ -139,10 +125,9 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void sort_count(__globa
 }
 
 /* Work-group d: hist[d][0..n_groups) <- exclusive scan; digit_total[d] <- row total. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-sort_scan(__global uint *hist, const uint n_groups, __global uint *digit_total, __global const uint *go)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void sort_scan(__global uint *hist, const uint n_groups,
+                                                                        __global uint *digit_total)
 {
-    SORT_GO_SKIP(go)
     __local uint buf[WG + WG / 16 + 1];
     const uint t = get_local_id(0), d = get_group_id(0);
     __global uint *row = hist + (size_t)d * n_groups;
@@ -174,9 +159,8 @@ sort_scan(__global uint *hist, const uint n_groups, __global uint *digit_total, 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 sort_scatter(__global const key_t *keys_in, __global const uint *idx_in, const uint implicit_idx, const uint n,
              const uint shift, const uint n_groups, __global const uint *hist, __global const uint *digit_total,
-             __global key_t *keys_out, __global uint *idx_out, __global const uint *go)
+             __global key_t *keys_out, __global uint *idx_out)
 {
-    SORT_GO_SKIP(go)
     __local union {
         key_t key[TILE_PAD];
         uint idx[TILE_PAD];
@@ -188,7 +172,7 @@ sort_scatter(__global const key_t *keys_in, __global const uint *idx_in, const u
 
     const uint t = get_local_id(0), g = get_group_id(0);
     const uint base = g * TILE;
-    const uint n_tile = (go[0] & GO_REBUILD) ? min((uint)TILE, n - base) : 0u;
+    const uint n_tile = min((uint)TILE, n - base);
 
     key_t k[ITEMS];
     uint v[ITEMS];

@@ -36,8 +36,8 @@ STAGES = [
     ("keys", ("grid_keys",)),
     ("sort", ("sort_",)),
     ("cell_table", ("cell_table",)),
-    ("reorder", ("grid_gather", "grid_copy")),
-    ("lists", ("sph_list_", "sph_lists_")),  # sph_list_go, sph_lists_build (GPUs: the build apart)
+    ("reorder", ("grid_gather",)),
+    ("lists", ("nlist_",)),  # the decision, the wet cells, the check, the build apart (GPUs)
     ("density", ("sph_density", "sph_boundary")),
     ("forces+integrate", ("sph_forces",)),
     ("contacts", ("contact_resolve", "contact_integrate")),

@@ -29,6 +29,8 @@ const char cli_usage[] =
     "                          plain, json (JSON lines on stderr), none\n"
     "      --stats             record mean neighbours and candidates per query at each snapshot\n"
     "      --profile           time the device stages (OpenCL profiling)\n"
+    "      --tune KEY=VALUE    set a tuning knob (below; repeatable); SPHSIM_KEY=VALUE in the\n"
+    "                          environment does the same, --tune wins (docs: man sphsim, TUNING)\n"
     "  -q, --quiet             print nothing but errors on stderr (the summary line stays)\n"
     "      --version           print the version and exit\n"
     "  -h, --help              print this help and exit\n"
@@ -38,7 +40,9 @@ const char cli_usage[] =
     "  5 OpenCL device or kernel build error, 6 numerical failure (NaN, Inf, runaway velocity),\n"
     "  130 stopped by SIGINT, 143 stopped by SIGTERM (the output keeps every finished snapshot)\n"
     "\n"
-    "environment: SPHSIM_DEVICE (device selector), SPHSIM_KERNEL_DIR (read kernels from a folder)\n";
+    "environment: SPHSIM_DEVICE (device selector), SPHSIM_<KEY> (a tuning knob)\n"
+    "\n"
+    "tuning knobs (key, values, default, meaning):\n";
 
 static int is(const char *arg, const char *s, const char *l)
 {
@@ -91,6 +95,14 @@ sphsim_status cli_parse(int argc, char **argv, cli_args *a, sphsim_error *e)
             if (a->n_sets >= SCENE_MAX_SETS)
                 return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "too many --set options (at most %d)", SCENE_MAX_SETS);
             a->sets[a->n_sets++] = v;
+        } else if (has_value_form(arg, "--tune")) {
+            if (!(v = value_of(argc, argv, &i, "--tune", e))) return SPHSIM_E_USAGE;
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v || eq - v >= 64)
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--tune %s: expected KEY=VALUE, e.g. --tune skin_levels=1", v);
+            if (a->n_tunes >= CLI_MAX_TUNES)
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "too many --tune options (at most %d)", CLI_MAX_TUNES);
+            a->tunes[a->n_tunes++] = v;
         } else if (has_value_form(arg, "--device")) {
             if (!(v = value_of(argc, argv, &i, "--device", e))) return SPHSIM_E_USAGE;
             a->device = v;

@@ -5,6 +5,8 @@
 #include "scene.h"
 #include "sim.h"
 
+#define CLI_MAX_TUNES 64
+
 typedef enum { CLI_RUN = 0, CLI_CHECK, CLI_LIST_DEVICES, CLI_HELP, CLI_VERSION } cli_action;
 
 typedef struct cli_args {
@@ -15,6 +17,8 @@ typedef struct cli_args {
     const char *device;
     const char *sets[SCENE_MAX_SETS];
     int n_sets;
+    const char *tunes[CLI_MAX_TUNES]; /* --tune KEY=VALUE (tuning.h), applied after the environment */
+    int n_tunes;
     int overwrite;
     int quiet;
     int stats;
@@ -25,7 +29,7 @@ typedef struct cli_args {
 /* Parse argv. SPHSIM_E_USAGE with a message on bad usage. */
 sphsim_status cli_parse(int argc, char **argv, cli_args *a, sphsim_error *e);
 
-/* The --help text. */
+/* The --help text (main.c appends the tuning keys, tuning_help). */
 extern const char cli_usage[];
 
 #endif

@@ -330,76 +330,60 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     const int cur = c->cur, old = !cur;
     cl_mem idx_arg = warm ? idx : c->degree; /* not read when warm == 0 */
 
+    /* every kernel but the last takes the step's cells and positions first */
+    karg a[15] = { KARG("n", n),
+                   KARG("gp", gp_buf),
+                   KARG("cp", c->params),
+                   KARG("cell_start", cell_start),
+                   KARG("cell_end", cell_end),
+                   KARG("pos0", st->pos) };
     /* contacts at the start of the step and their carried impulses */
-    cl_kernel k = c->k_list;
-    DEVICE_ARG(e, k, 0, n);
-    DEVICE_ARG(e, k, 1, gp_buf);
-    DEVICE_ARG(e, k, 2, c->params);
-    DEVICE_ARG(e, k, 3, cell_start);
-    DEVICE_ARG(e, k, 4, cell_end);
-    DEVICE_ARG(e, k, 5, st->pos);
-    DEVICE_ARG(e, k, 6, st->radius);
-    DEVICE_ARG(e, k, 7, st->id);
-    DEVICE_ARG(e, k, 8, warm);
-    DEVICE_ARG(e, k, 9, idx_arg);
-    DEVICE_ARG(e, k, 10, c->pid[old]);
-    DEVICE_ARG(e, k, 11, c->lam[old]);
-    DEVICE_ARG(e, k, 12, c->degree);
-    DEVICE_ARG(e, k, 13, c->pid[cur]);
-    DEVICE_ARG(e, k, 14, c->lam[cur]);
-    SPHSIM_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+    a[6] = KARG("radius", st->radius);
+    a[7] = KARG("id", st->id);
+    a[8] = KARG("warm", warm);
+    a[9] = KARG("idx", idx_arg);
+    a[10] = KARG("pid_old", c->pid[old]);
+    a[11] = KARG("lam_old", c->lam[old]);
+    a[12] = KARG("degree", c->degree);
+    a[13] = KARG("pid_new", c->pid[cur]);
+    a[14] = KARG("lam_new", c->lam[cur]);
+    SPHSIM_TRY(device_set_args(c->d, c->k_list, a, 15, e));
+    SPHSIM_TRY(device_run1d(c->d, c->k_list, n, CONTACT_LOCAL, e));
 
-    /* warm start: vel + carried impulses -> v[1] */
-    k = c->k_warm;
-    DEVICE_ARG(e, k, 0, n);
-    DEVICE_ARG(e, k, 1, gp_buf);
-    DEVICE_ARG(e, k, 2, c->params);
-    DEVICE_ARG(e, k, 3, cell_start);
-    DEVICE_ARG(e, k, 4, cell_end);
-    DEVICE_ARG(e, k, 5, st->pos);
-    DEVICE_ARG(e, k, 6, st->vel);
-    DEVICE_ARG(e, k, 7, st->mass);
-    DEVICE_ARG(e, k, 8, st->radius);
-    DEVICE_ARG(e, k, 9, c->degree);
-    DEVICE_ARG(e, k, 10, c->lam[cur]);
-    DEVICE_ARG(e, k, 11, c->v[1]);
-    SPHSIM_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+    /* warm start: vel + carried impulses -> v[1]; then the Jacobi passes, which take the same
+     * arguments up to lam: (pos, v[1]) -> (x[0], v[0]) -> (x[1], v[1]) -> (x[0], v[0]) ... */
+    a[6] = KARG("v0", st->vel);
+    a[7] = KARG("mass", st->mass);
+    a[8] = KARG("radius", st->radius);
+    a[9] = KARG("degree", c->degree);
+    a[10] = KARG("lam", c->lam[cur]);
+    a[11] = KARG("v_out", c->v[1]);
+    SPHSIM_TRY(device_set_args(c->d, c->k_warm, a, 12, e));
+    SPHSIM_TRY(device_run1d(c->d, c->k_warm, n, CONTACT_LOCAL, e));
 
-    /* Jacobi passes: (pos, v[1]) -> (x[0], v[0]) -> (x[1], v[1]) -> (x[0], v[0]) ... */
     cl_mem x_in = st->pos, v_in = c->v[1];
-    k = c->k_resolve;
-    DEVICE_ARG(e, k, 0, n);
-    DEVICE_ARG(e, k, 1, gp_buf);
-    DEVICE_ARG(e, k, 2, c->params);
-    DEVICE_ARG(e, k, 3, cell_start);
-    DEVICE_ARG(e, k, 4, cell_end);
-    DEVICE_ARG(e, k, 5, st->pos);
-    DEVICE_ARG(e, k, 6, st->vel);
-    DEVICE_ARG(e, k, 7, st->mass);
-    DEVICE_ARG(e, k, 8, st->radius);
-    DEVICE_ARG(e, k, 9, c->degree);
-    DEVICE_ARG(e, k, 10, c->lam[cur]);
     for (int it = 0; it < c->iterations; ++it) {
         cl_mem x_out = c->x[it & 1], v_out = c->v[it & 1];
-        DEVICE_ARG(e, k, 11, x_in);
-        DEVICE_ARG(e, k, 12, v_in);
-        DEVICE_ARG(e, k, 13, x_out);
-        DEVICE_ARG(e, k, 14, v_out);
-        SPHSIM_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+        a[11] = KARG("x_in", x_in);
+        a[12] = KARG("v_in", v_in);
+        a[13] = KARG("x_out", x_out);
+        a[14] = KARG("v_out", v_out);
+        SPHSIM_TRY(device_set_args(c->d, c->k_resolve, a, 15, e));
+        SPHSIM_TRY(device_run1d(c->d, c->k_resolve, n, CONTACT_LOCAL, e));
         x_in = x_out;
         v_in = v_out;
     }
 
-    k = c->k_integrate;
-    DEVICE_ARG(e, k, 0, n);
-    DEVICE_ARG(e, k, 1, c->params);
-    DEVICE_ARG(e, k, 2, x_in);
-    DEVICE_ARG(e, k, 3, v_in);
-    DEVICE_ARG(e, k, 4, st->radius);
-    DEVICE_ARG(e, k, 5, st->pos_next);
-    DEVICE_ARG(e, k, 6, st->vel_next);
-    DEVICE_ARG(e, k, 7, st->flags);
-    SPHSIM_TRY(device_run1d(c->d, k, n, CONTACT_LOCAL, e));
+    const karg integrate[] = { KARG("n", n),
+                               KARG("cp", c->params),
+                               KARG("x_in", x_in),
+                               KARG("v_in", v_in),
+                               KARG("radius", st->radius),
+                               KARG("pos_next", st->pos_next),
+                               KARG("vel_next", st->vel_next),
+                               KARG("flags", st->flags) };
+    SPHSIM_TRY(device_set_args(c->d, c->k_integrate, integrate, 8, e));
+    SPHSIM_TRY(device_run1d(c->d, c->k_integrate, n, CONTACT_LOCAL, e));
     c->cur = old; /* this step's slots become the last step's */
     c->have_warm = 1;
     return SPHSIM_OK;
@@ -411,17 +395,17 @@ static sphsim_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem 
 {
     const cl_uint n = (cl_uint)st->n;
     cl_mem partner_arg = partner ? partner : c->counts; /* not written when max_per == 0 */
-    cl_kernel k = c->k_pairs;
-    DEVICE_ARG(e, k, 0, n);
-    DEVICE_ARG(e, k, 1, gp_buf);
-    DEVICE_ARG(e, k, 2, cell_start);
-    DEVICE_ARG(e, k, 3, cell_end);
-    DEVICE_ARG(e, k, 4, st->pos);
-    DEVICE_ARG(e, k, 5, st->radius);
-    DEVICE_ARG(e, k, 6, max_per);
-    DEVICE_ARG(e, k, 7, c->counts);
-    DEVICE_ARG(e, k, 8, partner_arg);
-    return device_run1d(c->d, k, n, CONTACT_LOCAL, e);
+    const karg args[] = { KARG("n", n),
+                          KARG("gp", gp_buf),
+                          KARG("cell_start", cell_start),
+                          KARG("cell_end", cell_end),
+                          KARG("pos", st->pos),
+                          KARG("radius", st->radius),
+                          KARG("max_per", max_per),
+                          KARG("count", c->counts),
+                          KARG("partner", partner_arg) };
+    SPHSIM_TRY(device_set_args(c->d, c->k_pairs, args, 9, e));
+    return device_run1d(c->d, c->k_pairs, n, CONTACT_LOCAL, e);
 }
 
 sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
@@ -488,4 +472,55 @@ sphsim_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_c
     *n_contacts = 0;
     SPHSIM_TRY(check_grid(c, g, e));
     return contact_count_cells(c, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), st, n_contacts, e);
+}
+
+/* ---- the time loop's interface (solver.h) ---- */
+
+static sphsim_status op_begin_step(void *impl, grid *g, dev_state *st, int force, int *rebuild, int *prepared,
+                                   sphsim_error *e)
+{
+    *rebuild = 1; /* contacts are found on the grid of the step's own positions */
+    *prepared = 0;
+    return SPHSIM_OK;
+}
+
+static sphsim_status op_prepare(void *impl, grid *g, dev_state *st, sphsim_error *e) { return SPHSIM_OK; }
+
+static sphsim_status op_advance(void *impl, grid *g, dev_state *st, sphsim_error *e)
+{
+    return contact_step(impl, g, st, e);
+}
+
+static sphsim_status op_snapshot(void *impl, grid *g, dev_state *st, long *n_contacts, sphsim_error *e)
+{
+    return contact_count(impl, g, st, n_contacts, e);
+}
+
+static sphsim_status op_save_state(void *impl, grid *g, dev_state *st, void **blob, size_t *bytes, sphsim_error *e)
+{
+    /* the impulses the next step carries (warm start), so --resume continues exactly */
+    return contact_state_save(impl, grid_index(g), st, blob, bytes, e);
+}
+
+static sphsim_status op_restore_state(void *impl, dev_state *st, const void *blob, size_t bytes, sphsim_error *e)
+{
+    return contact_state_restore(impl, st, blob, bytes, e);
+}
+
+static sphsim_status op_counters(void *impl, solver_counters *c, sphsim_error *e)
+{
+    memset(c, 0, sizeof *c);
+    return SPHSIM_OK;
+}
+
+static void op_destroy(void *impl) { contact_destroy(impl); }
+
+sphsim_status contact_solver_open(solver *out, ocl_device *d, const scene *s, sphsim_error *e)
+{
+    static const solver_ops ops = { op_begin_step,    op_prepare, op_advance,  op_snapshot, op_save_state,
+                                    op_restore_state, NULL,       op_counters, op_destroy };
+    contact_solver *c = NULL;
+    SPHSIM_TRY(contact_create(&c, d, s, e));
+    *out = (solver){ &ops, c };
+    return SPHSIM_OK;
 }

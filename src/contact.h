@@ -19,6 +19,7 @@
 #include "grid.h"
 #include "particles.h"
 #include "scene.h"
+#include "solver.h"
 #include "state.h"
 #include "../kernels/contact_shared.h"
 
@@ -83,5 +84,8 @@ sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem c
  * more than max_per partners. Host arrays hold st->n and st->n * max_per entries. */
 sphsim_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
                                  unsigned max_per, uint32_t *count, uint32_t *partner, sphsim_error *e);
+
+/* The contact solver of a run (contact_create) behind the time loop's interface (solver.h). */
+sphsim_status contact_solver_open(solver *out, ocl_device *d, const scene *s, sphsim_error *e);
 
 #endif

@@ -1,5 +1,5 @@
 /* device: OpenCL platform/device choice, context, queue, and program builds from the
- * embedded kernel sources (or $SPHSIM_KERNEL_DIR). */
+ * embedded kernel sources (or a folder of them, tuning.kernel_dir). */
 #include "device.h"
 
 #include <ctype.h>
@@ -175,10 +175,13 @@ static int contains_ci(const char *hay, const char *needle)
     return n == 0;
 }
 
-sphsim_status device_open(ocl_device *d, const char *selector, int profiling, sphsim_error *e)
+sphsim_status device_open(ocl_device *d, const char *selector, int profiling, const sphsim_tuning *t, sphsim_error *e)
 {
     memset(d, 0, sizeof *d);
-    if (!selector) selector = getenv("SPHSIM_DEVICE");
+    if (t) {
+        d->kernel_dir = t->kernel_dir;
+        d->build_log = t->build_log;
+    }
     if (selector && !*selector) selector = NULL;
     dev_entry list[MAX_DEVICES];
     int n = 0;
@@ -286,14 +289,15 @@ static char *read_text_file(const char *path)
     return buf;
 }
 
-/* Raw text of one kernel file (malloc'd), from $SPHSIM_KERNEL_DIR or the embedded set. */
-static char *kernel_file_text(const char *file)
+/* Raw text of one kernel file (malloc'd): from folder `dir` when it holds the file (tuning's
+ * kernel_dir), else from the set embedded in the binary. */
+static char *kernel_file_text(const char *dir, const char *file)
 {
-    const char *dir = getenv("SPHSIM_KERNEL_DIR");
     if (dir && *dir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, file);
-        return read_text_file(path);
+        char *text = read_text_file(path);
+        if (text) return text;
     }
     for (const struct embedded_kernel *k = sph_embedded_kernels; k->name; ++k)
         if (!strcmp(k->name, file)) return strdup(k->text);
@@ -324,18 +328,18 @@ static int sb_append(strbuf *b, const char *s, size_t n)
 #define MAX_INCLUDED 64
 
 /* Append `file` with its `#include "x"` lines expanded (each file at most once). */
-static sphsim_status expand(strbuf *b, const char *file, char included[][64], int *n_included, int depth,
-                            sphsim_error *e)
+static sphsim_status expand(strbuf *b, const char *dir, const char *file, char included[][64], int *n_included,
+                            int depth, sphsim_error *e)
 {
     for (int i = 0; i < *n_included; ++i)
         if (!strcmp(included[i], file)) return SPHSIM_OK;
     if (*n_included >= MAX_INCLUDED || depth > 16)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "kernel source %s: too many nested includes", file);
     snprintf(included[(*n_included)++], 64, "%s", file);
-    char *text = kernel_file_text(file);
+    char *text = kernel_file_text(dir, file);
     if (!text)
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "kernel source %s not found (%s)", file,
-                           getenv("SPHSIM_KERNEL_DIR") ? "in $SPHSIM_KERNEL_DIR" : "not embedded in this build");
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "kernel source %s not found (%s%s)", file,
+                           dir ? "neither in the kernel folder nor " : "", "embedded in this build");
     const char *line = text;
     sphsim_status st = SPHSIM_OK;
     while (*line && st == SPHSIM_OK) {
@@ -357,7 +361,7 @@ static sphsim_status expand(strbuf *b, const char *file, char included[][64], in
             char inc[64];
             memcpy(inc, q + 1, (size_t)(r - q - 1));
             inc[r - q - 1] = 0;
-            st = expand(b, inc, included, n_included, depth + 1, e);
+            st = expand(b, dir, inc, included, n_included, depth + 1, e);
             if (st == SPHSIM_OK && sb_append(b, "\n", 1)) st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
         } else if (sb_append(b, line, len)) {
             st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
@@ -368,12 +372,12 @@ static sphsim_status expand(strbuf *b, const char *file, char included[][64], in
     return st;
 }
 
-char *device_kernel_source(const char *file, sphsim_error *e)
+char *device_kernel_source(const ocl_device *d, const char *file, sphsim_error *e)
 {
     strbuf b = { 0 };
     char included[MAX_INCLUDED][64];
     int n_included = 0;
-    if (expand(&b, file, included, &n_included, 0, e) != SPHSIM_OK) {
+    if (expand(&b, d ? d->kernel_dir : NULL, file, included, &n_included, 0, e) != SPHSIM_OK) {
         free(b.s);
         return NULL;
     }
@@ -396,11 +400,28 @@ static char *build_log(const ocl_device *d, cl_program prog)
 
 sphsim_status device_build(ocl_device *d, const char *file, const char *options, cl_program *out, sphsim_error *e)
 {
+    return device_build_files(d, &file, 1, options, out, e);
+}
+
+sphsim_status device_build_files(ocl_device *d, const char *const *files, int n_files, const char *options,
+                                 cl_program *out, sphsim_error *e)
+{
     *out = NULL;
-    char *src = device_kernel_source(file, e);
-    if (!src) return e ? e->code : SPHSIM_E_DEVICE;
+    strbuf b = { 0 };
+    char included[MAX_INCLUDED][64];
+    int n_included = 0;
+    char file[512] = ""; /* the files' names, for messages */
+    for (int f = 0; f < n_files; ++f) {
+        const size_t len = strlen(file);
+        snprintf(file + len, sizeof file - len, "%s%s", f ? " + kernels/" : "", files[f]);
+        if (expand(&b, d->kernel_dir, files[f], included, &n_included, 0, e) != SPHSIM_OK) {
+            free(b.s);
+            return e ? e->code : SPHSIM_E_DEVICE;
+        }
+    }
+    char *src = b.s;
     char opts[2048];
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s", options ? options : "");
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -cl-kernel-arg-info %s", options ? options : "");
     cl_int err;
     const char *srcs[1] = { src };
     cl_program prog = clCreateProgramWithSource(d->ctx, 1, srcs, NULL, &err);
@@ -416,15 +437,111 @@ sphsim_status device_build(ocl_device *d, const char *file, const char *options,
         clReleaseProgram(prog);
         return SPHSIM_E_DEVICE;
     }
-    /* SPHSIM_BUILD_LOG, a developers' knob (docs/performance.md): print the build log of every
-     * program, e.g. the register counts NVIDIA's compiler reports with -cl-nv-verbose */
-    if (getenv("SPHSIM_BUILD_LOG")) {
+    /* tuning.build_log: print the build log of every program, e.g. the register counts NVIDIA's
+     * compiler reports with -cl-nv-verbose */
+    if (d->build_log) {
         char *log = build_log(d, prog);
         fprintf(stderr, "build log of kernels/%s (%s):\n%s\n", file, opts, log ? log : "(none)");
         free(log);
     }
     *out = prog;
     return SPHSIM_OK;
+}
+
+/* The name of k's function (NUL-terminated, truncated to fit). */
+static void kernel_name(cl_kernel k, char *name, size_t size)
+{
+    name[0] = '\0';
+    if (clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, size, name, NULL) != CL_SUCCESS) snprintf(name, size, "?");
+    name[size - 1] = '\0';
+}
+
+/* args against k's signature (device_set_args). */
+static sphsim_status check_arg_names(cl_kernel k, const karg *args, int n, sphsim_error *e)
+{
+    char kname[128];
+    kernel_name(k, kname, sizeof kname);
+    cl_uint nargs = 0;
+    CL_CHECK(e, clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL));
+    if ((int)nargs != n)
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "kernel %s takes %u arguments, the host binds %d", kname, nargs, n);
+    for (int i = 0; i < n; ++i) {
+        char name[128];
+        if (clGetKernelArgInfo(k, (cl_uint)i, CL_KERNEL_ARG_NAME, sizeof name, name, NULL) != CL_SUCCESS)
+            return SPHSIM_OK; /* the driver keeps no names */
+        name[sizeof name - 1] = '\0';
+        if (strcmp(name, args[i].name) != 0)
+            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "kernel %s: argument %d is '%s', the host binds '%s' there", kname,
+                               i, name, args[i].name);
+    }
+    return SPHSIM_OK;
+}
+
+sphsim_status device_set_args(ocl_device *d, cl_kernel k, const karg *args, int n, sphsim_error *e)
+{
+    int known = 0;
+    for (int i = 0; i < d->n_bound && !known; ++i) known = d->bound[i] == k;
+    if (!known) {
+        SPHSIM_TRY(check_arg_names(k, args, n, e));
+        if (d->n_bound < (int)(sizeof d->bound / sizeof *d->bound)) d->bound[d->n_bound++] = k;
+    }
+    for (int i = 0; i < n; ++i) {
+        const cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
+        if (err != CL_SUCCESS) {
+            char kname[128];
+            kernel_name(k, kname, sizeof kname);
+            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "binding argument %d (%s) of kernel %s failed: %s", i, args[i].name,
+                               kname, cl_error_name(err));
+        }
+    }
+    return SPHSIM_OK;
+}
+
+size_t device_local_limit(const ocl_device *d, const cl_kernel *ks, int n)
+{
+    size_t limit = 0;
+    for (int k = 0; k < n; ++k) {
+        size_t m = 0;
+        if (ks[k] &&
+            clGetKernelWorkGroupInfo(ks[k], d->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof m, &m, NULL) == CL_SUCCESS &&
+            m > 0 && (limit == 0 || m < limit))
+            limit = m;
+    }
+    return limit;
+}
+
+void device_release_kernels(const cl_kernel *ks, int n)
+{
+    for (int k = 0; k < n; ++k)
+        if (ks[k]) clReleaseKernel(ks[k]);
+}
+
+int device_is_nvidia_gpu(const ocl_device *d) { return d->is_gpu && strstr(d->platform_name, "NVIDIA") != NULL; }
+
+unsigned device_register_cap(const ocl_device *d, int knob, unsigned auto_value)
+{
+    if (!device_is_nvidia_gpu(d)) return 0; /* other compilers don't take the option */
+    return knob == TUNE_AUTO ? auto_value : knob > 0 ? (unsigned)knob : 0u;
+}
+
+static unsigned gcd_u(unsigned a, unsigned b)
+{
+    while (b) {
+        const unsigned t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+cl_uint device_group_stride(const ocl_device *d, size_t n, size_t local)
+{
+    if (d->is_gpu) return 1;
+    const unsigned groups = (unsigned)((n + local - 1) / local);
+    if (groups <= 2) return 1;
+    unsigned st = (unsigned)(0.6180339887 * groups + 0.5);
+    while (gcd_u(st, groups) != 1) ++st;
+    return st;
 }
 
 sphsim_status device_kernel(cl_program prog, const char *name, cl_kernel *out, sphsim_error *e)

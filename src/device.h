@@ -1,5 +1,5 @@
 /* device: OpenCL platform and device choice, context, queue, and program builds from the
- * kernel sources embedded in the binary (or from $SPHSIM_KERNEL_DIR when set). */
+ * kernel sources embedded in the binary (or from a folder, tuning.kernel_dir). */
 #ifndef SPHSIM_DEVICE_H
 #define SPHSIM_DEVICE_H
 
@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "status.h"
+#include "tuning.h"
 
 typedef struct ocl_device {
     cl_platform_id platform;
@@ -23,7 +24,11 @@ typedef struct ocl_device {
     size_t max_wg;       /* largest work-group */
     cl_ulong local_mem;  /* bytes */
     cl_uint compute_units;
-    int profiling;            /* queue created with profiling enabled */
+    int profiling;          /* queue created with profiling enabled */
+    const char *kernel_dir; /* kernel sources from this folder where it has them (NULL: embedded) */
+    int build_log;          /* print every program's build log to stderr */
+    cl_kernel bound[128];   /* kernels whose argument names device_set_args has checked */
+    int n_bound;
     struct device_prof *prof; /* per-kernel timing when profiling (see device_profile) */
 } ocl_device;
 
@@ -48,21 +53,32 @@ void device_profile_command(ocl_device *d, cl_event ev, const char *label);
 
 /* Choose and open a device. `selector` (NULL or "" = automatic: the first GPU, else the first
  * CPU, else any) is an index from --list-devices, "gpu", "cpu", or a case-insensitive
- * substring of the device or platform name. $SPHSIM_DEVICE is used when selector is NULL. */
-sphsim_status device_open(ocl_device *d, const char *selector, int profiling, sphsim_error *e);
+ * substring of the device or platform name. `t` (NULL: defaults) gives the kernel folder and
+ * whether build logs are printed. */
+sphsim_status device_open(ocl_device *d, const char *selector, int profiling, const sphsim_tuning *t, sphsim_error *e);
 void device_close(ocl_device *d);
 
 /* Print every platform and device, one per line, with its index, to `out`. */
 sphsim_status device_list(FILE *out, sphsim_error *e);
 
 /* Source of a kernel file ("grid.cl", "shared.h") with `#include "x"` lines expanded
- * recursively from the same embedded set (each file once). malloc'd; NULL if unknown. */
-char *device_kernel_source(const char *file, sphsim_error *e);
+ * recursively (each file once), each file from d's kernel folder where it has it, else from the
+ * set embedded in the binary (d may be NULL: embedded only). malloc'd; NULL if unknown. */
+char *device_kernel_source(const ocl_device *d, const char *file, sphsim_error *e);
 
-/* Build one kernel file into a program. `options` are extra build options (-D...);
- * "-cl-std=CL1.2" is always added. On failure the message holds the options and the
- * device's build log. */
+/* Build kernel files into one program (the files' sources one after the other, each included
+ * header once). `options` are extra build options (-D...); "-cl-std=CL1.2 -cl-kernel-arg-info"
+ * is always added. On failure the message holds the options and the device's build log. */
+sphsim_status device_build_files(ocl_device *d, const char *const *files, int n_files, const char *options,
+                                 cl_program *out, sphsim_error *e);
+/* device_build_files of one file. */
 sphsim_status device_build(ocl_device *d, const char *file, const char *options, cl_program *out, sphsim_error *e);
+
+/* The smallest CL_KERNEL_WORK_GROUP_SIZE of kernels ks[0 .. n) on d (NULL entries skipped; 0 when
+ * none reports one): the largest work-group all of them take. */
+size_t device_local_limit(const ocl_device *d, const cl_kernel *ks, int n);
+/* clReleaseKernel on every kernel of ks[0 .. n) that is not NULL. */
+void device_release_kernels(const cl_kernel *ks, int n);
 
 /* clCreateKernel with a status. */
 sphsim_status device_kernel(cl_program prog, const char *name, cl_kernel *out, sphsim_error *e);
@@ -89,13 +105,34 @@ sphsim_status device_launch(ocl_device *d, cl_kernel k, size_t global, size_t lo
 sphsim_status device_write(ocl_device *d, cl_mem buf, size_t offset, size_t bytes, const void *src, sphsim_error *e);
 sphsim_status device_read(ocl_device *d, cl_mem buf, size_t offset, size_t bytes, void *dst, sphsim_error *e);
 
-/* Set kernel argument i (a thin wrapper that names the kernel and argument on failure). */
-#define DEVICE_ARG(e, k, i, value)                                                                                     \
-    do {                                                                                                               \
-        cl_int arg_err_ = clSetKernelArg((k), (i), sizeof(value), &(value));                                           \
-        if (arg_err_ != CL_SUCCESS)                                                                                    \
-            return SPHSIM_FAIL((e), SPHSIM_E_DEVICE, "clSetKernelArg(%s, %d) failed: %s", #k, (int)(i),                \
-                               cl_error_name(arg_err_));                                                               \
-    } while (0)
+/* A kernel argument by name: its value (size bytes at `value`; NULL with a size: __local
+ * memory of that many bytes). */
+typedef struct karg {
+    const char *name;
+    size_t size;
+    const void *value;
+} karg;
+#define KARG(name, lvalue) ((karg){ (name), sizeof(lvalue), &(lvalue) })
+#define KARG_LOCAL(name, bytes) ((karg){ (name), (bytes), NULL })
+
+/* Bind args[0 .. n) to kernel k's arguments 0 .. n-1. The first time d binds a kernel, the
+ * names and their number are checked against the kernel's own (programs are built with
+ * -cl-kernel-arg-info; a driver that does not report names is trusted): a host list out of step
+ * with a kernel's signature fails, naming both, instead of binding the wrong buffer. */
+sphsim_status device_set_args(ocl_device *d, cl_kernel k, const karg *args, int n, sphsim_error *e);
+
+/* The device is a GPU under NVIDIA's own driver (not a port of its platform name): its compiler
+ * takes the -cl-nv-* options, and its native functions were validated (docs/performance.md). */
+int device_is_nvidia_gpu(const ocl_device *d);
+
+/* The register cap option value for a program on d: 0 (none) unless d is an NVIDIA GPU, where
+ * `knob` (a tuning value: TUNE_AUTO, 0 or 16-255) gives it, `auto_value` for TUNE_AUTO. */
+unsigned device_register_cap(const ocl_device *d, int knob, unsigned auto_value);
+
+/* The work-group spread of kernels that take one particle per work-item through spread_item
+ * (kernels/spread.h), for n particles in groups of `local`: 1 on GPUs; on CPUs the integer
+ * nearest 0.618 G (G work-groups) that is coprime to G, so that the blocks taken by consecutive
+ * work-groups step through the index range by the golden ratio. */
+cl_uint device_group_stride(const ocl_device *d, size_t n, size_t local);
 
 #endif

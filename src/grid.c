@@ -18,8 +18,7 @@ struct grid {
     size_t n_max;
     cl_program prog_keys, prog_table, prog_gather, prog_stats;
     cl_kernel k_keys, k_table, k_stats;
-    cl_kernel k_gather[5];                  /* element sizes 1, 2, 4, 8, 16 */
-    cl_kernel k_gather_state, k_copy_state; /* grid_gather_state */
+    cl_kernel k_gather[5]; /* element sizes 1, 2, 4, 8, 16 */
     grid_sort *sort;
     cl_mem params;     /* grid_params, __constant */
     cl_mem cell_start; /* uint [n_cells] */
@@ -176,8 +175,6 @@ sphsim_status grid_create(grid **out, ocl_device *d, const grid_params *gp, size
     if (st == SPHSIM_OK) st = build(g, "gather.cl", &g->prog_gather, e);
     for (int i = 0; i < 5 && st == SPHSIM_OK; ++i)
         st = device_kernel(g->prog_gather, gather_names[i], &g->k_gather[i], e);
-    if (st == SPHSIM_OK) st = device_kernel(g->prog_gather, "grid_gather_state", &g->k_gather_state, e);
-    if (st == SPHSIM_OK) st = device_kernel(g->prog_gather, "grid_copy_state", &g->k_copy_state, e);
     if (st == SPHSIM_OK) st = device_alloc(d, sizeof(grid_params), "grid parameters", &g->params, e);
     if (st == SPHSIM_OK) st = device_alloc(d, (size_t)gp->n_cells * 4, "grid cell_start table", &g->cell_start, e);
     if (st == SPHSIM_OK) st = device_alloc(d, (size_t)gp->n_cells * 4, "grid cell_end table", &g->cell_end, e);
@@ -221,8 +218,6 @@ void grid_destroy(grid *g)
         if (ks[i]) clReleaseKernel(ks[i]);
     for (int i = 0; i < 5; ++i)
         if (g->k_gather[i]) clReleaseKernel(g->k_gather[i]);
-    if (g->k_gather_state) clReleaseKernel(g->k_gather_state);
-    if (g->k_copy_state) clReleaseKernel(g->k_copy_state);
     cl_program ps[4] = { g->prog_keys, g->prog_table, g->prog_gather, g->prog_stats };
     for (int i = 0; i < 4; ++i)
         if (ps[i]) clReleaseProgram(ps[i]);
@@ -248,7 +243,7 @@ static sphsim_status run_strided(grid *g, cl_kernel k, size_t n, cl_event *ev, s
     return device_run_strided(g->d, k, n, g->d->max_wg < GRID_LOCAL ? g->d->max_wg : GRID_LOCAL, ev, e);
 }
 
-sphsim_status grid_build(grid *g, cl_mem pos, cl_mem pos_alt, size_t n, cl_mem flags, sphsim_error *e)
+sphsim_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sphsim_error *e)
 {
     if (n > g->n_max)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_build: %zu particles, the grid was created for %zu", n, g->n_max);
@@ -257,30 +252,23 @@ sphsim_status grid_build(grid *g, cl_mem pos, cl_mem pos_alt, size_t n, cl_mem f
     const cl_uint n32 = (cl_uint)n;
     cl_mem keys_in = grid_sort_keys_in(g->sort);
     cl_mem flag_buf = flags ? flags : g->no_flags;
-
-    DEVICE_ARG(e, g->k_keys, 0, pos);
-    DEVICE_ARG(e, g->k_keys, 1, n32);
-    DEVICE_ARG(e, g->k_keys, 2, g->params);
-    DEVICE_ARG(e, g->k_keys, 3, keys_in);
-    DEVICE_ARG(e, g->k_keys, 4, flag_buf);
-    DEVICE_ARG(e, g->k_keys, 5, g->cell_start);
-    DEVICE_ARG(e, g->k_keys, 6, g->cell_end);
-    cl_mem go = grid_sort_go(g->sort);
-    DEVICE_ARG(e, g->k_keys, 7, go);
-    cl_mem alt = pos_alt ? pos_alt : pos;
-    DEVICE_ARG(e, g->k_keys, 8, alt);
+    const karg keys[] = { KARG("pos", pos),
+                          KARG("n", n32),
+                          KARG("gp", g->params),
+                          KARG("keys", keys_in),
+                          KARG("flags", flag_buf),
+                          KARG("cell_start", g->cell_start),
+                          KARG("cell_end", g->cell_end) };
+    SPHSIM_TRY(device_set_args(g->d, g->k_keys, keys, 7, e));
     /* max(n, n_cells) work-items: the keys, and the emptied cell table */
     SPHSIM_TRY(run_strided(g, g->k_keys, n > g->gp.n_cells ? n : g->gp.n_cells, prof ? &g->ev_keys : NULL, e));
 
     SPHSIM_TRY(grid_sort_run(g->sort, n, prof ? &g->ev_sort_first : NULL, prof ? &g->ev_sort_last : NULL, e));
 
     cl_mem keys_sorted = grid_sort_keys_out(g->sort);
-    DEVICE_ARG(e, g->k_table, 0, keys_sorted);
-    DEVICE_ARG(e, g->k_table, 1, n32);
-    DEVICE_ARG(e, g->k_table, 2, g->params);
-    DEVICE_ARG(e, g->k_table, 3, g->cell_start);
-    DEVICE_ARG(e, g->k_table, 4, g->cell_end);
-    DEVICE_ARG(e, g->k_table, 5, go);
+    const karg table[] = { KARG("keys", keys_sorted), KARG("n", n32), KARG("gp", g->params),
+                           KARG("cell_start", g->cell_start), KARG("cell_end", g->cell_end) };
+    SPHSIM_TRY(device_set_args(g->d, g->k_table, table, 5, e));
     SPHSIM_TRY(run_strided(g, g->k_table, n, prof ? &g->ev_table : NULL, e));
     return SPHSIM_OK;
 }
@@ -301,40 +289,13 @@ sphsim_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, siz
     if (n == 0) return SPHSIM_OK;
     cl_kernel k = g->k_gather[which];
     const cl_uint n32 = (cl_uint)n;
-    cl_mem idx = grid_sort_index(g->sort), go = grid_sort_go(g->sort);
-    DEVICE_ARG(e, k, 0, src);
-    DEVICE_ARG(e, k, 1, idx);
-    DEVICE_ARG(e, k, 2, n32);
-    DEVICE_ARG(e, k, 3, dst);
-    DEVICE_ARG(e, k, 4, go);
+    cl_mem idx = grid_sort_index(g->sort);
+    const karg args[] = { KARG("src", src), KARG("idx", idx), KARG("n", n32), KARG("dst", dst) };
+    SPHSIM_TRY(device_set_args(g->d, k, args, 4, e));
     return run1d(g, k, n, NULL, e);
 }
 
-sphsim_status grid_gather_state(grid *g, cl_mem pos_src, cl_mem pos_dst, cl_mem vel_src, cl_mem vel_dst, cl_mem id,
-                                cl_mem id_tmp, cl_mem type, cl_mem type_tmp, size_t n, sphsim_error *e)
-{
-    if (n > g->n_max)
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_gather_state: %zu particles, the grid was created for %zu", n,
-                           g->n_max);
-    if (n == 0) return SPHSIM_OK;
-    const cl_uint n32 = (cl_uint)n;
-    cl_mem idx = grid_sort_index(g->sort), go = grid_sort_go(g->sort);
-    cl_kernel k = g->k_gather_state;
-    const cl_mem args[9] = { pos_src, pos_dst, vel_src, vel_dst, id, id_tmp, type, type_tmp, idx };
-    for (cl_uint a = 0; a < 9; ++a) DEVICE_ARG(e, k, a, args[a]);
-    DEVICE_ARG(e, k, 9, n32);
-    DEVICE_ARG(e, k, 10, go);
-    SPHSIM_TRY(run_strided(g, k, n, NULL, e));
-    k = g->k_copy_state;
-    const cl_mem back[4] = { id_tmp, id, type_tmp, type };
-    for (cl_uint a = 0; a < 4; ++a) DEVICE_ARG(e, k, a, back[a]);
-    DEVICE_ARG(e, k, 4, n32);
-    DEVICE_ARG(e, k, 5, go);
-    return run_strided(g, k, n, NULL, e);
-}
-
 cl_mem grid_index(const grid *g) { return grid_sort_index(g->sort); }
-void grid_set_go(grid *g, cl_mem go) { grid_sort_set_go(g->sort, go); }
 cl_mem grid_keys(const grid *g) { return grid_sort_keys_out(g->sort); }
 cl_mem grid_cell_start(const grid *g) { return g->cell_start; }
 cl_mem grid_cell_end(const grid *g) { return g->cell_end; }
@@ -363,15 +324,14 @@ sphsim_status grid_neighbour_stats(grid *g, cl_mem pos, size_t n, double *mean_n
     if (st == SPHSIM_OK && !h) st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
     if (st == SPHSIM_OK) {
         const cl_uint n32 = (cl_uint)n;
-        cl_int err = clSetKernelArg(g->k_stats, 0, sizeof pos, &pos);
-        err |= clSetKernelArg(g->k_stats, 1, sizeof n32, &n32);
-        err |= clSetKernelArg(g->k_stats, 2, sizeof g->params, &g->params);
-        err |= clSetKernelArg(g->k_stats, 3, sizeof g->cell_start, &g->cell_start);
-        err |= clSetKernelArg(g->k_stats, 4, sizeof g->cell_end, &g->cell_end);
-        err |= clSetKernelArg(g->k_stats, 5, sizeof nb, &nb);
-        err |= clSetKernelArg(g->k_stats, 6, sizeof cand, &cand);
-        if (err != CL_SUCCESS)
-            st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "setting the neighbour statistics kernel arguments failed");
+        const karg args[] = { KARG("pos", pos),
+                              KARG("n", n32),
+                              KARG("gp", g->params),
+                              KARG("cell_start", g->cell_start),
+                              KARG("cell_end", g->cell_end),
+                              KARG("neighbours", nb),
+                              KARG("candidates", cand) };
+        st = device_set_args(g->d, g->k_stats, args, 7, e);
     }
     if (st == SPHSIM_OK) st = run1d(g, g->k_stats, n, NULL, e);
     double sum_nb = 0.0, sum_cand = 0.0;

@@ -23,27 +23,13 @@ sphsim_status grid_geometry(int dims, const double lo[3], const double hi[3], do
 sphsim_status grid_create(grid **g, ocl_device *d, const grid_params *gp, size_t n_max, sphsim_error *e);
 void grid_destroy(grid *g);
 
-/* Enqueue: keys from `pos` (float4, n particles; from `pos_alt` instead when the go word has
- * GO_ALT; NULL: pos), sort, cell table. Never blocks the host. `flags` (one uint, may be NULL)
- * gets FLAG_OUTSIDE / FLAG_NONFINITE OR-ed in. */
-sphsim_status grid_build(grid *g, cl_mem pos, cl_mem pos_alt, size_t n, cl_mem flags, sphsim_error *e);
+/* Enqueue: keys from `pos` (float4, n particles), sort, cell table. Never blocks the host.
+ * `flags` (one uint, may be NULL) gets FLAG_OUTSIDE / FLAG_NONFINITE OR-ed in. */
+sphsim_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sphsim_error *e);
 
 /* Enqueue dst[i] = src[idx[i]] for i < n, elements of `elem_size` bytes (1, 2, 4, 8 or 16);
  * dst must not be src. */
 sphsim_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t n, sphsim_error *e);
-/* Enqueue the gathers of a state whose (pos, vel) pairs the device swaps (sim.c, SPH neighbour
- * lists): pos_dst[i] = pos_src[idx[i]] and the same for vel (float4), or with GO_ALT the other
- * way round; id and type (uint, uchar) gathered in place through id_tmp and type_tmp. Two
- * launches; both do nothing without GO_REBUILD. */
-sphsim_status grid_gather_state(grid *g, cl_mem pos_src, cl_mem pos_dst, cl_mem vel_src, cl_mem vel_dst, cl_mem id,
-                                cl_mem id_tmp, cl_mem type, cl_mem type_tmp, size_t n, sphsim_error *e);
-
-/* The go word (a device buffer; its first uint is read by every kernel of grid_build and of the
- * gathers when they run; bits GO_REBUILD, GO_ALT of kernels/shared.h): without GO_REBUILD
- * grid_build keeps the last keys, order and cell table and the gathers do nothing, so a step can keep the last grid without the host knowing in advance; the SPH
- * neighbour lists use it (sph.h). NULL (the default) is a word that always holds GO_REBUILD. */
-void grid_set_go(grid *g, cl_mem go);
-
 /* Device buffers after grid_build: permutation (uint, sorted slot -> old slot), sorted keys
  * (uint or ulong), cell_start / cell_end (uint, n_cells each; empty cells have start == end),
  * and the grid_params as a __constant buffer. */

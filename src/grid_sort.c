@@ -15,8 +15,6 @@ struct grid_sort {
     cl_mem keys[2], idx[2]; /* ping-pong; keys[0] is the input */
     cl_mem hist;            /* uint [radix][groups] */
     cl_mem digit_total;     /* uint [radix] */
-    cl_mem one;             /* one uint holding 1: the default go word */
-    cl_mem go;              /* the go word the kernels read (grid_sort_set_go) */
 };
 
 static void config_defaults(const grid_sort_config *cfg, unsigned key_bits, unsigned *bits, unsigned *wg,
@@ -95,10 +93,7 @@ sphsim_status grid_sort_create(grid_sort **out, ocl_device *d, int key64, unsign
     s->n_max = n_max;
 
     char opts[256];
-    /* kernels/sort.cl: return early on a go word without GO_REBUILD, except on PoCL */
-    const int go_return = strstr(d->platform_name, "Portable Computing Language") == NULL;
-    snprintf(opts, sizeof opts, "-DKEY64=%d -DRADIX_BITS=%u -DWG=%u -DITEMS=%u -DSORT_GO_RETURN=%d", key64 ? 1 : 0,
-             bits, wg, items, go_return);
+    snprintf(opts, sizeof opts, "-DKEY64=%d -DRADIX_BITS=%u -DWG=%u -DITEMS=%u", key64 ? 1 : 0, bits, wg, items);
     sphsim_status st = device_build(d, "sort.cl", opts, &s->prog, e);
     if (st == SPHSIM_OK) st = device_kernel(s->prog, "sort_count", &s->k_count, e);
     if (st == SPHSIM_OK) st = device_kernel(s->prog, "sort_scan", &s->k_scan, e);
@@ -112,12 +107,6 @@ sphsim_status grid_sort_create(grid_sort **out, ocl_device *d, int key64, unsign
     if (st == SPHSIM_OK)
         st = device_alloc(d, radix * groups_for(n_max, s->tile) * 4, "grid sort histogram", &s->hist, e);
     if (st == SPHSIM_OK) st = device_alloc(d, radix * 4, "grid sort digit totals", &s->digit_total, e);
-    if (st == SPHSIM_OK) st = device_alloc(d, 4, "grid sort go word", &s->one, e);
-    if (st == SPHSIM_OK) {
-        const cl_uint one = 1;
-        st = device_write(d, s->one, 0, 4, &one, e);
-    }
-    s->go = s->one;
     if (st != SPHSIM_OK) {
         grid_sort_destroy(s);
         return st;
@@ -139,7 +128,6 @@ void grid_sort_destroy(grid_sort *s)
     }
     if (s->hist) clReleaseMemObject(s->hist);
     if (s->digit_total) clReleaseMemObject(s->digit_total);
-    if (s->one) clReleaseMemObject(s->one);
     free(s);
 }
 
@@ -147,8 +135,6 @@ cl_mem grid_sort_keys_in(const grid_sort *s) { return s->keys[0]; }
 cl_mem grid_sort_keys_out(const grid_sort *s) { return s->keys[s->passes & 1]; }
 cl_mem grid_sort_index(const grid_sort *s) { return s->idx[s->passes & 1]; }
 unsigned grid_sort_passes(const grid_sort *s) { return s->passes; }
-void grid_sort_set_go(grid_sort *s, cl_mem go) { s->go = go ? go : s->one; }
-cl_mem grid_sort_go(const grid_sort *s) { return s->go; }
 unsigned grid_sort_tile(const grid_sort *s) { return s->tile; }
 
 static sphsim_status enqueue(grid_sort *s, cl_kernel k, size_t groups, size_t local, cl_event *ev, sphsim_error *e)
@@ -171,31 +157,26 @@ sphsim_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *l
         const cl_uint implicit_idx = p == 0;
         cl_mem kin = s->keys[p & 1], kout = s->keys[(p + 1) & 1];
         cl_mem iin = s->idx[p & 1], iout = s->idx[(p + 1) & 1];
-        DEVICE_ARG(e, s->k_count, 0, kin);
-        DEVICE_ARG(e, s->k_count, 1, n32);
-        DEVICE_ARG(e, s->k_count, 2, shift);
-        DEVICE_ARG(e, s->k_count, 3, groups);
-        DEVICE_ARG(e, s->k_count, 4, s->hist);
-        DEVICE_ARG(e, s->k_count, 5, s->go);
+        const karg count[] = { KARG("keys", kin), KARG("n", n32), KARG("shift", shift), KARG("n_groups", groups),
+                               KARG("hist", s->hist) };
+        SPHSIM_TRY(device_set_args(s->d, s->k_count, count, 5, e));
         SPHSIM_TRY(enqueue(s, s->k_count, groups, s->wg, p == 0 ? first : NULL, e));
 
-        DEVICE_ARG(e, s->k_scan, 0, s->hist);
-        DEVICE_ARG(e, s->k_scan, 1, groups);
-        DEVICE_ARG(e, s->k_scan, 2, s->digit_total);
-        DEVICE_ARG(e, s->k_scan, 3, s->go);
+        const karg scan[] = { KARG("hist", s->hist), KARG("n_groups", groups), KARG("digit_total", s->digit_total) };
+        SPHSIM_TRY(device_set_args(s->d, s->k_scan, scan, 3, e));
         SPHSIM_TRY(enqueue(s, s->k_scan, radix, s->wg, NULL, e));
 
-        DEVICE_ARG(e, s->k_scatter, 0, kin);
-        DEVICE_ARG(e, s->k_scatter, 1, iin);
-        DEVICE_ARG(e, s->k_scatter, 2, implicit_idx);
-        DEVICE_ARG(e, s->k_scatter, 3, n32);
-        DEVICE_ARG(e, s->k_scatter, 4, shift);
-        DEVICE_ARG(e, s->k_scatter, 5, groups);
-        DEVICE_ARG(e, s->k_scatter, 6, s->hist);
-        DEVICE_ARG(e, s->k_scatter, 7, s->digit_total);
-        DEVICE_ARG(e, s->k_scatter, 8, kout);
-        DEVICE_ARG(e, s->k_scatter, 9, iout);
-        DEVICE_ARG(e, s->k_scatter, 10, s->go);
+        const karg scatter[] = { KARG("keys_in", kin),
+                                 KARG("idx_in", iin),
+                                 KARG("implicit_idx", implicit_idx),
+                                 KARG("n", n32),
+                                 KARG("shift", shift),
+                                 KARG("n_groups", groups),
+                                 KARG("hist", s->hist),
+                                 KARG("digit_total", s->digit_total),
+                                 KARG("keys_out", kout),
+                                 KARG("idx_out", iout) };
+        SPHSIM_TRY(device_set_args(s->d, s->k_scatter, scatter, 10, e));
         SPHSIM_TRY(enqueue(s, s->k_scatter, groups, s->wg, p + 1 == s->passes ? last : NULL, e));
     }
     return SPHSIM_OK;

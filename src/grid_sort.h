@@ -34,14 +34,6 @@ cl_mem grid_sort_keys_in(const grid_sort *s);
  * kernel (NULL when n == 0); the caller releases them. */
 sphsim_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *last, sphsim_error *e);
 
-/* The go word: a device buffer whose first uint the sort kernels read; without GO_REBUILD
- * (kernels/shared.h) the passes of grid_sort_run treat every tile as empty, so keys_out and the index keep the last sort's
- * result. This
- * lets the device decide whether a step sorts without the host waiting (grid.h, sph.h). NULL
- * restores the default, a word that always holds GO_REBUILD. */
-void grid_sort_set_go(grid_sort *s, cl_mem go);
-cl_mem grid_sort_go(const grid_sort *s);
-
 cl_mem grid_sort_keys_out(const grid_sort *s);
 cl_mem grid_sort_index(const grid_sort *s);
 

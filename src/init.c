@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "jobs.h"
+#include "sph.h"
 
 /* Lattice cells along one axis of a box of width w at spacing dx (cell-centred). */
 static long lattice_count(double w, double dx)
@@ -200,11 +201,11 @@ static void *gen_rows(void *arg)
 }
 
 /* The fluid blocks' lattices in turn (x fastest, then y, then z), then the boundary shell, each
- * split by rows over threads (SPHSIM_INIT_THREADS): every particle's index, and so its id, is
+ * split by rows over `threads` threads (tuning.init_threads): every particle's index, and so its id, is
  * the one a single pass in that order gives it. */
-static void generate_sph(const scene *s, particles *p)
+static void generate_sph(const scene *s, particles *p, int threads)
 {
-    const unsigned t = jobs_threads(p->n, "SPHSIM_INIT_THREADS", 1, JOBS_MAX);
+    const unsigned t = jobs_threads(p->n, threads, 1, JOBS_MAX);
     gen_job jobs[JOBS_MAX];
     size_t first = 0;
     for (int b = 0; b <= s->n_blocks; ++b) {
@@ -348,7 +349,7 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
     return st;
 }
 
-sphsim_status init_generate(const scene *s, particles *p, sphsim_error *e)
+sphsim_status init_lattice(const scene *s, particles *p, int threads, sphsim_error *e)
 {
     long nf, nb, ns;
     SPHSIM_TRY(init_count(s, &nf, &nb, &ns, e));
@@ -357,8 +358,18 @@ sphsim_status init_generate(const scene *s, particles *p, sphsim_error *e)
     p->n_boundary = (size_t)nb;
     p->n_spheres = (size_t)ns;
     sphsim_status st = SPHSIM_OK;
-    if (s->mode == MODE_SPH) generate_sph(s, p);
+    if (s->mode == MODE_SPH) generate_sph(s, p, threads);
     else st = generate_spheres(s, p, e);
+    if (st != SPHSIM_OK) particles_free(p);
+    return st;
+}
+
+sphsim_status init_generate(const scene *s, particles *p, int threads, sphsim_error *e)
+{
+    SPHSIM_TRY(init_lattice(s, p, threads, e));
+    if (s->mode != MODE_SPH) return SPHSIM_OK;
+    sphsim_status st = sph_prepare(s, p, e);
+    if (st == SPHSIM_OK) st = init_hydrostatic(s, p, threads, e);
     if (st != SPHSIM_OK) particles_free(p);
     return st;
 }

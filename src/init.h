@@ -12,8 +12,21 @@
 /* Count the particles `init_generate` would make, without allocating them. */
 sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *n_spheres, sphsim_error *e);
 
-/* Allocate and fill `p` (ids 0..n-1: fluid, boundary, spheres). Boundary particles get
- * mass = rest_density * spacing^dims (solvers may recompute it); rho = rest density. */
-sphsim_status init_generate(const scene *s, particles *p, sphsim_error *e);
+/* The particles alone, on their lattices (init_generate without the SPH state: masses, rho0,
+ * pressure 0 as init_count's lattice gives them). */
+sphsim_status init_lattice(const scene *s, particles *p, int threads, sphsim_error *e);
+
+/* Allocate and fill `p` (ids 0..n-1: fluid, boundary, spheres), on `threads` host threads
+ * (tuning.init_threads; the result is the same for any number). SPH: masses, rho and pressure
+ * as sph_prepare sets them, then the hydrostatic start (init_hydrostatic). */
+sphsim_status init_generate(const scene *s, particles *p, int threads, sphsim_error *e);
+
+/* The hydrostatic start (docs/physics.md, "Initial state"): every vertical run of fluid particles
+ * that rests on the tank floor is compressed along gravity so that the kernel sum on the squeezed
+ * lattice gives the density whose EOS pressure is rho0 |g| depth, and gets that density and
+ * pressure. Without it the fluid starts at p = 0, falls, and overshoots to about twice the
+ * hydrostatic pressure. Only when gravity lies along one axis; runs not touching the floor
+ * (falling fluid) are left as they are. Takes the masses of sph_prepare. */
+sphsim_status init_hydrostatic(const scene *s, particles *p, int threads, sphsim_error *e);
 
 #endif

@@ -5,14 +5,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-unsigned jobs_threads(size_t n, const char *env, unsigned share, unsigned max)
+unsigned jobs_threads(size_t n, int requested, unsigned share, unsigned max)
 {
-    const char *v = env ? getenv(env) : NULL;
-    if (v && *v) {
-        char *end;
-        const unsigned long t = strtoul(v, &end, 10);
-        if (*end == '\0' && t >= 1 && t <= JOBS_MAX) return (unsigned)t;
-    }
+    if (requested >= 1 && requested <= JOBS_MAX) return (unsigned)requested;
     if (n < ((size_t)1 << 18)) return 1;
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN) / (long)(share ? share : 1);
     const long t = cpus > (long)max ? (long)max : cpus;

@@ -7,10 +7,10 @@
 
 #define JOBS_MAX 64
 
-/* Threads for a pass over n items: the environment variable `env` when it holds 1-64 (a
- * benchmark and test knob), else 1 below 2^18 items, where starting threads costs more than it
- * saves, else the host's processors divided by `share`, at most `max`. */
-unsigned jobs_threads(size_t n, const char *env, unsigned share, unsigned max);
+/* Threads for a pass over n items: `requested` when it is 1-64 (a tuning knob, tuning.h), else
+ * 1 below 2^18 items, where starting threads costs more than it saves, else the host's
+ * processors divided by `share`, at most `max`. */
+unsigned jobs_threads(size_t n, int requested, unsigned share, unsigned max);
 
 /* Runs fn on each of the t jobs (an array of job_size-byte records, t <= JOBS_MAX): the first
  * on this thread, the others on their own (or here, one after another, if a thread cannot

@@ -13,6 +13,7 @@
 #include "scene.h"
 #include "sim.h"
 #include "sph.h"
+#include "tuning.h"
 
 static volatile sig_atomic_t stop_signal = 0;
 static struct timespec stop_time; /* when stop_signal was first set */
@@ -71,15 +72,16 @@ static long snapshots_of(const scene *s)
     return n;
 }
 
-static void print_check(const scene *s)
+static void print_check(const scene *s, const sphsim_tuning *t)
 {
     size_t dev = sim_device_bytes(s);
     /* SPH neighbour lists, on top, when the device holds them (grid.neighbour_list) */
-    size_t lists = s->mode == MODE_SPH && s->neighbour_list != NLIST_OFF ? sim_list_bytes(s, (size_t)s->n_total, 0) : 0;
+    size_t lists =
+        s->mode == MODE_SPH && s->neighbour_list != NLIST_OFF ? sim_list_bytes(s, (size_t)s->n_total, 0, t) : 0;
     /* per particle and snapshot: position, velocity (3 x 4 B each), density, pressure, mass,
      * radius (4 B), id (4 B), type (1 B), at most */
     double out = (double)snapshots_of(s) * (double)s->n_total * 37.0;
-    const size_t host = sim_host_bytes(s);
+    const size_t host = sim_host_bytes(s, t);
     printf("%s\n", s->resolved_json ? s->resolved_json : "{}");
     printf("{\"check\":{\"particles\":%ld,\"fluid_particles\":%ld,\"boundary_particles\":%ld,\"spheres\":%ld,"
            "\"smoothing_length_m\":%.9g,\"support_radius_m\":%.9g,\"dt_s\":%.9g,\"steps\":%ld,\"snapshots\":%ld,"
@@ -183,57 +185,55 @@ static void default_output(const scene *s, char *buf, size_t n)
     snprintf(buf, n, "%s.h5", s->name[0] ? s->name : "out");
 }
 
-int main(int argc, char **argv)
+/* The tuning knobs: defaults, then the SPHSIM_<KEY> environment variables, then the command
+ * line's --tune KEY=VALUE options (tuning.h). The only place that reads the environment. */
+static sphsim_status read_tuning(sphsim_tuning *t, const cli_args *a, sphsim_error *e)
 {
-    cli_args a;
-    sphsim_error e = { 0 };
-    sphsim_status st = cli_parse(argc, argv, &a, &e);
-    if (st != SPHSIM_OK) {
-        fprintf(stderr, "sphsim: %s\n\n%s", e.msg, cli_usage);
-        return exit_code(st, 0);
+    tuning_defaults(t);
+    for (int i = 0; i < tuning_count(); ++i) {
+        const char *name = tuning_env_name(i), *v = getenv(name);
+        if (v && *v) SPHSIM_TRY(tuning_set(t, tuning_key(i), v, name, e));
     }
-    if (a.action == CLI_HELP) {
-        fputs(cli_usage, stdout);
-        return 0;
+    for (int i = 0; i < a->n_tunes; ++i) {
+        char key[64];
+        const char *eq = strchr(a->tunes[i], '=');
+        snprintf(key, sizeof key, "%.*s", (int)(eq - a->tunes[i]), a->tunes[i]);
+        SPHSIM_TRY(tuning_set(t, key, eq + 1, "--tune", e));
     }
-    if (a.action == CLI_VERSION) {
-        printf("sphsim %s\n", SPHSIM_VERSION);
-        return 0;
-    }
-    if (a.action == CLI_LIST_DEVICES) {
-        st = device_list(stdout, &e);
-        if (st != SPHSIM_OK) fprintf(stderr, "sphsim: %s\n", e.msg);
-        return exit_code(st, 0);
-    }
+    return SPHSIM_OK;
+}
 
+/* Run the scene (or resume the run) of the command line: the scene, --check's report, or the
+ * simulation with its progress on stderr and its summary line on stdout. *sig: the signal that
+ * stopped it; *reported: a failure is on stderr already (the summary line follows it). */
+static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *sig, int *reported, sphsim_error *e)
+{
     scene s;
-    char *stored = NULL;
-    if (a.resume_path) {
+    sphsim_status st;
+    if (a->resume_path) {
         particles last;
         output_snapshot_info si = { 0 };
-        st = output_read_last(a.resume_path, &last, &si, &stored, &e);
+        char *stored = NULL;
+        st = output_read_last(a->resume_path, &last, &si, &stored, e);
         if (st == SPHSIM_OK) {
             particles_free(&last);
             free(si.device_order);
-            st = resume_scene(&s, a.resume_path, stored, &e);
+            st = resume_scene(&s, a->resume_path, stored, e);
             free(stored);
         }
     } else {
-        st = scene_load(&s, a.scene_path, a.sets, a.n_sets, &e);
+        st = scene_load(&s, a->scene_path, a->sets, a->n_sets, e);
     }
-    if (st != SPHSIM_OK) {
-        fprintf(stderr, "sphsim: %s\n", e.msg);
-        return exit_code(st, 0);
-    }
-    if (a.action == CLI_CHECK) {
-        print_check(&s);
+    if (st != SPHSIM_OK) return st;
+    if (a->action == CLI_CHECK) {
+        print_check(&s, t);
         scene_free(&s);
-        return 0;
+        return SPHSIM_OK;
     }
 
     char out[1100];
-    if (a.resume_path) snprintf(out, sizeof out, "%s", a.resume_path);
-    else if (a.out_path) snprintf(out, sizeof out, "%s", a.out_path);
+    if (a->resume_path) snprintf(out, sizeof out, "%s", a->resume_path);
+    else if (a->out_path) snprintf(out, sizeof out, "%s", a->out_path);
     else default_output(&s, out, sizeof out);
 
     struct sigaction sa;
@@ -245,23 +245,25 @@ int main(int argc, char **argv)
 
     sim_options o = { 0 };
     o.out_path = out;
-    o.overwrite = a.overwrite;
-    o.resume_path = a.resume_path;
-    o.device = a.device;
-    o.progress = a.quiet ? PROGRESS_NONE : a.progress;
-    o.stats = a.stats;
-    o.profile = a.profile;
-    o.log = a.quiet ? NULL : stderr;
+    o.overwrite = a->overwrite;
+    o.resume_path = a->resume_path;
+    o.device = a->device;
+    o.progress = a->quiet ? PROGRESS_NONE : a->progress;
+    o.stats = a->stats;
+    o.profile = a->profile;
+    o.log = a->quiet ? NULL : stderr;
     o.stop = &stop_signal;
-    if (!a.quiet)
+    o.tune = t;
+    if (!a->quiet)
         fprintf(stderr, "sphsim %s: %s, %ld particles, %ld steps of %.4g s to t = %.4g s -> %s\n", SPHSIM_VERSION,
                 s.name, s.n_total, s.n_steps, s.dt, s.t_end, out);
 
     sim_result r;
-    st = sim_run(&s, &o, &r, &e);
+    st = sim_run(&s, &o, &r, e);
     if (st != SPHSIM_OK) {
-        fprintf(stderr, "sphsim: %s\n", e.msg);
-    } else if (!a.quiet) {
+        fprintf(stderr, "sphsim: %s\n", e->msg);
+        *reported = 1;
+    } else if (!a->quiet) {
         fprintf(stderr, "sphsim: wrote %ld snapshot(s) to %s in %.1f s on %s.\n", r.snapshots, out, r.wall_time,
                 r.device_name);
         char xmf[1200];
@@ -271,7 +273,34 @@ int main(int argc, char **argv)
                 "Python: python3 scripts/sphsim_reader.py %s\n",
                 out, xmf, out);
     }
-    print_summary(out, &r, st, &e);
+    print_summary(out, &r, st, e);
     scene_free(&s);
-    return exit_code(st, (int)r.stop_signal);
+    *sig = (int)r.stop_signal;
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    cli_args a;
+    sphsim_tuning tune;
+    sphsim_error e = { 0 };
+    int sig = 0, reported = 0; /* reported: the error is on stderr already */
+    sphsim_status st = cli_parse(argc, argv, &a, &e);
+    if (st == SPHSIM_OK) st = read_tuning(&tune, &a, &e);
+    if (st == SPHSIM_OK && !a.device) a.device = getenv("SPHSIM_DEVICE"); /* the default device selector */
+    if (st != SPHSIM_OK) {
+        fprintf(stderr, "sphsim: %s\n\n%s", e.msg, cli_usage);
+        reported = 1;
+    } else if (a.action == CLI_HELP) {
+        fputs(cli_usage, stdout);
+        tuning_help(stdout);
+    } else if (a.action == CLI_VERSION) {
+        printf("sphsim %s\n", SPHSIM_VERSION);
+    } else if (a.action == CLI_LIST_DEVICES) {
+        st = device_list(stdout, &e);
+    } else {
+        st = simulate(&a, &tune, &sig, &reported, &e);
+    }
+    if (st != SPHSIM_OK && !reported) fprintf(stderr, "sphsim: %s\n", e.msg);
+    return exit_code(st, sig);
 }

@@ -12,8 +12,9 @@
  * aligned to its element (the bytes of one-byte types last). */
 #define PARTICLE_ARRAYS(X)                                                                                             \
     X(FIELD_POSITION, pos, 16)                                                                                         \
-    X(FIELD_VELOCITY, vel, 16) X(FIELD_DENSITY, rho, 4) X(FIELD_PRESSURE, pressure, 4) X(FIELD_ID, id, 4)              \
-        X(FIELD_RADIUS, radius, 4) X(FIELD_MASS, mass, 4) X(FIELD_TYPE, type, 1)
+    X(FIELD_VELOCITY, vel, 16)                                                                                         \
+    X(FIELD_DENSITY, rho, 4) X(FIELD_PRESSURE, pressure, 4) X(FIELD_ID, id, 4) X(FIELD_RADIUS, radius, 4)              \
+        X(FIELD_MASS, mass, 4) X(FIELD_TYPE, type, 1)
 
 sphsim_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sphsim_error *e)
 {
@@ -86,9 +87,9 @@ static void *touch_rows(void *arg)
     return NULL;
 }
 
-void particles_touch(particles *p)
+void particles_touch(particles *p, int threads)
 {
-    const unsigned t = jobs_threads(p->n, "SPHSIM_INIT_THREADS", 1, JOBS_MAX);
+    const unsigned t = jobs_threads(p->n, threads, 1, JOBS_MAX);
     touch_job jobs[JOBS_MAX];
     for (unsigned j = 0; j < t; ++j) jobs[j] = (touch_job){ p, p->n * j / t, p->n * (j + 1) / t };
     jobs_run(touch_rows, jobs, sizeof *jobs, t);
@@ -177,10 +178,10 @@ static void *gather_rows(void *arg)
  * permutation) rather than one scatter of every array at once: the writes go in order and only
  * the reads jump, which took half the time (11x10^6 particles on this project's 2-core machine:
  * 1.79 -> 0.87 s for ids in random order, 0.29 -> 0.15 s for ids shuffled within windows of
- * 4096; docs/performance.md, eighth session). inv also shows an id that appears twice. Both
- * passes run on several threads (jobs.h), each over its own range of ids (fifteenth session);
- * the result, and the error for a corrupted state, are the same whatever their number. */
-sphsim_status particles_scatter_by_id(const particles *q, particles *p, sphsim_error *e)
+ * 4096; docs/performance.md). inv also shows an id that appears twice. Both passes run on
+ * several threads (jobs.h), each over its own range of ids; the result, and the error for a
+ * corrupted state, are the same whatever their number. */
+sphsim_status particles_scatter_by_id(const particles *q, particles *p, int threads, sphsim_error *e)
 {
     const size_t n = q->n;
     uint32_t *inv = malloc((n ? n : 1) * sizeof *inv);
@@ -188,7 +189,7 @@ sphsim_status particles_scatter_by_id(const particles *q, particles *p, sphsim_e
     memset(inv, 0xff, n * sizeof *inv);
     /* half the host's processors (the other half is left to the time loop and, on a CPU
      * device, to the kernels), at most 8 */
-    unsigned t = jobs_threads(n, "SPHSIM_WRITER_THREADS", 2, 8);
+    unsigned t = jobs_threads(n, threads, 2, 8);
     if ((size_t)t > n) t = n ? (unsigned)n : 1;
     gather_job jobs[JOBS_MAX];
     for (unsigned j = 0; j < t; ++j) jobs[j] = (gather_job){ q, p, inv, n * j / t, n * (j + 1) / t, n, 0 };

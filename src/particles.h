@@ -43,17 +43,18 @@ size_t particles_row_bytes(unsigned arrays);
  * bytes, 16-byte aligned, not owned: particles_free must not see them), one after another,
  * widest first (positions at mem, types last), so each is aligned; the others NULL. */
 void particles_place(particles *p, size_t n, unsigned arrays, void *mem);
-/* Writes zeros into every array of p, over threads (as many as the initial state's,
- * SPHSIM_INIT_THREADS): the system gives a fresh allocation its pages on first touch, so this
+/* Writes zeros into every array of p, over `threads` threads (TUNE_AUTO: jobs_threads' choice;
+ * tuning.init_threads): the system gives a fresh allocation its pages on first touch, so this
  * moves that cost to here from, say, a device copy into p. */
-void particles_touch(particles *p);
+void particles_touch(particles *p, int threads);
 /* Frees every array not in `arrays` (it becomes NULL). */
 void particles_keep(particles *p, unsigned arrays);
 void particles_free(particles *p);
 
 /* Scatter `sorted` (rows in device order, sorted->id[i] the particle id of row i) into `out`
  * in id order (same n), every array the two both have (out->id[k] = k); fails if an id is out
- * of range or appears twice (the device state is corrupted). */
-sphsim_status particles_scatter_by_id(const particles *sorted, particles *out, sphsim_error *e);
+ * of range or appears twice (the device state is corrupted). `threads`: as for particles_touch
+ * (tuning.writer_threads; the result is the same for any number). */
+sphsim_status particles_scatter_by_id(const particles *sorted, particles *out, int threads, sphsim_error *e);
 
 #endif

@@ -893,7 +893,7 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
     SPHSIM_TRY(vint(v, spheres, "iterations", 0, 4, 1, 100, &x, NULL));
     s->contact_iterations = (int)x;
     s->support = 2.0 * max_r;
-    s->h = max_r;
+    s->r_max = max_r;
 
     cJSON *sp = cJSON_AddObjectToObject(resolved, "spheres");
     cJSON *rg = cJSON_AddArrayToObject(sp, "groups");

@@ -73,8 +73,9 @@ typedef struct scene {
     long particle_count;                /* "fluid.particle_count": target; 0 when spacing was given */
     double rest_density;                /* "fluid.rest_density" kg/m^3; default 1000 */
     scene_kernel kernel;                /* "fluid.kernel"; default "wendland" */
-    double h;                           /* smoothing length m: "fluid.smoothing_length", or factor * spacing;
-                                particle mode: the largest sphere radius (support = 2 h) */
+    double h;                           /* smoothing length m: "fluid.smoothing_length", or factor * spacing
+                                           (SPH; 0 in particle mode) */
+    double r_max;                       /* m: the largest sphere radius (particle mode; support = 2 r_max) */
     double h_factor;                    /* "fluid.smoothing_length_factor"; default 1.3 */
     scene_eos eos;                      /* "fluid.eos.type"; default "tait" */
     double sound_speed;                 /* "fluid.eos.sound_speed" m/s; default 10 * sqrt(2 max(|g|, 9.81) H_fluid);

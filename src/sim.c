@@ -12,6 +12,7 @@
 #include "init.h"
 #include "output.h"
 #include "particles.h"
+#include "solver.h"
 #include "sph.h"
 #include "state.h"
 #include "writer.h"
@@ -42,39 +43,12 @@ sphsim_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sphs
     return grid_geometry(s->dims, lo, hi, s->support, ratio, gp, e);
 }
 
-/* With SPH neighbour lists, does the host read each step's rebuild decision (one 4-byte blocking
- * read per step) and enqueue no grid kernels in steps that keep the grid, or does the device
- * decide alone, the host enqueueing every kernel and never waiting (docs/grid.md)? The host, on
- * every device: on the H200 that was faster at every size measured (43 % at 2.7x10^5 particles,
- * 11 % at 1.8x10^6, 3 % at 1.4x10^7; within 0.5 % in a splashing flow that rebuilds every other
- * step), since a kept step then launches a third of the kernels; on PoCL the sort cannot return
- * early before its barriers. SPHSIM_GO_ON_HOST=0 lets the device decide (tests, benchmarks). */
-static int go_on_host(void)
-{
-    const char *v = getenv("SPHSIM_GO_ON_HOST");
-    return !(v && !strcmp(v, "0"));
-}
-
-/* With the host reading each decision: does it enqueue, before it waits for the read, the
- * density stage of a step that keeps the lists (kernels that return at once otherwise;
- * sph_read_go_ahead), so that the device works while the read travels? On GPUs, where it took
- * the device's idle time between the kernels from 0.064 to 0.049 ms per step and the step 0.2 %
- * (H100, 3.9x10^6 particles, docs/performance.md, twenty-fourth session); not on CPUs, where
- * PoCL's launches of kernels that return at once cost more. SPHSIM_GO_AHEAD=0 or 1 overrides. */
-static int go_ahead(const ocl_device *d)
-{
-    const char *v = getenv("SPHSIM_GO_AHEAD");
-    if (v && !strcmp(v, "0")) return 0;
-    if (v && !strcmp(v, "1")) return 1;
-    return d->is_gpu;
-}
-
 /* Bytes per particle of dev_state (see state.h). */
 static size_t state_bytes_per_particle(const scene *s)
 {
     size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 2 * 4 /* id */ + 2 * 1 /* type */;
     if (s->mode == MODE_SPH)
-        b += sph_pos_p_bytes(0);                       /* pos_p (m and rho ride in pos.w and vel.w;
+        b += sph_record_bytes(0);                      /* pos_p (m and rho ride in pos.w and vel.w;
                                                         lists widen it, sph_list_bytes) */
     if (s->mode == MODE_PARTICLES) b += 2 * 4 + 2 * 4; /* mass, radius */
     return b;
@@ -90,27 +64,20 @@ size_t sim_device_bytes(const scene *s)
     return n * state_bytes_per_particle(s) + grid_b + solver_b;
 }
 
-size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc)
+size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc, const sphsim_tuning *t)
 {
     grid_params gp;
     sphsim_error e;
-    /* per cell of the lists' grid, the relative-motion check's box (16 bytes), the list
-     * build's fluid flag (1 byte) and the list of cells with fluid (4 bytes) (sph_bind_check,
-     * which leaves them off when the boxes would exceed the largest buffer) */
     const size_t cells = sim_grid_geometry(s, 1, &gp, &e) == SPHSIM_OK ? (size_t)gp.n_cells : 0;
-    const size_t refs = max_alloc && 16 * cells > max_alloc ? 0 : 21 * cells;
-    return sph_list_bytes(s, n, max_alloc) + refs;
+    return sph_list_bytes(s, n, cells, max_alloc, t ? t->list_parts : TUNE_AUTO);
 }
 
 typedef struct sim_ctx {
     const scene *s;
-    int go_on_host; /* SPH lists: the host reads each step's go word (go_on_host()) */
-    int go_ahead;   /* ... with the kept step's density stage enqueued before it waits (go_ahead()) */
     const sim_options *o;
     ocl_device dev;
     grid *g;
-    sph_solver *sph;
-    contact_solver *contact;
+    solver sv;
     dev_state st;
     particles hp;      /* host, id order */
     particles sorted;  /* host staging, device order (upload; snapshots: writer slot 0) */
@@ -121,19 +88,17 @@ typedef struct sim_ctx {
     size_t dev_need;     /* the device memory the run's buffers take (estimate) */
     size_t pinned_bytes; /* page-locked staging memory held now */
     int dev_open;
+    long first_step;   /* the step the run starts at (--resume: the last snapshot's) */
+    double t_steps0;   /* s (now_s): the steps' start */
+    double last_print; /* s (now_s): the last progress line */
     long outside_base; /* particles found outside before this run (--resume) */
 } sim_ctx;
 
-/* The host's physical memory (bytes; 0 if unknown), or SPHSIM_HOST_MEMORY (bytes) when set, so
- * that tests can make a small machine of this one. */
-static double host_physical_bytes(void)
+/* The host's physical memory (bytes; 0 if unknown), or tuning.host_memory when set, so that
+ * tests can make a small machine of this one. */
+static double host_physical_bytes(const sphsim_tuning *t)
 {
-    const char *v = getenv("SPHSIM_HOST_MEMORY");
-    if (v && *v) {
-        char *end;
-        const double b = strtod(v, &end);
-        if (*end == '\0' && b > 0) return b;
-    }
+    if (t && t->host_memory > 0.0) return t->host_memory;
     return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
 }
 
@@ -148,11 +113,12 @@ static sphsim_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned 
     cl_mem buf = NULL;
     *pinned = NULL;
     /* NVIDIA's OpenCL gives such a buffer device memory as well (at 1.08x10^9 particles two
-     * 40 GB of it left too little for the state: docs/performance.md, sixteenth session), so
+     * 40 GB of it left too little for the state: docs/performance.md), so
      * only while the device's estimate leaves room; and page-locked memory cannot be swapped
      * out, so at most a quarter of the host's */
     const double locked = (double)(c->pinned_bytes + bytes);
-    if ((double)c->dev_need + locked <= 0.9 * (double)c->dev.global_mem && locked <= 0.25 * host_physical_bytes())
+    if ((double)c->dev_need + locked <= 0.9 * (double)c->dev.global_mem &&
+        locked <= 0.25 * host_physical_bytes(c->o->tune))
         buf = clCreateBuffer(c->dev.ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (err == CL_SUCCESS && buf) {
         char *p =
@@ -167,8 +133,8 @@ static sphsim_status staging_alloc(sim_ctx *c, particles *q, size_t n, unsigned 
     }
     if (!*pinned) SPHSIM_TRY(particles_alloc_some(q, n, arrays, e));
     /* zeros, and the pages now, over threads: at 1.08x10^9 particles the first snapshot's copy
-     * into fresh ordinary memory took 32 s (docs/performance.md, sixteenth session) */
-    particles_touch(q);
+     * into fresh ordinary memory took 32 s (docs/performance.md) */
+    particles_touch(q, c->o->tune->init_threads);
     return SPHSIM_OK;
 }
 
@@ -198,29 +164,28 @@ static unsigned id_order_arrays(const scene *s) { return (output_fields(s) & FIE
 /* Staging buffers: two let the steps go on while the writer writes one snapshot and the next
  * is copied; one, with which a snapshot waits until the writer has finished the one before,
  * when two and the id-order copy would take more than half the host's physical memory (about
- * 5x10^8 particles on a 128 GB host). SPHSIM_STAGING_BUFFERS (1 or 2) sets it for tests. */
-static int staging_slots(const scene *s, size_t n)
+ * 5x10^8 particles on a 128 GB host). tuning.staging_buffers sets it (tests). */
+static int staging_slots(const scene *s, size_t n, const sphsim_tuning *t)
 {
-    const char *v = getenv("SPHSIM_STAGING_BUFFERS");
-    if (v && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0)) return v[0] - '0';
-    const double phys = host_physical_bytes();
+    if (t && (t->staging_buffers == 1 || t->staging_buffers == 2)) return t->staging_buffers;
+    const double phys = host_physical_bytes(t);
     const double need =
         (double)n * (2.0 * particles_row_bytes(staging_arrays(s)) + particles_row_bytes(id_order_arrays(s)));
     return phys > 0 && need > 0.5 * phys ? 1 : 2;
 }
 
-size_t sim_host_bytes(const scene *s)
+size_t sim_host_bytes(const scene *s, const sphsim_tuning *t)
 {
     const size_t n = (size_t)s->n_total;
     /* the initial state: every array (particles_alloc), and for SPH the hydrostatic start's
-     * column of each particle and the fluid grouped by column (sph.c) */
+     * column of each particle and the fluid grouped by column (init_hydrostatic.c) */
     const size_t init =
         n * particles_row_bytes(FIELDS_ALL) + (s->mode == MODE_SPH ? 4 * n + 4 * (size_t)s->n_fluid : 0);
     /* the run: the staging buffers and the id-order copy (staging_arrays, id_order_arrays), the
      * writer's inverse of the id order (4 bytes), and the output's packing buffer (12 bytes a
      * row for at most 2^22 rows: output.c) */
     const size_t block = n < ((size_t)1 << 22) ? n : (size_t)1 << 22;
-    const size_t run = n * ((size_t)staging_slots(s, n) * particles_row_bytes(staging_arrays(s)) +
+    const size_t run = n * ((size_t)staging_slots(s, n, t) * particles_row_bytes(staging_arrays(s)) +
                             particles_row_bytes(id_order_arrays(s)) + 4) +
                        12 * block;
     return init > run ? init : run;
@@ -254,7 +219,7 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
     SPHSIM_TRY(device_alloc(d, n, "types", &st->type, e));
     SPHSIM_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
     if (c->s->mode == MODE_SPH)
-        SPHSIM_TRY(device_alloc(d, n * sph_pos_p_bytes(lists), "SPH positions with pressures", &st->pos_p, e));
+        SPHSIM_TRY(device_alloc(d, n * sph_record_bytes(lists), "SPH positions with pressures", &st->pos_p, e));
     if (c->s->mode == MODE_PARTICLES) {
         SPHSIM_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
         SPHSIM_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
@@ -314,20 +279,13 @@ static void swap_mem(cl_mem *a, cl_mem *b)
     *b = t;
 }
 
-/* Grid rebuild on pos_next, then every per-particle array gathered into the new order. With SPH
- * lists whose buffer pairs the device swaps (sph.h), the rebuild, like the decision, happens on
- * the device only if the go word says so, and reads whichever pair holds the last output: the
- * keys and the gathers take both pairs (grid_gather_state). */
-static sphsim_status rebuild(sim_ctx *c, sphsim_error *e)
+/* The grid rebuilt on pos_next (the last step's output), then every per-particle array gathered
+ * into the new order (state.h). */
+static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
 {
     dev_state *st = &c->st;
-    size_t n = st->n;
-    if (c->sph && sph_lists(c->sph) && !c->go_on_host) {
-        SPHSIM_TRY(grid_build(c->g, st->pos_next, st->pos, n, st->flags, e));
-        return grid_gather_state(c->g, st->pos_next, st->pos, st->vel_next, st->vel, st->id, st->id_tmp, st->type,
-                                 st->type_tmp, n, e);
-    }
-    SPHSIM_TRY(grid_build(c->g, st->pos_next, NULL, n, st->flags, e));
+    const size_t n = st->n;
+    SPHSIM_TRY(grid_build(c->g, st->pos_next, n, st->flags, e));
     SPHSIM_TRY(grid_gather(c->g, st->pos_next, st->pos, 16, n, e));
     SPHSIM_TRY(grid_gather(c->g, st->vel_next, st->vel, 16, n, e));
     SPHSIM_TRY(grid_gather(c->g, st->id, st->id_tmp, 4, n, e));
@@ -345,6 +303,14 @@ static sphsim_status rebuild(sim_ctx *c, sphsim_error *e)
     return SPHSIM_OK;
 }
 
+/* A step that keeps the grid: the last step's output is the sorted state already, so the pairs
+ * swap roles instead of being copied (state.h). */
+static void keep_grid(dev_state *st)
+{
+    swap_mem(&st->pos, &st->pos_next);
+    swap_mem(&st->vel, &st->vel_next);
+}
+
 typedef struct read_req {
     cl_mem buf;
     size_t bytes;
@@ -359,23 +325,25 @@ static sphsim_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready
     dev_state *st = &c->st;
     ocl_device *d = &c->dev;
     size_t n = st->n;
-    /* Output rho (unpacked from vel.w) and pressure = EOS(rho) (sph_pressure), computed into
-     * scratch, never into st->pos_p: the next step's forces read the pressure the density stage
-     * left (p_w of the boundary, not EOS(EOS^-1(p_w))), so writing a snapshot does not change
-     * the trajectory and --resume (no snapshot at its first step) stays bit-identical to an
-     * uninterrupted run. The scratch: id_tmp (unused between rebuilds) and vel_next, whose
-     * content the gather of this snapshot step (which always rebuilds) has taken and which the
-     * step's forces overwrite only after these copies (in-order queue). SPH masses come back in
-     * pos.w (the writer unpacks them). */
+    /* Fields the solver derives (SPH: rho unpacked from vel.w and pressure = EOS(rho)), computed
+     * into scratch, never into the solver's own state: the next step's forces read the pressure
+     * the density stage left (p_w of the boundary, not EOS(EOS^-1(p_w))), so writing a snapshot
+     * does not change the trajectory and --resume (no snapshot at its first step) stays
+     * bit-identical to an uninterrupted run. The scratch: id_tmp (unused between rebuilds) and
+     * vel_next, whose content the gather of this snapshot step (which always rebuilds) has taken
+     * and which the step's advance overwrites only after these copies (in-order queue). SPH masses
+     * come back in pos.w (the writer unpacks them). */
     cl_mem out_rho = st->id_tmp, out_pressure = st->vel_next;
-    if (c->sph && (q->rho || q->pressure)) SPHSIM_TRY(sph_pressure(c->sph, st, out_rho, out_pressure, e));
+    const int derived = c->sv.ops->output_fields != NULL;
+    if (derived && (q->rho || q->pressure))
+        SPHSIM_TRY(c->sv.ops->output_fields(c->sv.impl, st, out_rho, out_pressure, e));
     /* the arrays staged for the output fields (staging_arrays) */
     read_req rd[8] = { { st->pos, n * 16, q->pos }, { st->id, n * 4, q->id }, { st->type, n, q->type } };
     int nrd = 3;
     if (q->vel) rd[nrd++] = (read_req){ st->vel, n * 16, q->vel };
     if (st->mass && q->mass) rd[nrd++] = (read_req){ st->mass, n * 4, q->mass };
-    if (c->sph && q->rho) rd[nrd++] = (read_req){ out_rho, n * 4, q->rho };
-    if (c->sph && q->pressure) rd[nrd++] = (read_req){ out_pressure, n * 4, q->pressure };
+    if (derived && q->rho) rd[nrd++] = (read_req){ out_rho, n * 4, q->rho };
+    if (derived && q->pressure) rd[nrd++] = (read_req){ out_pressure, n * 4, q->pressure };
     if (st->radius && q->radius) rd[nrd++] = (read_req){ st->radius, n * 4, q->radius };
     *ready = NULL;
     for (int k = 0; k < nrd; ++k) {
@@ -476,7 +444,7 @@ static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, si
 }
 
 /* Read the device flag words (blocks), clearing nothing: [0] FLAG_* bits, [1] the number of
- * times a fluid particle was put back at a tank wall (sph_forces.cl). */
+ * times a fluid particle was put back at a tank wall (kernels/sph_forces_integrate.cl). */
 static sphsim_status read_flags(sim_ctx *c, cl_uint flags[2], sphsim_error *e)
 {
     return device_read(&c->dev, c->st.flags, 0, 2 * sizeof(cl_uint), flags, e);
@@ -495,8 +463,7 @@ static sphsim_status numerical_failure(sim_ctx *c, sim_result *r, long step_lo, 
 {
     dev_state *st = &c->st;
     char why[512] = "no particle found in the current state (the flag was raised inside a step)";
-    sync_writer(c, r, NULL);                               /* the writer is done with the state it copied */
-    if (c->sph) SPHSIM_TRY(sph_sync_pairs(c->sph, st, e)); /* the handles as the device uses them */
+    sync_writer(c, r, NULL); /* the writer is done with the state it copied */
     r->last_step = step_hi;
     r->sim_time = step_hi * c->s->dt;
     SPHSIM_TRY(first_bad(c, rebuilt ? st->pos : st->pos_next, rebuilt ? st->vel : st->vel_next, why, sizeof why, e));
@@ -572,7 +539,7 @@ static void iso_now(char *buf, size_t n)
     strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Hand a snapshot of the current state (after a rebuild and the density stage) to the writer
+/* Hand a snapshot of the current state (after a rebuild and the solver's prepare) to the writer
  * thread: the device-to-host copies are enqueued and the loop goes on; it waits only for a free
  * staging buffer. `flags`: the flag words read at this step. */
 static sphsim_status write_snapshot(sim_ctx *c, long step, const cl_uint flags[2], sim_result *r, sphsim_error *e)
@@ -583,20 +550,17 @@ static sphsim_status write_snapshot(sim_ctx *c, long step, const cl_uint flags[2
     snapshot_job job = { 0 };
     job.time = step * c->s->dt;
     job.step = step;
-    job.n_contacts = -1;
     job.put_backs = (long)flags[1];
-    if (c->contact) SPHSIM_TRY(contact_count(c->contact, c->g, &c->st, &job.n_contacts, e));
+    SPHSIM_TRY(c->sv.ops->snapshot(c->sv.impl, c->g, &c->st, &job.n_contacts, e));
     if (c->o->stats) {
         double mn = 0, mc = 0;
         SPHSIM_TRY(grid_neighbour_stats(c->g, c->st.pos, c->st.n, &mn, &mc, e));
         r->mean_neighbours = mn;
         r->mean_candidates = mc;
     }
-    /* the contact impulses the next step carries (warm start), so --resume continues exactly */
-    if (c->contact)
-        SPHSIM_TRY(contact_state_save(c->contact, grid_index(c->g), &c->st, &job.state, &job.state_bytes, e));
-    /* the skin level of the lists this step built, which the resumed run starts from */
-    if (c->sph) SPHSIM_TRY(sph_state_save(c->sph, &job.state, &job.state_bytes, e));
+    /* what the next step carries (contact impulses, the lists' skin level), so that a run resumed
+     * from this snapshot continues exactly */
+    SPHSIM_TRY(c->sv.ops->save_state(c->sv.impl, c->g, &c->st, &job.state, &job.state_bytes, e));
     sphsim_status st = enqueue_read_back(c, q, &job.ready, e);
     if (st != SPHSIM_OK) {
         if (job.ready) clReleaseEvent(job.ready);
@@ -625,45 +589,41 @@ static sphsim_status snapshot_failed(sim_ctx *c, sim_result *r, sphsim_status st
 }
 
 /* Neighbour lists for the SPH loops (grid.neighbour_list): "on", or "auto" when the device
- * memory holds them next to the rest (`need` bytes) within 90 % and the list fits in
- * SPH_LIST_MAX_PARTS buffers
- * (docs/performance.md: faster on the H200 and on PoCL). *list_n = n with lists, 0 without. */
+ * memory holds them next to the rest (`need` bytes) within 90 % and they fit in NLIST_MAX_PARTS
+ * buffers (docs/performance.md: faster on GPUs and on PoCL). *list_n = n with lists, 0 without. */
 static sphsim_status sim_list_choice(sim_ctx *c, size_t n, size_t need, size_t *list_n, sphsim_error *e)
 {
     const scene *s = c->s;
+    const sphsim_tuning *t = c->o->tune;
     *list_n = 0;
     if (s->mode != MODE_SPH || s->neighbour_list == NLIST_OFF || n == 0) return SPHSIM_OK;
-    const size_t bytes = sim_list_bytes(s, n, c->dev.max_alloc);
+    const size_t bytes = sim_list_bytes(s, n, c->dev.max_alloc, t);
     const int fits = (double)(need + bytes) <= 0.9 * (double)c->dev.global_mem &&
-                     sph_list_buffers_fit(n, sph_list_cap(s), c->dev.max_alloc);
+                     sph_lists_fit(n, nlist_cap(s), c->dev.max_alloc, t->list_parts);
     if (s->neighbour_list == NLIST_ON && !fits)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                            "grid.neighbour_list: \"on\" needs %.3g GB of device memory for the lists (%u entries per "
                            "particle, in at most %d buffers, and %zu bytes per particle in one buffer) besides %.3g GB "
                            "for the rest, but %s has %.3g GB (at most %.3g GB in one buffer); use \"auto\" or \"off\", "
                            "or a smaller grid.skin",
-                           bytes / 1e9, sph_list_cap(s), SPH_LIST_MAX_PARTS, sph_pos_p_bytes(1), need / 1e9,
-                           c->dev.name, c->dev.global_mem / 1e9, c->dev.max_alloc / 1e9);
+                           bytes / 1e9, nlist_cap(s), NLIST_MAX_PARTS, sph_record_bytes(1), need / 1e9, c->dev.name,
+                           c->dev.global_mem / 1e9, c->dev.max_alloc / 1e9);
     if (s->neighbour_list == NLIST_ON || fits) *list_n = n;
     return SPHSIM_OK;
 }
 
-static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
+/* The device, the initial (or resumed) state on it, the grid, the solver, the output and its
+ * writer: everything the steps need. The device and its memory first: a run too big for the
+ * device fails before any particle is generated (a scene at the particle limit would need tens
+ * of GB of host memory). */
+static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
 {
     const scene *s = c->s;
     const sim_options *o = c->o;
-    long first_step = 0;
-    uint32_t *order = NULL;
-    void *cstate = NULL; /* --resume: the solver state stored with the last snapshot */
-    size_t cstate_bytes = 0;
-    char *stored_json = NULL;
-
-    /* The device and its memory first: a run too big for the device fails before any particle
-     * is generated (a scene at the particle limit would need tens of GB of host memory). */
-    /* SPHSIM_PROFILE_EVENTS=0: --profile times the steps without timing each command (the
-     * queue's profiling off), to measure what that costs (benchmarks) */
-    const char *pe = getenv("SPHSIM_PROFILE_EVENTS");
-    SPHSIM_TRY(device_open(&c->dev, o->device, o->profile && !(pe && !strcmp(pe, "0")), e));
+    const sphsim_tuning *t = o->tune;
+    /* tuning.profile_events = 0: --profile times the steps without timing each command (the
+     * queue's profiling off), to measure what that costs */
+    SPHSIM_TRY(device_open(&c->dev, o->device, o->profile && t->profile_events, t, e));
     c->dev_open = 1;
     snprintf(r->device_name, sizeof r->device_name, "%s", c->dev.name);
     r->n_particles = s->n_total;
@@ -674,26 +634,27 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
                            "particles (a larger fluid.spacing)",
                            need / 1e9, s->n_total, c->dev.name, c->dev.global_mem / 1e9);
     if ((cl_ulong)s->n_total * 16 > c->dev.max_alloc)
-        return SPHSIM_FAIL(
-            e, SPHSIM_E_DEVICE,
-            "the run needs device buffers of %.3g GB (%ld particles x 16 B) but %s allows at most %.3g GB "
-            "in one buffer; use fewer particles (a larger fluid.spacing)",
-            (double)s->n_total * 16 / 1e9, s->n_total, c->dev.name, c->dev.max_alloc / 1e9);
-    const size_t host = sim_host_bytes(s);
-    const double phys = host_physical_bytes();
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
+                           "the run needs device buffers of %.3g GB (%ld particles x 16 B) but %s allows at most %.3g "
+                           "GB in one buffer; use fewer particles (a larger fluid.spacing)",
+                           (double)s->n_total * 16 / 1e9, s->n_total, c->dev.name, c->dev.max_alloc / 1e9);
+    const size_t host = sim_host_bytes(s, t);
+    const double phys = host_physical_bytes(t);
     if (phys > 0 && (double)host > phys)
-        return SPHSIM_FAIL(
-            e, SPHSIM_E_NOMEM,
-            "the run needs about %.3g GB of host memory (%ld particles) but this machine has %.3g GB; "
-            "write fewer output.fields (position, velocity, id and type are always written) or use fewer "
-            "particles (a larger fluid.spacing)",
-            host / 1e9, s->n_total, phys / 1e9);
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM,
+                           "the run needs about %.3g GB of host memory (%ld particles) but this machine has %.3g GB; "
+                           "write fewer output.fields (position, velocity, id and type are always written) or use "
+                           "fewer particles (a larger fluid.spacing)",
+                           host / 1e9, s->n_total, phys / 1e9);
 
-    SPHSIM_TRY(init_generate(s, &c->hp, e));
-    if (s->mode == MODE_SPH) SPHSIM_TRY(sph_prepare(s, &c->hp, e));
+    SPHSIM_TRY(init_generate(s, &c->hp, t->init_threads, e));
+    uint32_t *order = NULL; /* --resume: the device order of the stored snapshot */
+    void *state = NULL;     /* --resume: the solver state stored with it */
+    size_t state_bytes = 0;
     if (o->resume_path) {
         particles last;
         output_snapshot_info si = { 0 };
+        char *stored_json = NULL;
         SPHSIM_TRY(output_read_last(o->resume_path, &last, &si, &stored_json, e));
         free(stored_json);
         if (last.n != c->hp.n) {
@@ -705,9 +666,9 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
         memcpy(c->hp.pos, last.pos, last.n * 16);
         memcpy(c->hp.vel, last.vel, last.n * 16);
         particles_free(&last);
-        first_step = si.step;
+        c->first_step = si.step;
         order = si.device_order;
-        sphsim_status rst = output_read_state(o->resume_path, &cstate, &cstate_bytes, e);
+        sphsim_status rst = output_read_state(o->resume_path, &state, &state_bytes, e);
         if (rst != SPHSIM_OK) {
             free(order);
             return rst;
@@ -715,58 +676,45 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
         r->n_outside = si.n_outside;
         c->outside_base = si.n_outside;
     }
-    size_t n = c->hp.n;
+    const size_t n = c->hp.n;
     r->n_particles = (long)n;
     r->n_fluid = (long)c->hp.n_fluid;
     r->n_boundary = (long)c->hp.n_boundary;
     r->n_spheres = (long)c->hp.n_spheres;
-    sphsim_status st = SPHSIM_OK;
     size_t list_n = 0;
-    if ((st = sim_list_choice(c, n, need, &list_n, e)) != SPHSIM_OK) {
-        free(order);
-        free(cstate);
-        return st;
-    }
-    r->lists = list_n > 0;
-    c->dev_need = need + (list_n ? sim_list_bytes(s, n, c->dev.max_alloc) : 0);
     grid_params gp;
-    if ((st = sim_grid_geometry(s, list_n > 0, &gp, e)) == SPHSIM_OK) st = grid_create(&c->g, &c->dev, &gp, n, e);
+    sphsim_status st = sim_list_choice(c, n, need, &list_n, e);
+    if (st == SPHSIM_OK) {
+        r->lists = list_n > 0;
+        c->dev_need = need + (list_n ? sim_list_bytes(s, n, c->dev.max_alloc, t) : 0);
+        st = sim_grid_geometry(s, list_n > 0, &gp, e);
+    }
+    if (st == SPHSIM_OK) st = grid_create(&c->g, &c->dev, &gp, n, e);
     if (st == SPHSIM_OK) st = state_alloc(c, n, list_n > 0, e);
     if (st == SPHSIM_OK) st = state_upload(c, order, e);
     free(order);
+    /* the solver, with the masses init_generate set (also on --resume, which takes only
+     * positions and velocities from the snapshot) */
     if (st == SPHSIM_OK)
-        st = s->mode == MODE_SPH ? sph_create(&c->sph, &c->dev, s, list_n, e)
-                                 : contact_create(&c->contact, &c->dev, s, e);
-    /* sph_prepare's masses (also on --resume, which takes only positions and velocities from
-     * the snapshot) */
-    if (st == SPHSIM_OK && c->sph) st = sph_set_masses(c->sph, c->hp.pos, c->hp.mass, c->hp.type, n, e);
-    if (st == SPHSIM_OK && c->sph) grid_set_go(c->g, sph_go_buffer(c->sph));
-    if (st == SPHSIM_OK && c->sph && sph_lists(c->sph)) {
-        c->go_on_host = go_on_host();
-        c->go_ahead = go_ahead(&c->dev);
-        sph_set_swap_on_device(c->sph, !c->go_on_host);
-        st = sph_bind_check(c->sph, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g),
-                            grid_get_params(c->g)->n_cells, &c->st, e);
-    }
-    /* after the upload, before the first rebuild: the first step carries the impulses the
-     * stored snapshot's next step carried (particles), or builds the lists at the skin level the
-     * stored snapshot's step built them at (SPH) */
-    if (st == SPHSIM_OK && cstate) {
-        st = c->contact ? contact_state_restore(c->contact, &c->st, cstate, cstate_bytes, e)
-                        : sph_state_restore(c->sph, cstate, cstate_bytes, e);
+        st = s->mode == MODE_SPH ? sph_solver_open(&c->sv, &c->dev, s, list_n, t, &c->hp, c->g, &c->st, e)
+                                 : contact_solver_open(&c->sv, &c->dev, s, e);
+    /* after the upload, before the first rebuild: the first step carries what the stored
+     * snapshot's next step carried */
+    if (st == SPHSIM_OK && state) {
+        st = c->sv.ops->restore_state(c->sv.impl, &c->st, state, state_bytes, e);
         if (st == SPHSIM_E_IO && e) {
             char msg[sizeof e->msg];
             memcpy(msg, e->msg, sizeof msg);
             st = SPHSIM_FAIL(e, SPHSIM_E_IO, "%s: %s", o->resume_path, msg);
         }
     }
-    free(cstate);
+    free(state);
     SPHSIM_TRY(st);
     /* From here on the host holds only what snapshots take (staging_arrays): the id-order copy
      * drops the rest, and the two staging buffers get only those arrays (zeroed, so a field
      * the device does not hold, such as SPH radii, reads 0). */
     particles_keep(&c->hp, id_order_arrays(s));
-    const int slots = staging_slots(s, n);
+    const int slots = staging_slots(s, n, t);
     SPHSIM_TRY(staging_alloc(c, &c->sorted, n, staging_arrays(s), &c->pinned[0], e));
     if (slots == 2) SPHSIM_TRY(staging_alloc(c, &c->sorted2, n, staging_arrays(s), &c->pinned[1], e));
     else if (o->log && o->progress != PROGRESS_NONE)
@@ -781,61 +729,70 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
     if (o->resume_path) SPHSIM_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
     else SPHSIM_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));
     particles *staging[2] = { &c->sorted, slots == 2 ? &c->sorted2 : NULL };
-    SPHSIM_TRY(writer_start(&c->writer, c->out, s, staging, &c->hp, o->log,
-                            o->log && o->progress == PROGRESS_AUTO && isatty(fileno(o->log)), c->outside_base, e));
+    return writer_start(&c->writer, c->out, s, staging, &c->hp, o->log,
+                        o->log && o->progress == PROGRESS_AUTO && isatty(fileno(o->log)), c->outside_base,
+                        t->writer_threads, e);
+}
 
-    double t0 = now_s(), last_print = 0;
-    long step = first_step, last_check = first_step;
-    double t_steps0 = -1.0; /* --profile: host time of the steps alone, from the first snapshot's */
-    long step_t0 = 0;       /* copies done to the last step done (two waits, in profile mode only) */
+/* --profile: the host time of the steps alone, from the first snapshot's copies done to the last
+ * step done (two waits, in profile mode only), and the device's gaps between their kernels. */
+typedef struct step_timer {
+    double t0; /* < 0: not started */
+    long step0;
+} step_timer;
+
+static void timer_start(sim_ctx *c, step_timer *tm, long step)
+{
+    if (!c->o->profile || tm->t0 >= 0) return;
+    clFinish(c->dev.queue);
+    tm->t0 = now_s();
+    tm->step0 = step;
+    device_profile_idle(&c->dev, 1);
+}
+
+static void timer_stop(sim_ctx *c, step_timer *tm, long step, sim_result *r)
+{
+    if (!c->o->profile || tm->t0 < 0 || r->steps_timed > 0) return;
+    clFinish(c->dev.queue);
+    r->t_steps = now_s() - tm->t0;
+    r->steps_timed = step - tm->step0;
+    device_profile_idle(&c->dev, 0);
+}
+
+/* The steps: from c->first_step to the scene's last, or until a signal asks to stop. One step:
+ * the solver decides whether the grid is rebuilt (solver.h), the grid and the gathered state
+ * (or the pairs swapped), the solver's prepare, a snapshot when one is due (its flags checked
+ * first), then the solver's advance; every 100 steps the flags; progress. */
+static sphsim_status run_steps(sim_ctx *c, sim_result *r, long *last, sphsim_error *e)
+{
+    const scene *s = c->s;
+    const solver_ops *ops = c->sv.ops;
+    const int resumed = c->o->resume_path != NULL;
     const long check_every = 100;
+    c->t_steps0 = now_s();
+    long step = c->first_step, last_check = c->first_step;
+    step_timer tm = { -1.0, 0 };
     for (;;) {
-        r->last_step = step; /* what the summary reports when a failure ends the run here */
+        *last = r->last_step = step; /* what the summary reports when a failure ends the run here */
         r->sim_time = step * s->dt;
-        int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
-        /* neighbour lists: rebuild or keep, decided on the device (and read by the host unless
-         * SPHSIM_GO_ON_HOST=0, go_on_host); always rebuilt at a snapshot, where a resumed run
-         * starts */
-        if (c->sph) SPHSIM_TRY(sph_begin_step(c->sph, is_output, e));
-        int go = 1, density_done = 0;
-        if (c->go_on_host && c->go_ahead && !is_output)
-            SPHSIM_TRY(sph_read_go_ahead(c->sph, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g),
-                                         &c->st, &go, &density_done, e));
-        else if (c->go_on_host) SPHSIM_TRY(sph_read_go(c->sph, &go, e));
-        if (go) {
-            SPHSIM_TRY(rebuild(c, e));
-        } else {
-            /* the host knows this step keeps the grid: the last step's output is the sorted
-             * state already, so swap instead of copying, and skip the grid kernels (on PoCL the
-             * sort cannot skip its passes itself, see grid_sort.c) */
-            swap_mem(&c->st.pos, &c->st.pos_next);
-            swap_mem(&c->st.vel, &c->st.vel_next);
-        }
-        if (c->sph && !density_done) SPHSIM_TRY(sph_density(c->sph, c->g, &c->st, e));
-        if (o->profile && t_steps0 >= 0 && step >= s->n_steps) {
-            clFinish(c->dev.queue);
-            r->t_steps = now_s() - t_steps0;
-            r->steps_timed = step - step_t0;
-            device_profile_idle(&c->dev, 0);
-        }
-        if (is_output && !(o->resume_path && step == first_step)) {
+        /* a snapshot step always rebuilds: a run resumed from it starts with a rebuild */
+        const int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
+        int rebuild = 1, prepared = 0;
+        SPHSIM_TRY(ops->begin_step(c->sv.impl, c->g, &c->st, is_output, &rebuild, &prepared, e));
+        if (rebuild) SPHSIM_TRY(rebuild_grid(c, e));
+        else keep_grid(&c->st);
+        if (!prepared) SPHSIM_TRY(ops->prepare(c->sv.impl, c->g, &c->st, e));
+        if (step >= s->n_steps) timer_stop(c, &tm, step, r);
+        if (is_output && !(resumed && step == c->first_step)) {
             cl_uint flags[2] = { 0, 0 };
-            if (c->sph) SPHSIM_TRY(sph_sync_pairs(c->sph, &c->st, e)); /* read from the handles */
             SPHSIM_TRY(check_flags(c, r, last_check, step, 1, flags, e));
             last_check = step;
             sphsim_status wst = write_snapshot(c, step, flags, r, e);
             if (wst != SPHSIM_OK) return snapshot_failed(c, r, wst, e);
         }
-        if (step >= s->n_steps) break;
-        if (o->stop && *o->stop) break;
-        if (o->profile && t_steps0 < 0) {
-            clFinish(c->dev.queue);
-            t_steps0 = now_s();
-            step_t0 = step;
-            device_profile_idle(&c->dev, 1); /* the device's gaps between the steps' kernels */
-        }
-        if (c->sph) SPHSIM_TRY(sph_forces(c->sph, c->g, &c->st, e));
-        else SPHSIM_TRY(contact_step(c->contact, c->g, &c->st, e));
+        if (step >= s->n_steps || (c->o->stop && *c->o->stop)) break;
+        timer_start(c, &tm, step);
+        SPHSIM_TRY(ops->advance(c->sv.impl, c->g, &c->st, e));
         ++step;
         r->steps++;
         if (step - last_check >= check_every) {
@@ -843,31 +800,37 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
             SPHSIM_TRY(check_flags(c, r, last_check, step, 0, flags, e));
             last_check = step;
         }
-        progress(c, step, first_step, t0, &last_print, 0);
+        progress(c, step, c->first_step, c->t_steps0, &c->last_print, 0);
     }
     clFinish(c->dev.queue);
-    if (o->profile && t_steps0 >= 0 && r->steps_timed == 0) { /* stopped by a signal: the steps so far */
-        r->t_steps = now_s() - t_steps0;
-        r->steps_timed = step - step_t0;
-        device_profile_idle(&c->dev, 0);
-    }
-    if (c->sph) {
-        SPHSIM_TRY(sph_list_rebuilds(c->sph, &r->list_rebuilds, e));
-        SPHSIM_TRY(sph_list_checks(c->sph, &r->list_checks, &r->list_checks_skipped, e));
-    }
+    timer_stop(c, &tm, step, r); /* stopped by a signal: the steps so far */
+    return SPHSIM_OK;
+}
+
+static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
+{
+    long step = 0;
+    SPHSIM_TRY(setup(c, r, e));
+    SPHSIM_TRY(run_steps(c, r, &step, e));
+    solver_counters sc;
+    SPHSIM_TRY(c->sv.ops->counters(c->sv.impl, &sc, e));
+    r->list_rebuilds = sc.list_rebuilds;
+    r->list_checks = sc.list_checks;
+    r->list_checks_skipped = sc.list_checks_skipped;
     sphsim_status wst = sync_writer(c, r, e); /* the last snapshots */
     if (wst != SPHSIM_OK) return snapshot_failed(c, r, wst, e);
-    if (o->profile) r->n_prof = device_profile(&c->dev, r->prof, 32);
-    progress(c, step, first_step, t0, &last_print, 1);
+    if (c->o->profile) r->n_prof = device_profile(&c->dev, r->prof, 32);
+    progress(c, step, c->first_step, c->t_steps0, &c->last_print, 1);
     r->last_step = step;
-    r->sim_time = step * s->dt;
-    r->wall_time = now_s() - t0;
-    if (o->stop && *o->stop) {
-        r->stop_signal = (int)*o->stop;
+    r->sim_time = step * c->s->dt;
+    r->wall_time = now_s() - c->t_steps0;
+    if (c->o->stop && *c->o->stop) {
+        r->stop_signal = (int)*c->o->stop;
+        const char *path = c->o->resume_path ? c->o->resume_path : c->o->out_path;
         return SPHSIM_FAIL(e, SPHSIM_E_INTERRUPTED,
-                           "stopped by signal %d at step %ld (t = %.6g s); every snapshot up to "
-                           "then is in %s; continue with --resume",
-                           r->stop_signal, step, step * s->dt, o->resume_path ? o->resume_path : o->out_path);
+                           "stopped by signal %d at step %ld (t = %.6g s); every snapshot up to then is in %s; "
+                           "continue with --resume",
+                           r->stop_signal, step, step * c->s->dt, path);
     }
     return SPHSIM_OK;
 }
@@ -877,8 +840,14 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
     sim_ctx c;
     memset(&c, 0, sizeof c);
     memset(r, 0, sizeof *r);
+    sphsim_tuning defaults;
+    sim_options opts = *o;
+    if (!opts.tune) {
+        tuning_defaults(&defaults);
+        opts.tune = &defaults;
+    }
     c.s = s;
-    c.o = o;
+    c.o = &opts;
     double t0 = now_s();
     sphsim_status st = run(&c, r, e);
     if (r->wall_time == 0) r->wall_time = now_s() - t0;
@@ -899,8 +868,7 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
             st = cst;
         }
     }
-    if (c.sph) sph_destroy(c.sph);
-    if (c.contact) contact_destroy(c.contact);
+    if (c.sv.ops) c.sv.ops->destroy(c.sv.impl);
     state_release(&c.st);
     if (c.g) grid_destroy(c.g);
     staging_unpin(&c, &c.sorted, &c.pinned[0]);

@@ -11,6 +11,7 @@
 #include "device.h"
 #include "grid.h"
 #include "scene.h"
+#include "tuning.h"
 #include "writer.h"
 
 typedef enum { PROGRESS_AUTO = 0, PROGRESS_PLAIN, PROGRESS_JSON, PROGRESS_NONE } sim_progress;
@@ -19,12 +20,13 @@ typedef struct sim_options {
     const char *out_path;        /* output .h5 */
     int overwrite;               /* replace an existing output */
     const char *resume_path;     /* continue this output (out_path == resume_path) */
-    const char *device;          /* device selector (NULL: $SPHSIM_DEVICE or automatic) */
+    const char *device;          /* device selector (NULL: automatic) */
     sim_progress progress;       /* progress reporting on `log` */
     int stats;                   /* measure neighbour statistics at each snapshot */
     int profile;                 /* per-stage timing through OpenCL profiling events */
     FILE *log;                   /* human messages (stderr); NULL = silent */
     volatile sig_atomic_t *stop; /* set to the signal number to stop after the current step */
+    const sphsim_tuning *tune;   /* tuning knobs (NULL: defaults) */
 } sim_options;
 
 typedef struct sim_result {
@@ -40,7 +42,7 @@ typedef struct sim_result {
     long list_rebuilds;                      /* with lists: steps that rebuilt the grid and the lists */
     long list_checks, list_checks_skipped;   /* with lists: steps that ran the relative-motion
                                check, and that kept the lists on the bound carried from the last
-                               check without running it (sph_list_checks) */
+                               check without running it (nlist_checks) */
     double mean_neighbours, mean_candidates; /* when stats */
     double t_output;                         /* s the time loop spent on snapshots: enqueueing their copies, waiting
                                for a free staging buffer and for the last snapshots at the end */
@@ -64,12 +66,11 @@ size_t sim_device_bytes(const scene *s);
  * arrays and the run's snapshot arrays (only those of the output fields; one staging buffer
  * where two would take more than half the host's memory). A run that needs more than the host
  * has is refused before any particle is generated. */
-size_t sim_host_bytes(const scene *s);
-/* Device bytes the SPH neighbour lists of n particles take on top (sph_list_bytes, split as a
- * device whose largest buffer is max_alloc bytes would split them, 0: one buffer), with the
- * 21 bytes per cell of the lists' grid for the relative-motion check's boxes, the build's fluid
- * flags and the list of cells with fluid (unless the boxes exceed max_alloc). */
-size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc);
+size_t sim_host_bytes(const scene *s, const sphsim_tuning *t);
+/* Device bytes the SPH neighbour lists of n particles take on top (sph_list_bytes on the lists'
+ * grid, split as a device whose largest buffer is max_alloc bytes would split them, 0: one buffer;
+ * t: tuning, NULL for the defaults). */
+size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc, const sphsim_tuning *t);
 
 /* Run the scene. Returns SPHSIM_E_INTERRUPTED when stopped by a signal (r->stop_signal). */
 sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsim_error *e);

@@ -3,16 +3,12 @@
  * Convention for one step (see sim.c):
  *   1. grid_build() computes keys from `pos_next` (the positions written by the last step,
  *      or the initial upload), sorts, and builds the cell table; its permutation `idx` maps
- *      sorted slot -> slot in the previous order. In a step whose go word lacks GO_REBUILD (SPH
- *      neighbour lists, grid.h) the grid is kept: the host, which reads that word (the
- *      default, go_on_host in sim.c), skips steps 1 and 2 and swaps its handles
- *      pos <-> pos_next and vel <-> vel_next; with SPHSIM_GO_ON_HOST=0 the host enqueues them
- *      anyway, they keep everything, and the device swaps the roles of the two pairs (GO_ALT,
- *      sph.h; the host's handles follow at sph_sync_pairs).
+ *      sorted slot -> slot in the previous order. In a step that keeps the grid (SPH with
+ *      neighbour lists, whose decision the host reads: solver.h, begin_step) steps 1 and 2 are
+ *      skipped and the host swaps its handles pos <-> pos_next and vel <-> vel_next instead.
  *   2. sim gathers every per-particle array through idx: pos_next -> pos, vel_next -> vel,
  *      id -> id_tmp then swaps, and the same for type, mass and radius (the last two in
- *      particle mode only); with the pairs swapped on the device, grid_gather_state gathers
- *      pos and vel from whichever pair holds the output, and id and type in place.
+ *      particle mode only).
  *   3. the solver reads pos/vel (sorted) and writes pos_next/vel_next for every particle
  *      (fixed boundary particles: the same position and zero velocity; SPH writes them only in
  *      a step that re-sorted, since in a kept step the pair it writes was read the step before
@@ -21,8 +17,7 @@
  *      (written by the density stage each step; -rho for walls, whose dry ones, without fluid
  *      in their lists, keep the values of the last rebuild step while the lists are kept), plus
  *      pos_p = (x, p/rho^2) (likewise).
- * So between steps the current state is in pos_next/vel_next (with the pairs swapped on the
- * device: in the pair GO_ALT names, until sph_sync_pairs), in the order of id/type/mass/
+ * So between steps the current state is in pos_next/vel_next, in the order of id/type/mass/
  * radius; a snapshot is read after steps 1-2 and the density stage of a step that always
  * rebuilds, from pos/vel with id/type/mass/radius (sim.c, enqueue_read_back). Both pairs hold
  * valid wall particles in the current order after every SPH step: nothing may use a pair as
@@ -41,12 +36,12 @@ typedef struct dev_state {
                         (x (m), p/rho^2 (m^5/(kg s^2))), what the forces loop reads of a
                         neighbour besides vel (whose w gives its mass, sph_set_masses); with
                         neighbour lists two float4 per particle, the second a copy of
-                        (v, rho) that the loops read instead of vel (sph_pos_p_bytes) */
+                        (v, rho) that the loops read instead of vel (sph_record_bytes) */
     cl_mem mass, mass_tmp;     /* float, kg (particle mode only, else NULL: SPH keeps it in pos.w) */
     cl_mem radius, radius_tmp; /* float, m (particle mode only, else NULL) */
     cl_mem id, id_tmp;         /* uint */
     cl_mem type, type_tmp;     /* uchar */
-    cl_mem flags;              /* two uints: [0] FLAG_* bits OR-ed by kernels, [1] wall put-backs (sph_forces) */
+    cl_mem flags; /* two uints: [0] FLAG_* bits OR-ed by kernels, [1] wall put-backs (the SPH forces stage) */
 } dev_state;
 
 #endif

@@ -25,6 +25,7 @@ struct snapshot_writer {
     FILE *log;
     int log_is_tty;
     long outside_base;
+    int threads; /* of the id order (particles_scatter_by_id) */
     /* written by the writer thread under mu, read under mu (writer_counts) */
     long snapshots;
     long n_outside;
@@ -71,7 +72,7 @@ static sphsim_status write_one(snapshot_writer *w, particles *q, snapshot_job *j
     if (w->s->mode == MODE_SPH && q->mass) /* SPH keeps the mass in pos.w on the device (state.h) */
         for (size_t i = 0; i < q->n; ++i) q->mass[i] = q->pos[4 * i + 3];
     particles *p = w->hp;
-    SPHSIM_TRY(particles_scatter_by_id(q, p, e));
+    SPHSIM_TRY(particles_scatter_by_id(q, p, w->threads, e));
     output_snapshot_info si = { 0 };
     si.time = job->time;
     si.step = job->step;
@@ -131,7 +132,7 @@ static void *writer_main(void *arg)
 }
 
 sphsim_status writer_start(snapshot_writer **out, output *o, const scene *s, particles *staging[2], particles *hp,
-                           FILE *log, int log_is_tty, long outside_base, sphsim_error *e)
+                           FILE *log, int log_is_tty, long outside_base, int threads, sphsim_error *e)
 {
     *out = NULL;
     snapshot_writer *w = calloc(1, sizeof *w);
@@ -144,6 +145,7 @@ sphsim_status writer_start(snapshot_writer **out, output *o, const scene *s, par
     w->log = log;
     w->log_is_tty = log_is_tty;
     w->outside_base = outside_base;
+    w->threads = threads;
     w->n_outside = outside_base;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);

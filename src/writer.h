@@ -32,9 +32,10 @@ typedef struct snapshot_job {
 /* Start the writer thread. `staging[2]`: the host buffers in device order the snapshots are
  * copied into (not owned; staging[1] NULL: one buffer, which each snapshot waits for); `hp`: the host particles, id order, the writer scatters into (not
  * owned; the caller must not touch it while snapshots are in flight); `log`: warnings (may be
- * NULL); `outside_base`: particles found outside before this run (--resume). */
+ * NULL); `outside_base`: particles found outside before this run (--resume); `threads`: of the
+ * id order (tuning.writer_threads, TUNE_AUTO for the default). */
 sphsim_status writer_start(snapshot_writer **out, output *o, const scene *s, particles *staging[2], particles *hp,
-                           FILE *log, int log_is_tty, long outside_base, sphsim_error *e);
+                           FILE *log, int log_is_tty, long outside_base, int threads, sphsim_error *e);
 
 /* The staging buffer the next snapshot goes into; waits while the writer still uses it.
  * Fails with the writer's error once a write has failed. */

@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 
     ocl_device d;
     sphsim_error e = { 0 };
-    if (device_open(&d, sel, 1, &e) != SPHSIM_OK) return die(&e);
+    if (device_open(&d, sel, 1, NULL, &e) != SPHSIM_OK) return die(&e);
     printf("# device: %s (%s), %s\n", d.name, d.platform_name, d.version);
     printf("# dims %d, radius 2.4 dx, cell_ratio 1, %d timed rebuilds per row (median), profiling events\n", dims,
            reps);
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
             const double t_start = now_s();
             for (int rep = -1; rep < reps; ++rep) { /* rep -1: warm-up */
                 const double t0 = now_s();
-                if (grid_build(g, src, NULL, n, NULL, &e) != SPHSIM_OK) return die(&e);
+                if (grid_build(g, src, n, NULL, &e) != SPHSIM_OK) return die(&e);
                 if (s) {
                     /* the tuned sort on the keys the grid just wrote */
                     cl_event a, b;

@@ -1,6 +1,6 @@
 /* bench_ref_step: the CPU figure of the "fast on the GPU" target as a ratio measured in one run:
  * ms per SPH step of a single-thread plain-C implementation of the step (host cell list, sorted
- * each step; float, the same formulas as kernels/sph_density.cl and kernels/sph_forces.cl) against
+ * each step; float, the same formulas as kernels/sph_density.cl and kernels/sph_forces_integrate.cl) against
  * ms per step of build/sphsim on an OpenCL device, on the same scene and initial state; plus a
  * check that after one step the plain-C density agrees with sphsim's snapshot.
  *
@@ -238,7 +238,7 @@ static void c_forces(cstate *c)
         }
         for (int a = 0; a < 3; ++a) acc[a] += coef * dx[a] + visc * v_ij[a];
         C_NEIGHBOURS_END
-        for (int a = 0; a < c->dims; ++a) { /* barrier of the tank faces, as sph_forces.cl */
+        for (int a = 0; a < c->dims; ++a) { /* barrier of the tank faces, as sph_forces_integrate.cl */
             const float d_lo = x_i[a] - P->tank_min[a], d_hi = P->tank_max[a] - x_i[a];
             if (d_lo < P->wall_d0) acc[a] += P->wall_k * (P->wall_d0 - d_lo);
             else if (d_hi < P->wall_d0) acc[a] -= P->wall_k * (P->wall_d0 - d_hi);
@@ -255,7 +255,7 @@ static void c_forces(cstate *c)
         unsigned bad = finite ? 0u : FLAG_NONFINITE;
         const int runaway = v2 > P->max_speed2;
         if (runaway) bad |= FLAG_RUNAWAY;
-        if (finite && !runaway) { /* put back at a tank wall, as sph_forces.cl */
+        if (finite && !runaway) { /* put back at a tank wall, as sph_forces_integrate.cl */
             int outside = 0;
             for (int a = 0; a < c->dims; ++a) {
                 if (xn[a] < P->tank_min[a]) {
@@ -457,7 +457,7 @@ int main(int argc, char **argv)
         return 3;
     }
     particles p = { 0 };
-    if (init_generate(&s, &p, &e) != SPHSIM_OK || sph_prepare(&s, &p, &e) != SPHSIM_OK) {
+    if (init_generate(&s, &p, TUNE_AUTO, &e) != SPHSIM_OK) {
         fprintf(stderr, "bench_ref_step: %s\n", e.msg);
         return 3;
     }

@@ -1,5 +1,5 @@
 /* ref_sph: plain-C double-precision brute-force reference of one SPH step (the same equations as
- * kernels/sph_forces.cl, over all pairs), host-built neighbour structures (linear-cell sort and
+ * kernels/sph_forces_integrate.cl, over all pairs), host-built neighbour structures (linear-cell sort and
  * cell table) so the SPH kernels can be tested without the device grid, and small test scenes
  * (a fluid block in a box tank with boundary layers). */
 #ifndef SPHSIM_REF_SPH_H

@@ -689,7 +689,7 @@ static void rg_rebuild(rgsys *r)
     dev_state *st = &r->st;
     size_t n = st->n;
     cl_mem t;
-    assert_int_equal(grid_build(r->g, st->pos_next, NULL, n, st->flags, &e), SPHSIM_OK);
+    assert_int_equal(grid_build(r->g, st->pos_next, n, st->flags, &e), SPHSIM_OK);
     assert_int_equal(grid_gather(r->g, st->pos_next, st->pos, 16, n, &e), SPHSIM_OK);
     assert_int_equal(grid_gather(r->g, st->vel_next, st->vel, 16, n, &e), SPHSIM_OK);
     assert_int_equal(grid_gather(r->g, st->id, st->id_tmp, 4, n, &e), SPHSIM_OK);
@@ -1170,7 +1170,7 @@ static int group_setup(void **state)
     sphsim_error e;
     /* SPHSIM_TEST_DEVICE picks another device (e.g. "gpu"); PoCL's CPU device by default */
     const char *sel = getenv("SPHSIM_TEST_DEVICE");
-    if (device_open(&dev, sel && *sel ? sel : "cpu", 0, &e) != SPHSIM_OK) {
+    if (device_open(&dev, sel && *sel ? sel : "cpu", 0, NULL, &e) != SPHSIM_OK) {
         fprintf(stderr, "device_open: %s\n", e.msg);
         return -1;
     }

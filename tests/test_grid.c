@@ -48,7 +48,7 @@ static int setup(void **state)
     (void)state;
     /* SPHSIM_TEST_DEVICE picks another device (e.g. "gpu"); PoCL's CPU device by default */
     const char *sel = getenv("SPHSIM_TEST_DEVICE");
-    if (device_open(&dev, sel && *sel ? sel : "cpu", 1, &E) != SPHSIM_OK) {
+    if (device_open(&dev, sel && *sel ? sel : "cpu", 1, NULL, &E) != SPHSIM_OK) {
         fprintf(stderr, "device_open: %s\n", E.msg);
         return -1;
     }
@@ -355,7 +355,7 @@ static void check_keys_and_table(int dims, double ratio, size_t n, double out_fr
     cl_mem b_pos = upload(pos, n * 16 + 16);
     const cl_uint zero = 0;
     cl_mem b_flags = upload(&zero, 4);
-    OK(grid_build(g, b_pos, NULL, n, b_flags, &E));
+    OK(grid_build(g, b_pos, n, b_flags, &E));
 
     const size_t ks = gp.key64 ? 8 : 4;
     void *keys = malloc(n * ks + 8);
@@ -449,7 +449,7 @@ static void test_keys_64bit_grid(void **state)
     grid *g;
     OK(grid_create(&g, &dev, &gp, N, &E));
     cl_mem b_pos = upload(pos, N * 16);
-    OK(grid_build(g, b_pos, NULL, N, NULL, &E));
+    OK(grid_build(g, b_pos, N, NULL, &E));
     uint64_t keys[N], hk[N], rk[N];
     uint32_t idx[N], ri[N];
     OK(device_read(&dev, grid_keys(g), 0, sizeof keys, keys, &E));
@@ -507,7 +507,7 @@ static cl_kernel nb_kernel[NB_WALKS];
 static void nb_kernel_build(int walk)
 {
     if (nb_kernel[walk]) return;
-    char *head = device_kernel_source("neighbours.h", &E);
+    char *head = device_kernel_source(NULL, "neighbours.h", &E);
     assert_non_null(head);
     size_t len = strlen(nb_walk_defs[walk]) + strlen(head) + strlen(nb_kernel_src) + 2;
     char *src = malloc(len);
@@ -546,7 +546,7 @@ static size_t check_neighbours(const nb_case *c, const float *pts, size_t n, con
     OK(grid_create(&g, &dev, &gp, n, &E));
     cl_mem b_pos = upload(pts, n * 16), b_sorted;
     OK(device_alloc(&dev, n * 16, "sorted positions", &b_sorted, &E));
-    OK(grid_build(g, b_pos, NULL, n, NULL, &E));
+    OK(grid_build(g, b_pos, n, NULL, &E));
     OK(grid_gather(g, b_pos, b_sorted, 16, n, &E));
     const cl_uint max_nb = 1024, n32 = (cl_uint)n;
     cl_mem b_count, b_list;
@@ -825,10 +825,10 @@ static void test_determinism_and_flags(void **state)
     cl_uint zero = 0, flags = 0;
     cl_mem b_pos = upload(pos, N * 16), b_flags = upload(&zero, 4);
     uint32_t *a = malloc(N * 4), *b = malloc(N * 4);
-    OK(grid_build(g, b_pos, NULL, N, b_flags, &E));
+    OK(grid_build(g, b_pos, N, b_flags, &E));
     OK(device_read(&dev, grid_index(g), 0, N * 4, a, &E));
     for (int rep = 0; rep < 3; ++rep) {
-        OK(grid_build(g, b_pos, NULL, N, b_flags, &E));
+        OK(grid_build(g, b_pos, N, b_flags, &E));
         OK(device_read(&dev, grid_index(g), 0, N * 4, b, &E));
         assert_memory_equal(a, b, N * 4);
     }
@@ -840,7 +840,7 @@ static void test_determinism_and_flags(void **state)
     pos[4 * 20 + 1] = INFINITY;
     pos[4 * 30 + 2] = -INFINITY;
     OK(device_write(&dev, b_pos, 0, N * 16, pos, &E));
-    OK(grid_build(g, b_pos, NULL, N, b_flags, &E));
+    OK(grid_build(g, b_pos, N, b_flags, &E));
     OK(device_read(&dev, b_flags, 0, 4, &flags, &E));
     assert_int_equal(flags, FLAG_NONFINITE);
     uint32_t *cs = malloc(gp.n_cells * 4), *ce = malloc(gp.n_cells * 4);
@@ -857,14 +857,14 @@ static void test_determinism_and_flags(void **state)
     pos[4 * 40 + 0] = -0.3f;
     pos[4 * 50 + 2] = 7.0f;
     OK(device_write(&dev, b_pos, 0, N * 16, pos, &E));
-    OK(grid_build(g, b_pos, NULL, N, b_flags, &E));
+    OK(grid_build(g, b_pos, N, b_flags, &E));
     OK(device_read(&dev, b_flags, 0, 4, &flags, &E));
     assert_int_equal(flags, FLAG_OUTSIDE);
     /* both bits from one build */
     OK(device_write(&dev, b_flags, 0, 4, &zero, &E));
     pos[4 * 60 + 1] = NAN;
     OK(device_write(&dev, b_pos, 0, N * 16, pos, &E));
-    OK(grid_build(g, b_pos, NULL, N, b_flags, &E));
+    OK(grid_build(g, b_pos, N, b_flags, &E));
     OK(device_read(&dev, b_flags, 0, 4, &flags, &E));
     assert_int_equal(flags, FLAG_OUTSIDE | FLAG_NONFINITE);
     /* particles exactly at the walls are inside */
@@ -872,11 +872,11 @@ static void test_determinism_and_flags(void **state)
     for (int i = 0; i < N; ++i)
         for (int ax = 0; ax < 3; ++ax) pos[4 * i + ax] = (float)((i >> ax) & 1);
     OK(device_write(&dev, b_pos, 0, N * 16, pos, &E));
-    OK(grid_build(g, b_pos, NULL, N, b_flags, &E));
+    OK(grid_build(g, b_pos, N, b_flags, &E));
     OK(device_read(&dev, b_flags, 0, 4, &flags, &E));
     assert_int_equal(flags, 0);
     /* no flag buffer at all is fine */
-    OK(grid_build(g, b_pos, NULL, N, NULL, &E));
+    OK(grid_build(g, b_pos, N, NULL, &E));
 
     clReleaseMemObject(b_pos);
     clReleaseMemObject(b_flags);
@@ -902,7 +902,7 @@ static void test_gather_sizes(void **state)
     grid *g;
     OK(grid_create(&g, &dev, &gp, N, &E));
     cl_mem b_pos = upload(pos, sizeof pos);
-    OK(grid_build(g, b_pos, NULL, N, NULL, &E));
+    OK(grid_build(g, b_pos, N, NULL, &E));
     uint32_t idx[N];
     OK(device_read(&dev, grid_index(g), 0, sizeof idx, idx, &E));
     const size_t sizes[5] = { 1, 2, 4, 8, 16 };
@@ -919,141 +919,11 @@ static void test_gather_sizes(void **state)
         clReleaseMemObject(bd);
     }
     assert_int_equal(grid_gather(g, b_pos, b_pos, 3, N, &E), SPHSIM_E_DEVICE);
-    assert_int_equal(grid_build(g, b_pos, NULL, N + 1, NULL, &E), SPHSIM_E_DEVICE);
+    assert_int_equal(grid_build(g, b_pos, N + 1, NULL, &E), SPHSIM_E_DEVICE);
     free(src);
     free(dst);
     clReleaseMemObject(b_pos);
     grid_destroy(g);
-}
-
-/* grid_gather_state with go word `word` (written to `go`): the pairs' source holds `src`
- * (uploaded to src_buf, the pos and vel source with GO_ALT clear, their destination with it
- * set), the other buffer `other`, and id and type get values from `src`. With idx NULL (go
- * word 0) nothing may change; else the destination must hold src[idx[i]] and id and type
- * their gathered values. */
-static sphsim_status gather_state_check(grid *g, cl_mem go, uint32_t word, cl_mem pos_src, cl_mem pos_dst,
-                                        const float *other, const float *src, const uint32_t *idx, int N)
-{
-    const int alt = (word & GO_ALT) != 0;
-    cl_mem src_buf = alt ? pos_dst : pos_src, dst_buf = alt ? pos_src : pos_dst;
-    uint32_t *id = malloc(4 * N), *id_out = malloc(4 * N);
-    uint8_t *type = malloc(N), *type_out = malloc(N);
-    float *out = malloc(16 * N);
-    assert_true(id && id_out && type && type_out && out);
-    for (int i = 0; i < N; ++i) id[i] = (uint32_t)(7 * i + 1), type[i] = (uint8_t)(i % 3);
-    cl_mem b_vs = upload(src, 16 * N), b_vd = upload(other, 16 * N) /* velocities: source, destination */,
-           b_id = upload(id, 4 * N), b_type = upload(type, N);
-    cl_mem b_idt, b_tt;
-    OK(device_alloc(&dev, 4 * N, "id scratch", &b_idt, &E));
-    OK(device_alloc(&dev, N, "type scratch", &b_tt, &E));
-    OK(device_write(&dev, src_buf, 0, 16 * N, src, &E));
-    OK(device_write(&dev, dst_buf, 0, 16 * N, other, &E));
-    OK(device_write(&dev, go, 0, 4, &word, &E));
-    OK(grid_gather_state(g, pos_src, pos_dst, alt ? b_vd : b_vs, alt ? b_vs : b_vd, b_id, b_idt, b_type, b_tt, N, &E));
-    for (int pass = 0; pass < 2; ++pass) { /* positions, then velocities */
-        OK(device_read(&dev, pass == 0 ? dst_buf : b_vd, 0, 16 * N, out, &E));
-        if (!idx) assert_memory_equal(out, other, 16 * N);
-        else
-            for (int i = 0; i < N; ++i) assert_memory_equal(out + 4 * i, src + 4 * idx[i], 16);
-    }
-    OK(device_read(&dev, b_id, 0, 4 * N, id_out, &E));
-    OK(device_read(&dev, b_type, 0, N, type_out, &E));
-    for (int i = 0; i < N; ++i) {
-        assert_int_equal(id_out[i], idx ? id[idx[i]] : id[i]);
-        assert_int_equal(type_out[i], idx ? type[idx[i]] : type[i]);
-    }
-    cl_mem all[6] = { b_vs, b_vd, b_id, b_type, b_idt, b_tt };
-    for (int k = 0; k < 6; ++k) clReleaseMemObject(all[k]);
-    free(id);
-    free(id_out);
-    free(type);
-    free(type_out);
-    free(out);
-    return SPHSIM_OK;
-}
-
-/* The go word (grid_set_go): with 0 a build keeps the last keys, permutation and cell table
- * although the positions changed, and the gathers write nothing; with GO_REBUILD again the
- * build matches a fresh grid of the new positions; with GO_ALT as well the keys come from the
- * alternate buffer and grid_gather_state gathers the pairs the other way. 3D, 64-thread sort
- * tiles and the default configuration. */
-static void test_go_word(void **state)
-{
-    (void)state;
-    const double lo[3] = { 0, 0, 0 }, hi[3] = { 1, 1, 1 };
-    grid_params gp;
-    OK(grid_geometry(3, lo, hi, 0.1, 1.0, &gp, &E));
-    enum { N = 20011 };
-    float *a = malloc(N * 16), *b = malloc(N * 16);
-    assert_true(a && b);
-    for (int i = 0; i < N; ++i)
-        for (int k = 0; k < 4; ++k)
-            a[4 * i + k] = k < 3 ? (float)rnd01() : 0.0f, b[4 * i + k] = k < 3 ? (float)rnd01() : 0.0f;
-    grid *g, *fresh;
-    OK(grid_create(&g, &dev, &gp, N, &E));
-    OK(grid_create(&fresh, &dev, &gp, N, &E));
-    const uint32_t zero = 0, one = 1;
-    cl_mem go = upload(&one, 4), b_a = upload(a, N * 16), b_b = upload(b, N * 16), b_out;
-    OK(device_alloc(&dev, N * 16, "gathered", &b_out, &E));
-    grid_set_go(g, go);
-    const size_t nc = gp.n_cells;
-    uint32_t *idx0 = malloc(4 * N), *idx1 = malloc(4 * N), *cs0 = malloc(4 * nc), *cs1 = malloc(4 * nc);
-    uint32_t *ce0 = malloc(4 * nc), *ce1 = malloc(4 * nc);
-    float *out = malloc(N * 16);
-    assert_true(idx0 && idx1 && cs0 && cs1 && ce0 && ce1 && out);
-    OK(grid_build(g, b_a, NULL, N, NULL, &E)); /* go = 1: the grid of a */
-    OK(device_read(&dev, grid_index(g), 0, 4 * N, idx0, &E));
-    OK(device_read(&dev, grid_cell_start(g), 0, 4 * nc, cs0, &E));
-    OK(device_read(&dev, grid_cell_end(g), 0, 4 * nc, ce0, &E));
-    OK(device_write(&dev, go, 0, 4, &zero, &E));
-    OK(device_write(&dev, b_out, 0, N * 16, a, &E));
-    OK(grid_build(g, b_b, NULL, N, NULL, &E)); /* go = 0: keeps the grid of a */
-    OK(grid_gather(g, b_b, b_out, 16, N, &E));
-    OK(gather_state_check(g, go, zero, b_b, b_out, a, b, NULL, N));
-    OK(device_read(&dev, grid_index(g), 0, 4 * N, idx1, &E));
-    OK(device_read(&dev, grid_cell_start(g), 0, 4 * nc, cs1, &E));
-    OK(device_read(&dev, grid_cell_end(g), 0, 4 * nc, ce1, &E));
-    OK(device_read(&dev, b_out, 0, N * 16, out, &E));
-    assert_memory_equal(idx0, idx1, 4 * N);
-    assert_memory_equal(cs0, cs1, 4 * nc);
-    assert_memory_equal(ce0, ce1, 4 * nc);
-    assert_memory_equal(out, a, N * 16); /* untouched */
-    OK(device_write(&dev, go, 0, 4, &one, &E));
-    OK(grid_build(g, b_b, NULL, N, NULL, &E)); /* go = 1: the grid of b, as a fresh grid builds it */
-    OK(grid_build(fresh, b_b, NULL, N, NULL, &E));
-    OK(device_read(&dev, grid_index(g), 0, 4 * N, idx1, &E));
-    OK(device_read(&dev, grid_index(fresh), 0, 4 * N, idx0, &E));
-    assert_memory_equal(idx0, idx1, 4 * N);
-    OK(device_read(&dev, grid_cell_start(g), 0, 4 * nc, cs1, &E));
-    OK(device_read(&dev, grid_cell_start(fresh), 0, 4 * nc, cs0, &E));
-    assert_memory_equal(cs0, cs1, 4 * nc);
-    OK(grid_gather(g, b_b, b_out, 16, N, &E));
-    OK(device_read(&dev, b_out, 0, N * 16, out, &E));
-    for (int i = 0; i < N; ++i) assert_memory_equal(out + 4 * i, b + 4 * idx1[i], 16);
-    OK(gather_state_check(g, go, one, b_b, b_out, a, b, idx1, N));
-    /* GO_ALT: keys from the alternate buffer (b, not a), and the pairs gathered the other way */
-    const uint32_t alt = GO_REBUILD | GO_ALT;
-    OK(device_write(&dev, go, 0, 4, &alt, &E));
-    OK(grid_build(g, b_a, b_b, N, NULL, &E));
-    OK(device_read(&dev, grid_index(g), 0, 4 * N, idx1, &E));
-    assert_memory_equal(idx0, idx1, 4 * N); /* the fresh grid of b */
-    OK(gather_state_check(g, go, alt, b_out, b_b, a, b, idx1, N));
-    grid_set_go(g, NULL);
-    clReleaseMemObject(go);
-    clReleaseMemObject(b_a);
-    clReleaseMemObject(b_b);
-    clReleaseMemObject(b_out);
-    grid_destroy(g);
-    grid_destroy(fresh);
-    free(a);
-    free(b);
-    free(idx0);
-    free(idx1);
-    free(cs0);
-    free(cs1);
-    free(ce0);
-    free(ce1);
-    free(out);
 }
 
 static void test_empty_grid(void **state)
@@ -1066,8 +936,8 @@ static void test_empty_grid(void **state)
     OK(grid_create(&g, &dev, &gp, 100, &E));
     float one[4] = { 0.5f, 0.5f, 0.5f, 0 };
     cl_mem b_pos = upload(one, sizeof one);
-    OK(grid_build(g, b_pos, NULL, 1, NULL, &E)); /* one particle, then none: the table must empty */
-    OK(grid_build(g, b_pos, NULL, 0, NULL, &E));
+    OK(grid_build(g, b_pos, 1, NULL, &E)); /* one particle, then none: the table must empty */
+    OK(grid_build(g, b_pos, 0, NULL, &E));
     uint32_t *cs = malloc(gp.n_cells * 4), *ce = malloc(gp.n_cells * 4);
     OK(device_read(&dev, grid_cell_start(g), 0, gp.n_cells * 4, cs, &E));
     OK(device_read(&dev, grid_cell_end(g), 0, gp.n_cells * 4, ce, &E));
@@ -1100,7 +970,7 @@ static void test_statistics_against_host_count(void **state)
         OK(grid_create(&g, &dev, &gp, n, &E));
         cl_mem b_pos = upload(p, n * 16), b_sorted;
         OK(device_alloc(&dev, n * 16, "sorted", &b_sorted, &E));
-        OK(grid_build(g, b_pos, NULL, n, NULL, &E));
+        OK(grid_build(g, b_pos, n, NULL, &E));
         OK(grid_gather(g, b_pos, b_sorted, 16, n, &E));
         double mn, mc;
         OK(grid_neighbour_stats(g, b_sorted, n, &mn, &mc, &E));
@@ -1141,7 +1011,7 @@ static void test_timing_and_bytes(void **state)
     grid *g;
     OK(grid_create(&g, &dev, &gp, N, &E));
     cl_mem b_pos = upload(pos, N * 16);
-    OK(grid_build(g, b_pos, NULL, N, NULL, &E));
+    OK(grid_build(g, b_pos, N, NULL, &E));
     double tk, ts, tt;
     OK(grid_last_timing(g, &tk, &ts, &tt, &E));
     assert_true(dev.profiling);
@@ -1171,7 +1041,6 @@ int main(void)
         cmocka_unit_test(test_neighbours_far_cells),
         cmocka_unit_test(test_determinism_and_flags),
         cmocka_unit_test(test_gather_sizes),
-        cmocka_unit_test(test_go_word),
         cmocka_unit_test(test_empty_grid),
         cmocka_unit_test(test_statistics_against_host_count),
         cmocka_unit_test(test_timing_and_bytes),

@@ -32,6 +32,7 @@
 #include <hdf5.h>
 
 #include "output.h"
+#include "tuning.h"
 
 static const char SCENE_JSON[] = "{\n  \"format\": 1,\n  \"dimensions\": 3,\n  \"name\": \"unit \\\"test\\\"\"\n}\n";
 static const char RESOLVED_JSON[] = "{\"format\": 1, \"dimensions\": 3, \"fluid\": {\"smoothing_length\": 0.013}}";
@@ -1326,16 +1327,14 @@ static void test_scatter_by_id(void **state)
         q.radius[i] = 5.0f * k;
         q.type[i] = (uint8_t)(q.id[i] % 3);
     }
-    /* the gather over 1, 3 and 7 threads (SPHSIM_WRITER_THREADS; 1000 rows would take one) */
-    static const char *threads[3] = { "1", "3", "7" };
+    /* the gather over 1, 3 and 7 threads (tuning.writer_threads; 1000 rows would take one) */
+    static const int threads[3] = { 1, 3, 7 };
     for (int t = 0; t < 3; ++t) {
-        setenv("SPHSIM_WRITER_THREADS", threads[t], 1);
         memset(p.pos, 0xff, 16 * n); /* NaN everywhere: no row may keep it */
         memset(p.vel, 0xff, 16 * n);
         memset(p.mass, 0xff, 4 * n);
         memset(p.type, 0xff, n);
-        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_OK);
-        unsetenv("SPHSIM_WRITER_THREADS");
+        assert_int_equal(particles_scatter_by_id(&q, &p, threads[t], &e), SPHSIM_OK);
         for (size_t k = 0; k < n; ++k) {
             const float f = (float)k;
             assert_int_equal(p.id[k], k);
@@ -1353,22 +1352,20 @@ static void test_scatter_by_id(void **state)
      * then row 700 out of range too: "out of range" (row 700 comes first). */
     const uint32_t keep700 = q.id[700], keep900 = q.id[900], keep950 = q.id[950];
     for (int t = 0; t < 3; t += 2) {
-        setenv("SPHSIM_WRITER_THREADS", threads[t], 1);
         q.id[900] = q.id[700];
         q.id[950] = (uint32_t)n + 5;
         char want[128];
         snprintf(want, sizeof want, "particle id %u twice", (unsigned)q.id[700]);
-        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_E_DEVICE);
+        assert_int_equal(particles_scatter_by_id(&q, &p, threads[t], &e), SPHSIM_E_DEVICE);
         assert_non_null(strstr(e.msg, want));
         q.id[700] = (uint32_t)n;
         snprintf(want, sizeof want, "particle id %u out of range", (unsigned)n);
-        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_E_DEVICE);
+        assert_int_equal(particles_scatter_by_id(&q, &p, threads[t], &e), SPHSIM_E_DEVICE);
         assert_non_null(strstr(e.msg, want));
         q.id[700] = keep700;
         q.id[900] = keep900;
         q.id[950] = keep950;
-        assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_OK);
-        unsetenv("SPHSIM_WRITER_THREADS");
+        assert_int_equal(particles_scatter_by_id(&q, &p, threads[t], &e), SPHSIM_OK);
     }
     particles_free(&q);
     particles_free(&p);
@@ -1405,7 +1402,7 @@ static void test_partial_arrays(void **state)
         q.type[i] = (uint8_t)(q.id[i] % 2);
     }
     /* particles_touch zeroes every byte of every array q has, on 1 and 3 threads */
-    static const char *touch_threads[2] = { "1", "3" };
+    static const int touch_threads[2] = { 1, 3 };
     for (int t = 0; t < 2; ++t) {
         particles z;
         assert_int_equal(particles_alloc_some(&z, n, staged, &e), SPHSIM_OK);
@@ -1413,9 +1410,7 @@ static void test_partial_arrays(void **state)
         memset(z.vel, 0x5a, 16 * n);
         memset(z.id, 0x5a, 4 * n);
         memset(z.type, 0x5a, n);
-        setenv("SPHSIM_INIT_THREADS", touch_threads[t], 1);
-        particles_touch(&z);
-        unsetenv("SPHSIM_INIT_THREADS");
+        particles_touch(&z, touch_threads[t]);
         const unsigned char *const arr[4] = { (void *)z.pos, (void *)z.vel, (void *)z.id, z.type };
         const size_t len[4] = { 16 * n, 16 * n, 4 * n, n };
         for (int a = 0; a < 4; ++a)
@@ -1433,7 +1428,7 @@ static void test_partial_arrays(void **state)
     assert_null(p.id);
     assert_null(p.rho);
     for (size_t k = 0; k < n; ++k) p.mass[k] = 9.0f;
-    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_OK);
+    assert_int_equal(particles_scatter_by_id(&q, &p, TUNE_AUTO, &e), SPHSIM_OK);
     for (size_t k = 0; k < n; ++k) {
         for (int c = 0; c < 4; ++c) assert_true(p.pos[4 * k + c] == (float)k + 0.5f * (float)c);
         assert_int_equal(p.type[k], k % 2);
@@ -1451,7 +1446,7 @@ static void test_partial_arrays(void **state)
     assert_null(p.rho);
     assert_null(p.mass);
     assert_int_equal(p.n, n);
-    assert_int_equal(particles_scatter_by_id(&q, &p, &e), SPHSIM_OK);
+    assert_int_equal(particles_scatter_by_id(&q, &p, TUNE_AUTO, &e), SPHSIM_OK);
     for (size_t k = 0; k < n; ++k) {
         assert_true(p.vel[4 * k] == -(float)k);
         assert_int_equal(p.id[k], k);

@@ -24,6 +24,14 @@
 
 static const char *kname[] = { "poly6", "cubic", "wendland" };
 
+/* The SPH initial state of particles made on the lattice, as init_generate gives it: the masses
+ * (sph_prepare), then the hydrostatic start (init_hydrostatic). */
+static sphsim_status prepare_sph(const scene *s, particles *p, sphsim_error *e)
+{
+    SPHSIM_TRY(sph_prepare(s, p, e));
+    return init_hydrostatic(s, p, TUNE_AUTO, e);
+}
+
 /* ------------------------------------------------------------------ host: kernels */
 
 /* Integral over the plane (dims 2) or space (dims 3) of a radial function g(r) on [0, H] by
@@ -214,7 +222,7 @@ static void test_params_and_prepare(void **state)
     particles pa;
     sphsim_error e;
     assert_int_equal(ref_sph_particles(&s, &pa, &e), SPHSIM_OK);
-    assert_int_equal(sph_prepare(&s, &pa, &e), SPHSIM_OK);
+    assert_int_equal(prepare_sph(&s, &pa, &e), SPHSIM_OK);
     const double S = sph_lattice_sum(KERNEL_POLY6, 3, s.h, s.spacing);
     for (size_t i = 0; i < pa.n; ++i) assert_float_equal(pa.mass[i], 1000.0 / S, 1e-9);
     print_message("  3D poly6 h = 1.3 dx: m = %.6g kg vs rho0 dx^3 = %.6g kg\n", pa.mass[0], 1000.0 * 1e-6);
@@ -226,7 +234,7 @@ static void test_params_and_prepare(void **state)
     s.tank.max[0] = 0.083;
     s.gravity[1] = 0.0;
     assert_int_equal(ref_sph_particles(&s, &pa, &e), SPHSIM_OK);
-    assert_int_equal(sph_prepare(&s, &pa, &e), SPHSIM_OK);
+    assert_int_equal(prepare_sph(&s, &pa, &e), SPHSIM_OK);
     const double m2 = 1000.0 / sph_lattice_sum(KERNEL_WENDLAND, 2, s.h, s.spacing);
     assert_float_equal(pa.mass[0], m2, 1e-9);
     assert_float_equal(pa.mass[pa.n - 1], m2 * 1.0375, 1e-9);
@@ -234,6 +242,10 @@ static void test_params_and_prepare(void **state)
 }
 
 /* ------------------------------------------------------------------ device */
+
+/* The tuning the solvers of these tests are made with (tuning.h; the defaults, which tests
+ * change around the solvers they make). */
+static sphsim_tuning T;
 
 typedef struct fixture {
     ocl_device d;
@@ -247,7 +259,7 @@ static int setup_device(void **state)
     memset(&f, 0, sizeof f);
     /* SPHSIM_TEST_DEVICE picks another device (e.g. "gpu"); PoCL's CPU device by default */
     const char *sel = getenv("SPHSIM_TEST_DEVICE");
-    if (device_open(&f.d, sel && *sel ? sel : "cpu", 0, &e) != SPHSIM_OK) {
+    if (device_open(&f.d, sel && *sel ? sel : "cpu", 0, NULL, &e) != SPHSIM_OK) {
         fprintf(stderr, "device_open: %s\n", e.msg);
         return -1;
     }
@@ -295,8 +307,8 @@ static void run_alloc_cell(ocl_device *d, run *r, size_t n, const scene *s, doub
     assert_int_equal(device_alloc(d, 16 * n, "vel", &r->st.vel, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, 16 * n, "pos_next", &r->st.pos_next, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, 16 * n, "vel_next", &r->st.vel_next, &e), SPHSIM_OK);
-    /* wide enough for either layout (sph_pos_p_bytes) */
-    assert_int_equal(device_alloc(d, sph_pos_p_bytes(1) * n, "pos_p", &r->st.pos_p, &e), SPHSIM_OK);
+    /* wide enough for either layout (sph_record_bytes) */
+    assert_int_equal(device_alloc(d, sph_record_bytes(1) * n, "pos_p", &r->st.pos_p, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, 4 * n, "mass", &r->st.mass, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, n, "type", &r->st.type, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, 8, "flags", &r->st.flags, &e), SPHSIM_OK);
@@ -368,7 +380,7 @@ static void run_step(ocl_device *d, sph_solver *s, run *r, size_t n, float *rho,
     if (st != SPHSIM_OK) fprintf(stderr, "sph_enqueue: %s\n", e.msg);
     assert_int_equal(st, SPHSIM_OK);
     assert_int_equal(clFinish(d->queue), CL_SUCCESS);
-    const size_t pb = sph_pos_p_bytes(sph_lists(s)), pw = pb / 4; /* pos_p's bytes and floats per particle */
+    const size_t pb = sph_record_bytes((sph_nlist(s) != NULL)), pw = pb / 4; /* pos_p's bytes and floats per particle */
     float *vel = malloc(16 * n), *pp = malloc(pb * n), *mass = malloc(4 * n), *b4 = malloc(16 * n),
           *b5 = malloc(16 * n);
     uint8_t *type = malloc(n);
@@ -441,25 +453,28 @@ static sph_solver *make_solver_lists(ocl_device *d, const scene *s, int lists, s
 {
     sph_solver *sol = NULL;
     sphsim_error e;
-    if (lists >= 3) setenv("SPHSIM_LIST_PARTS", "3", 1);
-    if (lists == 4) setenv("SPHSIM_LIST_PACK", "4", 1);
-    sphsim_status st = sph_create(&sol, d, s, lists ? n : 0, &e);
-    if (lists >= 3) unsetenv("SPHSIM_LIST_PARTS");
-    if (lists == 4) unsetenv("SPHSIM_LIST_PACK");
+    sphsim_tuning t = T;
+    if (lists >= 3) t.list_parts = 3;
+    if (lists == 4) t.list_pack = 4;
+    sphsim_status st = sph_create(&sol, d, s, lists ? n : 0, &t, &e);
     if (st != SPHSIM_OK) fprintf(stderr, "sph_create: %s\n", e.msg);
     assert_int_equal(st, SPHSIM_OK);
-    assert_int_equal(sph_lists(sol), lists != 0);
-    if (lists == 2) assert_int_equal(sph_set_list_cap(sol, 3, &e), SPHSIM_OK);
-    if (lists == 5) assert_int_equal(sph_set_list_cap(sol, sph_get_params(sol)->list_cap / 8 * 4, &e), SPHSIM_OK);
+    assert_int_equal((sph_nlist(sol) != NULL), lists != 0);
+    if (lists == 2) assert_int_equal(nlist_set_cap(sph_nlist(sol), 3, &e), SPHSIM_OK);
+    if (lists == 5)
+        assert_int_equal(nlist_set_cap(sph_nlist(sol), nlist_get_params(sph_nlist(sol))->list_cap / 8 * 4, &e),
+                         SPHSIM_OK);
     return sol;
 }
 
-/* make_solver_lists with the lists built `way` (SPHSIM_LIST_BUILD: "apart" or "fused"). */
-static sph_solver *make_solver_way(ocl_device *d, const scene *s, int lists, size_t n, const char *way)
+/* make_solver_lists with the lists built `way` (tuning.list_build: LIST_BUILD_APART or
+ * LIST_BUILD_FUSED). */
+static sph_solver *make_solver_way(ocl_device *d, const scene *s, int lists, size_t n, int way)
 {
-    setenv("SPHSIM_LIST_BUILD", way, 1);
+    const int keep = T.list_build;
+    T.list_build = way;
     sph_solver *sol = make_solver_lists(d, s, lists, n);
-    unsetenv("SPHSIM_LIST_BUILD");
+    T.list_build = keep;
     return sol;
 }
 
@@ -589,7 +604,7 @@ static void perturbed_scene_block(scene *s, particles *p, int dims, const scheme
     s->alpha = 0.5;
     sphsim_error e;
     assert_int_equal(ref_sph_particles(s, p, &e), SPHSIM_OK);
-    assert_int_equal(sph_prepare(s, p, &e), SPHSIM_OK);
+    assert_int_equal(prepare_sph(s, p, &e), SPHSIM_OK);
     /* walls a quarter heavier than the fluid (sph_prepare makes them equal on this tank, whose
      * sides are whole multiples of dx), so that a forces loop taking the wrong one of its two
      * masses (sph_set_masses) differs from the reference */
@@ -610,30 +625,30 @@ static void expect_go(sph_solver *sol, int want)
 {
     sphsim_error e;
     int go = -1;
-    assert_int_equal(sph_read_go(sol, &go, &e), SPHSIM_OK);
+    assert_int_equal(nlist_decide(sph_nlist(sol), &go, &e), SPHSIM_OK);
     assert_int_equal(go, want);
 }
 
 /* One host-decided rebuild step (a new solver's first) with the lists built `way`
- * (SPHSIM_LIST_BUILD: "apart", GPUs' default, or "fused", CPUs'): rho, p, x_next and v_next in
- * id order, and the lists as built (sph_read_lists, sorted indices). */
-static void host_rebuild_step(fixture *f, const scene *s, const particles *p, int lists, const char *way, float *rho,
-                              float *pr, float *x, float *v, uint32_t *counts, uint32_t *entries)
+ * (LIST_BUILD_APART, GPUs' default, or LIST_BUILD_FUSED, CPUs'): rho, p, x_next and v_next in
+ * id order, and the lists as built (nlist_read_lists, sorted indices). */
+static void host_rebuild_step(fixture *f, const scene *s, const particles *p, int lists, int way, float *rho, float *pr,
+                              float *x, float *v, uint32_t *counts, uint32_t *entries)
 {
     sph_solver *sol = make_solver_way(&f->d, s, lists, p->n, way);
     run r;
     run_alloc(&f->d, &r, p->n, s);
     run_upload(&f->d, sol, &r, p);
     sphsim_error e;
-    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+    assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
     expect_go(sol, 1);
     uint32_t flags = 0;
     run_step(&f->d, sol, &r, p->n, rho, pr, x, v, &flags);
     assert_int_equal(flags, 0);
-    assert_int_equal(sph_read_lists(sol, p->n, counts, entries, &e), SPHSIM_OK);
+    assert_int_equal(nlist_read_lists(sph_nlist(sol), p->n, counts, entries, &e), SPHSIM_OK);
     /* every entry is another particle: no list holds its own particle (the density adds the
      * self term before the entries) */
-    const size_t cap = sph_get_params(sol)->list_cap;
+    const size_t cap = nlist_get_params(sph_nlist(sol))->list_cap;
     for (size_t k = 0; k < p->n; ++k)
         for (size_t q = 0; q < cap && q < counts[k]; ++q) {
             assert_true(entries[k * cap + q] < p->n);
@@ -648,8 +663,8 @@ static void host_rebuild_step(fixture *f, const scene *s, const particles *p, in
  * walk the same cells), particles over list_cap included. */
 static void rebuild_ways_agree(fixture *f, const scene *s, const particles *p, int lists)
 {
-    const size_t n = p->n, cap = sph_list_cap(s);
-    static const char *const way[2] = { "apart", "fused" };
+    const size_t n = p->n, cap = nlist_cap(s);
+    static const int way[2] = { LIST_BUILD_APART, LIST_BUILD_FUSED };
     float *a[2][4];
     uint32_t *counts[2], *entries[2];
     const size_t w[4] = { 1, 1, 4, 4 }; /* floats per particle: rho, p, x_next, v_next */
@@ -688,18 +703,18 @@ static void test_step_vs_reference(void **state)
 
                 s.skin = 0.1;
                 /* lists: the first step builds them. The host reads that decision in the overflow,
-             * "3 parts4" and mixed modes, as sim.c does by default, and launches the kernels
-             * of a step it knows rebuilds, here the lists alone and then the densities from
-             * them (GPUs' default); in the others the kernels read it on the device
-             * (SPHSIM_GO_ON_HOST=0) and the build sums the densities (sph_density) */
+                 * "3 parts4" and mixed modes, as sim.c does, and launches the kernels of a step it
+                 * knows rebuilds, here the lists alone and then the densities from them (GPUs'
+                 * default); in the others the kernels read it on the device, as in a step whose
+                 * decision the host has not read, and the build sums the densities (sph_density) */
                 const int host = lists == 2 || lists == 4 || lists == 5;
-                sph_solver *sol = make_solver_way(&f->d, &s, lists, n, host ? "apart" : "fused");
+                sph_solver *sol = make_solver_way(&f->d, &s, lists, n, host ? LIST_BUILD_APART : LIST_BUILD_FUSED);
                 run r;
                 run_alloc(&f->d, &r, n, &s);
                 run_upload(&f->d, sol, &r, &p);
                 if (host) {
                     sphsim_error e;
-                    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+                    assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
                     expect_go(sol, 1);
                 }
                 char label[96];
@@ -715,7 +730,7 @@ static void test_step_vs_reference(void **state)
             }
 }
 
-/* A wall particle's list build skips the cells without fluid (sph_cell_fluid, on the grid and
+/* A wall particle's list build skips the cells without fluid (nlist_cell_fluid, on the grid and
  * flags sim.c gives lists): a dry cell next to a wet one must be skipped and the wet one walked,
  * in either order along a row. With the fluid against the far wall in x, the walls at x < 0
  * fill the first cells with no fluid next to cells with fluid (dry, then wet); against the near
@@ -739,13 +754,13 @@ static void test_walls_beside_dry_cells(void **state)
                 perturbed_scene_block(&s, &p, dims, &wcsph, 77 + dims, dims == 2 ? NULL : nf3,
                                       far ? (dims == 2 ? 4 : 3) : 0);
                 s.skin = 0.1;
-                sph_solver *sol = make_solver_way(&f->d, &s, lists, p.n, host ? "apart" : "fused");
+                sph_solver *sol = make_solver_way(&f->d, &s, lists, p.n, host ? LIST_BUILD_APART : LIST_BUILD_FUSED);
                 run r;
                 /* the grid sim.c gives lists (cells support (1 + skin) wide) and the cells' fluid
-             * flags on it (sph_bind_check), which a wall particle's build reads */
+             * flags on it (sph_bind_grid), which a wall particle's build reads */
                 run_alloc_cell(&f->d, &r, p.n, &s, 2.0 * s.h * (1.0 + s.skin));
                 sphsim_error e;
-                assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
+                assert_int_equal(sph_bind_grid(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
                 /* cells with fluid and cells with walls, then the neighbours (x, x + 1) in a row
              * of which one has walls and no fluid and the other fluid */
                 uint8_t *kind = calloc(r.gp.n_cells, 1);
@@ -763,7 +778,7 @@ static void test_walls_beside_dry_cells(void **state)
                 assert_true(want > 0);
                 run_upload(&f->d, sol, &r, &p);
                 if (host) {
-                    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+                    assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
                     expect_go(sol, 1);
                 }
                 char label[96];
@@ -784,11 +799,9 @@ static void test_walls_beside_dry_cells(void **state)
  * must make the following step rebuild, and a forced step rebuilds. With half the lists over
  * (some particles in each kernel of a pair) the host reads the decisions, as sim.c does. */
 /* The particles p, moved on the host, into the device state in r's sorted order (sorted and
- * sorted_v: scratch of 4 n floats each), where the device reads them: the buffer pairs may have
- * been swapped on the device (sph_sync_pairs makes r's handles follow). The other pair gets the
- * same, as a step leaves it there for the walls (sph_forces writes a wall only in a step that
- * re-sorted). Returns whether the pairs had been swapped. */
-static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p, float *sorted, float *sorted_v)
+ * sorted_v: scratch of 4 n floats each), in both buffer pairs, as a step leaves the walls in
+ * both (the forces stage writes a wall only in a step that re-sorted). */
+static void upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p, float *sorted, float *sorted_v)
 {
     sphsim_error e;
     const size_t n = p->n;
@@ -797,8 +810,6 @@ static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p,
         sorted[4 * k + 3] = p->mass[r->order[k]]; /* pos.w = m */
         memcpy(sorted_v + 4 * k, p->vel + 4 * r->order[k], 16);
     }
-    const cl_mem pos0 = r->st.pos;
-    assert_int_equal(sph_sync_pairs(sol, &r->st, &e), SPHSIM_OK);
     /* the walls keep the density the device gave them (vel.w = -rho_w) in both pairs, as in a
      * run, where sph_forces copies it into the other pair in a rebuild step and sph_boundary
      * then skips the dry walls while the lists are kept. The tests here run the density stage
@@ -819,9 +830,9 @@ static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p,
     for (int b = 0; b < 4; ++b)
         assert_int_equal(device_write(&f->d, bufs[b], 0, 16 * n, b < 2 ? sorted : sorted_v, &e), SPHSIM_OK);
     /* and into the neighbour records, from which the forces loop also takes a fluid particle's
-     * own x and v (with lists, kernels/sph_forces.cl): the density stage wrote them for the old
+     * own x and v (with lists, kernels/sph_forces_integrate.cl): the density stage wrote them for the old
      * positions; p/rho^2 and rho stay */
-    const size_t rec = sph_pos_p_bytes(sph_lists(sol)) / 16; /* float4 per particle */
+    const size_t rec = sph_record_bytes((sph_nlist(sol) != NULL)) / 16; /* float4 per particle */
     float *pp = malloc(16 * rec * n);
     assert_non_null(pp);
     assert_int_equal(device_read(&f->d, r->st.pos_p, 0, 16 * rec * n, pp, &e), SPHSIM_OK);
@@ -831,7 +842,6 @@ static int upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p,
     }
     assert_int_equal(device_write(&f->d, r->st.pos_p, 0, 16 * rec * n, pp, &e), SPHSIM_OK);
     free(pp);
-    return r->st.pos != pos0;
 }
 
 /* Move every fluid particle of p by up to `step` (m) along each axis, at random from `seed`. */
@@ -869,29 +879,30 @@ static sph_solver *list_test_setup(fixture *f, scene *s, particles *p, run *r, i
 
 /* One run of test_go_ahead: five host-decided steps on the perturbed tank's lists (each output
  * becomes the next step's state, the order kept, as sim.c's handles after an identity re-sort),
- * list_cap lowered before the third (sph_set_list_cap: some lists are over it from then on) and
- * the fourth forced (sim.c's snapshot step, whose decision sph_read_go reads), the others read
- * with sph_read_go_ahead when `ahead`. The final state's positions, velocities with densities
- * and records: out[0] (4 n floats), out[1] (4 n) and out[2] (8 n), allocated here; returns n. */
+ * list_cap lowered before the third (nlist_set_cap: some lists are over it from then on) and
+ * the fourth forced (sim.c's snapshot step, whose decision nlist_decide reads), the others read
+ * with the decision read ahead (tuning.go_ahead) when `ahead`. The final state's positions,
+ * velocities with densities and records: out[0] (4 n floats), out[1] (4 n) and out[2] (8 n),
+ * allocated here; returns n. */
 static size_t go_ahead_run(fixture *f, int dims, int ahead, float *out[3])
 {
     scene s;
     particles p;
     run r;
     sphsim_error e;
-    setenv("SPHSIM_LIST_BUILD", "apart", 1);
+    const sphsim_tuning keep = T;
+    T.list_build = LIST_BUILD_APART;
+    T.go_ahead = ahead;
     sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 900 + (uint64_t)dims, 1);
-    unsetenv("SPHSIM_LIST_BUILD");
-    sph_set_swap_on_device(sol, 0);
+    T = keep;
     const size_t n = p.n;
     for (int step = 0; step < 5; ++step) {
-        if (step == 2) assert_int_equal(sph_set_list_cap(sol, sph_get_params(sol)->list_cap / 8 * 4, &e), SPHSIM_OK);
+        if (step == 2)
+            assert_int_equal(nlist_set_cap(sph_nlist(sol), nlist_get_params(sph_nlist(sol))->list_cap / 8 * 4, &e),
+                             SPHSIM_OK);
         const int force = step == 3;
-        assert_int_equal(sph_begin_step(sol, force, &e), SPHSIM_OK);
         int go = -1, done = 0;
-        if (ahead && !force)
-            assert_int_equal(sph_read_go_ahead(sol, r.cs, r.ce, r.gpb, &r.st, &go, &done, &e), SPHSIM_OK);
-        else assert_int_equal(sph_read_go(sol, &go, &e), SPHSIM_OK);
+        assert_int_equal(sph_begin_step(sol, r.cs, r.ce, r.gpb, &r.st, force, &go, &done, &e), SPHSIM_OK);
         assert_int_equal(go, step == 0 || force); /* the others keep the lists */
         assert_int_equal(done, ahead && !go);
         if (step > 0) {
@@ -906,7 +917,7 @@ static size_t go_ahead_run(fixture *f, int dims, int ahead, float *out[3])
         assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
     }
     long walkers = 0;
-    assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPHSIM_OK);
+    assert_int_equal(nlist_walkers(sph_nlist(sol), &walkers, &e), SPHSIM_OK);
     assert_true(walkers > 0); /* the lowered cap leaves some particles walking */
     const cl_mem bufs[3] = { r.st.pos_next, r.st.vel, r.st.pos_p };
     for (int k = 0; k < 3; ++k) {
@@ -919,11 +930,12 @@ static size_t go_ahead_run(fixture *f, int dims, int ahead, float *out[3])
     return n;
 }
 
-/* sph_read_go_ahead (sim.c's way on GPUs) enqueues the density stage of a kept step before it
- * waits for the decision, skipping the _walk kernels while it knows that no list is over
- * list_cap. The steps must come out as sph_read_go's, to the bit, also after list_cap was
- * lowered under lists that no particle overflowed, and after a rebuild that sph_read_go decided
- * (both leave particles walking that the last read of sph_read_go_ahead did not see). */
+/* The decision read ahead (tuning.go_ahead, GPUs' default: sph_begin_step enqueues the density
+ * stage of a kept step before it waits for the decision, skipping the _walk kernels while it
+ * knows that no list is over list_cap). The steps must come out as with the plain read
+ * (nlist_decide), to the bit, also after list_cap was lowered under lists that no particle
+ * overflowed, and after a rebuild that a plain read decided (both leave particles walking that
+ * the last read ahead did not see). */
 static void test_go_ahead(void **state)
 {
     fixture *f = *state;
@@ -948,24 +960,24 @@ static void test_list_keep(void **state)
             scene s;
             particles p;
             run r;
-            /* the device decides and swaps the pairs, as with SPHSIM_GO_ON_HOST=0; with half the
-             * lists over, the host reads each decision instead (sim.c's default), which also
-             * tells it whether any list is over (sph_read_go), and builds the lists apart */
+            /* the kernels follow the device's decisions, which the host does not read; with half
+             * the lists over, the host reads each decision (as sim.c does), which also tells it
+             * whether any list is over (nlist_decide), and builds the lists apart */
             const int host = lists == 5;
-            setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
+            const int keep = T.list_build;
+            T.list_build = host ? LIST_BUILD_APART : LIST_BUILD_FUSED;
             sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 500 + (uint64_t)dims, lists);
-            unsetenv("SPHSIM_LIST_BUILD");
-            sph_set_swap_on_device(sol, !host);
+            T.list_build = keep;
             sphsim_error e;
             const size_t n = p.n;
             /* step 1: go (the first step always builds), lists at X0 */
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+            assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
             if (host) expect_go(sol, 1);
             assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
             /* the particles the build found over list_cap: none, all fluid, or some of it */
             long walkers = -1, n_fluid = 0;
             for (size_t i = 0; i < p.n; ++i) n_fluid += p.type[i] == PTYPE_FLUID;
-            assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPHSIM_OK);
+            assert_int_equal(nlist_walkers(sph_nlist(sol), &walkers, &e), SPHSIM_OK);
             if (lists == 1) assert_int_equal(walkers, 0);
             else if (lists == 2) assert_true(walkers >= n_fluid);
             else assert_true(walkers > 0 && walkers < n_fluid);
@@ -974,13 +986,11 @@ static void test_list_keep(void **state)
             float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n);
             assert_true(sorted && sorted_v);
             nudge_fluid(&s, &p, step, 42);
-            /* step 2: keep. The device swaps the buffer pairs (sph_set_swap_on_device): the
-             * handles follow it, and the moved state goes where it reads. */
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+            /* step 2: keep; the moved state goes into both buffer pairs (the host would swap its
+             * handles, sim.c) */
+            assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
             if (host) expect_go(sol, 0);
-            /* a kept step swapped on the device; the host would swap its own handles (sim.c),
-             * and upload_moved writes both pairs alike */
-            assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), !host);
+            upload_moved(f, sol, &r, &p, sorted, sorted_v);
             char label[64];
             snprintf(label, sizeof label, "kept %s %dD",
                      lists == 1   ? "lists   "
@@ -989,25 +999,25 @@ static void test_list_keep(void **state)
                      dims);
             step_vs_reference(f, sol, &r, &s, &p, label);
             long rebuilds = 0;
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+            assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, 1); /* step 2 kept the lists */
             /* the step's own motion stayed within skin / 2 of X0 here, so step 3 keeps them too */
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+            assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
+            assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, 1);
             /* one fluid particle moved more than skin / 2 from X0: sph_forces asks for a rebuild */
             size_t k0 = 0;
             while (p.type[r.order[k0]] != PTYPE_FLUID) ++k0;
             p.pos[4 * r.order[k0]] += (float)(1.6 * half);
-            assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), !host);
+            upload_moved(f, sol, &r, &p, sorted, sorted_v);
             assert_int_equal(sph_enqueue(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+            assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
+            assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, 2);
             /* a forced step (sim.c: every snapshot step) rebuilds although nothing moved */
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
-            assert_int_equal(sph_begin_step(sol, 1, &e), SPHSIM_OK);
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+            assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
+            assert_int_equal(nlist_begin_step(sph_nlist(sol), 1, &e), SPHSIM_OK);
+            assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, 3);
 
             run_free(&r);
@@ -1018,7 +1028,7 @@ static void test_list_keep(void **state)
         }
 }
 
-/* The relative-motion check (sph_bind_check; kernels/sph_density.cl, sph_list_check). Lists are
+/* The relative-motion check (sph_bind_grid; kernels/nlist.cl, nlist_check). Lists are
  * built, then the fluid is moved on the host by d = a skin R along x (R the support; a given for
  * fluid in cells of even and of odd x index, or for particles of even and of odd id), one step
  * runs on the moved state (the fluid at rest: its own motion, a dt^2, is a few % of skin R), so that
@@ -1032,13 +1042,13 @@ typedef struct check_case {
     int by;               /* a_even / a_odd by the parity of: 0 the id, 1 the cell's x index at
                              the build, 5 the cell's last index (y in 2D, z in 3D), 6 its y index;
                              2: a_even for the first fluid particle of each cell in sorted order
-                             (the check's reference until the twelfth session), a_odd for the
+                             (a reference that lost to the cell boxes), a_odd for the
                              others; 3: 0 for the first, a_even / a_odd by the id's parity for the
                              others; 4: a_even for all, the spread along y and only in the first
                              fluid cell; 7: a_even for all, then, after the step, the first fluid
                              particle's new x NaN (one NaN among finite cell mates) */
     double a_even, a_odd; /* d / (skin R) along x */
-    int check;            /* 0: SPHSIM_LIST_CHECK=0; 2: bound to a grid whose cell boxes would
+    int check;            /* 0: tuning.list_check 0; 2: bound to a grid whose cell boxes would
                             exceed the device's largest buffer (the check stays off) */
     int want_rebuild;
     int lists;     /* make_solver_lists' mode: 1 full lists, 5 half of them over (walks) */
@@ -1058,16 +1068,16 @@ typedef struct check_case {
 static size_t lists_vs_brute_force(sph_solver *sol, const run *r, const particles *p, const char *label, size_t *far)
 {
     const size_t n = p->n;
-    const sph_params *P = sph_get_params(sol);
+    const nlist_params *P = nlist_get_params(sph_nlist(sol));
     const size_t cap = P->list_cap;
     sphsim_error e;
     int level = -1;
-    assert_int_equal(sph_list_level(sol, &level, &e), SPHSIM_OK);
+    assert_int_equal(nlist_level(sph_nlist(sol), &level, &e), SPHSIM_OK);
     const double rl2 = P->list_radius2[level], rw2 = P->wall_radius2[level];
     uint32_t *counts = calloc(n, sizeof *counts), *entries = calloc(n * cap, sizeof *entries);
     char *listed = calloc(n, 1);
     assert_true(counts && entries && listed);
-    assert_int_equal(sph_read_lists(sol, n, counts, entries, &e), SPHSIM_OK);
+    assert_int_equal(nlist_read_lists(sph_nlist(sol), n, counts, entries, &e), SPHSIM_OK);
     size_t beyond = 0, checked = 0;
     *far = 0;
     const uint32_t nx = r->gp.ncell[0], ny = r->gp.ncell[1];
@@ -1115,29 +1125,30 @@ static size_t lists_vs_brute_force(sph_solver *sol, const run *r, const particle
     return beyond;
 }
 
-static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
+/* One case, the lists built `way` (LIST_BUILD_APART or LIST_BUILD_FUSED), the host reading the
+ * decisions as sim.c does. */
+static void run_check_case(fixture *f, int dims, int way, const check_case *cc)
 {
     scene s;
     particles p;
     run r;
     sphsim_error e;
-    if (!cc->check) setenv("SPHSIM_LIST_CHECK", "0", 1);
-    setenv("SPHSIM_LIST_BUILD", host ? "apart" : "fused", 1);
+    const sphsim_tuning keep = T;
+    T.list_check = cc->check != 0;
+    T.list_build = way;
     g_grid_margin = cc->wide ? 3.3 : 0.0;
     sph_solver *sol = list_test_setup_skin(f, &s, &p, &r, dims, 900 + (uint64_t)dims, cc->lists, 0.1, 1, 1.0);
     g_grid_margin = 0.0;
-    unsetenv("SPHSIM_LIST_BUILD");
+    T = keep;
     const size_t n = p.n;
-    sph_set_swap_on_device(sol, !host);
     const size_t n_cells = cc->check == 2 ? (size_t)(f->d.max_alloc / 16 + 1) : r.gp.n_cells;
-    assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, n_cells, &r.st, &e), SPHSIM_OK);
-    unsetenv("SPHSIM_LIST_CHECK");
+    assert_int_equal(sph_bind_grid(sol, r.cs, r.ce, r.gpb, n_cells, &r.st, &e), SPHSIM_OK);
     /* step 1 builds the lists */
-    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
-    if (host) expect_go(sol, 1);
+    assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
+    expect_go(sol, 1);
     assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
     long walkers = -1;
-    assert_int_equal(sph_list_walkers(sol, &walkers, &e), SPHSIM_OK);
+    assert_int_equal(nlist_walkers(sph_nlist(sol), &walkers, &e), SPHSIM_OK);
     assert_true(cc->lists == 5 ? walkers > 0 : walkers == 0);
     size_t far = 0;
     assert_true(lists_vs_brute_force(sol, &r, &p, "lists at the build", &far) > 0);
@@ -1181,19 +1192,20 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     free(shift_y);
     float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n);
     assert_true(sorted && sorted_v);
-    assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
+    upload_moved(f, sol, &r, &p, sorted, sorted_v);
     assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
     if (cc->by == 7) { /* the state the check reads: the step's output (no pair swapped yet) */
         const float nan_x = NAN;
         assert_int_equal(device_write(&f->d, r.st.pos_next, 16 * k_first, sizeof nan_x, &nan_x, &e), SPHSIM_OK);
     }
     /* step 2 decides */
-    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
-    if (host) expect_go(sol, cc->want_rebuild);
+    assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
+    expect_go(sol, cc->want_rebuild);
     long rebuilds = 0;
-    assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+    assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
     char label[128];
-    snprintf(label, sizeof label, "check %dD %s %s %+.2f %+.2f +-%.2f%s", dims, host ? "host  " : "device",
+    snprintf(label, sizeof label, "check %dD %s %s %+.2f %+.2f +-%.2f%s", dims,
+             way == LIST_BUILD_APART ? "apart" : "fused",
              cc->by == 0   ? "ids  "
              : cc->by == 1 ? "cells"
              : cc->by == 2 ? "firsts"
@@ -1212,7 +1224,7 @@ static void run_check_case(fixture *f, int dims, int host, const check_case *cc)
     assert_int_equal(rebuilds, 1 + cc->want_rebuild);
     if (!cc->want_rebuild) {
         /* the kept lists at the moved state: the step must match the brute-force reference */
-        assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), !host);
+        upload_moved(f, sol, &r, &p, sorted, sorted_v);
         step_vs_reference(f, sol, &r, &s, &p, label);
     }
     free(sorted);
@@ -1257,11 +1269,11 @@ static void test_list_check(void **state)
         { 1, 2.05, 2.05, 1, 1, 1, 0, 1 }    /* rebuilt */
     };
     for (int dims = 2; dims <= 3; ++dims)
-        for (int host = 0; host <= 1; ++host)
-            for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) run_check_case(f, dims, host, &cases[k]);
+        for (int way = LIST_BUILD_APART; way <= LIST_BUILD_FUSED; ++way)
+            for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) run_check_case(f, dims, way, &cases[k]);
 }
 
-/* The check skipped on the bound (sph_list_go): after a check keeps the lists with bound B, each
+/* The check skipped on the bound (nlist_go): after a check keeps the lists with bound B, each
  * step adds twice its largest displacement (sph_forces) to B, and the steps whose B stays under
  * skin R keep the lists without the check. The fluid at rest in the perturbed tank, then given a
  * velocity along x that moves it 0.1 skin R a step: all of it (`shear` 0: no relative motion
@@ -1283,12 +1295,12 @@ static void test_list_skip(void **state)
             sphsim_error e;
             /* a quarter of the time step: the tank's own motion, from the perturbation, far below
              * the set one */
-            setenv("SPHSIM_LIST_BUILD", "apart", 1);
+            const int keep = T.list_build;
+            T.list_build = LIST_BUILD_APART;
             sph_solver *sol = list_test_setup_skin(f, &s, &p, &r, dims, 1400 + (uint64_t)dims, 1, 0.1, 1, 0.25);
-            unsetenv("SPHSIM_LIST_BUILD");
+            T.list_build = keep;
             const size_t n = p.n;
-            sph_set_swap_on_device(sol, 0);
-            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
+            assert_int_equal(sph_bind_grid(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
             const double v = (shear ? 0.05 : 0.1) * 2.0 * s.h * s.skin / s.dt;
             const long nx = (long)r.gp.ncell[0];
             for (size_t i = 0; i < n; ++i)
@@ -1303,18 +1315,18 @@ static void test_list_skip(void **state)
             char seq[STEPS + 1] = { 0 };
             long checks = 0, skipped = 0, rebuilds = 0;
             for (int k = 0; k < STEPS; ++k) {
-                assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+                assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
                 int go = -1;
-                assert_int_equal(sph_read_go(sol, &go, &e), SPHSIM_OK); /* runs the check if asked */
+                assert_int_equal(nlist_decide(sph_nlist(sol), &go, &e), SPHSIM_OK); /* runs the check if asked */
                 if (k == 0) assert_int_equal(go, 1);
                 long c1 = 0, s1 = 0;
-                assert_int_equal(sph_list_checks(sol, &c1, &s1, &e), SPHSIM_OK);
+                assert_int_equal(nlist_checks(sph_nlist(sol), &c1, &s1, &e), SPHSIM_OK);
                 seq[k] = go ? 'R' : s1 > skipped ? 's' : c1 > checks ? 'c' : 'k';
                 if (go && c1 > checks) seq[k] = 'C'; /* checked, then rebuilt */
                 checks = c1;
                 skipped = s1;
                 if (go) run_upload(&f->d, sol, &r, &p); /* the host sorts the moved fluid again */
-                else assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
+                else upload_moved(f, sol, &r, &p, sorted, sorted_v);
                 char label[64];
                 snprintf(label, sizeof label, "skip %dD %s step %d (%c)", dims, shear ? "shear" : "whole", k + 1,
                          seq[k]);
@@ -1329,7 +1341,7 @@ static void test_list_skip(void **state)
                     memcpy(p.vel + 4 * i, u + 4 * q, 12);
                 }
             }
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+            assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
             print_message("  skip %dD %s: %s (R rebuild, C checked and rebuilt, c checked and kept, s kept on "
                           "the bound, k kept): %ld rebuilds, %ld checks, %ld skipped\n",
                           dims, shear ? "shear" : "whole", seq, rebuilds, checks, skipped);
@@ -1338,8 +1350,8 @@ static void test_list_skip(void **state)
             assert_true(rebuilds >= 1 && rebuilds < STEPS);
             /* binding the check again gives new cells' flags, which only a rebuild fills: the next
              * step rebuilds */
-            assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+            assert_int_equal(sph_bind_grid(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
+            assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
             expect_go(sol, 1);
             free(sorted);
             free(sorted_v);
@@ -1351,7 +1363,7 @@ static void test_list_skip(void **state)
         }
 }
 
-/* The check's cell boxes (kernels/sph_density.cl, sph_cell_refs) against the host's, cell by
+/* The check's cell boxes (kernels/nlist.cl, nlist_cell_boxes) against the host's, cell by
  * cell, for the grid the host sorted (r) with the particles built at `built` (4 floats per
  * sorted particle): the state the check read is the last step's output, pos_next (the host
  * decides, no pairs swapped). Every cell without fluid, empty ones included, must read w = -1;
@@ -1364,7 +1376,7 @@ static size_t check_boxes_vs_reference(fixture *f, sph_solver *sol, const run *r
     float *boxes = malloc(16 * nc), *x = malloc(16 * n), *lo = malloc(16 * nc), *hi = malloc(16 * nc);
     assert_true(boxes && x && lo && hi);
     sphsim_error e;
-    assert_int_equal(sph_read_check_boxes(sol, boxes, nc, &e), SPHSIM_OK);
+    assert_int_equal(nlist_read_check_boxes(sph_nlist(sol), boxes, nc, &e), SPHSIM_OK);
     assert_int_equal(device_read(&f->d, r->st.pos_next, 0, 16 * n, x, &e), SPHSIM_OK);
     for (size_t c = 0; c < 4 * nc; ++c) {
         lo[c] = INFINITY;
@@ -1421,8 +1433,8 @@ static void test_check_boxes(void **state)
     fixture *f = *state;
     static const scheme wcsph = { KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL };
     const int nt2[3] = { 20, 20, 1 }, nf2[3] = { 8, 8, 1 }, nt3[3] = { 16, 16, 16 }, nf3[3] = { 5, 5, 4 };
-    /* work-items per cell (SPHSIM_CELL_LANES): one, GPUs' 8, and 5, which 16 does not divide */
-    static const char *lanes_of[3] = { "1", "8", "5" };
+    /* work-items per cell (tuning.cell_lanes): one, GPUs' 8, and 5, which 16 does not divide */
+    static const int lanes_of[3] = { 1, 8, 5 };
     for (int li = 0; li < 3; ++li)
         for (int local = 0; local <= 1; ++local)
             for (int dims = 2; dims <= 3; ++dims) {
@@ -1435,7 +1447,7 @@ static void test_check_boxes(void **state)
                 s.alpha = 0.5;
                 s.skin = 0.1;
                 assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK);
-                assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
+                assert_int_equal(prepare_sph(&s, &p, &e), SPHSIM_OK);
                 perturb(&s, &p, 1300 + (uint64_t)dims);
                 const size_t n = p.n;
                 for (size_t i = 0; i < n; ++i) /* at rest, in the middle of the tank */
@@ -1448,15 +1460,14 @@ static void test_check_boxes(void **state)
                       *sorted_v = malloc(16 * n);
                 assert_true(start && built && sorted && sorted_v);
                 memcpy(start, p.pos, 16 * n);
-                if (local) setenv("SPHSIM_SPH_LOCAL", "16", 1);
-                setenv("SPHSIM_CELL_LANES", lanes_of[li], 1);
+                const sphsim_tuning keep = T;
+                if (local) T.sph_local = 16;
+                T.cell_lanes = lanes_of[li];
                 sph_solver *sol = make_solver_lists(&f->d, &s, 1, n);
-                unsetenv("SPHSIM_SPH_LOCAL");
-                unsetenv("SPHSIM_CELL_LANES");
-                sph_set_swap_on_device(sol, 0);
+                T = keep;
                 const double cell = 2.0 * s.h * (1.0 + s.skin), skin_r = 2.0 * s.h * s.skin;
                 run_alloc_cell(&f->d, &r, n, &s, cell);
-                assert_int_equal(sph_bind_check(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
+                assert_int_equal(sph_bind_grid(sol, r.cs, r.ce, r.gpb, r.gp.n_cells, &r.st, &e), SPHSIM_OK);
                 uint64_t seed = 77 + (uint64_t)dims;
                 size_t wet[2] = { 0, 0 };
                 for (int g = 0; g < 2; ++g) {
@@ -1466,7 +1477,8 @@ static void test_check_boxes(void **state)
                             if (p.type[i] == PTYPE_FLUID) p.pos[4 * i] += (float)(2.0 * cell);
                     run_upload(&f->d, sol, &r, &p);
                     for (size_t k = 0; k < n; ++k) memcpy(built + 4 * k, p.pos + 4 * r.order[k], 16);
-                    assert_int_equal(sph_begin_step(sol, g == 1, &e), SPHSIM_OK); /* the first step builds */
+                    assert_int_equal(nlist_begin_step(sph_nlist(sol), g == 1, &e),
+                                     SPHSIM_OK); /* the first step builds */
                     expect_go(sol, 1);
                     assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
                     for (size_t i = 0; i < n; ++i)
@@ -1474,14 +1486,18 @@ static void test_check_boxes(void **state)
                             for (int a = 0; a < dims; ++a)
                                 p.pos[4 * i + a] +=
                                     (float)(skin_r * ((a == 0 ? 0.6 : 0.0) + 0.15 * ref_sph_rand(&seed)));
-                    assert_int_equal(upload_moved(f, sol, &r, &p, sorted, sorted_v), 0);
+                    upload_moved(f, sol, &r, &p, sorted, sorted_v);
                     assert_int_equal(sph_enqueue_forces(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
-                    assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+                    assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
                     int go = -1;
-                    assert_int_equal(sph_read_go(sol, &go, &e), SPHSIM_OK); /* runs the check */
+                    assert_int_equal(nlist_decide(sph_nlist(sol), &go, &e), SPHSIM_OK); /* runs the check */
                     char label[96];
                     snprintf(label, sizeof label, "boxes %dD, %s work-items, %s a cell, grid %d (%s)", dims,
-                             local ? "16" : "the kernels'", lanes_of[li], g + 1, go ? "rebuild" : "keep");
+                             local ? "16" : "the kernels'",
+                             lanes_of[li] == 1   ? "1"
+                             : lanes_of[li] == 8 ? "8"
+                                                 : "5",
+                             g + 1, go ? "rebuild" : "keep");
                     wet[g] = check_boxes_vs_reference(f, sol, &r, &p, built, label);
                 }
                 assert_true(wet[0] > 0 && wet[1] > 0);
@@ -1495,15 +1511,13 @@ static void test_check_boxes(void **state)
             }
 }
 
-/* The adaptive skin (sph_list_go): lists nothing outgrows are rebuilt one level down (half the
+/* The adaptive skin (nlist_go): lists nothing outgrows are rebuilt one level down (half the
  * skin) after skin_shrink_age[k] kept steps, down to the last level, which keeps them; lists
  * built there with the small skin still give the brute-force step after every fluid particle
  * moved by up to 0.48 of that skin / 2; a particle moved 1.6 x that skin / 2 (a fifth of the
  * scene's skin / 2) makes the next step rebuild, one level up, since the lists were outgrown
  * within skin_grow_age. A forced rebuild keeps the level, and a solver restored from the saved
- * state starts there (another state starts at level 0, a damaged one fails). The buffer pairs
- * are not swapped here (the solver's default: the state
- * has no gathers to move it between them; test_list_keep swaps them). */
+ * state starts there (another state starts at level 0, a damaged one fails). */
 static void test_adaptive_skin(void **state)
 {
     fixture *f = *state;
@@ -1511,37 +1525,37 @@ static void test_adaptive_skin(void **state)
         scene s;
         particles p;
         run r;
-        setenv("SPHSIM_SKIN_LEVELS", "4", 1); /* (the default on GPUs only) */
+        T.skin_levels = 4; /* (the default on GPUs only) */
         sph_solver *sol = list_test_setup(f, &s, &p, &r, dims, 700 + (uint64_t)dims, 1);
-        unsetenv("SPHSIM_SKIN_LEVELS");
-        const sph_params *P = sph_get_params(sol);
+        T.skin_levels = TUNE_AUTO;
+        const nlist_params *P = nlist_get_params(sph_nlist(sol));
         sphsim_error e;
         const size_t n = p.n;
         long rebuilds = 0, expect = 1;
         int level = -1;
-        assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
+        assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
         assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
-        for (int k = 0; k < SPH_SKIN_LEVELS; ++k) {
-            const unsigned keep = k + 1 < SPH_SKIN_LEVELS ? P->skin_shrink_age[k] : 40;
+        for (int k = 0; k < NLIST_SKIN_LEVELS; ++k) {
+            const unsigned keep = k + 1 < NLIST_SKIN_LEVELS ? P->skin_shrink_age[k] : 40;
             assert_true(keep >= 2 && keep <= 200);
             for (unsigned a = 0; a < keep; ++a) { /* kept */
-                assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
-                assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+                assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
+                assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
                 assert_int_equal(rebuilds, expect);
-                assert_int_equal(sph_list_level(sol, &level, &e), SPHSIM_OK);
+                assert_int_equal(nlist_level(sph_nlist(sol), &level, &e), SPHSIM_OK);
                 assert_int_equal(level, k);
             }
-            if (k + 1 == SPH_SKIN_LEVELS) break;
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK); /* rebuilt one level down */
+            if (k + 1 == NLIST_SKIN_LEVELS) break;
+            assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK); /* rebuilt one level down */
             assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+            assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, ++expect);
-            assert_int_equal(sph_list_level(sol, &level, &e), SPHSIM_OK);
+            assert_int_equal(nlist_level(sph_nlist(sol), &level, &e), SPHSIM_OK);
             assert_int_equal(level, k + 1);
         }
         /* lists at the last level, built at X0: move every fluid particle within its skin / 2, at
          * rest, so that the step's own motion stays well within it */
-        const double half = 0.5 * 2.0 * s.h * s.skin / (1 << (SPH_SKIN_LEVELS - 1));
+        const double half = 0.5 * 2.0 * s.h * s.skin / (1 << (NLIST_SKIN_LEVELS - 1));
         const double step = 0.48 * half / sqrt((double)dims);
         float *sorted = malloc(16 * n), *sorted_v = malloc(16 * n);
         assert_true(sorted && sorted_v);
@@ -1549,10 +1563,10 @@ static void test_adaptive_skin(void **state)
         memset(p.vel, 0, 16 * n);
         upload_moved(f, sol, &r, &p, sorted, sorted_v);
         char label[64];
-        snprintf(label, sizeof label, "skin/%d  %dD", 1 << (SPH_SKIN_LEVELS - 1), dims);
+        snprintf(label, sizeof label, "skin/%d  %dD", 1 << (NLIST_SKIN_LEVELS - 1), dims);
         step_vs_reference(f, sol, &r, &s, &p, label);
-        assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
-        assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+        assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
+        assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
         assert_int_equal(rebuilds, expect); /* still kept */
         /* one particle moved 1.6 x this skin / 2 (a fifth of the scene's skin / 2), twice: the
          * first rebuild keeps the level (the lists had lasted long), the second, at once, goes
@@ -1561,27 +1575,27 @@ static void test_adaptive_skin(void **state)
         while (p.type[r.order[k0]] != PTYPE_FLUID) ++k0;
         for (int twice = 0; twice < 2; ++twice) {
             if (twice) { /* the next step keeps the new lists */
-                assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
-                assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+                assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
+                assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
                 assert_int_equal(rebuilds, expect);
             }
             p.pos[4 * r.order[k0]] += (float)(1.6 * half);
             upload_moved(f, sol, &r, &p, sorted, sorted_v);
             assert_int_equal(sph_enqueue(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
-            assert_int_equal(sph_begin_step(sol, 0, &e), SPHSIM_OK);
-            assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+            assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
+            assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
             assert_int_equal(rebuilds, ++expect);
-            assert_int_equal(sph_list_level(sol, &level, &e), SPHSIM_OK);
-            assert_int_equal(level, SPH_SKIN_LEVELS - 1 - twice);
+            assert_int_equal(nlist_level(sph_nlist(sol), &level, &e), SPHSIM_OK);
+            assert_int_equal(level, NLIST_SKIN_LEVELS - 1 - twice);
             assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK); /* the new lists */
         }
         /* a forced rebuild (sim.c: a snapshot step) keeps the level; the restart state holds it,
          * and a new solver restored from it starts its forced first step at that level */
-        assert_int_equal(sph_begin_step(sol, 1, &e), SPHSIM_OK);
-        assert_int_equal(sph_list_rebuilds(sol, &rebuilds, &e), SPHSIM_OK);
+        assert_int_equal(nlist_begin_step(sph_nlist(sol), 1, &e), SPHSIM_OK);
+        assert_int_equal(nlist_rebuilds(sph_nlist(sol), &rebuilds, &e), SPHSIM_OK);
         assert_int_equal(rebuilds, ++expect);
-        assert_int_equal(sph_list_level(sol, &level, &e), SPHSIM_OK);
-        assert_int_equal(level, SPH_SKIN_LEVELS - 2);
+        assert_int_equal(nlist_level(sph_nlist(sol), &level, &e), SPHSIM_OK);
+        assert_int_equal(level, NLIST_SKIN_LEVELS - 2);
         void *blob = NULL;
         size_t bytes = 0;
         assert_int_equal(sph_state_save(sol, &blob, &bytes, &e), SPHSIM_OK);
@@ -1589,19 +1603,19 @@ static void test_adaptive_skin(void **state)
         uint32_t bad[4];
         memcpy(bad, blob, sizeof bad);
         for (int variant = 0; variant < 3; ++variant) { /* the state, another format, a damaged one */
-            setenv("SPHSIM_SKIN_LEVELS", "4", 1);
+            T.skin_levels = 4;
             sph_solver *sol2 = make_solver_lists(&f->d, &s, 1, n);
-            unsetenv("SPHSIM_SKIN_LEVELS");
+            T.skin_levels = TUNE_AUTO;
             uint32_t w[4];
             memcpy(w, bad, sizeof w);
-            if (variant == 1) w[0] ^= 1u;             /* not the SPH lists' magic: start cold */
-            if (variant == 2) w[2] = SPH_SKIN_LEVELS; /* no such level */
+            if (variant == 1) w[0] ^= 1u;               /* not the SPH lists' magic: start cold */
+            if (variant == 2) w[2] = NLIST_SKIN_LEVELS; /* no such level */
             const sphsim_status rs = sph_state_restore(sol2, w, sizeof w, &e);
             assert_int_equal(rs, variant == 2 ? SPHSIM_E_IO : SPHSIM_OK);
             if (rs == SPHSIM_OK) {
-                assert_int_equal(sph_begin_step(sol2, 1, &e), SPHSIM_OK);
-                assert_int_equal(sph_list_level(sol2, &level, &e), SPHSIM_OK);
-                assert_int_equal(level, variant == 0 ? SPH_SKIN_LEVELS - 2 : 0);
+                assert_int_equal(nlist_begin_step(sph_nlist(sol2), 1, &e), SPHSIM_OK);
+                assert_int_equal(nlist_level(sph_nlist(sol2), &level, &e), SPHSIM_OK);
+                assert_int_equal(level, variant == 0 ? NLIST_SKIN_LEVELS - 2 : 0);
             }
             sph_destroy(sol2);
         }
@@ -1628,7 +1642,7 @@ static void test_rest_lattice(void **state)
             particles p;
             sphsim_error e;
             assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK);
-            assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
+            assert_int_equal(prepare_sph(&s, &p, &e), SPHSIM_OK);
             const size_t n = p.n;
             sph_solver *sol = make_solver(&f->d, &s);
             run r;
@@ -1677,7 +1691,7 @@ static void test_hydrostatic_init(void **state)
         const double H = s.blocks[0].max[dims - 1];
         double *depth = malloc(p.n * sizeof *depth);
         for (size_t i = 0; i < p.n; ++i) depth[i] = H - p.pos[4 * i + dims - 1];
-        assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
+        assert_int_equal(prepare_sph(&s, &p, &e), SPHSIM_OK);
         const size_t n = p.n;
         sph_solver *sol = make_solver(&f->d, &s);
         run r;
@@ -1751,15 +1765,10 @@ static void test_hydrostatic_columns(void **state)
         }
         particles p[3];
         sphsim_error e;
-        static const char *threads[3] = { "1", "3", "7" };
-        for (int t = 0; t < 3; ++t) {
-            setenv("SPHSIM_INIT_THREADS", threads[t], 1);
-            assert_int_equal(init_generate(&s, &p[t], &e), SPHSIM_OK);
-            assert_int_equal(sph_prepare(&s, &p[t], &e), SPHSIM_OK);
-            unsetenv("SPHSIM_INIT_THREADS");
-        }
+        static const int threads[3] = { 1, 3, 7 };
+        for (int t = 0; t < 3; ++t) assert_int_equal(init_generate(&s, &p[t], threads[t], &e), SPHSIM_OK);
         particles q; /* the lattice before the squeeze */
-        assert_int_equal(init_generate(&s, &q, &e), SPHSIM_OK);
+        assert_int_equal(init_lattice(&s, &q, TUNE_AUTO, &e), SPHSIM_OK);
         const size_t n = q.n;
         size_t resting = 0, floating = 0;
         for (size_t i = 0; i < q.n_fluid; ++i) {
@@ -1830,7 +1839,7 @@ static void test_conservation(void **state)
             sphsim_error e;
             assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK);
             assert_int_equal(p.n, p.n_fluid);
-            assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
+            assert_int_equal(prepare_sph(&s, &p, &e), SPHSIM_OK);
             perturb(&s, &p, 77 + ci);
             const size_t n = p.n;
             sph_solver *sol = make_solver(&f->d, &s);
@@ -1891,7 +1900,7 @@ static void test_flags(void **state)
     particles p;
     sphsim_error e;
     assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK);
-    assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
+    assert_int_equal(prepare_sph(&s, &p, &e), SPHSIM_OK);
     const size_t n = p.n;
     sph_solver *sol = make_solver(&f->d, &s);
     run r;
@@ -1940,7 +1949,7 @@ static void test_flags(void **state)
         assert_true(y_max < 0.12f);
         particles_free(&p);
         assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK); /* back to the prepared state */
-        assert_int_equal(sph_prepare(&s, &p, &e), SPHSIM_OK);
+        assert_int_equal(prepare_sph(&s, &p, &e), SPHSIM_OK);
         assert_true(p.pos[4 * top] == x0);
     }
 
@@ -2018,44 +2027,41 @@ static void test_list_parts(void **state)
     const size_t n = 1000;
     const unsigned cap = 128;
     const unsigned long long one = (unsigned long long)n * cap * 4; /* bytes of all the lists */
-    const char *env = getenv("SPHSIM_LIST_PARTS");
-    char *saved = env ? strdup(env) : NULL; /* the caller's setting, put back at the end */
-    unsetenv("SPHSIM_LIST_PARTS");
-    assert_int_equal(sph_list_parts(n, cap, one), 1);
-    assert_int_equal(sph_list_parts(n, cap, one - 1), 2);
-    assert_int_equal(sph_list_parts(n, cap, 500ull * cap * 4), 2);
-    assert_int_equal(sph_list_parts(n, cap, 500ull * cap * 4 - 1), 3); /* 334 particles a part */
-    assert_int_equal(sph_list_parts(n, cap, 334ull * cap * 4), 3);
-    assert_int_equal(sph_list_parts(n, cap, 250ull * cap * 4), 4);
-    assert_int_equal(sph_list_parts(n, cap, 250ull * cap * 4 - 1), 0);
+    assert_int_equal(nlist_parts(n, cap, one, TUNE_AUTO), 1);
+    assert_int_equal(nlist_parts(n, cap, one - 1, TUNE_AUTO), 2);
+    assert_int_equal(nlist_parts(n, cap, 500ull * cap * 4, TUNE_AUTO), 2);
+    assert_int_equal(nlist_parts(n, cap, 500ull * cap * 4 - 1, TUNE_AUTO), 3); /* 334 particles a part */
+    assert_int_equal(nlist_parts(n, cap, 334ull * cap * 4, TUNE_AUTO), 3);
+    assert_int_equal(nlist_parts(n, cap, 250ull * cap * 4, TUNE_AUTO), 4);
+    assert_int_equal(nlist_parts(n, cap, 250ull * cap * 4 - 1, TUNE_AUTO), 0);
     /* the 32-byte pos_p records must fit one buffer too: with 8 entries a particle the lists
      * fit one buffer of 32 n bytes, and one byte less refuses them however they split */
-    assert_int_equal(sph_list_buffers_fit(n, cap, 250ull * cap * 4), 1);
-    assert_int_equal(sph_list_buffers_fit(n, cap, 250ull * cap * 4 - 1), 0);
-    assert_int_equal(sph_list_buffers_fit(n, 8, (unsigned long long)n * 32), 1);
-    assert_int_equal(sph_list_buffers_fit(n, 8, (unsigned long long)n * 32 - 1), 0);
-    assert_int_equal(sph_list_parts(n, 8, (unsigned long long)n * 32 - 1), 2);
-    assert_int_equal(sph_list_buffers_fit((size_t)1 << 31, 1, 1ull << 40), 0); /* 2 j overflows */
-    assert_int_equal(sph_list_buffers_fit(((size_t)1 << 31) - 1, 1, 1ull << 40), 1);
-    setenv("SPHSIM_LIST_PARTS", "3", 1); /* at least three, as the tests force */
-    assert_int_equal(sph_list_parts(n, cap, one), 3);
-    assert_int_equal(sph_list_parts(n, cap, 250ull * cap * 4), 4);
-    unsetenv("SPHSIM_LIST_PARTS");
+    assert_int_equal(sph_lists_fit(n, cap, 250ull * cap * 4, TUNE_AUTO), 1);
+    assert_int_equal(sph_lists_fit(n, cap, 250ull * cap * 4 - 1, TUNE_AUTO), 0);
+    assert_int_equal(sph_lists_fit(n, 8, (unsigned long long)n * 32, TUNE_AUTO), 1);
+    assert_int_equal(sph_lists_fit(n, 8, (unsigned long long)n * 32 - 1, TUNE_AUTO), 0);
+    assert_int_equal(nlist_parts(n, 8, (unsigned long long)n * 32 - 1, TUNE_AUTO), 2);
+    assert_int_equal(sph_lists_fit((size_t)1 << 31, 1, 1ull << 40, TUNE_AUTO), 0); /* 2 j overflows */
+    assert_int_equal(sph_lists_fit(((size_t)1 << 31) - 1, 1, 1ull << 40, TUNE_AUTO), 1);
+    /* at least three, as the tests force (tuning.list_parts) */
+    assert_int_equal(nlist_parts(n, cap, one, 3), 3);
+    assert_int_equal(nlist_parts(n, cap, 250ull * cap * 4, 3), 4);
     scene s;
     const int nt[3] = { 12, 12, 12 }, nf[3] = { 4, 4, 4 };
     ref_sph_scene(&s, 3, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
     s.skin = 0.1;
-    const unsigned c = sph_list_cap(&s);
+    const unsigned c = nlist_cap(&s);
     /* the entries of every particle a part holds, plus each particle's count and build
-     * position, the second half of its pos_p record, and the 8 words of list state */
-    assert_int_equal(sph_pos_p_bytes(1), 32);
-    assert_int_equal(sph_pos_p_bytes(0), 16);
-    const size_t rest = n * (4 + 16 + 16) + SPH_LSTATE_WORDS * 4;
-    assert_int_equal(sph_list_bytes(&s, n, 0), (size_t)n * c * 4 + rest);
-    assert_int_equal(sph_list_bytes(&s, n, (unsigned long long)n * c * 4), (size_t)n * c * 4 + rest);
-    assert_int_equal(sph_list_bytes(&s, n, 334ull * c * 4), (size_t)3 * 334 * c * 4 + rest);
-    if (saved) setenv("SPHSIM_LIST_PARTS", saved, 1);
-    free(saved);
+     * position, the second half of its pos_p record, and the lists' state; per cell of the
+     * lists' grid, the check's box, the flags and the wet-cell list (none here) */
+    assert_int_equal(sph_record_bytes(1), 32);
+    assert_int_equal(sph_record_bytes(0), 16);
+    const size_t rest = n * (4 + 16 + 16) + sizeof(nlist_state);
+    assert_int_equal(sizeof(nlist_state), 48);
+    assert_int_equal(sph_list_bytes(&s, n, 0, 0, TUNE_AUTO), (size_t)n * c * 4 + rest);
+    assert_int_equal(sph_list_bytes(&s, n, 0, (unsigned long long)n * c * 4, TUNE_AUTO), (size_t)n * c * 4 + rest);
+    assert_int_equal(sph_list_bytes(&s, n, 0, 334ull * c * 4, TUNE_AUTO), (size_t)3 * 334 * c * 4 + rest);
+    assert_int_equal(sph_list_bytes(&s, n, 100, 334ull * c * 4, TUNE_AUTO), (size_t)3 * 334 * c * 4 + rest + 2100);
 }
 
 /* sph_set_masses takes one mass per particle type, and refuses particles of one type with two
@@ -2068,7 +2074,7 @@ static void test_set_masses(void **state)
     scene s;
     const int nt[3] = { 8, 8, 1 }, nf[3] = { 4, 4, 1 };
     ref_sph_scene(&s, 2, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
-    sph_solver *sol = make_solver(&f->d, &s);
+    sph_solver *sol = make_solver_lists(&f->d, &s, 1, 16);
     sphsim_error e;
     const uint8_t type[5] = { PTYPE_FLUID, PTYPE_BOUNDARY, PTYPE_FLUID, PTYPE_BOUNDARY, PTYPE_FLUID };
     const float same[5] = { 0.1f, 0.125f, 0.1f, 0.125f, 0.1f };
@@ -2076,10 +2082,10 @@ static void test_set_masses(void **state)
     float pos[20] = { 0.01f, 0.01f, 0,      0,     0.02f, -0.005f, 0,     0,     0.03f, 0.03f,
                       0,     0,     0.085f, 0.04f, 0,     0,       0.05f, 0.05f, 0,     0 };
     assert_int_equal(sph_set_masses(sol, pos, same, type, 5, &e), SPHSIM_OK);
-    assert_int_equal(sph_get_params(sol)->walls_outside, 1);
+    assert_int_equal(nlist_get_params(sph_nlist(sol))->walls_outside, 1);
     pos[12] = 0.075f;
     assert_int_equal(sph_set_masses(sol, pos, same, type, 5, &e), SPHSIM_OK);
-    assert_int_equal(sph_get_params(sol)->walls_outside, 0);
+    assert_int_equal(nlist_get_params(sph_nlist(sol))->walls_outside, 0);
     const float fluid2[5] = { 0.1f, 0.125f, 0.1f, 0.125f, 0.2f }, wall2[5] = { 0.1f, 0.125f, 0.1f, 0.5f, 0.1f };
     memset(&e, 0, sizeof e);
     assert_int_equal(sph_set_masses(sol, pos, fluid2, type, 5, &e), SPHSIM_E_SCENE);
@@ -2096,6 +2102,7 @@ static void test_set_masses(void **state)
 
 int main(void)
 {
+    tuning_defaults(&T);
     /* SPHSIM_TEST_FILTER=name (a pattern with * and ?) runs the matching tests only */
     const char *filter = getenv("SPHSIM_TEST_FILTER");
     if (filter && *filter) cmocka_set_test_filter(filter);

@@ -31,6 +31,7 @@ JSON
 expect 0 "--help" -- "$BIN" --help
 has "$T/out" "usage: sphsim" "--help on stdout"
 has "$T/out" "130 stopped by SIGINT" "--help lists exit codes"
+has "$T/out" "skin_levels" "--help lists the tuning knobs"
 expect 0 "--version" -- "$BIN" --version
 has "$T/out" "sphsim " "--version"
 expect 2 "no arguments" -- "$BIN"
@@ -39,6 +40,17 @@ expect 2 "unknown option" -- "$BIN" "$T/tiny.json" --frobnicate
 has "$T/err" "--frobnicate" "unknown option named"
 expect 2 "bad --progress" -- "$BIN" "$T/tiny.json" --progress=sometimes
 expect 2 "--set without =" -- "$BIN" "$T/tiny.json" --set fluid.spacing
+# tuning knobs: --help lists them; a bad key or value, on the command line or in the
+# environment, is a usage error naming where it came from; a good one runs
+expect 2 "--tune unknown key" -- "$BIN" "$T/tiny.json" --check --tune skin_level=2
+has "$T/err" "unknown tuning key 'skin_level'" "--tune unknown key named"
+expect 2 "--tune value out of range" -- "$BIN" "$T/tiny.json" --check --tune skin_levels=9
+has "$T/err" "skin_levels=9: expected auto|1-4" "--tune bad value named"
+expect 2 "--tune without =" -- "$BIN" "$T/tiny.json" --check --tune skin_levels
+expect 2 "bad tuning in the environment" -- env SPHSIM_LIST_BUILD=sideways "$BIN" "$T/tiny.json" --check
+has "$T/err" "SPHSIM_LIST_BUILD: list_build=sideways: expected auto|apart|fused" "environment knob named"
+expect 0 "--tune over the environment" -- env SPHSIM_SKIN_LEVELS=2 "$BIN" "$T/tiny.json" --check --tune skin_levels=auto
+expect 0 "a run with knobs" -- "$BIN" "$T/tiny.json" -o "$T/tuned.h5" -q --tune list_build=apart --tune go_ahead=1
 expect 4 "missing scene file" -- "$BIN" "$T/nonexistent.json" -o "$T/x.h5"
 has "$T/err" "nonexistent.json" "missing file named"
 

@@ -462,19 +462,19 @@ def test_resume_sph_is_bit_identical(work, resume_ref):
     assert resolved[0] == resolved[1]
 
 
-@pytest.mark.parametrize("where", ["1", "0"])
-def test_resume_with_adaptive_skin_is_bit_identical(work, resume_ref, where):
+@pytest.mark.parametrize("ahead", ["0", "1"])
+def test_resume_with_adaptive_skin_is_bit_identical(work, resume_ref, ahead):
     """The adaptive list skin (the default on GPUs, forced here with SPHSIM_SKIN_LEVELS=4, and
     with a shorter cost constant so that it adapts between this scene's close snapshots) keeps
     its level across snapshots; every snapshot stores it (/sphsim/restart/solver_state), so a
     run stopped and resumed must still equal the uninterrupted run, bit for bit (a resume that
     ignores the stored level fails here); and the skin must have adapted (another rebuild count
-    than with the fixed skin). With the host reading the rebuild decisions (the default) and
-    with the device deciding alone (SPHSIM_GO_ON_HOST=0)."""
-    env = {"SPHSIM_SKIN_LEVELS": "4", "SPHSIM_SKIN_C": "0.3", "SPHSIM_GO_ON_HOST": where}
-    a, b = work / f"adaptA{where}.h5", work / f"adaptB{where}.h5"
+    than with the fixed skin). With the decision read after the density stage of a kept step is
+    queued (GPUs' default) and without."""
+    env = {"SPHSIM_SKIN_LEVELS": "4", "SPHSIM_SKIN_C": "0.3", "SPHSIM_GO_AHEAD": ahead}
+    a, b = work / f"adaptA{ahead}.h5", work / f"adaptB{ahead}.h5"
     p = sphsim(work / "resume.json", "-o", a, "--quiet", check_rc=0, env=env)
-    fixed = summary(sphsim(work / "resume.json", "-o", work / f"adapt_fixed{where}.h5", "--quiet", check_rc=0,
+    fixed = summary(sphsim(work / "resume.json", "-o", work / f"adapt_fixed{ahead}.h5", "--quiet", check_rc=0,
                            env={"SPHSIM_SKIN_LEVELS": "1"}).stdout)
     assert summary(p.stdout)["list_rebuilds"] != fixed["list_rebuilds"]
     stop_midway(work / "resume.json", b, env=env)
@@ -518,21 +518,24 @@ def test_same_scene_same_device_is_bit_identical(work, resume_ref):
     assert_same_files(resume_ref, again, ignore_attrs={"start_time", "device"})
 
 
-def test_rebuild_decided_on_host_or_device_is_bit_identical(work, resume_ref):
+def test_rebuild_decisions_ways_are_bit_identical(work, resume_ref):
     """With neighbour lists the host reads each step's rebuild decision and, in steps that keep
-    the grid, enqueues no grid kernels and swaps its buffer handles; with SPHSIM_GO_ON_HOST=0 the
-    device decides alone and swaps the buffer pairs itself, and the host's handles follow at
-    each snapshot (sph_sync_pairs); and with SPHSIM_GO_AHEAD=1 (GPUs' default) the host enqueues
-    the kept step's density stage behind a read of the decision that does not block, on the
-    buffers such a step reads, kernels that return at once unless the step keeps the lists.
-    Every way must give the same file, bit for bit, and the run must have kept the grid in some
-    steps and rebuilt it in others."""
+    the grid, enqueues no grid kernels and swaps its buffer handles. The tuning knobs choose how
+    (docs/grid.md), never what: with go_ahead (GPUs' default) the host enqueues the kept step's
+    density stage behind a read of the decision that does not block, kernels that return at once
+    unless the step keeps the lists; with list_build=apart (GPUs' default) a rebuild builds the
+    lists alone and then reads them, with fused (CPUs') the density sums on the build's walk.
+    Every way, set through the environment or --tune, must give the same file, bit for bit, and
+    the run must have kept the grid in some steps and rebuilt it in others."""
     runs = {}
-    for where, ahead in (("0", "0"), ("1", "0"), ("1", "1")):
-        out = work / f"go_on_host_{where}_{ahead}.h5"
-        p = sphsim(work / "resume.json", "-o", out, "--quiet", check_rc=0,
-                   env={"SPHSIM_GO_ON_HOST": where, "SPHSIM_GO_AHEAD": ahead})
-        runs[where + ahead] = (out, summary(p.stdout))
+    ways = (({"SPHSIM_GO_AHEAD": "0", "SPHSIM_LIST_BUILD": "fused"}, ()),
+            ({"SPHSIM_GO_AHEAD": "1", "SPHSIM_LIST_BUILD": "fused"}, ()),
+            ({}, ("--tune", "go_ahead=1", "--tune", "list_build=apart")),
+            ({"SPHSIM_GO_AHEAD": "1"}, ("--tune", "go_ahead=0", "--tune", "list_build=apart")))
+    for k, (env, tune) in enumerate(ways):
+        out = work / f"decide_{k}.h5"
+        p = sphsim(work / "resume.json", "-o", out, "--quiet", *tune, check_rc=0, env=env)
+        runs[k] = (out, summary(p.stdout))
     for out, sm in runs.values():
         assert sm["neighbour_lists"] is True
         assert 0 < sm["list_rebuilds"] < sm["steps"]

@@ -157,11 +157,13 @@ def test_bench_progress_windows():
 
 
 def test_bench_stages():
-    """Every kernel of a step counts in its stage: the list build of GPUs (sph_lists_build) in
-    lists, the kept-step density in density; snapshot-only kernels in none."""
-    assert [bench.stage_of(k) for k in ("sph_list_go", "sph_lists_build", "sph_density_kept", "sph_density_walk_built",
-                                        "sph_forces_alt_walk", "grid_gather_16", "sort_scatter")] == \
-        ["lists", "lists", "density", "density", "forces+integrate", "reorder", "sort"]
+    """Every kernel of a step counts in its stage: the lists' kernels (the decision, the check, the
+    build apart on GPUs) in lists, the kept-step density in density; snapshot-only kernels in
+    none."""
+    assert [bench.stage_of(k) for k in ("nlist_go", "nlist_check", "nlist_build", "sph_density_kept",
+                                        "sph_density_walk_built", "sph_forces_walk", "grid_gather_16",
+                                        "sort_scatter")] == \
+        ["lists", "lists", "lists", "density", "density", "forces+integrate", "reorder", "sort"]
     assert bench.stage_of("sph_pressure") is None and bench.stage_of("something_new") == "other"
 
 

@@ -1,8 +1,8 @@
-/* sph_forces.cl: writes pos_next and vel_next (sph_forces_alt: the other way round) and OR-s
- * FLAG_* into flags: the acceleration of
- * every fluid particle from pressure, viscosity and gravity, then the kick-drift leapfrog
+/* sph_forces_integrate.cl: writes pos_next and vel_next, and OR-s FLAG_* into flags: the
+ * acceleration of every fluid particle from pressure, viscosity and gravity, and, fused with it
+ * (one pass over the particles), the kick-drift leapfrog integration
  *   v_next = v + a dt,   x_next = x + v_next dt          (v is the half-step velocity)
- * Boundary particles never move: x_next = x, v_next = 0 (written only in a step that re-sorted).
+ * Wall particles never move: x_next = x, v_next = 0 (written only in a step that re-sorted).
  *
  * For a fluid particle i and neighbour j (dx = x_i - x_j, r = |dx|, grad W_ij = F(r) dx):
  *   pressure (Monaghan 1992, symmetric):  a_i -= m_j (p_i/rho_i^2 + p_j/rho_j^2) grad W_ij
@@ -10,7 +10,7 @@
  *        Pi_ij = -alpha c0 mu_ij / rho_ij,  mu_ij = h v_ij.dx / (r^2 + eta^2) when v_ij.dx < 0
  *   laminar, poly6 scheme (Mueller 2003):  a_i += mu m_j / (rho_i rho_j) (v_j - v_i) lap W_visc
  *   laminar, other kernels (Morris 1997):  a_i += 2 mu m_j / (rho_i rho_j) F r^2/(r^2+eta^2) v_ij
- * A boundary neighbour w enters with the pressure p_w and density rho_w that sph_boundary
+ * A wall neighbour w enters with the pressure p_w and density rho_w that sph_boundary
  * extrapolated from the fluid (Adami, Hu & Adams 2012) and v_w = 0 (no-slip wall at rest).
  * Closer than d0 = 0.4 dx to a tank face (the fluid next to a wall sits at 0.5 dx), a linear
  * barrier along the face's inward normal n stops splashing droplets, which have p = 0, before
@@ -23,39 +23,37 @@
  * (sph_set_masses), so m_j follows from the sign of rho_j's slot; an array of masses, or the
  * mass in pos_p_j.w and p/rho^2 apart, would take a third load (7 % of this loop on the H200,
  * docs/performance.md).
- * A gather over the neighbour grid: no float atomics; only the flag word is OR-ed atomically. */
+ * With lists, the stage also measures how far each particle moved since the lists were built,
+ * which the next step's decision reads (nlist_state.need, step_max; kernels/nlist.cl).
+ * A gather over the neighbour grid: no float atomics; only the flag words are OR-ed atomically. */
 #include "sph_common.h"
 
 /* The step of fluid particle i (or the copy of wall particle i) from (pos, vel) into
- * (pos_next, vel_next). list_walk: a constant of each kernel (sph_common.h, SPH_LIST_MINE_). */
-inline void sph_forces_one(const uint i, const uint n,
-                           __global const float4 *SPH_RESTRICT pos,   /* (x (m), m (kg)), sorted */
-                           __global const float4 *SPH_RESTRICT vel,   /* (v (m/s), rho (kg/m^3); walls -rho), sorted */
-                           __global const uchar *SPH_RESTRICT type,   /* PTYPE_* */
-                           __global const float4 *SPH_RESTRICT pos_p, /* (x, p/rho^2) [, (v, rho) with lists] */
-                           __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,
+ * (pos_next, vel_next). list_walk: a constant of each kernel (nlist_loop.h). */
+inline void sph_forces_one(const uint i, const uint n, __global const float4 *pos, /* (x (m), m (kg)), sorted */
+                           __global const float4 *vel,   /* (v (m/s), rho (kg/m^3); walls -rho), sorted */
+                           __global const uchar *type,   /* PTYPE_* */
+                           __global const float4 *pos_p, /* (x, p/rho^2) [, (v, rho) with lists] */
+                           __global const uint *cell_start, __global const uint *cell_end,
                            __constant const grid_params *gp, __constant const sph_params *P,
                            __global float4 *pos_next, /* m, out */
                            __global float4 *vel_next, /* m/s, out */
-                           __global uint *flags, __global const uint *SPH_RESTRICT nl_list,
-                           __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,
-                           __global const uint *SPH_RESTRICT nl_list3, __global const uint *SPH_RESTRICT nl_count,
-                           __global const float4 *SPH_RESTRICT pos_ref, __global uint *lstate, const int list_walk)
+                           __global uint *flags, NLIST_READ_ARGS, const int list_walk)
 {
-    if (!SPH_LIST_MINE_(i, list_walk)) return; /* the other kernel's (sph_common.h) */
+    if (!NLIST_MINE(i, list_walk)) return; /* the other kernel's (nlist_loop.h) */
     if (type[i] != PTYPE_FLUID) {
         /* A wall particle stays where it is, at rest. Its entries in the pair written here
          * already say so unless this step re-sorted: the two pairs take turns between steps
          * that keep the grid (sim.c), and the one written now was read in the last step. Its
          * density goes along, so that both pairs hold it while sph_boundary skips the dry walls
          * (sph_density.cl; nothing reads a dry wall's density then, this keeps the state whole). */
-        if (SPH_REBUILT_(lstate)) {
+        if (NLIST_REBUILT(nl_state)) {
             pos_next[i] = pos[i];
             vel_next[i] = (float4)(0.0f, 0.0f, 0.0f, vel[i].w);
         }
         return;
     }
-#ifdef SPH_NB_REC
+#ifdef NLIST
     /* i's own record, which the density stage wrote this step from pos[i] and vel[i] (and which
      * its neighbours read too, so it is likely in L2): one 32-byte load instead of pos[i], vel[i]
      * and the record's p/rho^2 (the same values; fluid mass is uniform, sph_set_masses) */
@@ -166,82 +164,64 @@ inline void sph_forces_one(const uint i, const uint n,
     pos_next[i] = x_next;
     vel_next[i] = v_next;
     if (bad) atomic_or(flags, bad);
-#ifdef SPH_LIST
+#ifdef NLIST
     { /* moved more than skin_k / 2 since the lists were built: the next step checks the relative
        * motion or rebuilds (NEED_SOFT); at least 2 skin_k, the fluid-wall entries' margin, or
-       * skin_0 while some particle walks the kept grid: it rebuilds (NEED_HARD) (sph_list_go;
+       * skin_0 while some particle walks the kept grid: it rebuilds (NEED_HARD) (nlist_go;
        * docs/grid.md; a NaN position compares false here; the flags above stop the run) */
         float4 d = x_next - pos_ref[i];
         d.w = 0.0f;
-        const uint k = lstate[4];
+        const uint k = nl_state->level;
         const float d2 = dot(d, d);
-        const float hard2 = lstate[5] != 0u ? fmin(P->skin2[k], P->skin_walk2) : P->skin2[k];
-        const uint soft = d2 > P->skin_half2[k]; /* (hard implies soft, also with skin 0) */
+        const float hard2 = nl_state->walkers != 0u ? fmin(NP->skin2[k], NP->skin_walk2) : NP->skin2[k];
+        const uint soft = d2 > NP->skin_half2[k]; /* (hard implies soft, also with skin 0) */
         const uint bits = soft ? NEED_SOFT | (d2 >= hard2 ? NEED_HARD : 0u) : 0u;
-        if (bits != 0u && (lstate[1] & bits) != bits) atomic_or(lstate + 1, bits);
+        if (bits != 0u && (nl_state->need & bits) != bits) atomic_or(&nl_state->need, bits);
         /* the step's largest displacement, for the bound that lets the check be skipped
-         * (sph_list_go): only above the filter, and only while larger than what some other
+         * (nlist_go): only above the filter, and only while larger than what some other
          * work-item already wrote (a stale read costs an atomic, never the maximum); a NaN
          * passes both tests and makes the bound infinite */
         float4 step = x_next - x_i;
         step.w = 0.0f;
         const float s2 = dot(step, step);
-        if (!(s2 <= as_float(lstate[7])) && as_uint(s2) > lstate[8]) atomic_max(lstate + 8, as_uint(s2));
+        if (!(s2 <= as_float(nl_state->filter)) && as_uint(s2) > nl_state->step_max)
+            atomic_max(&nl_state->step_max, as_uint(s2));
     }
 #endif
 }
 
-/* The kernels: (pos, vel) -> (pos_next, vel_next), and with lists, for a step whose go word
- * has GO_ALT (the device swapped the pairs, sph_list_go), the same arguments the other way
- * round. Both are launched and one returns at once: read through a pointer chosen at run time,
- * the loop measured 5 % slower on the H200 than through a read-only kernel argument. */
-#define SPH_FORCES_ARGS(X0, V0, X1, V1)                                                                                \
-    const uint n, X0 pos,                          /* (x (m), m (kg)), sorted */                                       \
-        V0 vel,                                    /* (v (m/s), rho (kg/m^3); walls -rho), sorted */                   \
-        __global const uchar *SPH_RESTRICT type,   /* PTYPE_* */                                                       \
-        __global const float4 *SPH_RESTRICT pos_p, /* (x, p/rho^2) [, (v, rho)] (sph_density, sph_boundary) */         \
-        __global const uint *SPH_RESTRICT cell_start, __global const uint *SPH_RESTRICT cell_end,                      \
-        __constant const grid_params *gp, __constant const sph_params *P, X1 pos_next, /* m, out */                    \
-        V1 vel_next,                                                                   /* m/s, out */                  \
-        __global uint *flags,                      /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */                  \
-        __global const uint *SPH_RESTRICT nl_list, /* neighbour lists (-DSPH_LIST), parts 0-3 */                       \
-        __global const uint *SPH_RESTRICT nl_list1, __global const uint *SPH_RESTRICT nl_list2,                        \
-        __global const uint *SPH_RESTRICT nl_list3, __global const uint *SPH_RESTRICT nl_count,                        \
-        __global const float4 *SPH_RESTRICT pos_ref, /* x_i where the lists were built */                              \
-        __global uint *lstate,                       /* [0] go word; [1] need: OR-ed 1 when x_i moved > skin_k/2 */    \
-        const uint stride                            /* work-group spread (sph_item) */
-#define SPH_IN_ __global const float4 *SPH_RESTRICT
-#define SPH_OUT_ __global float4 *
+/* The arguments of both kernels (src/sph.c binds them by these names). pos and vel are read
+ * through read-only kernel arguments: read through a pointer chosen at run time, the loop
+ * measured 5 % slower on the H200. */
+#define SPH_FORCES_ARGS                                                                                                \
+    const uint n, __global const float4 *pos, /* (x (m), m (kg)), sorted */                                            \
+        __global const float4 *vel,           /* (v (m/s), rho (kg/m^3); walls -rho), sorted */                        \
+        __global const uchar *type,           /* PTYPE_* */                                                            \
+        __global const uint *cell_start, __global const uint *cell_end, __constant const grid_params *gp,              \
+        __constant const sph_params *P,                                                                                \
+        __global const float4 *pos_p, /* (x, p/rho^2) [, (v, rho)] (sph_density, sph_boundary) */                      \
+        const uint stride,            /* work-group spread (spread_item) */                                            \
+        __global float4 *pos_next,    /* m, out */                                                                     \
+        __global float4 *vel_next,    /* m/s, out */                                                                   \
+        __global uint *flags,         /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */                               \
+        NLIST_READ_ARGS
 
-#define SPH_FORCES_ONE_(X0, V0, X1, V1, i, list_walk)                                                                  \
-    sph_forces_one(i, n, X0, V0, type, pos_p, cell_start, cell_end, gp, P, X1, V1, flags, nl_list, nl_list1, nl_list2, \
-                   nl_list3, nl_count, pos_ref, lstate, list_walk)
+#define SPH_FORCES_ONE_(i, list_walk)                                                                                  \
+    sph_forces_one(i, n, pos, vel, type, pos_p, cell_start, cell_end, gp, P, pos_next, vel_next, flags, nl_list,       \
+                   nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, list_walk)
 
-__kernel void sph_forces(SPH_FORCES_ARGS(SPH_IN_, SPH_IN_, SPH_OUT_, SPH_OUT_))
+__kernel void sph_forces(SPH_FORCES_ARGS)
 {
-    const uint i = sph_item(stride);
-    if (i >= n || SPH_ALT_(lstate)) return;
-    SPH_FORCES_ONE_(pos, vel, pos_next, vel_next, i, 0);
+    const uint i = spread_item(stride);
+    if (i >= n) return;
+    SPH_FORCES_ONE_(i, 0);
 }
 
-#ifdef SPH_LIST
-__kernel void sph_forces_alt(SPH_FORCES_ARGS(SPH_OUT_, SPH_OUT_, SPH_IN_, SPH_IN_))
+#ifdef NLIST
+/* The particles over list_cap (nlist_loop.h): launched over a few work-groups that loop. */
+__kernel void sph_forces_walk(SPH_FORCES_ARGS)
 {
-    const uint i = sph_item(stride);
-    if (i >= n || !SPH_ALT_(lstate)) return;
-    SPH_FORCES_ONE_(pos_next, vel_next, pos, vel, i, 0);
-}
-
-/* The particles over list_cap (sph_common.h): launched over a few work-groups that loop. */
-__kernel void sph_forces_walk(SPH_FORCES_ARGS(SPH_IN_, SPH_IN_, SPH_OUT_, SPH_OUT_))
-{
-    if (!SPH_LIST_WALKERS_(lstate) || SPH_ALT_(lstate)) return;
-    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) SPH_FORCES_ONE_(pos, vel, pos_next, vel_next, i, 1);
-}
-
-__kernel void sph_forces_alt_walk(SPH_FORCES_ARGS(SPH_OUT_, SPH_OUT_, SPH_IN_, SPH_IN_))
-{
-    if (!SPH_LIST_WALKERS_(lstate) || !SPH_ALT_(lstate)) return;
-    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) SPH_FORCES_ONE_(pos_next, vel_next, pos, vel, i, 1);
+    if (!NLIST_WALKERS(nl_state)) return;
+    for (uint i = get_global_id(0); i < n; i += get_global_size(0)) SPH_FORCES_ONE_(i, 1);
 }
 #endif
