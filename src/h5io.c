@@ -109,6 +109,40 @@ int h5io_ds_create(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t c
     return rc;
 }
 
+/* Rows [start, start + rows) (all columns) of open dataset ds, rank 1 or 2, written from or
+ * read into buf; with `extend`, the dataset's rows are set to start + rows first (rows == 0:
+ * only that). */
+static int rows_io(hid_t ds, hid_t mtype, void *buf, hsize_t start, hsize_t rows, int do_write, int extend)
+{
+    int rc = -1;
+    hid_t fs = H5Dget_space(ds), ms = -1;
+    hsize_t dims[2] = { 0, 1 }, off[2] = { start, 0 }, cnt[2];
+    int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
+    if (rank < 1 || rank > 2 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0) goto done;
+    if (extend) {
+        dims[0] = start + rows;
+        H5Sclose(fs);
+        fs = -1;
+        if (H5Dset_extent(ds, dims) < 0 || (fs = H5Dget_space(ds)) < 0) goto done;
+    }
+    if (start + rows > dims[0]) goto done;
+    if (rows == 0) {
+        rc = 0;
+        goto done;
+    }
+    cnt[0] = rows;
+    cnt[1] = rank > 1 ? dims[1] : 1;
+    ms = H5Screate_simple(rank, cnt, NULL);
+    if (ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0) goto done;
+    if ((do_write ? H5Dwrite(ds, mtype, ms, fs, H5P_DEFAULT, buf) : H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, buf)) < 0)
+        goto done;
+    rc = 0;
+done:
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return rc;
+}
+
 /* Set the row count of dataset `path` to start + rows and write `rows` rows from `buf` at
  * row `start` (all columns). With rows == 0 this only sets the extent (grow or cut). */
 int h5io_ds_write_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows)
@@ -129,30 +163,7 @@ int h5io_ds_write_rows(hid_t file, const char *path, hid_t mtype, const void *bu
     hid_t ds = H5Dopen2(file, path, dapl);
     if (dapl != H5P_DEFAULT) H5Pclose(dapl);
     if (ds < 0) return -1;
-    int rc = -1;
-    hid_t fs = -1, ms = -1;
-    hsize_t dims[2] = { 0, 1 }, off[2] = { start, 0 }, cnt[2];
-    fs = H5Dget_space(ds);
-    int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
-    if (rank < 1 || rank > 2 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0) goto done;
-    H5Sclose(fs);
-    fs = -1;
-    dims[0] = start + rows;
-    if (H5Dset_extent(ds, dims) < 0) goto done;
-    if (rows == 0) {
-        rc = 0;
-        goto done;
-    }
-    cnt[0] = rows;
-    cnt[1] = rank > 1 ? dims[1] : 1;
-    fs = H5Dget_space(ds);
-    ms = H5Screate_simple(rank, cnt, NULL);
-    if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0) goto done;
-    if (H5Dwrite(ds, mtype, ms, fs, H5P_DEFAULT, buf) < 0) goto done;
-    rc = 0;
-done:
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
+    int rc = rows_io(ds, mtype, (void *)buf, start, rows, 1, 1);
     H5Dclose(ds);
     return rc;
 }
@@ -178,25 +189,7 @@ int h5io_ds_read_rows(hid_t file, const char *path, hid_t mtype, void *buf, hsiz
 {
     hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
     if (ds < 0) return -1;
-    int rc = -1;
-    hid_t fs = H5Dget_space(ds), ms = -1;
-    hsize_t dims[2] = { 0, 1 }, off[2] = { start, 0 }, cnt[2];
-    int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
-    if (rank < 1 || rank > 2 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0) goto done;
-    if (start + rows > dims[0]) goto done;
-    if (rows == 0) {
-        rc = 0;
-        goto done;
-    }
-    cnt[0] = rows;
-    cnt[1] = rank > 1 ? dims[1] : 1;
-    ms = H5Screate_simple(rank, cnt, NULL);
-    if (ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0) goto done;
-    if (H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, buf) < 0) goto done;
-    rc = 0;
-done:
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
+    int rc = rows_io(ds, mtype, buf, start, rows, 0, 0);
     H5Dclose(ds);
     return rc;
 }

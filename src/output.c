@@ -94,12 +94,24 @@ hid_t output_field_ftype(int kind)
     return kind == FK_U32 ? H5T_STD_U32LE : kind == FK_U8 ? H5T_STD_U8LE : H5T_IEEE_F32LE;
 }
 
+void *output_field_array(const particles *p, unsigned bit)
+{
+    switch (bit) {
+    case FIELD_DENSITY: return p->rho;
+    case FIELD_PRESSURE: return p->pressure;
+    case FIELD_ID: return p->id;
+    case FIELD_TYPE: return p->type;
+    case FIELD_RADIUS: return p->radius;
+    case FIELD_MASS: return p->mass;
+    default: return NULL;
+    }
+}
+
 hid_t output_field_mtype(int kind)
 {
     return kind == FK_U32 ? H5T_NATIVE_UINT32 : kind == FK_U8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT;
 }
 
-/* Flush everything to the file and the file to the disk. */
 /* ---------------------------------------------------------------- names */
 
 /* JSON names of the scene enums (as in src/scene.h; kept here so that output does not depend on
@@ -608,20 +620,13 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
     for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
         const field_desc *fd = &OUTPUT_FIELDS[i];
         if (!(o->fields & fd->bit)) continue;
-        const void *src = NULL;
-        switch (fd->bit) {
-        case FIELD_VELOCITY:
+        if (fd->bit == FIELD_VELOCITY) {
             if (write_rows_packed(o, "/VTKHDF/PointData/velocity", H5T_NATIVE_FLOAT, 12, row, n, pack_xyz, p->vel) < 0)
                 return -1;
             continue;
-        case FIELD_DENSITY: src = p->rho; break;
-        case FIELD_PRESSURE: src = p->pressure; break;
-        case FIELD_ID: src = p->id; break;
-        case FIELD_TYPE: src = p->type; break;
-        case FIELD_RADIUS: src = p->radius; break;
-        case FIELD_MASS: src = p->mass; break;
-        default: return -1;
         }
+        const void *src = output_field_array(p, fd->bit);
+        if (!src) return -1;
         char path[128];
         snprintf(path, sizeof path, "/VTKHDF/PointData/%s", fd->name);
         if (h5io_ds_write_rows(f, path, output_field_mtype(fd->kind), src, row, n) < 0) return -1;

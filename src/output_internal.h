@@ -34,6 +34,9 @@ extern const int OUTPUT_N_STEP_I64;
 
 hid_t output_field_ftype(int kind);
 hid_t output_field_mtype(int kind);
+/* The array of particles p that holds PointData field `bit` (FIELD_*; NULL for velocity, which
+ * is packed from vel, and for position). */
+void *output_field_array(const particles *p, unsigned bit);
 
 struct output {
     hid_t file;

@@ -76,16 +76,7 @@ static sphsim_status read_last(hid_t f, const char *path, hsize_t ns, particles 
         }
         int64_t off = poff;
         if (h5io_link_exists(f, opath) && h5io_ds_read_rows(f, opath, H5T_NATIVE_INT64, &off, k, 1) < 0) off = -1;
-        void *dst = NULL;
-        switch (fd->bit) {
-        case FIELD_VELOCITY: dst = xyz; break;
-        case FIELD_DENSITY: dst = p->rho; break;
-        case FIELD_PRESSURE: dst = p->pressure; break;
-        case FIELD_ID: dst = p->id; break;
-        case FIELD_TYPE: dst = p->type; break;
-        case FIELD_RADIUS: dst = p->radius; break;
-        case FIELD_MASS: dst = p->mass; break;
-        }
+        void *dst = fd->bit == FIELD_VELOCITY ? (void *)xyz : output_field_array(p, fd->bit);
         if (off < 0 || h5io_ds_read_rows(f, dpath, output_field_mtype(fd->kind), dst, (hsize_t)off, n) < 0) {
             char what[160];
             snprintf(what, sizeof what, "cannot read field '%s' of the last snapshot", fd->name);
