@@ -19,7 +19,7 @@ LIB_SRC := $(filter-out src/main.c,$(sort $(wildcard src/*.c)))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/%.o) $(B)/kernels_embedded.o
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/%)
-TEST_HELPERS := $(sort $(wildcard tests/ref_*.c tests/testutil.c))
+TEST_HELPERS := $(sort $(wildcard tests/ref_*.c tests/testutil.c tests/output_fault.c))
 
 .PHONY: all run test sanitize unit-tests bench clean install format
 all: $(B)/sphsim

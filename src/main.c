@@ -149,11 +149,10 @@ static void print_summary(const char *out, const sim_result *r, sphsim_status st
  * defaults to it), so that the resolved scene is byte-identical to the stored one. A file
  * whose scene resolves differently (another sphsim version, other defaults) is refused: the
  * continuation would not be the same run. */
-static sphsim_status resume_scene(scene *s, const char *path, const char *stored, sphsim_error *e)
+static sphsim_status resume_scene(scene *s, const char *path, const char *stored, const char *resolved, sphsim_error *e)
 {
     /* its provenance names the scene file and the --set overrides the run started with: the
      * stored scene_json is the file as read, without them */
-    char *resolved = output_read_resolved_json(path);
     cJSON *root = resolved ? cJSON_Parse(resolved) : NULL;
     cJSON *prov = cJSON_GetObjectItemCaseSensitive(root, "provenance");
     cJSON *file = cJSON_GetObjectItemCaseSensitive(prov, "file");
@@ -176,7 +175,6 @@ static sphsim_status resume_scene(scene *s, const char *path, const char *stored
                          path, SPHSIM_VERSION);
     }
     cJSON_Delete(root);
-    free(resolved);
     return st;
 }
 
@@ -211,16 +209,11 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
     scene s;
     sphsim_status st;
     if (a->resume_path) {
-        particles last;
-        output_snapshot_info si = { 0 };
-        char *stored = NULL;
-        st = output_read_last(a->resume_path, &last, &si, &stored, e);
-        if (st == SPHSIM_OK) {
-            particles_free(&last);
-            free(si.device_order);
-            st = resume_scene(&s, a->resume_path, stored, e);
-            free(stored);
-        }
+        char *stored = NULL, *resolved = NULL;
+        st = output_read_scene(a->resume_path, &stored, &resolved, e);
+        if (st == SPHSIM_OK) st = resume_scene(&s, a->resume_path, stored, resolved, e);
+        free(stored);
+        free(resolved);
     } else {
         st = scene_load(&s, a->scene_path, a->sets, a->n_sets, e);
     }

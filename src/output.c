@@ -1,7 +1,8 @@
-/* output: the HDF5 snapshot writer (time-stepped VTKHDF PolyData, one file per run) and its
- * XDMF sidecar. Layout, units and the crash-safety rules are documented in
- * docs/output-format.md; this file is the one place that writes (and, for --resume, reads)
- * that layout.
+/* output: the VTKHDF writer: creates an output file's layout (time-stepped VTKHDF PolyData, one
+ * file per run), writes each snapshot's rows and commits it, closes the file, and reopens it
+ * for --resume to append. Layout, units and the crash-safety rules are documented in
+ * docs/output-format.md. The sidecar is xdmf.c's, reading back output_read.c's, disk-space
+ * reservation diskspace.c's.
  *
  * Commit protocol per snapshot k (N particles), its disk space reserved first:
  *   1. data: Points and PointData rows [kN, kN+N), the restart order and solver state; then
@@ -17,11 +18,8 @@
  * (a crash in phase 1) are ignored, and output_open_append cuts them off (and completes
  * Steps/Values after a crash in phase 3) before appending. */
 #define _GNU_SOURCE /* memfd_create */
-#include "output.h"
-
 #include <errno.h>
 #include <fcntl.h>
-#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,23 +27,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define OUT_LAYOUT_VERSION 1             /* /sphsim attribute layout_version */
-#define OUT_STEP_CHUNK 64                /* rows per chunk of the per-step datasets */
-#define OUT_MIN_PARTICLE_CHUNK 1024      /* and at least this many of the per-particle ones */
-#define OUT_TOPOS 4                      /* Vertices, Lines, Polygons, Strips */
-#define OUT_BLOCK_ROWS ((size_t)1 << 22) /* rows packed at a time: a multiple of the 65536-row chunks */
+#include "output_internal.h"
 
-enum { FK_F32, FK_U32, FK_U8 };
+/* Test-only fault injection: the test binaries link tests/output_fault.c, which defines this
+ * hook (a non-zero return makes snapshot `k` fail after its data rows are written, as a failed
+ * write inside HDF5 would); sphsim does not, and the weak reference stays null. */
+extern int output_fault_hook(unsigned long long k) __attribute__((weak));
 
-/* One PointData array. Position is VTKHDF/Points, not a field here. */
-typedef struct field_desc {
-    const char *name; /* VTKHDF/PointData/<name> */
-    unsigned bit;     /* FIELD_* */
-    int ncomp;        /* 1 or 3 */
-    int kind;         /* FK_* */
-} field_desc;
-
-static const field_desc FIELDS[] = {
+const field_desc OUTPUT_FIELDS[] = {
     { "velocity", FIELD_VELOCITY, 3, FK_F32 }, /* m/s */
     { "density", FIELD_DENSITY, 1, FK_F32 },   /* kg/m^3 */
     { "pressure", FIELD_PRESSURE, 1, FK_F32 }, /* Pa */
@@ -54,8 +43,7 @@ static const field_desc FIELDS[] = {
     { "radius", FIELD_RADIUS, 1, FK_F32 },     /* m */
     { "mass", FIELD_MASS, 1, FK_F32 },         /* kg */
 };
-#define N_FIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
-#define ALWAYS_FIELDS (FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE)
+const int OUTPUT_N_FIELDS = (int)(sizeof OUTPUT_FIELDS / sizeof OUTPUT_FIELDS[0]);
 
 unsigned output_fields(const scene *s) { return s->fields | ALWAYS_FIELDS; }
 
@@ -79,11 +67,11 @@ static const char *const PART_I64[] = {
 #define N_PART_I64 ((int)(sizeof PART_I64 / sizeof PART_I64[0]))
 
 /* Per-step int64 datasets with one column (row k belongs to snapshot k). */
-static const char *const STEP_I64[] = {
+const char *const OUTPUT_STEP_I64[] = {
     "/VTKHDF/Steps/PartOffsets", "/VTKHDF/Steps/NumberOfParts", "/VTKHDF/Steps/PointOffsets",
     "/sphsim/steps/step",        "/sphsim/steps/n_contacts",    "/sphsim/steps/n_outside",
 };
-#define N_STEP_I64 ((int)(sizeof STEP_I64 / sizeof STEP_I64[0]))
+const int OUTPUT_N_STEP_I64 = (int)(sizeof OUTPUT_STEP_I64 / sizeof OUTPUT_STEP_I64[0]);
 /* Per-step datasets of other shapes. */
 static const char *const STEP_F64[] = { "/VTKHDF/Steps/Values", "/sphsim/steps/time" };
 static const char *const STEP_I64x4[] = { "/VTKHDF/Steps/CellOffsets", "/VTKHDF/Steps/ConnectivityIdOffsets" };
@@ -101,355 +89,27 @@ static const char UNITS_JSON[] =
     "\"dynamic_viscosity\": \"Pa s\", \"restitution\": \"1\", \"tank_min\": \"m\", \"tank_max\": \"m\", "
     "\"dimensions\": \"1\"}";
 
-struct output {
-    hid_t file;
-    char path[4096];
-    char xmf_path[4096];
-    unsigned fields;   /* FIELD_* bits written (always includes ALWAYS_FIELDS) */
-    size_t n;          /* particles per snapshot; fixed by the first snapshot */
-    int have_topology; /* vertex cells and the restart dataset exist for n */
-    int broken;        /* a write failed: nothing more reaches the file (see poison) */
-    int sph;           /* SPH mode (particle_mass is taken from the first snapshot) */
-    hsize_t nsteps;    /* committed snapshots */
-    double *times;     /* s, one per committed snapshot (for the sidecar) */
-    size_t times_cap;
-    void *buf; /* packing buffer */
-    size_t buf_size;
-    size_t block_rows; /* rows packed and written at a time (OUT_BLOCK_ROWS; tests set fewer) */
-};
-
-/* ---------------------------------------------------------------- HDF5 helpers */
-
-/* The first HDF5 failure since the last h5_reason(): its innermost error message. Filled by
- * an automatic error handler that records instead of printing (HDF5 clears its error stack
- * at the next API call, e.g. the H5Dclose in a cleanup path, so the stack cannot be read
- * afterwards). HDF5 (serial) is not thread-safe, and neither is this. */
-static char g_h5_first[512];
-static int g_h5_have;
-
-static herr_t h5_walk_cb(unsigned n, const H5E_error2_t *err, void *data)
-{
-    (void)data;
-    if (n == 0 && err && err->desc && !g_h5_have) {
-        snprintf(g_h5_first, sizeof g_h5_first, "%s", err->desc);
-        g_h5_have = 1;
-    }
-    return 0;
-}
-
-static herr_t h5_record(hid_t estack, void *data)
-{
-    (void)data;
-    H5Ewalk2(estack, H5E_WALK_UPWARD, h5_walk_cb, NULL);
-    return 0;
-}
-
-/* Record HDF5 errors instead of printing them (library code never prints). The first call
- * also asks HDF5 not to close files at process exit (effective when no HDF5 call came
- * before): after a flush that failed, HDF5 1.10 can no longer close that file ("slist already
- * enabled"), and its exit handler then crashes. Every file here is closed explicitly, and
- * every commit is flushed when made, so nothing is lost by this. */
-static void h5_quiet(void)
-{
-    static int once;
-    if (!once) {
-        once = 1;
-        H5dont_atexit();
-    }
-    H5Eset_auto2(H5E_DEFAULT, h5_record, NULL);
-    g_h5_have = 0;
-}
-
-#if defined(__GNUC__)
-/* The same before main(), so that it holds even when other code calls HDF5 first. */
-__attribute__((constructor)) static void output_no_h5_atexit(void) { H5dont_atexit(); }
-#endif
-
-/* The innermost message of the first recorded HDF5 failure, shortened to the system's
- * reason when it carries one ("error message = 'No space left on device'"); then forgets it. */
-static const char *h5_reason(char *out, size_t n)
-{
-    if (!g_h5_have) {
-        snprintf(out, n, "unknown HDF5 error");
-        return out;
-    }
-    g_h5_have = 0;
-    const char *key = "error message = '";
-    const char *p = strstr(g_h5_first, key);
-    if (p) {
-        p += strlen(key);
-        const char *q = strchr(p, '\'');
-        size_t len = q ? (size_t)(q - p) : strlen(p);
-        if (len >= n) len = n - 1;
-        memcpy(out, p, len);
-        out[len] = '\0';
-    } else {
-        snprintf(out, n, "%s", g_h5_first);
-    }
-    return out;
-}
-
-/* Create an extendable, chunked dataset of `rank` 1 (rows) or 2 (rows x cols), 0 rows. */
-static int ds_create(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t cols, hsize_t chunk_rows)
-{
-    hsize_t dims[2] = { 0, cols }, maxd[2] = { H5S_UNLIMITED, cols }, chunk[2] = { chunk_rows ? chunk_rows : 1, cols };
-    hid_t sp = H5Screate_simple(rank, dims, maxd);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    int rc = -1;
-    if (sp >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0 &&
-        H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) >= 0) {
-        hid_t ds = H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-        if (ds >= 0) {
-            rc = 0;
-            H5Dclose(ds);
-        }
-    }
-    if (dcpl >= 0) H5Pclose(dcpl);
-    if (sp >= 0) H5Sclose(sp);
-    return rc;
-}
-
-/* Set the row count of dataset `path` to start + rows and write `rows` rows from `buf` at
- * row `start` (all columns). With rows == 0 this only sets the extent (grow or cut). */
-static int ds_write_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows)
-{
-    /* A write of at least OUT_MIN_PARTICLE_CHUNK rows (a snapshot's per-particle rows, the
-     * smallest of their chunks; or Steps/Values rewritten after 1024 snapshots) bypasses HDF5's
-     * chunk cache: whole chunks then go from buf to the file in one write each instead of
-     * through a copy in the cache, which took the writer's HDF5 time down by about a third
-     * (docs/performance.md, "the writer without the chunk cache"). The datasets are the same. */
-    hid_t dapl = H5P_DEFAULT;
-    if (rows >= OUT_MIN_PARTICLE_CHUNK) {
-        dapl = H5Pcreate(H5P_DATASET_ACCESS);
-        if (dapl < 0 || H5Pset_chunk_cache(dapl, 0, 0, 1.0) < 0) {
-            if (dapl >= 0) H5Pclose(dapl);
-            return -1;
-        }
-    }
-    hid_t ds = H5Dopen2(file, path, dapl);
-    if (dapl != H5P_DEFAULT) H5Pclose(dapl);
-    if (ds < 0) return -1;
-    int rc = -1;
-    hid_t fs = -1, ms = -1;
-    hsize_t dims[2] = { 0, 1 }, off[2] = { start, 0 }, cnt[2];
-    fs = H5Dget_space(ds);
-    int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
-    if (rank < 1 || rank > 2 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0) goto done;
-    H5Sclose(fs);
-    fs = -1;
-    dims[0] = start + rows;
-    if (H5Dset_extent(ds, dims) < 0) goto done;
-    if (rows == 0) {
-        rc = 0;
-        goto done;
-    }
-    cnt[0] = rows;
-    cnt[1] = rank > 1 ? dims[1] : 1;
-    fs = H5Dget_space(ds);
-    ms = H5Screate_simple(rank, cnt, NULL);
-    if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0) goto done;
-    if (H5Dwrite(ds, mtype, ms, fs, H5P_DEFAULT, buf) < 0) goto done;
-    rc = 0;
-done:
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
-    H5Dclose(ds);
-    return rc;
-}
-
-/* Number of rows of dataset `path`, or -1. */
-static long long ds_rows(hid_t file, const char *path)
-{
-    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
-    if (ds < 0) return -1;
-    hid_t fs = H5Dget_space(ds);
-    hsize_t dims[2] = { 0, 0 };
-    long long r = -1;
-    if (fs >= 0 && H5Sget_simple_extent_ndims(fs) >= 1 && H5Sget_simple_extent_ndims(fs) <= 2 &&
-        H5Sget_simple_extent_dims(fs, dims, NULL) >= 0)
-        r = (long long)dims[0];
-    if (fs >= 0) H5Sclose(fs);
-    H5Dclose(ds);
-    return r;
-}
-
-/* Read rows [start, start + rows) (all columns) of dataset `path` into `buf`. */
-static int ds_read_rows(hid_t file, const char *path, hid_t mtype, void *buf, hsize_t start, hsize_t rows)
-{
-    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
-    if (ds < 0) return -1;
-    int rc = -1;
-    hid_t fs = H5Dget_space(ds), ms = -1;
-    hsize_t dims[2] = { 0, 1 }, off[2] = { start, 0 }, cnt[2];
-    int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
-    if (rank < 1 || rank > 2 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0) goto done;
-    if (start + rows > dims[0]) goto done;
-    if (rows == 0) {
-        rc = 0;
-        goto done;
-    }
-    cnt[0] = rows;
-    cnt[1] = rank > 1 ? dims[1] : 1;
-    ms = H5Screate_simple(rank, cnt, NULL);
-    if (ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0) goto done;
-    if (H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, buf) < 0) goto done;
-    rc = 0;
-done:
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
-    H5Dclose(ds);
-    return rc;
-}
-
-static int link_exists(hid_t loc, const char *path)
-{
-    /* H5Lexists needs every intermediate group to exist: test each prefix. */
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; ++p) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (H5Lexists(loc, buf, H5P_DEFAULT) <= 0) return 0;
-        *p = '/';
-    }
-    return H5Lexists(loc, buf, H5P_DEFAULT) > 0;
-}
-
-static int attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int rank, hsize_t len, const void *v)
-{
-    hid_t sp = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &len, NULL);
-    if (sp < 0) return -1;
-    if (H5Aexists(loc, name) > 0) H5Adelete(loc, name);
-    hid_t a = H5Acreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = a >= 0 && H5Awrite(a, mtype, v) >= 0 ? 0 : -1;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return rc;
-}
-
-static int attr_f64(hid_t loc, const char *name, double v)
-{
-    return attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, 1, &v);
-}
-
-static int attr_f64v(hid_t loc, const char *name, const double *v, hsize_t n)
-{
-    return attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, n, v);
-}
-
-static int attr_i64(hid_t loc, const char *name, long long v)
-{
-    int64_t x = (int64_t)v;
-    return attr_write(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 0, 1, &x);
-}
-
-/* Variable-length UTF-8 string (h5py reads it as str). */
-static int attr_str(hid_t loc, const char *name, const char *s)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t < 0) return -1;
-    H5Tset_size(t, H5T_VARIABLE);
-    H5Tset_cset(t, H5T_CSET_UTF8);
-    const char *v = s ? s : "";
-    int rc = attr_write(loc, name, t, t, 0, 1, &v);
-    H5Tclose(t);
-    return rc;
-}
-
-/* Fixed-length ASCII string, null padded, exactly strlen(s) bytes (as VTKHDF's Type). */
-static int attr_fixed_str(hid_t loc, const char *name, const char *s)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t < 0) return -1;
-    H5Tset_size(t, strlen(s));
-    H5Tset_strpad(t, H5T_STR_NULLPAD);
-    H5Tset_cset(t, H5T_CSET_ASCII);
-    int rc = attr_write(loc, name, t, t, 0, 1, s);
-    H5Tclose(t);
-    return rc;
-}
-
-/* Read a string attribute (variable or fixed length) into a malloc'd string. */
-static char *attr_read_str(hid_t loc, const char *obj, const char *name)
-{
-    hid_t o = H5Oopen(loc, obj, H5P_DEFAULT);
-    if (o < 0) return NULL;
-    hid_t a = H5Aopen(o, name, H5P_DEFAULT);
-    if (a < 0) {
-        H5Oclose(o);
-        return NULL;
-    }
-    char *out = NULL;
-    hid_t ft = H5Aget_type(a);
-    if (ft >= 0 && H5Tget_class(ft) == H5T_STRING) {
-        if (H5Tis_variable_str(ft) > 0) {
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, H5T_VARIABLE);
-            H5Tset_cset(mt, H5Tget_cset(ft));
-            char *v = NULL;
-            if (H5Aread(a, mt, &v) >= 0 && v) {
-                out = strdup(v);
-                hid_t sp = H5Screate(H5S_SCALAR);
-                H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, &v);
-                H5Sclose(sp);
-            }
-            H5Tclose(mt);
-        } else {
-            size_t len = H5Tget_size(ft);
-            out = calloc(len + 1, 1);
-            if (out && H5Aread(a, ft, out) < 0) {
-                free(out);
-                out = NULL;
-            }
-        }
-    }
-    if (ft >= 0) H5Tclose(ft);
-    H5Aclose(a);
-    H5Oclose(o);
-    return out;
-}
-
-char *output_read_resolved_json(const char *path)
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) return NULL;
-    char *out = attr_read_str(f, "/sphsim", "resolved_json");
-    H5Fclose(f);
-    return out;
-}
-
-static int attr_read_i64(hid_t loc, const char *obj, const char *name, long long *v)
-{
-    hid_t o = H5Oopen(loc, obj, H5P_DEFAULT);
-    if (o < 0) return -1;
-    hid_t a = H5Aopen(o, name, H5P_DEFAULT);
-    int64_t x = 0;
-    int rc = a >= 0 && H5Aread(a, H5T_NATIVE_INT64, &x) >= 0 ? 0 : -1;
-    if (a >= 0) H5Aclose(a);
-    H5Oclose(o);
-    *v = (long long)x;
-    return rc;
-}
-
-static hid_t field_ftype(int kind)
+hid_t output_field_ftype(int kind)
 {
     return kind == FK_U32 ? H5T_STD_U32LE : kind == FK_U8 ? H5T_STD_U8LE : H5T_IEEE_F32LE;
 }
 
-static hid_t field_mtype(int kind)
+void *output_field_array(const particles *p, unsigned bit)
 {
-    return kind == FK_U32 ? H5T_NATIVE_UINT32 : kind == FK_U8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT;
+    switch (bit) {
+    case FIELD_DENSITY: return p->rho;
+    case FIELD_PRESSURE: return p->pressure;
+    case FIELD_ID: return p->id;
+    case FIELD_TYPE: return p->type;
+    case FIELD_RADIUS: return p->radius;
+    case FIELD_MASS: return p->mass;
+    default: return NULL;
+    }
 }
 
-/* Flush everything to the file and the file to the disk. */
-static int h5_sync(hid_t file)
+hid_t output_field_mtype(int kind)
 {
-    if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) return -1;
-    int *fd = NULL;
-    if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) {
-        if (fsync(*fd) != 0 && errno != EINVAL && errno != EROFS) return -1;
-    }
-    return 0;
+    return kind == FK_U32 ? H5T_NATIVE_UINT32 : kind == FK_U8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT;
 }
 
 /* ---------------------------------------------------------------- names */
@@ -463,146 +123,7 @@ static const char *kernel_name(scene_kernel k)
 static const char *eos_name(scene_eos k) { return k == EOS_LINEAR ? "linear" : "tait"; }
 static const char *visc_name(scene_visc v) { return v == VISC_LAPLACIAN ? "laplacian" : "artificial"; }
 
-void output_xmf_path(const char *h5_path, char *out, size_t out_size)
-{
-    if (!out || out_size == 0) return;
-    size_t n = strlen(h5_path);
-    size_t stem = n;
-    if (n >= 3 && strcmp(h5_path + n - 3, ".h5") == 0) stem = n - 3;
-    else if (n >= 5 && strcmp(h5_path + n - 5, ".hdf5") == 0) stem = n - 5;
-    snprintf(out, out_size, "%.*s.xmf", (int)stem, h5_path);
-}
-
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
-/* ---------------------------------------------------------------- sidecar */
-
-/* fsync the directory holding `path` (after a rename into it). */
-static void fsync_dir_of(const char *path)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) slash[slash == dir ? 1 : 0] = '\0';
-    else snprintf(dir, sizeof dir, ".");
-    int dfd = open(dir, O_RDONLY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-}
-
-static void xml_escaped(FILE *f, const char *s)
-{
-    for (; *s; ++s) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
-static const char *xdmf_number_type(int kind, int *precision)
-{
-    *precision = kind == FK_U8 ? 1 : 4;
-    return kind == FK_U32 ? "UInt" : kind == FK_U8 ? "UChar" : "Float";
-}
-
-/* One HyperSlab DataItem: rows [start, start + n) of the concatenated dataset `dset`. */
-static void xmf_slab(FILE *f, const char *h5name, const char *dset, int ncomp, int kind, unsigned long long start,
-                     size_t n, unsigned long long total)
-{
-    int prec;
-    const char *nt = xdmf_number_type(kind, &prec);
-    const char *ind = "          ";
-    if (ncomp > 1) {
-        fprintf(f, "%s<DataItem ItemType=\"HyperSlab\" Dimensions=\"%zu %d\">\n", ind, n, ncomp);
-        fprintf(f, "%s  <DataItem Dimensions=\"3 2\" NumberType=\"Int\" Format=\"XML\">%llu 0 1 1 %zu %d</DataItem>\n",
-                ind, start, n, ncomp);
-        fprintf(f, "%s  <DataItem Dimensions=\"%llu %d\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">", ind,
-                total, ncomp, nt, prec);
-    } else {
-        fprintf(f, "%s<DataItem ItemType=\"HyperSlab\" Dimensions=\"%zu\">\n", ind, n);
-        fprintf(f, "%s  <DataItem Dimensions=\"3 1\" NumberType=\"Int\" Format=\"XML\">%llu 1 %zu</DataItem>\n", ind,
-                start, n);
-        fprintf(f, "%s  <DataItem Dimensions=\"%llu\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">", ind, total,
-                nt, prec);
-    }
-    xml_escaped(f, h5name);
-    fprintf(f, ":%s</DataItem>\n%s</DataItem>\n", dset, ind);
-}
-
-/* Write the complete sidecar for the committed snapshots, atomically. */
-static sphsim_status sidecar_write(const output *o, sphsim_error *e)
-{
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", o->xmf_path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the XDMF sidecar '%s': %s", tmp, strerror(errno));
-    const char *h5name = base_name(o->path);
-    unsigned long long total = (unsigned long long)o->nsteps * o->n;
-    fprintf(f, "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n");
-    fprintf(f, "<!-- sphsim XDMF sidecar of ");
-    xml_escaped(f, h5name);
-    fprintf(f,
-            ": %llu committed snapshot(s). Every DataItem is a HyperSlab into the datasets of the .h5\n"
-            "     (concatenated over snapshots). ParaView 5.11: open with the \"XDMF Reader\" (not Xdmf3).\n"
-            "     ParaView 5.12+: open the .h5 itself (VTKHDF). -->\n",
-            (unsigned long long)o->nsteps);
-    fprintf(f, "<Xdmf Version=\"2.0\">\n  <Domain>\n");
-    fprintf(f, "    <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
-    for (hsize_t k = 0; k < o->nsteps; ++k) {
-        unsigned long long start = (unsigned long long)k * o->n;
-        fprintf(f, "      <Grid Name=\"step_%llu\" GridType=\"Uniform\">\n", (unsigned long long)k);
-        fprintf(f, "        <Time Value=\"%.17g\"/>\n", o->times[k]);
-        fprintf(f, "        <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%zu\" NodesPerElement=\"1\"/>\n",
-                o->n);
-        fprintf(f, "        <Geometry GeometryType=\"XYZ\">\n");
-        xmf_slab(f, h5name, "/VTKHDF/Points", 3, FK_F32, start, o->n, total);
-        fprintf(f, "        </Geometry>\n");
-        for (int i = 0; i < N_FIELDS; ++i) {
-            const field_desc *fd = &FIELDS[i];
-            if (!(o->fields & fd->bit)) continue;
-            char dset[128];
-            snprintf(dset, sizeof dset, "/VTKHDF/PointData/%s", fd->name);
-            fprintf(f, "        <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n", fd->name,
-                    fd->ncomp == 3 ? "Vector" : "Scalar");
-            xmf_slab(f, h5name, dset, fd->ncomp, fd->kind, start, o->n, total);
-            fprintf(f, "        </Attribute>\n");
-        }
-        fprintf(f, "      </Grid>\n");
-    }
-    fprintf(f, "    </Grid>\n  </Domain>\n</Xdmf>\n");
-    int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int err = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        err = errno;
-    }
-    if (bad) {
-        unlink(tmp);
-        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the XDMF sidecar '%s': %s", tmp, strerror(err));
-    }
-    if (rename(tmp, o->xmf_path) != 0) {
-        err = errno;
-        unlink(tmp);
-        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot rename '%s' to '%s': %s", tmp, o->xmf_path, strerror(err));
-    }
-    fsync_dir_of(o->xmf_path); /* make the rename itself durable */
-    return SPHSIM_OK;
-}
-
 static void poison(output *o);
-static int reserve_space(output *o, double extra);
-static void release_slack(output *o);
 
 /* ---------------------------------------------------------------- layout creation */
 
@@ -618,11 +139,11 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
     /* ---- VTKHDF ---- */
     if ((g = H5Gcreate2(f, "/VTKHDF", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
     int64_t version[2] = { 2, 0 };
-    if (attr_write(g, "Version", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, 2, version) < 0) goto done;
-    if (attr_fixed_str(g, "Type", "PolyData") < 0) goto done;
+    if (h5io_attr_write(g, "Version", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, 2, version) < 0) goto done;
+    if (h5io_attr_fixed_str(g, "Type", "PolyData") < 0) goto done;
     H5Gclose(g);
     g = -1;
-    if (ds_create(f, "/VTKHDF/Points", H5T_IEEE_F32LE, 2, 3, prow) < 0) goto done;
+    if (h5io_ds_create(f, "/VTKHDF/Points", H5T_IEEE_F32LE, 2, 3, prow) < 0) goto done;
     for (int t = 0; t < OUT_TOPOS; ++t) {
         char p[128];
         snprintf(p, sizeof p, "/VTKHDF/%s", TOPOS[t]);
@@ -631,38 +152,39 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         g = -1;
         hsize_t crow = t == 0 ? clamp_rows(s->n_total + 1, 1024, 65536) : 16;
         snprintf(p, sizeof p, "/VTKHDF/%s/Offsets", TOPOS[t]);
-        if (ds_create(f, p, H5T_STD_I64LE, 1, 1, crow) < 0) goto done;
+        if (h5io_ds_create(f, p, H5T_STD_I64LE, 1, 1, crow) < 0) goto done;
         int64_t zero = 0; /* no cells (yet): offsets [0] */
-        if (ds_write_rows(f, p, H5T_NATIVE_INT64, &zero, 0, 1) < 0) goto done;
+        if (h5io_ds_write_rows(f, p, H5T_NATIVE_INT64, &zero, 0, 1) < 0) goto done;
         snprintf(p, sizeof p, "/VTKHDF/%s/Connectivity", TOPOS[t]);
-        if (ds_create(f, p, H5T_STD_I64LE, 1, 1, crow) < 0) goto done;
+        if (h5io_ds_create(f, p, H5T_STD_I64LE, 1, 1, crow) < 0) goto done;
     }
     /* Until the first snapshot the part is empty (0 points, 0 cells: a valid, empty PolyData
      * for VTK); the first snapshot writes the vertex cells and the counts for its N. */
     for (int i = 0; i < N_PART_I64; ++i) {
         int64_t zero = 0;
-        if (ds_create(f, PART_I64[i], H5T_STD_I64LE, 1, 1, 16) < 0 ||
-            ds_write_rows(f, PART_I64[i], H5T_NATIVE_INT64, &zero, 0, 1) < 0)
+        if (h5io_ds_create(f, PART_I64[i], H5T_STD_I64LE, 1, 1, 16) < 0 ||
+            h5io_ds_write_rows(f, PART_I64[i], H5T_NATIVE_INT64, &zero, 0, 1) < 0)
             goto done;
     }
     if ((g = H5Gcreate2(f, "/VTKHDF/PointData", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
     H5Gclose(g);
     g = -1;
     if ((g = H5Gcreate2(f, "/VTKHDF/Steps", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
-    if (attr_i64(g, "NSteps", 0) < 0) goto done;
+    if (h5io_attr_i64(g, "NSteps", 0) < 0) goto done;
     H5Gclose(g);
     g = -1;
     if ((g = H5Gcreate2(f, "/VTKHDF/Steps/PointDataOffsets", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
     H5Gclose(g);
     g = -1;
-    for (int i = 0; i < N_FIELDS; ++i) {
-        const field_desc *fd = &FIELDS[i];
+    for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
+        const field_desc *fd = &OUTPUT_FIELDS[i];
         if (!(o->fields & fd->bit)) continue;
         char p[128];
         snprintf(p, sizeof p, "/VTKHDF/PointData/%s", fd->name);
-        if (ds_create(f, p, field_ftype(fd->kind), fd->ncomp == 1 ? 1 : 2, (hsize_t)fd->ncomp, prow) < 0) goto done;
+        if (h5io_ds_create(f, p, output_field_ftype(fd->kind), fd->ncomp == 1 ? 1 : 2, (hsize_t)fd->ncomp, prow) < 0)
+            goto done;
         snprintf(p, sizeof p, "/VTKHDF/Steps/PointDataOffsets/%s", fd->name);
-        if (ds_create(f, p, H5T_STD_I64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
+        if (h5io_ds_create(f, p, H5T_STD_I64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
     }
 
     /* ---- sphsim ---- */
@@ -675,47 +197,49 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         if (sg < 0) goto done;
         H5Gclose(sg);
     }
-    for (int i = 0; i < N_STEP_I64; ++i)
-        if (ds_create(f, STEP_I64[i], H5T_STD_I64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
+    for (int i = 0; i < OUTPUT_N_STEP_I64; ++i)
+        if (h5io_ds_create(f, OUTPUT_STEP_I64[i], H5T_STD_I64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
     for (int i = 0; i < 2; ++i)
-        if (ds_create(f, STEP_F64[i], H5T_IEEE_F64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
+        if (h5io_ds_create(f, STEP_F64[i], H5T_IEEE_F64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
     for (int i = 0; i < 2; ++i)
-        if (ds_create(f, STEP_I64x4[i], H5T_STD_I64LE, 2, OUT_TOPOS, OUT_STEP_CHUNK) < 0) goto done;
+        if (h5io_ds_create(f, STEP_I64x4[i], H5T_STD_I64LE, 2, OUT_TOPOS, OUT_STEP_CHUNK) < 0) goto done;
 
     int sph = s->mode == MODE_SPH;
     char fields[256] = "position";
-    for (int i = 0; i < N_FIELDS; ++i)
-        if (o->fields & FIELDS[i].bit) {
+    for (int i = 0; i < OUTPUT_N_FIELDS; ++i)
+        if (o->fields & OUTPUT_FIELDS[i].bit) {
             strcat(fields, ",");
-            strcat(fields, FIELDS[i].name);
+            strcat(fields, OUTPUT_FIELDS[i].name);
         }
     int64_t counts[3] = { s->n_fluid, s->n_boundary, s->n_spheres };
-    if (attr_i64(g, "layout_version", OUT_LAYOUT_VERSION) < 0 || attr_str(g, "scene_json", s->source_json) < 0 ||
-        attr_str(g, "resolved_json", s->resolved_json) < 0 ||
-        attr_str(g, "version", ri && ri->version ? ri->version : "") < 0 ||
-        attr_str(g, "device", ri && ri->device_name ? ri->device_name : "") < 0 ||
-        attr_str(g, "start_time", ri && ri->start_time ? ri->start_time : "") < 0 ||
-        attr_str(g, "scene_path", s->path) < 0 || attr_str(g, "name", s->name) < 0 ||
-        attr_str(g, "mode", sph ? "sph" : "particles") < 0 || attr_str(g, "fields", fields) < 0 ||
-        attr_i64(g, "dimensions", s->dims) < 0 || attr_f64v(g, "gravity", s->gravity, 3) < 0 ||
-        attr_f64v(g, "tank_min", s->tank.min, 3) < 0 || attr_f64v(g, "tank_max", s->tank.max, 3) < 0 ||
-        attr_f64(g, "smoothing_length", sph ? s->h : 0) < 0 || attr_f64(g, "support_radius", s->support) < 0 ||
-        attr_f64(g, "particle_mass", sph ? s->particle_mass : 0) < 0 ||
-        attr_f64(g, "lattice_particle_mass", sph ? s->particle_mass : 0) < 0 ||
-        attr_f64(g, "spacing", sph ? s->spacing : 0) < 0 ||
-        attr_str(g, "kernel", sph ? kernel_name(s->kernel) : "n/a") < 0 ||
-        attr_f64(g, "rest_density", sph ? s->rest_density : 0) < 0 ||
-        attr_str(g, "eos", sph ? eos_name(s->eos) : "n/a") < 0 ||
-        attr_f64(g, "sound_speed", sph ? s->sound_speed : 0) < 0 || attr_f64(g, "gamma", sph ? s->gamma : 0) < 0 ||
-        attr_f64(g, "stiffness", sph ? s->stiffness : 0) < 0 ||
-        attr_str(g, "viscosity", sph ? visc_name(s->visc) : "n/a") < 0 ||
-        attr_f64(g, "viscosity_alpha", sph ? s->alpha : 0) < 0 ||
-        attr_f64(g, "dynamic_viscosity", sph ? s->mu : 0) < 0 ||
-        attr_f64(g, "restitution", sph ? 0 : s->restitution) < 0 || attr_f64(g, "dt", s->dt) < 0 ||
-        attr_f64(g, "t_end", s->t_end) < 0 || attr_f64(g, "output_interval", s->out_interval) < 0 ||
-        attr_write(g, "particle_counts", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, 3, counts) < 0 ||
-        attr_str(g, "particle_counts_order", "fluid, boundary, spheres (ids in that order)") < 0 ||
-        attr_str(g, "units", UNITS_JSON) < 0 || attr_str(g, "resumes", "") < 0)
+    if (h5io_attr_i64(g, "layout_version", OUT_LAYOUT_VERSION) < 0 ||
+        h5io_attr_str(g, "scene_json", s->source_json) < 0 || h5io_attr_str(g, "resolved_json", s->resolved_json) < 0 ||
+        h5io_attr_str(g, "version", ri && ri->version ? ri->version : "") < 0 ||
+        h5io_attr_str(g, "device", ri && ri->device_name ? ri->device_name : "") < 0 ||
+        h5io_attr_str(g, "start_time", ri && ri->start_time ? ri->start_time : "") < 0 ||
+        h5io_attr_str(g, "scene_path", s->path) < 0 || h5io_attr_str(g, "name", s->name) < 0 ||
+        h5io_attr_str(g, "mode", sph ? "sph" : "particles") < 0 || h5io_attr_str(g, "fields", fields) < 0 ||
+        h5io_attr_i64(g, "dimensions", s->dims) < 0 || h5io_attr_f64v(g, "gravity", s->gravity, 3) < 0 ||
+        h5io_attr_f64v(g, "tank_min", s->tank.min, 3) < 0 || h5io_attr_f64v(g, "tank_max", s->tank.max, 3) < 0 ||
+        h5io_attr_f64(g, "smoothing_length", sph ? s->h : 0) < 0 ||
+        h5io_attr_f64(g, "support_radius", s->support) < 0 ||
+        h5io_attr_f64(g, "particle_mass", sph ? s->particle_mass : 0) < 0 ||
+        h5io_attr_f64(g, "lattice_particle_mass", sph ? s->particle_mass : 0) < 0 ||
+        h5io_attr_f64(g, "spacing", sph ? s->spacing : 0) < 0 ||
+        h5io_attr_str(g, "kernel", sph ? kernel_name(s->kernel) : "n/a") < 0 ||
+        h5io_attr_f64(g, "rest_density", sph ? s->rest_density : 0) < 0 ||
+        h5io_attr_str(g, "eos", sph ? eos_name(s->eos) : "n/a") < 0 ||
+        h5io_attr_f64(g, "sound_speed", sph ? s->sound_speed : 0) < 0 ||
+        h5io_attr_f64(g, "gamma", sph ? s->gamma : 0) < 0 ||
+        h5io_attr_f64(g, "stiffness", sph ? s->stiffness : 0) < 0 ||
+        h5io_attr_str(g, "viscosity", sph ? visc_name(s->visc) : "n/a") < 0 ||
+        h5io_attr_f64(g, "viscosity_alpha", sph ? s->alpha : 0) < 0 ||
+        h5io_attr_f64(g, "dynamic_viscosity", sph ? s->mu : 0) < 0 ||
+        h5io_attr_f64(g, "restitution", sph ? 0 : s->restitution) < 0 || h5io_attr_f64(g, "dt", s->dt) < 0 ||
+        h5io_attr_f64(g, "t_end", s->t_end) < 0 || h5io_attr_f64(g, "output_interval", s->out_interval) < 0 ||
+        h5io_attr_write(g, "particle_counts", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, 3, counts) < 0 ||
+        h5io_attr_str(g, "particle_counts_order", "fluid, boundary, spheres (ids in that order)") < 0 ||
+        h5io_attr_str(g, "units", UNITS_JSON) < 0 || h5io_attr_str(g, "resumes", "") < 0)
         goto done;
     rc = 0;
 done:
@@ -723,7 +247,7 @@ done:
     return rc;
 }
 
-static hid_t make_fapl(void)
+static hid_t output_fapl(void)
 {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl < 0) return -1;
@@ -758,7 +282,7 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
                           sphsim_error *e)
 {
     *out = NULL;
-    h5_quiet();
+    h5io_quiet();
     if (!path || !*path) return SPHSIM_FAIL(e, SPHSIM_E_IO, "no output file name given");
     if (strlen(path) >= 4000) return SPHSIM_FAIL(e, SPHSIM_E_IO, "output file name too long: %.64s...", path);
     output *o = output_alloc(path);
@@ -783,28 +307,29 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
      * one), and --overwrite replaces the old file only when the new one is ready. */
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.creating", path);
-    hid_t fapl = make_fapl();
+    hid_t fapl = output_fapl();
     o->file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (fapl >= 0) H5Pclose(fapl);
     if (o->file < 0) {
         char why[512];
-        h5_reason(why, sizeof why);
+        h5io_reason(why, sizeof why);
         sphsim_status r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot create output file '%s': %s", path, why);
         output_free(o);
         return r;
     }
     sphsim_status r = SPHSIM_OK;
     /* room for the empty layout first (as for every write: see output_write) */
-    int err = reserve_space(o, 131072.0);
-    if (err == 0 && create_layout(o, s, ri) == 0 && (err = reserve_space(o, 0)) == 0 && h5_sync(o->file) == 0) {
+    int err = diskspace_reserve(o->file, 131072.0);
+    if (err == 0 && create_layout(o, s, ri) == 0 && (err = diskspace_reserve(o->file, 0)) == 0 &&
+        h5io_sync(o->file) == 0) {
         /* on disk */
     } else {
         char why[512];
         if (err) snprintf(why, sizeof why, "%s", strerror(err));
-        else h5_reason(why, sizeof why);
+        else h5io_reason(why, sizeof why);
         r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the layout of output file '%s': %s", path, why);
     }
-    if (r == SPHSIM_OK) release_slack(o);
+    if (r == SPHSIM_OK) diskspace_release(o->file);
     if (r == SPHSIM_OK) {
         int rc;
         if (overwrite) {
@@ -820,15 +345,15 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
                     ? SPHSIM_FAIL(e, SPHSIM_E_IO, "output file '%s' already exists; pass --overwrite to replace it",
                                   path)
                     : SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot create output file '%s': %s", path, strerror(errno));
-        else fsync_dir_of(path);
+        else h5io_fsync_dir(path);
     }
     int placed = r == SPHSIM_OK;
-    if (r == SPHSIM_OK) r = sidecar_write(o, e);
+    if (r == SPHSIM_OK) r = xdmf_write(o, e);
     if (r != SPHSIM_OK) {
         poison(o); /* the file is removed: nothing more needs to reach it (and a full disk
                       would make H5Fclose fail, which HDF5 1.10 follows with a crash at exit) */
         H5Fclose(o->file);
-        g_h5_have = 0;
+        h5io_forget();
         unlink(placed ? path : tmp);
         output_free(o);
         return r;
@@ -878,12 +403,12 @@ static int write_rows_packed(output *o, const char *path, hid_t mtype, size_t ro
 {
     const size_t B = o->block_rows;
     if (ensure_buf(o, row_bytes * (n < B ? (n ? n : 1) : B)) < 0) return -1;
-    if (n == 0) return ds_write_rows(o->file, path, mtype, o->buf, row, 0);
+    if (n == 0) return h5io_ds_write_rows(o->file, path, mtype, o->buf, row, 0);
     for (size_t k = 0; k < n;) {
         size_t m = B - (size_t)((row + k) % B);
         if (m > n - k) m = n - k;
         pack(src, k, m, o->buf);
-        if (ds_write_rows(o->file, path, mtype, o->buf, row + k, m) < 0) return -1;
+        if (h5io_ds_write_rows(o->file, path, mtype, o->buf, row + k, m) < 0) return -1;
         k += m;
     }
     return 0;
@@ -901,11 +426,11 @@ void output_set_block_rows(output *o, size_t rows)
  * drop, the next write into that chunk would fail ("addr overflow"). */
 static int ds_cut(hid_t f, const char *path, hsize_t rows, hsize_t margin)
 {
-    long long cur = ds_rows(f, path);
+    long long cur = h5io_ds_rows(f, path);
     if (cur < 0) return -1;
     hsize_t high = ((hsize_t)cur > rows ? (hsize_t)cur : rows) + margin;
-    if (ds_write_rows(f, path, H5T_NATIVE_INT64, NULL, high, 0) < 0) return -1;
-    return ds_write_rows(f, path, H5T_NATIVE_INT64, NULL, rows, 0);
+    if (h5io_ds_write_rows(f, path, H5T_NATIVE_INT64, NULL, high, 0) < 0) return -1;
+    return h5io_ds_write_rows(f, path, H5T_NATIVE_INT64, NULL, rows, 0);
 }
 
 /* Cut every growing dataset to the rows of `k` committed snapshots (n_hint: particles per
@@ -917,15 +442,15 @@ static int truncate_to(output *o, hsize_t k, size_t n_hint)
     hsize_t prow = k * o->n;
     hsize_t pmargin = (hsize_t)(o->n > n_hint ? o->n : n_hint) + 2 * 65536, smargin = 2 * OUT_STEP_CHUNK;
     rc |= ds_cut(f, "/VTKHDF/Points", prow, pmargin);
-    for (int i = 0; i < N_FIELDS; ++i) {
-        if (!(o->fields & FIELDS[i].bit)) continue;
+    for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
+        if (!(o->fields & OUTPUT_FIELDS[i].bit)) continue;
         char p[128];
-        snprintf(p, sizeof p, "/VTKHDF/PointData/%s", FIELDS[i].name);
+        snprintf(p, sizeof p, "/VTKHDF/PointData/%s", OUTPUT_FIELDS[i].name);
         rc |= ds_cut(f, p, prow, pmargin);
-        snprintf(p, sizeof p, "/VTKHDF/Steps/PointDataOffsets/%s", FIELDS[i].name);
+        snprintf(p, sizeof p, "/VTKHDF/Steps/PointDataOffsets/%s", OUTPUT_FIELDS[i].name);
         rc |= ds_cut(f, p, k, smargin);
     }
-    for (int i = 0; i < N_STEP_I64; ++i) rc |= ds_cut(f, STEP_I64[i], k, smargin);
+    for (int i = 0; i < OUTPUT_N_STEP_I64; ++i) rc |= ds_cut(f, OUTPUT_STEP_I64[i], k, smargin);
     for (int i = 0; i < 2; ++i) rc |= ds_cut(f, STEP_F64[i], k, smargin);
     for (int i = 0; i < 2; ++i) rc |= ds_cut(f, STEP_I64x4[i], k, smargin);
     if (k == 0) { /* the first snapshot's vertex cells may be half made too */
@@ -945,7 +470,8 @@ static int write_topology(output *o)
         write_rows_packed(o, "/VTKHDF/Vertices/Connectivity", H5T_NATIVE_INT64, 8, 0, n, pack_index, NULL) < 0)
         return -1;
     /* the part's counts (n points, n vertex cells) come with the first commit: write_part_counts */
-    if (link_exists(f, "/sphsim/restart/device_order") && H5Ldelete(f, "/sphsim/restart/device_order", H5P_DEFAULT) < 0)
+    if (h5io_link_exists(f, "/sphsim/restart/device_order") &&
+        H5Ldelete(f, "/sphsim/restart/device_order", H5P_DEFAULT) < 0)
         return -1;
     if (n > 0) {
         /* Two rows: snapshot k writes row k % 2, so the committed one survives a crash. */
@@ -969,7 +495,7 @@ static int write_part_counts(output *o)
 {
     int64_t nn = (int64_t)o->n;
     for (int i = 0; i < 3; ++i) /* NumberOfPoints, Vertices/NumberOfCells, Vertices/NumberOfConnectivityIds */
-        if (ds_write_rows(o->file, PART_I64[i], H5T_NATIVE_INT64, &nn, 0, 1) < 0) return -1;
+        if (h5io_ds_write_rows(o->file, PART_I64[i], H5T_NATIVE_INT64, &nn, 0, 1) < 0) return -1;
     return 0;
 }
 
@@ -986,8 +512,8 @@ static int write_used_masses(output *o, const particles *p)
     hid_t g = H5Gopen2(o->file, "/sphsim", H5P_DEFAULT);
     if (g < 0) return -1;
     int rc = 0;
-    if (m_fluid >= 0) rc |= attr_f64(g, "particle_mass", m_fluid);
-    if (m_boundary >= 0) rc |= attr_f64(g, "boundary_particle_mass", m_boundary);
+    if (m_fluid >= 0) rc |= h5io_attr_f64(g, "particle_mass", m_fluid);
+    if (m_boundary >= 0) rc |= h5io_attr_f64(g, "boundary_particle_mass", m_boundary);
     H5Gclose(g);
     return rc ? -1 : 0;
 }
@@ -1017,66 +543,11 @@ static int write_device_order(output *o, const uint32_t *order, hsize_t k)
     return rc;
 }
 
-/* ---- the solver's restart state (opaque bytes, see output.h) ---- */
-#define RESTART_STATE "/sphsim/restart/solver_state"             /* uint8[2, W] */
-#define RESTART_STATE_BYTES "/sphsim/restart/solver_state_bytes" /* int64[2] */
-/* the same datasets under their names before the SPH solver stored a state too: particle-mode
- * files of older versions have these, and keep them when appended to (state_names) */
-#define RESTART_STATE_OLD "/sphsim/restart/contact_state"
-#define RESTART_STATE_BYTES_OLD "/sphsim/restart/contact_state_bytes"
-
-/* Write (or read) the block at `off` of `cnt` elements of dataset `path` (rank 1 or 2). */
-static int ds_block(hid_t f, const char *path, hid_t mtype, int rank, const hsize_t *off, const hsize_t *cnt, void *buf,
-                    int do_write)
-{
-    hid_t ds = H5Dopen2(f, path, H5P_DEFAULT);
-    if (ds < 0) return -1;
-    hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(rank, cnt, NULL);
-    int ok = fs >= 0 && ms >= 0 && H5Sget_simple_extent_ndims(fs) == rank &&
-             H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0;
-    if (ok && do_write) ok = H5Dwrite(ds, mtype, ms, fs, H5P_DEFAULT, buf) >= 0;
-    else if (ok) ok = H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, buf) >= 0;
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
-    H5Dclose(ds);
-    return ok ? 0 : -1;
-}
-
-/* Bytes per row of the state dataset `name` (with its lengths in `name_bytes`): 0 when the file
- * has none, -1 when it is unusable. */
-static long long state_width_of(hid_t f, const char *name, const char *name_bytes)
-{
-    int have = link_exists(f, name), have_len = link_exists(f, name_bytes);
-    if (!have && !have_len) return 0;
-    if (!have || !have_len) return -1;
-    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
-    if (ds < 0) return -1;
-    hid_t fs = H5Dget_space(ds);
-    hsize_t dims[2] = { 0, 0 };
-    long long w = -1;
-    if (fs >= 0 && H5Sget_simple_extent_ndims(fs) == 2 && H5Sget_simple_extent_dims(fs, dims, NULL) >= 0 &&
-        dims[0] == 2 && dims[1] > 0)
-        w = (long long)dims[1];
-    if (fs >= 0) H5Sclose(fs);
-    H5Dclose(ds);
-    return w;
-}
-
-/* The state datasets' names in file f: the older ones when only those exist (a particle-mode
- * file of an older version, read and appended to under them), else solver_state. */
-static void state_names(hid_t f, const char **name, const char **name_bytes)
-{
-    const int old = !link_exists(f, RESTART_STATE) && !link_exists(f, RESTART_STATE_BYTES) &&
-                    (link_exists(f, RESTART_STATE_OLD) || link_exists(f, RESTART_STATE_BYTES_OLD));
-    *name = old ? RESTART_STATE_OLD : RESTART_STATE;
-    *name_bytes = old ? RESTART_STATE_BYTES_OLD : RESTART_STATE_BYTES;
-}
-
 static long long state_width(hid_t f)
 {
     const char *name, *name_bytes;
-    state_names(f, &name, &name_bytes);
-    return state_width_of(f, name, name_bytes);
+    output_state_names(f, &name, &name_bytes);
+    return output_state_width_of(f, name, name_bytes);
 }
 
 /* The two solver-state datasets for rows of `width` bytes: contiguous, allocated and zeroed
@@ -1110,8 +581,8 @@ static int write_state(output *o, const void *blob, size_t bytes, hsize_t k)
 {
     hid_t f = o->file;
     const char *name, *name_bytes;
-    state_names(f, &name, &name_bytes);
-    long long w = state_width_of(f, name, name_bytes);
+    output_state_names(f, &name, &name_bytes);
+    long long w = output_state_width_of(f, name, name_bytes);
     if (w < 0) return -1;
     if (!blob) bytes = 0;
     if (bytes == 0 && w == 0) return 0;
@@ -1125,11 +596,11 @@ static int write_state(output *o, const void *blob, size_t bytes, hsize_t k)
         memcpy(o->buf, blob, bytes);
         memset((char *)o->buf + bytes, 0, (size_t)w - bytes);
         hsize_t off[2] = { k % 2, 0 }, cnt[2] = { 1, (hsize_t)w };
-        if (ds_block(f, name, H5T_NATIVE_UINT8, 2, off, cnt, o->buf, 1) < 0) return -1;
+        if (h5io_ds_block(f, name, H5T_NATIVE_UINT8, 2, off, cnt, o->buf, 1) < 0) return -1;
     }
     int64_t len = (int64_t)bytes;
     hsize_t off1 = k % 2, cnt1 = 1;
-    return ds_block(f, name_bytes, H5T_NATIVE_INT64, 1, &off1, &cnt1, &len, 1);
+    return h5io_ds_block(f, name_bytes, H5T_NATIVE_INT64, 1, &off1, &cnt1, &len, 1);
 }
 
 /* Steps 1 and 2 of the commit protocol for snapshot k. */
@@ -1146,26 +617,19 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
     }
     /* ---- data ---- */
     if (write_rows_packed(o, "/VTKHDF/Points", H5T_NATIVE_FLOAT, 12, row, n, pack_xyz, p->pos) < 0) return -1;
-    for (int i = 0; i < N_FIELDS; ++i) {
-        const field_desc *fd = &FIELDS[i];
+    for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
+        const field_desc *fd = &OUTPUT_FIELDS[i];
         if (!(o->fields & fd->bit)) continue;
-        const void *src = NULL;
-        switch (fd->bit) {
-        case FIELD_VELOCITY:
+        if (fd->bit == FIELD_VELOCITY) {
             if (write_rows_packed(o, "/VTKHDF/PointData/velocity", H5T_NATIVE_FLOAT, 12, row, n, pack_xyz, p->vel) < 0)
                 return -1;
             continue;
-        case FIELD_DENSITY: src = p->rho; break;
-        case FIELD_PRESSURE: src = p->pressure; break;
-        case FIELD_ID: src = p->id; break;
-        case FIELD_TYPE: src = p->type; break;
-        case FIELD_RADIUS: src = p->radius; break;
-        case FIELD_MASS: src = p->mass; break;
-        default: return -1;
         }
+        const void *src = output_field_array(p, fd->bit);
+        if (!src) return -1;
         char path[128];
         snprintf(path, sizeof path, "/VTKHDF/PointData/%s", fd->name);
-        if (ds_write_rows(f, path, field_mtype(fd->kind), src, row, n) < 0) return -1;
+        if (h5io_ds_write_rows(f, path, output_field_mtype(fd->kind), src, row, n) < 0) return -1;
     }
     if (write_device_order(o, si->device_order, k) < 0) return -1;
     if (write_state(o, state, state_bytes, k) < 0) return -1;
@@ -1174,23 +638,23 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
     double t = si->time;
     int64_t part = 0, one = 1, poff = (int64_t)row, zeros4[OUT_TOPOS] = { 0, 0, 0, 0 };
     int64_t step = si->step, ncont = si->n_contacts, nout = si->n_outside;
-    if (ds_write_rows(f, "/VTKHDF/Steps/PartOffsets", H5T_NATIVE_INT64, &part, k, 1) < 0 ||
-        ds_write_rows(f, "/VTKHDF/Steps/NumberOfParts", H5T_NATIVE_INT64, &one, k, 1) < 0 ||
-        ds_write_rows(f, "/VTKHDF/Steps/PointOffsets", H5T_NATIVE_INT64, &poff, k, 1) < 0 ||
+    if (h5io_ds_write_rows(f, "/VTKHDF/Steps/PartOffsets", H5T_NATIVE_INT64, &part, k, 1) < 0 ||
+        h5io_ds_write_rows(f, "/VTKHDF/Steps/NumberOfParts", H5T_NATIVE_INT64, &one, k, 1) < 0 ||
+        h5io_ds_write_rows(f, "/VTKHDF/Steps/PointOffsets", H5T_NATIVE_INT64, &poff, k, 1) < 0 ||
         /* every step reads the one vertex topology from its start */
-        ds_write_rows(f, "/VTKHDF/Steps/CellOffsets", H5T_NATIVE_INT64, zeros4, k, 1) < 0 ||
-        ds_write_rows(f, "/VTKHDF/Steps/ConnectivityIdOffsets", H5T_NATIVE_INT64, zeros4, k, 1) < 0)
+        h5io_ds_write_rows(f, "/VTKHDF/Steps/CellOffsets", H5T_NATIVE_INT64, zeros4, k, 1) < 0 ||
+        h5io_ds_write_rows(f, "/VTKHDF/Steps/ConnectivityIdOffsets", H5T_NATIVE_INT64, zeros4, k, 1) < 0)
         return -1;
-    for (int i = 0; i < N_FIELDS; ++i) {
-        if (!(o->fields & FIELDS[i].bit)) continue;
+    for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
+        if (!(o->fields & OUTPUT_FIELDS[i].bit)) continue;
         char path[128];
-        snprintf(path, sizeof path, "/VTKHDF/Steps/PointDataOffsets/%s", FIELDS[i].name);
-        if (ds_write_rows(f, path, H5T_NATIVE_INT64, &poff, k, 1) < 0) return -1;
+        snprintf(path, sizeof path, "/VTKHDF/Steps/PointDataOffsets/%s", OUTPUT_FIELDS[i].name);
+        if (h5io_ds_write_rows(f, path, H5T_NATIVE_INT64, &poff, k, 1) < 0) return -1;
     }
-    if (ds_write_rows(f, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, &t, k, 1) < 0 ||
-        ds_write_rows(f, "/sphsim/steps/step", H5T_NATIVE_INT64, &step, k, 1) < 0 ||
-        ds_write_rows(f, "/sphsim/steps/n_contacts", H5T_NATIVE_INT64, &ncont, k, 1) < 0 ||
-        ds_write_rows(f, "/sphsim/steps/n_outside", H5T_NATIVE_INT64, &nout, k, 1) < 0)
+    if (h5io_ds_write_rows(f, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, &t, k, 1) < 0 ||
+        h5io_ds_write_rows(f, "/sphsim/steps/step", H5T_NATIVE_INT64, &step, k, 1) < 0 ||
+        h5io_ds_write_rows(f, "/sphsim/steps/n_contacts", H5T_NATIVE_INT64, &ncont, k, 1) < 0 ||
+        h5io_ds_write_rows(f, "/sphsim/steps/n_outside", H5T_NATIVE_INT64, &nout, k, 1) < 0)
         return -1;
     return 0;
 }
@@ -1227,61 +691,7 @@ static void poison(output *o)
         }
     }
     o->broken = 1;
-    g_h5_have = 0;
-}
-
-/* Give the file real disk blocks from its current end up to HDF5's end of allocated space
- * plus `extra` bytes (posix_fallocate: ENOSPC, EDQUOT or EFBIG show up here, and writes into
- * the reserved range cannot fail for want of space). Returns 0, or an errno value. Reserved
- * space past HDF5's end is given back by the next flush (HDF5 truncates the file there). */
-static int reserve_space(output *o, double extra)
-{
-    hsize_t size = 0;
-    int *fd = NULL;
-    struct stat st;
-    if (H5Fget_filesize(o->file, &size) < 0) return EIO;
-    if (H5Fget_vfd_handle(o->file, H5P_DEFAULT, (void **)&fd) < 0 || !fd || *fd < 0) return EIO;
-    if (fstat(*fd, &st) != 0) return errno;
-    double target = (double)(size > (hsize_t)st.st_size ? size : (hsize_t)st.st_size) + extra;
-    if (target <= (double)st.st_size) return 0;
-    int err = posix_fallocate(*fd, st.st_size, (off_t)(target - (double)st.st_size));
-    /* file systems that cannot preallocate: go on without the guarantee */
-    if (err == EINVAL || err == EOPNOTSUPP || err == ENODEV || err == ESPIPE) err = 0;
-    return err;
-}
-
-/* Give back what reserve_space reserved past HDF5's end of allocated space. */
-static void release_slack(output *o)
-{
-    hsize_t size = 0;
-    int *fd = NULL;
-    struct stat st;
-    if (H5Fget_filesize(o->file, &size) < 0 || size == 0) return;
-    if (H5Fget_vfd_handle(o->file, H5P_DEFAULT, (void **)&fd) < 0 || !fd || *fd < 0) return;
-    if (fstat(*fd, &st) == 0 && (hsize_t)st.st_size > size && ftruncate(*fd, (off_t)size) != 0) return;
-}
-
-/* Bytes snapshot k adds to the file, generously (data, restart order, step entries; the first
- * also the vertex cells and the chunk indexes of every dataset). */
-static double snapshot_bytes(const output *o, size_t n, hsize_t k)
-{
-    double per = 12 + 4; /* Points, device order */
-    for (int i = 0; i < N_FIELDS; ++i)
-        if (o->fields & FIELDS[i].bit) per += FIELDS[i].ncomp * (FIELDS[i].kind == FK_U8 ? 1 : 4);
-    if (k == 0 || !o->have_topology) per += 16 + 4; /* vertex offsets, connectivity; 2nd order row */
-    return per * (double)n * 1.05 + (k == 0 ? 262144.0 : 65536.0);
-}
-
-/* Fault injection for the tests: SPHSIM_TEST_OUTPUT_FAIL=k makes snapshot k fail after its
- * data rows are written, as a failed write inside HDF5 would. */
-static int injected_failure(hsize_t k)
-{
-    const char *v = getenv("SPHSIM_TEST_OUTPUT_FAIL");
-    if (!v || !*v || strtoull(v, NULL, 10) != (unsigned long long)k) return 0;
-    snprintf(g_h5_first, sizeof g_h5_first,
-             "error message = 'Input/output error (injected by SPHSIM_TEST_OUTPUT_FAIL)'");
-    g_h5_have = 1;
-    return 1;
+    h5io_forget();
 }
 
 sphsim_status output_write(output *o, const particles *p, const output_snapshot_info *si, sphsim_error *e)
@@ -1298,7 +708,7 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
         return SPHSIM_FAIL(e, SPHSIM_E_IO,
                            "'%s' is unusable after an earlier write error; its first %llu snapshot(s) are intact",
                            o->path, (unsigned long long)o->nsteps);
-    h5_quiet();
+    h5io_quiet();
     hsize_t k = o->nsteps;
     if (o->have_topology && p->n != o->n)
         return SPHSIM_FAIL(e, SPHSIM_E_IO,
@@ -1315,10 +725,10 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
     /* Reserve the snapshot's disk space before writing any of it: a full disk (or quota, or
      * file size limit) is refused here, cleanly, with the file untouched. A write that fails
      * half-way through HDF5's metadata is the one case that could damage the file. */
-    double need = snapshot_bytes(o, p->n, k);
+    double need = diskspace_snapshot_bytes(o, p->n, k);
     if (state_bytes > 0) {
         long long w = state_width(o->file);
-        g_h5_have = 0;
+        h5io_forget();
         if (w < 0 || (w > 0 && state_bytes > (size_t)w))
             return SPHSIM_FAIL(e, SPHSIM_E_IO,
                                "cannot write snapshot %llu to '%s': its solver state has %zu bytes but the file's "
@@ -1326,9 +736,9 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
                                (unsigned long long)k, o->path, state_bytes, w);
         if (w == 0) need += 2.0 * (double)state_bytes + 65536.0; /* created with this snapshot */
     }
-    int err = reserve_space(o, need);
+    int err = diskspace_reserve(o->file, need);
     if (err) {
-        release_slack(o);
+        diskspace_release(o->file);
         return SPHSIM_FAIL(e, SPHSIM_E_IO,
                            "cannot write snapshot %llu (t = %g s) to '%s': %s (could not reserve %.3g MB for it); the "
                            "%llu snapshot(s) written before are intact",
@@ -1338,10 +748,13 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
     if (first) o->n = p->n;
     int committed = 0;
     int rc = write_snapshot_rows(o, p, si, state, state_bytes, k);
-    if (rc == 0 && injected_failure(k)) rc = -1;
+    if (rc == 0 && output_fault_hook && output_fault_hook(k)) {
+        h5io_set_reason("Input/output error (injected by a test)");
+        rc = -1;
+    }
     /* 1. data and step entry on disk (their space reserved) before the commit point */
-    if (rc == 0 && (err = reserve_space(o, 0)) != 0) rc = -1;
-    if (rc == 0) rc = h5_sync(o->file);
+    if (rc == 0 && (err = diskspace_reserve(o->file, 0)) != 0) rc = -1;
+    if (rc == 0) rc = h5io_sync(o->file);
     /* first snapshot: the part's counts, flushed just before the commit point */
     if (rc == 0 && first && (write_part_counts(o) < 0 || H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0)) rc = -1;
     /* 2. the commit point (flushed; its fsync is the one after phase 3, which keeps a killed
@@ -1351,9 +764,9 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
     if (rc == 0) committed = 1;
     /* 3. the time for VTK's Steps/Values, which must not run ahead of NSteps */
     double t = si->time;
-    if (rc == 0) rc = ds_write_rows(o->file, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, &t, k, 1);
-    if (rc == 0 && (err = reserve_space(o, 0)) != 0) rc = -1;
-    if (rc == 0) rc = h5_sync(o->file);
+    if (rc == 0) rc = h5io_ds_write_rows(o->file, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, &t, k, 1);
+    if (rc == 0 && (err = diskspace_reserve(o->file, 0)) != 0) rc = -1;
+    if (rc == 0) rc = h5io_sync(o->file);
     if (committed) {
         o->times[k] = si->time;
         o->nsteps = k + 1;
@@ -1361,7 +774,7 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
     if (rc < 0) {
         char why[512];
         if (err) snprintf(why, sizeof why, "%s", strerror(err));
-        else h5_reason(why, sizeof why);
+        else h5io_reason(why, sizeof why);
         poison(o);
         if (committed)
             return SPHSIM_FAIL(e, SPHSIM_E_IO,
@@ -1373,230 +786,33 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
                            "are intact",
                            (unsigned long long)k, si->time, o->path, why, (unsigned long long)k);
     }
-    release_slack(o);
-    return sidecar_write(o, e);
+    diskspace_release(o->file);
+    return xdmf_write(o, e);
 }
 
 sphsim_status output_close(output *o, sphsim_error *e)
 {
     if (!o) return SPHSIM_OK;
     sphsim_status r = SPHSIM_OK;
-    h5_quiet();
-    int err = o->broken ? 0 : reserve_space(o, 0);
-    if (!o->broken && (err != 0 || h5_sync(o->file) < 0)) {
+    h5io_quiet();
+    int err = o->broken ? 0 : diskspace_reserve(o->file, 0);
+    if (!o->broken && (err != 0 || h5io_sync(o->file) < 0)) {
         /* Every commit was flushed already; a flush that fails now must not be retried by
          * H5Fclose (a failed close leaves HDF5 1.10 to crash at exit). */
         char why[512];
         if (err) snprintf(why, sizeof why, "%s", strerror(err));
-        else h5_reason(why, sizeof why);
+        else h5io_reason(why, sizeof why);
         r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot close output file '%s': %s; its %llu snapshot(s) are intact", o->path,
                         why, (unsigned long long)o->nsteps);
         poison(o);
     }
     if (H5Fclose(o->file) < 0 && r == SPHSIM_OK) {
         char why[512];
-        h5_reason(why, sizeof why);
+        h5io_reason(why, sizeof why);
         r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot close output file '%s': %s", o->path, why);
     }
-    g_h5_have = 0;
+    h5io_forget();
     output_free(o);
-    return r;
-}
-
-/* ---------------------------------------------------------------- reading / resume */
-
-static sphsim_status bad_file(sphsim_error *e, const char *path, const char *what)
-{
-    char why[512];
-    if (!g_h5_have) return SPHSIM_FAIL(e, SPHSIM_E_IO, "'%s' is not a readable sphsim output: %s", path, what);
-    h5_reason(why, sizeof why);
-    return SPHSIM_FAIL(e, SPHSIM_E_IO, "'%s' is not a readable sphsim output: %s (HDF5: %s)", path, what, why);
-}
-
-/* NSteps, checked against the lengths of the step-entry datasets. */
-static sphsim_status read_nsteps(hid_t f, const char *path, hsize_t *nsteps, sphsim_error *e)
-{
-    long long ns = 0;
-    if (!link_exists(f, "/VTKHDF/Steps") || !link_exists(f, "/sphsim/steps"))
-        return bad_file(e, path, "no /VTKHDF/Steps or /sphsim/steps group");
-    if (attr_read_i64(f, "/VTKHDF/Steps", "NSteps", &ns) < 0 || ns < 0) return bad_file(e, path, "no NSteps attribute");
-    if (ds_rows(f, "/sphsim/steps/time") < ns) return bad_file(e, path, "step datasets shorter than NSteps");
-    /* Steps/Values is written after the commit: one short after a crash right then */
-    if (ds_rows(f, "/VTKHDF/Steps/Values") < ns - 1) return bad_file(e, path, "Steps/Values shorter than NSteps - 1");
-    for (int i = 0; i < N_STEP_I64; ++i)
-        if (ds_rows(f, STEP_I64[i]) < ns) return bad_file(e, path, "step datasets shorter than NSteps");
-    *nsteps = (hsize_t)ns;
-    return SPHSIM_OK;
-}
-
-sphsim_status output_read_last(const char *path, particles *p, output_snapshot_info *si, char **scene_json,
-                               sphsim_error *e)
-{
-    h5_quiet();
-    memset(p, 0, sizeof *p);
-    memset(si, 0, sizeof *si);
-    if (scene_json) *scene_json = NULL;
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) {
-        char why[512];
-        h5_reason(why, sizeof why);
-        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to resume: %s", path, why);
-    }
-    sphsim_status r = SPHSIM_OK;
-    hsize_t ns = 0;
-    float *xyz = NULL;
-    if ((r = read_nsteps(f, path, &ns, e)) != SPHSIM_OK) goto done;
-    if (ns == 0) {
-        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "'%s' has no completed snapshot to resume from", path);
-        goto done;
-    }
-    hsize_t k = ns - 1;
-    int64_t n64 = 0, poff = 0, i64 = 0, part = 0;
-    if (ds_read_rows(f, "/VTKHDF/Steps/PartOffsets", H5T_NATIVE_INT64, &part, k, 1) < 0 || part < 0 ||
-        ds_read_rows(f, "/VTKHDF/NumberOfPoints", H5T_NATIVE_INT64, &n64, (hsize_t)part, 1) < 0 ||
-        ds_read_rows(f, "/VTKHDF/Steps/PointOffsets", H5T_NATIVE_INT64, &poff, k, 1) < 0 || n64 < 0 || poff < 0) {
-        r = bad_file(e, path, "cannot read NumberOfPoints / PointOffsets");
-        goto done;
-    }
-    size_t n = (size_t)n64;
-    if ((r = particles_alloc(p, n, e)) != SPHSIM_OK) goto done;
-    xyz = malloc(3 * (n ? n : 1) * sizeof *xyz);
-    if (!xyz) {
-        r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory reading '%s'", path);
-        goto done;
-    }
-    if (ds_read_rows(f, "/VTKHDF/Points", H5T_NATIVE_FLOAT, xyz, (hsize_t)poff, n) < 0) {
-        r = bad_file(e, path, "cannot read Points of the last snapshot");
-        goto done;
-    }
-    for (size_t i = 0; i < n; ++i)
-        for (int c = 0; c < 3; ++c) p->pos[4 * i + c] = xyz[3 * i + c];
-    for (int i = 0; i < N_FIELDS; ++i) {
-        const field_desc *fd = &FIELDS[i];
-        char dpath[128], opath[128];
-        snprintf(dpath, sizeof dpath, "/VTKHDF/PointData/%s", fd->name);
-        snprintf(opath, sizeof opath, "/VTKHDF/Steps/PointDataOffsets/%s", fd->name);
-        if (!link_exists(f, dpath)) {
-            if (fd->bit & ALWAYS_FIELDS) {
-                r = bad_file(e, path, "a required field (velocity, id or type) is missing");
-                goto done;
-            }
-            continue;
-        }
-        int64_t off = poff;
-        if (link_exists(f, opath) && ds_read_rows(f, opath, H5T_NATIVE_INT64, &off, k, 1) < 0) off = -1;
-        void *dst = NULL;
-        switch (fd->bit) {
-        case FIELD_VELOCITY: dst = xyz; break;
-        case FIELD_DENSITY: dst = p->rho; break;
-        case FIELD_PRESSURE: dst = p->pressure; break;
-        case FIELD_ID: dst = p->id; break;
-        case FIELD_TYPE: dst = p->type; break;
-        case FIELD_RADIUS: dst = p->radius; break;
-        case FIELD_MASS: dst = p->mass; break;
-        }
-        if (off < 0 || ds_read_rows(f, dpath, field_mtype(fd->kind), dst, (hsize_t)off, n) < 0) {
-            char what[160];
-            snprintf(what, sizeof what, "cannot read field '%s' of the last snapshot", fd->name);
-            r = bad_file(e, path, what);
-            goto done;
-        }
-        if (fd->bit == FIELD_VELOCITY)
-            for (size_t j = 0; j < n; ++j)
-                for (int c = 0; c < 3; ++c) p->vel[4 * j + c] = xyz[3 * j + c];
-    }
-    for (size_t i = 0; i < n; ++i) {
-        if (p->type[i] == PTYPE_FLUID) p->n_fluid++;
-        else if (p->type[i] == PTYPE_BOUNDARY) p->n_boundary++;
-        else p->n_spheres++;
-    }
-    if (ds_read_rows(f, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, &si->time, k, 1) < 0 ||
-        ds_read_rows(f, "/sphsim/steps/step", H5T_NATIVE_INT64, &i64, k, 1) < 0) {
-        r = bad_file(e, path, "cannot read the time and step of the last snapshot");
-        goto done;
-    }
-    si->step = (long)i64;
-    si->n_contacts = ds_read_rows(f, "/sphsim/steps/n_contacts", H5T_NATIVE_INT64, &i64, k, 1) < 0 ? -1 : (long)i64;
-    si->n_outside = ds_read_rows(f, "/sphsim/steps/n_outside", H5T_NATIVE_INT64, &i64, k, 1) < 0 ? 0 : (long)i64;
-    if (n > 0 && link_exists(f, "/sphsim/restart/device_order")) {
-        uint32_t *ord = malloc(n * sizeof *ord);
-        hid_t ds = H5Dopen2(f, "/sphsim/restart/device_order", H5P_DEFAULT);
-        hid_t fs = ds >= 0 ? H5Dget_space(ds) : -1;
-        hsize_t dims[2] = { 0, 0 }, off[2] = { k % 2, 0 }, cnt[2] = { 1, n };
-        hid_t ms = H5Screate_simple(2, cnt, NULL);
-        int ok = ord && fs >= 0 && H5Sget_simple_extent_ndims(fs) == 2 &&
-                 H5Sget_simple_extent_dims(fs, dims, NULL) >= 0 && dims[0] == 2 && dims[1] == n &&
-                 H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0 &&
-                 H5Dread(ds, H5T_NATIVE_UINT32, ms, fs, H5P_DEFAULT, ord) >= 0;
-        if (ms >= 0) H5Sclose(ms);
-        if (fs >= 0) H5Sclose(fs);
-        if (ds >= 0) H5Dclose(ds);
-        /* Only a permutation of 0..n-1 is a usable order. */
-        if (ok) {
-            unsigned char *seen = calloc(n, 1);
-            for (size_t i = 0; ok && i < n; ++i) {
-                if (!seen || ord[i] >= n || seen[ord[i]]) ok = 0;
-                else seen[ord[i]] = 1;
-            }
-            free(seen);
-        }
-        if (ok) si->device_order = ord;
-        else free(ord);
-        g_h5_have = 0;
-    }
-    if (scene_json) {
-        *scene_json = attr_read_str(f, "/sphsim", "scene_json");
-        if (!*scene_json) {
-            r = bad_file(e, path, "no /sphsim scene_json attribute");
-            goto done;
-        }
-    }
-done:
-    free(xyz);
-    if (r != SPHSIM_OK) {
-        particles_free(p);
-        free(si->device_order);
-        si->device_order = NULL;
-        if (scene_json) {
-            free(*scene_json);
-            *scene_json = NULL;
-        }
-    }
-    H5Fclose(f);
-    return r;
-}
-
-sphsim_status output_read_state(const char *path, void **state, size_t *state_bytes, sphsim_error *e)
-{
-    *state = NULL;
-    *state_bytes = 0;
-    h5_quiet();
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) {
-        char why[512];
-        h5_reason(why, sizeof why);
-        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to resume: %s", path, why);
-    }
-    hsize_t ns = 0;
-    sphsim_status r = read_nsteps(f, path, &ns, e);
-    const char *name, *name_bytes;
-    state_names(f, &name, &name_bytes);
-    long long w = r == SPHSIM_OK && ns > 0 ? state_width_of(f, name, name_bytes) : 0;
-    int64_t len = 0;
-    hsize_t k = ns > 0 ? ns - 1 : 0, off1 = k % 2, cnt1 = 1;
-    /* an unreadable state is treated as none: the run resumes correctly, only not bit-identically */
-    if (w > 0 && ds_block(f, name_bytes, H5T_NATIVE_INT64, 1, &off1, &cnt1, &len, 0) == 0 && len > 0 && len <= w) {
-        void *b = malloc((size_t)w);
-        hsize_t off[2] = { k % 2, 0 }, cnt[2] = { 1, (hsize_t)w };
-        if (b && ds_block(f, name, H5T_NATIVE_UINT8, 2, off, cnt, b, 0) == 0) {
-            *state = b;
-            *state_bytes = (size_t)len;
-        } else {
-            free(b);
-        }
-    }
-    g_h5_have = 0;
-    H5Fclose(f);
     return r;
 }
 
@@ -1604,15 +820,15 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
                                  sphsim_error *e)
 {
     *out = NULL;
-    h5_quiet();
+    h5io_quiet();
     output *o = output_alloc(path);
     if (!o) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory opening '%s'", path);
-    hid_t fapl = make_fapl();
+    hid_t fapl = output_fapl();
     o->file = H5Fopen(path, H5F_ACC_RDWR, fapl);
     if (fapl >= 0) H5Pclose(fapl);
     if (o->file < 0) {
         char why[512];
-        h5_reason(why, sizeof why);
+        h5io_reason(why, sizeof why);
         sphsim_status r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to append: %s", path, why);
         output_free(o);
         return r;
@@ -1627,31 +843,31 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
      * allocation to the end of the file first, so that every such chunk lies within it. */
     if (H5Fincrement_filesize(f, 0) < 0) {
         char why[512];
-        h5_reason(why, sizeof why);
+        h5io_reason(why, sizeof why);
         r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to append: %s", path, why);
         goto fail;
     }
-    int err = reserve_space(o, 65536.0); /* room for the repairs and the provenance line */
+    int err = diskspace_reserve(o->file, 65536.0); /* room for the repairs and the provenance line */
     if (err) {
         poison(o); /* leave the file as it is */
         r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot append to '%s': %s", path, strerror(err));
         goto fail;
     }
-    if ((r = read_nsteps(f, path, &ns, e)) != SPHSIM_OK) goto fail;
-    for (int i = 0; i < N_FIELDS; ++i) {
+    if ((r = output_read_nsteps(f, path, &ns, e)) != SPHSIM_OK) goto fail;
+    for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
         char p[128];
-        snprintf(p, sizeof p, "/VTKHDF/PointData/%s", FIELDS[i].name);
-        if (link_exists(f, p)) o->fields |= FIELDS[i].bit;
-        else if (FIELDS[i].bit & ALWAYS_FIELDS) {
-            r = bad_file(e, path, "a required field (velocity, id or type) is missing");
+        snprintf(p, sizeof p, "/VTKHDF/PointData/%s", OUTPUT_FIELDS[i].name);
+        if (h5io_link_exists(f, p)) o->fields |= OUTPUT_FIELDS[i].bit;
+        else if (OUTPUT_FIELDS[i].bit & ALWAYS_FIELDS) {
+            r = output_bad_file(e, path, "a required field (velocity, id or type) is missing");
             goto fail;
         }
     }
     o->fields |= FIELD_POSITION;
     if (ns > 0) {
         int64_t n64 = 0;
-        if (ds_read_rows(f, "/VTKHDF/NumberOfPoints", H5T_NATIVE_INT64, &n64, 0, 1) < 0 || n64 < 0) {
-            r = bad_file(e, path, "cannot read NumberOfPoints");
+        if (h5io_ds_read_rows(f, "/VTKHDF/NumberOfPoints", H5T_NATIVE_INT64, &n64, 0, 1) < 0 || n64 < 0) {
+            r = output_bad_file(e, path, "cannot read NumberOfPoints");
             goto fail;
         }
         o->n = (size_t)n64;
@@ -1662,8 +878,8 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
             r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory opening '%s'", path);
             goto fail;
         }
-        if (ds_read_rows(f, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0) {
-            r = bad_file(e, path, "cannot read /sphsim/steps/time");
+        if (h5io_ds_read_rows(f, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0) {
+            r = output_bad_file(e, path, "cannot read /sphsim/steps/time");
             goto fail;
         }
     }
@@ -1671,13 +887,13 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
     /* Drop rows of a snapshot that was never committed (a crash between data and NSteps), and
      * write Steps/Values in full again (a crash after the commit can leave it one short). */
     if (truncate_to(o, ns, s && s->n_total > 0 ? (size_t)s->n_total : 0) < 0 || set_nsteps(f, ns) < 0 ||
-        (ns > 0 && ds_write_rows(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0)) {
-        r = bad_file(e, path, "cannot cut uncommitted rows");
+        (ns > 0 && h5io_ds_write_rows(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0)) {
+        r = output_bad_file(e, path, "cannot cut uncommitted rows");
         goto fail;
     }
     {
         /* Provenance of this continuation. */
-        char *prev = attr_read_str(f, "/sphsim", "resumes");
+        char *prev = h5io_attr_read_str(f, "/sphsim", "resumes");
         char line[1024];
         snprintf(line, sizeof line, "%s%s resumed after snapshot %llu by sphsim %s on %s", prev && *prev ? "\n" : "",
                  ri && ri->start_time ? ri->start_time : "?", (unsigned long long)ns,
@@ -1688,33 +904,33 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
         if (all) {
             snprintf(all, len, "%s%s", prev ? prev : "", line);
             hid_t g = H5Gopen2(f, "/sphsim", H5P_DEFAULT);
-            bad = g < 0 || attr_str(g, "resumes", all) < 0;
+            bad = g < 0 || h5io_attr_str(g, "resumes", all) < 0;
             if (g >= 0) H5Gclose(g);
         }
         free(all);
         free(prev);
         if (bad) {
             char why[512];
-            h5_reason(why, sizeof why);
+            h5io_reason(why, sizeof why);
             r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write to '%s': %s", path, why);
             goto fail;
         }
     }
-    if (h5_sync(f) < 0) {
+    if (h5io_sync(f) < 0) {
         char why[512];
-        h5_reason(why, sizeof why);
+        h5io_reason(why, sizeof why);
         r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write to '%s': %s", path, why);
         goto fail;
     }
-    release_slack(o);
-    if ((r = sidecar_write(o, e)) != SPHSIM_OK) goto fail;
+    diskspace_release(o->file);
+    if ((r = xdmf_write(o, e)) != SPHSIM_OK) goto fail;
     *out = o;
     return SPHSIM_OK;
 fail:
-    release_slack(o);
+    diskspace_release(o->file);
     poison(o); /* leave the file as the last flush left it; H5Fclose must not fail */
     H5Fclose(o->file);
-    g_h5_have = 0;
+    h5io_forget();
     output_free(o);
     return r;
 }

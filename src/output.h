@@ -24,7 +24,7 @@ typedef struct output_snapshot_info {
      * them. Stored for the last snapshots only (/sphsim/restart/device_order, 2 x n: snapshot
      * k in row k % 2, so a crash while writing one leaves the committed one intact; NULL is
      * stored as id order) so that --resume restores the exact order and stays bit-identical.
-     * output_read_last returns it (malloc'd) when present and a permutation, else NULL. */
+     * output_read_resume returns it (malloc'd) when present and a permutation, else NULL. */
     uint32_t *device_order;
 } output_snapshot_info;
 
@@ -55,24 +55,31 @@ sphsim_status output_write(output *o, const particles *p, const output_snapshot_
 sphsim_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
                                  size_t state_bytes, sphsim_error *e);
 
-/* For --resume: the state output_write_state stored with the last committed snapshot of
- * `path` (malloc'd), or NULL and 0 when it has none (SPH without lists, older SPH files).
- * Particle-mode files of older versions named the datasets contact_state and
- * contact_state_bytes; those are read when solver_state is missing. */
-sphsim_status output_read_state(const char *path, void **state, size_t *state_bytes, sphsim_error *e);
-
 /* Close the file (also frees `o`); safe with NULL. */
 sphsim_status output_close(output *o, sphsim_error *e);
 
-/* For --resume: read the last committed snapshot of an existing output file into `p` (id
- * order; position, velocity, id and type are always in the file), its info, and the scene
- * JSON stored in the file (malloc'd). */
-sphsim_status output_read_last(const char *path, particles *p, output_snapshot_info *si, char **scene_json,
-                               sphsim_error *e);
+/* For --resume, main: the scene JSON stored in the output file `path` (/sphsim attribute
+ * scene_json, the scene file as read) and, when `resolved_json` is not NULL, the resolved
+ * scene the run stored (resolved_json; NULL when missing); both malloc'd. Reads attributes
+ * only. */
+sphsim_status output_read_scene(const char *path, char **scene_json, char **resolved_json, sphsim_error *e);
 
-/* The resolved scene a run stored in its output (/sphsim attribute resolved_json), malloc'd;
- * NULL when the file or the attribute is missing. */
-char *output_read_resolved_json(const char *path);
+/* What a resumed run starts from, read from one open of the file (output_read_resume). */
+typedef struct output_resume {
+    particles p;             /* the last committed snapshot, id order (position, velocity, id and type
+                                always; the other fields the file holds) */
+    output_snapshot_info si; /* its time, step, n_contacts, n_outside and device_order (malloc'd, or
+                                NULL when missing or not a permutation) */
+    void *state;             /* the solver state output_write_state stored with it (malloc'd), or NULL
+                                and 0 when it has none (SPH without lists, older SPH files); older
+                                particle-mode files' contact_state datasets are read too */
+    size_t state_bytes;
+} output_resume;
+
+/* For --resume: the last committed snapshot of an existing output file, its records and the
+ * state stored with it. Free with output_resume_free (also after a failure). */
+sphsim_status output_read_resume(const char *path, output_resume *r, sphsim_error *e);
+void output_resume_free(output_resume *r);
 
 /* For --resume: reopen an existing output for appending after its last committed snapshot
  * (rows of an uncommitted one are cut first). The fields written are those already in the

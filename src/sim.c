@@ -652,29 +652,24 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     void *state = NULL;     /* --resume: the solver state stored with it */
     size_t state_bytes = 0;
     if (o->resume_path) {
-        particles last;
-        output_snapshot_info si = { 0 };
-        char *stored_json = NULL;
-        SPHSIM_TRY(output_read_last(o->resume_path, &last, &si, &stored_json, e));
-        free(stored_json);
-        if (last.n != c->hp.n) {
-            particles_free(&last);
-            free(si.device_order);
-            return SPHSIM_FAIL(e, SPHSIM_E_IO, "%s: holds %zu particles but its scene makes %zu", o->resume_path,
-                               last.n, c->hp.n);
-        }
-        memcpy(c->hp.pos, last.pos, last.n * 16);
-        memcpy(c->hp.vel, last.vel, last.n * 16);
-        particles_free(&last);
-        c->first_step = si.step;
-        order = si.device_order;
-        sphsim_status rst = output_read_state(o->resume_path, &state, &state_bytes, e);
+        output_resume last;
+        sphsim_status rst = output_read_resume(o->resume_path, &last, e);
+        if (rst == SPHSIM_OK && last.p.n != c->hp.n)
+            rst = SPHSIM_FAIL(e, SPHSIM_E_IO, "%s: holds %zu particles but its scene makes %zu", o->resume_path,
+                              last.p.n, c->hp.n);
         if (rst != SPHSIM_OK) {
-            free(order);
+            output_resume_free(&last);
             return rst;
         }
-        r->n_outside = si.n_outside;
-        c->outside_base = si.n_outside;
+        memcpy(c->hp.pos, last.p.pos, last.p.n * 16);
+        memcpy(c->hp.vel, last.p.vel, last.p.n * 16);
+        c->first_step = last.si.step;
+        order = last.si.device_order; /* both taken over from last */
+        state = last.state;
+        state_bytes = last.state_bytes;
+        r->n_outside = last.si.n_outside;
+        c->outside_base = last.si.n_outside;
+        particles_free(&last.p);
     }
     const size_t n = c->hp.n;
     r->n_particles = (long)n;

@@ -494,16 +494,15 @@ int main(int argc, char **argv)
     int check_ok = -1;
     double max_rel_rho = 0.0, max_dx = 0.0;
     if (check) {
-        particles d = { 0 };
-        output_snapshot_info si;
-        memset(&si, 0, sizeof si);
-        char *json = NULL;
-        if (output_read_last(out, &d, &si, &json, &e) != SPHSIM_OK) {
+        output_resume rd;
+        if (output_read_resume(out, &rd, &e) != SPHSIM_OK) {
             fprintf(stderr, "bench_ref_step: check: %s\n", e.msg);
+            output_resume_free(&rd);
             return 4;
         }
-        free(json);
-        free(si.device_order);
+        particles d = rd.p;
+        rd.p = (particles){ 0 };
+        output_resume_free(&rd);
         if (c_init(&c, &s, &p) || c_step(&c) || c_rebuild(&c)) return 1;
         c_density(&c); /* the snapshot's rho belongs to the positions after the step */
         for (size_t k = 0; k < c.n; ++k) {

@@ -32,6 +32,7 @@
 #include <hdf5.h>
 
 #include "output.h"
+#include "output_fault.h"
 #include "tuning.h"
 
 static const char SCENE_JSON[] = "{\n  \"format\": 1,\n  \"dimensions\": 3,\n  \"name\": \"unit \\\"test\\\"\"\n}\n";
@@ -145,6 +146,25 @@ static int count_substr(const char *s, const char *sub)
     int c = 0;
     for (const char *p = strstr(s, sub); p; p = strstr(p + 1, sub)) ++c;
     return c;
+}
+
+/* The last committed snapshot of `path` (output_read_resume) and, when json is not NULL, the
+ * stored scene (output_read_scene). */
+static sphsim_status read_last(const char *path, particles *p, output_snapshot_info *si, char **json, sphsim_error *e)
+{
+    output_resume rd;
+    if (json) *json = NULL;
+    sphsim_status st = output_read_resume(path, &rd, e);
+    if (st == SPHSIM_OK && json) st = output_read_scene(path, json, NULL, e);
+    *p = rd.p;
+    *si = rd.si;
+    free(rd.state);
+    if (st != SPHSIM_OK) {
+        particles_free(p);
+        free(si->device_order);
+        si->device_order = NULL;
+    }
+    return st;
 }
 
 static size_t g_block_rows = 0; /* write_run: rows packed at a time (0: the default) */
@@ -649,7 +669,7 @@ static void test_read_last_and_append(void **state)
     particles last, want;
     output_snapshot_info si;
     char *json = NULL;
-    assert_int_equal(output_read_last(path, &last, &si, &json, &e), SPHSIM_OK);
+    assert_int_equal(read_last(path, &last, &si, &json, &e), SPHSIM_OK);
     fill_particles(&want, n, 2, 3);
     expect_particles_equal(&last, &want);
     assert_int_equal(last.n_fluid + last.n_boundary + last.n_spheres, n);
@@ -695,7 +715,7 @@ static void test_read_last_and_append(void **state)
     free(dev);
     H5Fclose(f);
 
-    assert_int_equal(output_read_last(path, &last, &si, NULL, &e), SPHSIM_OK);
+    assert_int_equal(read_last(path, &last, &si, NULL, &e), SPHSIM_OK);
     fill_particles(&want, n, 3, 3);
     expect_particles_equal(&last, &want);
     assert_true(si.time == 1.5);
@@ -753,7 +773,7 @@ static void test_uncommitted_rows(void **state)
     particles last;
     output_snapshot_info si;
     sphsim_error e;
-    assert_int_equal(output_read_last(path, &last, &si, NULL, &e), SPHSIM_OK);
+    assert_int_equal(read_last(path, &last, &si, NULL, &e), SPHSIM_OK);
     assert_true(si.time == 0.1);
     particles want;
     fill_particles(&want, n, 1, 3);
@@ -817,7 +837,7 @@ static void test_values_one_short(void **state)
     particles last, want;
     output_snapshot_info si;
     sphsim_error e;
-    assert_int_equal(output_read_last(path, &last, &si, NULL, &e), SPHSIM_OK);
+    assert_int_equal(read_last(path, &last, &si, NULL, &e), SPHSIM_OK);
     assert_true(si.time == 0.2);
     assert_int_equal(si.step, 2000);
     fill_particles(&want, n, 2, 3);
@@ -869,7 +889,7 @@ static void test_large_scene_json(void **state)
     assert_int_equal(output_close(o, &e), SPHSIM_OK);
     particles last;
     char *back = NULL;
-    assert_int_equal(output_read_last(path, &last, &si, &back, &e), SPHSIM_OK);
+    assert_int_equal(read_last(path, &last, &si, &back, &e), SPHSIM_OK);
     assert_non_null(back);
     assert_int_equal(strlen(back), len);
     assert_string_equal(back, json);
@@ -913,19 +933,19 @@ static void test_read_last_errors(void **state)
     output_snapshot_info si;
     sphsim_error e;
     char *json = NULL;
-    assert_int_equal(output_read_last(path, &p, &si, &json, &e), SPHSIM_E_IO);
+    assert_int_equal(read_last(path, &p, &si, &json, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, path));
     assert_null(json);
     /* a file with no snapshot */
     path_in(path, sizeof path, "empty.h5");
     write_run(path, 3, 0, 3, 0, 0);
-    assert_int_equal(output_read_last(path, &p, &si, &json, &e), SPHSIM_E_IO);
+    assert_int_equal(read_last(path, &p, &si, &json, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "no completed snapshot"));
     /* an HDF5 file that is not a sphsim output */
     path_in(path, sizeof path, "other.h5");
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     H5Fclose(f);
-    assert_int_equal(output_read_last(path, &p, &si, &json, &e), SPHSIM_E_IO);
+    assert_int_equal(read_last(path, &p, &si, &json, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "not a readable sphsim output"));
     output *o = NULL;
     scene s;
@@ -1018,7 +1038,7 @@ static void check_intact(const char *path, int written, size_t n)
     hid_t f = open_ro(path);
     assert_int_equal(read_attr_i64(f, "/VTKHDF/Steps", "NSteps"), written);
     H5Fclose(f);
-    if (output_read_last(path, &last, &si, NULL, &e) != SPHSIM_OK) fail_msg("read_last after failure: %s", e.msg);
+    if (read_last(path, &last, &si, NULL, &e) != SPHSIM_OK) fail_msg("read_last after failure: %s", e.msg);
     fill_particles(&want, n, written - 1, 3);
     expect_particles_equal(&last, &want);
     assert_true(si.time == 0.1 * (written - 1));
@@ -1093,9 +1113,9 @@ static void test_failed_write_keeps_commits(void **state)
     const size_t n = 300;
     sphsim_error e;
     sphsim_status st;
-    setenv("SPHSIM_TEST_OUTPUT_FAIL", "2", 1);
+    output_fault_at = 2;
     int written = write_until_failure(path, n, 5, &e, &st, NULL);
-    unsetenv("SPHSIM_TEST_OUTPUT_FAIL");
+    output_fault_at = -1;
     assert_int_equal(written, 2);
     assert_int_equal(st, SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "injected"));
@@ -1207,7 +1227,7 @@ static int resume_check(const char *path)
     output_snapshot_info si;
     sphsim_error e;
     char *json = NULL;
-    if (output_read_last(path, &p, &si, &json, &e) != SPHSIM_OK) {
+    if (read_last(path, &p, &si, &json, &e) != SPHSIM_OK) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }

@@ -1,5 +1,5 @@
 /* test_output_state: the solver state stored with each snapshot for --resume
- * (output_write_state / output_read_state, /sphsim/restart/solver_state), read back with the
+ * (output_write_state / output_read_resume, /sphsim/restart/solver_state), read back with the
  * HDF5 C API: row k % 2 and its length, zero padding, a snapshot without state, a larger state
  * refused with the file untouched, an uncommitted snapshot leaving the committed state intact,
  * appending after a reopen, the datasets' older names (contact_state: read, and appended to
@@ -17,6 +17,7 @@
 #include <hdf5.h>
 
 #include "output.h"
+#include "output_fault.h"
 
 static const char SCENE_JSON[] = "{\"format\": 1, \"dimensions\": 2, \"mode\": \"particles\"}";
 
@@ -65,6 +66,18 @@ static unsigned char *blob_of(int k, size_t bytes)
 
 static char g_path[256];
 
+/* The state stored with the last committed snapshot of `path` (output_read_resume). */
+static sphsim_status read_state(const char *path, void **state, size_t *bytes, sphsim_error *e)
+{
+    output_resume rd;
+    sphsim_status st = output_read_resume(path, &rd, e);
+    *state = rd.state;
+    *bytes = rd.state_bytes;
+    rd.state = NULL;
+    output_resume_free(&rd);
+    return st;
+}
+
 static void write_one(output *o, int k, const void *state, size_t bytes, sphsim_status want)
 {
     particles p;
@@ -84,13 +97,11 @@ static void append_then_fail(const scene *s, const output_run_info *ri, int k, c
 {
     output *o = NULL;
     sphsim_error e;
-    char kk[16];
     assert_int_equal(output_open_append(&o, g_path, s, ri, &e), SPHSIM_OK);
     write_one(o, k, state, bytes, SPHSIM_OK);
-    snprintf(kk, sizeof kk, "%d", k + 1);
-    setenv("SPHSIM_TEST_OUTPUT_FAIL", kk, 1);
+    output_fault_at = k + 1;
     write_one(o, k + 1, next, next_bytes, SPHSIM_E_IO);
-    unsetenv("SPHSIM_TEST_OUTPUT_FAIL");
+    output_fault_at = -1;
     assert_int_equal(output_close(o, &e), SPHSIM_OK);
 }
 
@@ -99,8 +110,8 @@ static void expect_state(const void *want, size_t want_bytes)
     void *got = (void *)1;
     size_t got_bytes = 1;
     sphsim_error e;
-    sphsim_status st = output_read_state(g_path, &got, &got_bytes, &e);
-    if (st != SPHSIM_OK) fail_msg("output_read_state: %s", e.msg);
+    sphsim_status st = read_state(g_path, &got, &got_bytes, &e);
+    if (st != SPHSIM_OK) fail_msg("read_state: %s", e.msg);
     assert_int_equal(got_bytes, want_bytes);
     if (!want) {
         assert_null(got);
@@ -237,7 +248,7 @@ static void test_state_rows(void **state)
     /* a missing file is an I/O error naming it */
     void *got = NULL;
     size_t got_bytes = 0;
-    assert_int_equal(output_read_state("/nonexistent/x.h5", &got, &got_bytes, &e), SPHSIM_E_IO);
+    assert_int_equal(read_state("/nonexistent/x.h5", &got, &got_bytes, &e), SPHSIM_E_IO);
     assert_non_null(strstr(e.msg, "/nonexistent/x.h5"));
     assert_null(got);
 

@@ -1,0 +1,361 @@
+/* h5io: the HDF5 helpers the output modules share: datasets created, grown, written and read
+ * by rows; attributes written and read; flush with fsync; and the capture of HDF5's error
+ * messages (library code never prints them). Not thread-safe, like serial HDF5 itself. */
+#include "h5io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The first HDF5 failure since the last h5io_reason(): its innermost error message. Filled by
+ * an automatic error handler that records instead of printing (HDF5 clears its error stack
+ * at the next API call, e.g. the H5Dclose in a cleanup path, so the stack cannot be read
+ * afterwards). HDF5 (serial) is not thread-safe, and neither is this. */
+static char g_h5_first[512];
+static int g_h5_have;
+
+static herr_t h5_walk_cb(unsigned n, const H5E_error2_t *err, void *data)
+{
+    (void)data;
+    if (n == 0 && err && err->desc && !g_h5_have) {
+        snprintf(g_h5_first, sizeof g_h5_first, "%s", err->desc);
+        g_h5_have = 1;
+    }
+    return 0;
+}
+
+static herr_t h5_record(hid_t estack, void *data)
+{
+    (void)data;
+    H5Ewalk2(estack, H5E_WALK_UPWARD, h5_walk_cb, NULL);
+    return 0;
+}
+
+/* Record HDF5 errors instead of printing them (library code never prints). The first call
+ * also asks HDF5 not to close files at process exit (effective when no HDF5 call came
+ * before): after a flush that failed, HDF5 1.10 can no longer close that file ("slist already
+ * enabled"), and its exit handler then crashes. Every file here is closed explicitly, and
+ * every commit is flushed when made, so nothing is lost by this. */
+void h5io_quiet(void)
+{
+    static int once;
+    if (!once) {
+        once = 1;
+        H5dont_atexit();
+    }
+    H5Eset_auto2(H5E_DEFAULT, h5_record, NULL);
+    h5io_forget();
+}
+
+#if defined(__GNUC__)
+/* The same before main(), so that it holds even when other code calls HDF5 first. */
+__attribute__((constructor)) static void h5io_no_atexit(void) { H5dont_atexit(); }
+#endif
+
+/* The innermost message of the first recorded HDF5 failure, shortened to the system's
+ * reason when it carries one ("error message = 'No space left on device'"); then forgets it. */
+const char *h5io_reason(char *out, size_t n)
+{
+    if (!g_h5_have) {
+        snprintf(out, n, "unknown HDF5 error");
+        return out;
+    }
+    h5io_forget();
+    const char *key = "error message = '";
+    const char *p = strstr(g_h5_first, key);
+    if (p) {
+        p += strlen(key);
+        const char *q = strchr(p, '\'');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        if (len >= n) len = n - 1;
+        memcpy(out, p, len);
+        out[len] = '\0';
+    } else {
+        snprintf(out, n, "%s", g_h5_first);
+    }
+    return out;
+}
+
+void h5io_forget(void) { g_h5_have = 0; }
+
+int h5io_failed(void) { return g_h5_have; }
+
+void h5io_set_reason(const char *why)
+{
+    snprintf(g_h5_first, sizeof g_h5_first, "error message = '%s'", why);
+    g_h5_have = 1;
+}
+
+/* Create an extendable, chunked dataset of `rank` 1 (rows) or 2 (rows x cols), 0 rows. */
+int h5io_ds_create(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t cols, hsize_t chunk_rows)
+{
+    hsize_t dims[2] = { 0, cols }, maxd[2] = { H5S_UNLIMITED, cols }, chunk[2] = { chunk_rows ? chunk_rows : 1, cols };
+    hid_t sp = H5Screate_simple(rank, dims, maxd);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    int rc = -1;
+    if (sp >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0 &&
+        H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) >= 0) {
+        hid_t ds = H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        if (ds >= 0) {
+            rc = 0;
+            H5Dclose(ds);
+        }
+    }
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (sp >= 0) H5Sclose(sp);
+    return rc;
+}
+
+/* Rows [start, start + rows) (all columns) of open dataset ds, rank 1 or 2, written from or
+ * read into buf; with `extend`, the dataset's rows are set to start + rows first (rows == 0:
+ * only that). */
+static int rows_io(hid_t ds, hid_t mtype, void *buf, hsize_t start, hsize_t rows, int do_write, int extend)
+{
+    int rc = -1;
+    hid_t fs = H5Dget_space(ds), ms = -1;
+    hsize_t dims[2] = { 0, 1 }, off[2] = { start, 0 }, cnt[2];
+    int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
+    if (rank < 1 || rank > 2 || H5Sget_simple_extent_dims(fs, dims, NULL) < 0) goto done;
+    if (extend) {
+        dims[0] = start + rows;
+        H5Sclose(fs);
+        fs = -1;
+        if (H5Dset_extent(ds, dims) < 0 || (fs = H5Dget_space(ds)) < 0) goto done;
+    }
+    if (start + rows > dims[0]) goto done;
+    if (rows == 0) {
+        rc = 0;
+        goto done;
+    }
+    cnt[0] = rows;
+    cnt[1] = rank > 1 ? dims[1] : 1;
+    ms = H5Screate_simple(rank, cnt, NULL);
+    if (ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0) goto done;
+    if ((do_write ? H5Dwrite(ds, mtype, ms, fs, H5P_DEFAULT, buf) : H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, buf)) < 0)
+        goto done;
+    rc = 0;
+done:
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return rc;
+}
+
+/* Set the row count of dataset `path` to start + rows and write `rows` rows from `buf` at
+ * row `start` (all columns). With rows == 0 this only sets the extent (grow or cut). */
+int h5io_ds_write_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows)
+{
+    /* A write of at least H5IO_DIRECT_ROWS rows (a snapshot's per-particle rows, the
+     * smallest of their chunks; or Steps/Values rewritten after 1024 snapshots) bypasses HDF5's
+     * chunk cache: whole chunks then go from buf to the file in one write each instead of
+     * through a copy in the cache, which took the writer's HDF5 time down by about a third
+     * (docs/performance.md, "the writer without the chunk cache"). The datasets are the same. */
+    hid_t dapl = H5P_DEFAULT;
+    if (rows >= H5IO_DIRECT_ROWS) {
+        dapl = H5Pcreate(H5P_DATASET_ACCESS);
+        if (dapl < 0 || H5Pset_chunk_cache(dapl, 0, 0, 1.0) < 0) {
+            if (dapl >= 0) H5Pclose(dapl);
+            return -1;
+        }
+    }
+    hid_t ds = H5Dopen2(file, path, dapl);
+    if (dapl != H5P_DEFAULT) H5Pclose(dapl);
+    if (ds < 0) return -1;
+    int rc = rows_io(ds, mtype, (void *)buf, start, rows, 1, 1);
+    H5Dclose(ds);
+    return rc;
+}
+
+/* Number of rows of dataset `path`, or -1. */
+long long h5io_ds_rows(hid_t file, const char *path)
+{
+    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+    if (ds < 0) return -1;
+    hid_t fs = H5Dget_space(ds);
+    hsize_t dims[2] = { 0, 0 };
+    long long r = -1;
+    if (fs >= 0 && H5Sget_simple_extent_ndims(fs) >= 1 && H5Sget_simple_extent_ndims(fs) <= 2 &&
+        H5Sget_simple_extent_dims(fs, dims, NULL) >= 0)
+        r = (long long)dims[0];
+    if (fs >= 0) H5Sclose(fs);
+    H5Dclose(ds);
+    return r;
+}
+
+/* Read rows [start, start + rows) (all columns) of dataset `path` into `buf`. */
+int h5io_ds_read_rows(hid_t file, const char *path, hid_t mtype, void *buf, hsize_t start, hsize_t rows)
+{
+    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+    if (ds < 0) return -1;
+    int rc = rows_io(ds, mtype, buf, start, rows, 0, 0);
+    H5Dclose(ds);
+    return rc;
+}
+
+int h5io_link_exists(hid_t loc, const char *path)
+{
+    /* H5Lexists needs every intermediate group to exist: test each prefix. */
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; ++p) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (H5Lexists(loc, buf, H5P_DEFAULT) <= 0) return 0;
+        *p = '/';
+    }
+    return H5Lexists(loc, buf, H5P_DEFAULT) > 0;
+}
+
+int h5io_attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int rank, hsize_t len, const void *v)
+{
+    hid_t sp = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &len, NULL);
+    if (sp < 0) return -1;
+    if (H5Aexists(loc, name) > 0) H5Adelete(loc, name);
+    hid_t a = H5Acreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a >= 0 && H5Awrite(a, mtype, v) >= 0 ? 0 : -1;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    return rc;
+}
+
+int h5io_attr_f64(hid_t loc, const char *name, double v)
+{
+    return h5io_attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, 1, &v);
+}
+
+int h5io_attr_f64v(hid_t loc, const char *name, const double *v, hsize_t n)
+{
+    return h5io_attr_write(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, n, v);
+}
+
+int h5io_attr_i64(hid_t loc, const char *name, long long v)
+{
+    int64_t x = (int64_t)v;
+    return h5io_attr_write(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 0, 1, &x);
+}
+
+/* Variable-length UTF-8 string (h5py reads it as str). */
+int h5io_attr_str(hid_t loc, const char *name, const char *s)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0) return -1;
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    const char *v = s ? s : "";
+    int rc = h5io_attr_write(loc, name, t, t, 0, 1, &v);
+    H5Tclose(t);
+    return rc;
+}
+
+/* Fixed-length ASCII string, null padded, exactly strlen(s) bytes (as VTKHDF's Type). */
+int h5io_attr_fixed_str(hid_t loc, const char *name, const char *s)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0) return -1;
+    H5Tset_size(t, strlen(s));
+    H5Tset_strpad(t, H5T_STR_NULLPAD);
+    H5Tset_cset(t, H5T_CSET_ASCII);
+    int rc = h5io_attr_write(loc, name, t, t, 0, 1, s);
+    H5Tclose(t);
+    return rc;
+}
+
+/* Read a string attribute (variable or fixed length) into a malloc'd string. */
+char *h5io_attr_read_str(hid_t loc, const char *obj, const char *name)
+{
+    hid_t o = H5Oopen(loc, obj, H5P_DEFAULT);
+    if (o < 0) return NULL;
+    hid_t a = H5Aopen(o, name, H5P_DEFAULT);
+    if (a < 0) {
+        H5Oclose(o);
+        return NULL;
+    }
+    char *out = NULL;
+    hid_t ft = H5Aget_type(a);
+    if (ft >= 0 && H5Tget_class(ft) == H5T_STRING) {
+        if (H5Tis_variable_str(ft) > 0) {
+            hid_t mt = H5Tcopy(H5T_C_S1);
+            H5Tset_size(mt, H5T_VARIABLE);
+            H5Tset_cset(mt, H5Tget_cset(ft));
+            char *v = NULL;
+            if (H5Aread(a, mt, &v) >= 0 && v) {
+                out = strdup(v);
+                hid_t sp = H5Screate(H5S_SCALAR);
+                H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, &v);
+                H5Sclose(sp);
+            }
+            H5Tclose(mt);
+        } else {
+            size_t len = H5Tget_size(ft);
+            out = calloc(len + 1, 1);
+            if (out && H5Aread(a, ft, out) < 0) {
+                free(out);
+                out = NULL;
+            }
+        }
+    }
+    if (ft >= 0) H5Tclose(ft);
+    H5Aclose(a);
+    H5Oclose(o);
+    return out;
+}
+
+int h5io_attr_read_i64(hid_t loc, const char *obj, const char *name, long long *v)
+{
+    hid_t o = H5Oopen(loc, obj, H5P_DEFAULT);
+    if (o < 0) return -1;
+    hid_t a = H5Aopen(o, name, H5P_DEFAULT);
+    int64_t x = 0;
+    int rc = a >= 0 && H5Aread(a, H5T_NATIVE_INT64, &x) >= 0 ? 0 : -1;
+    if (a >= 0) H5Aclose(a);
+    H5Oclose(o);
+    *v = (long long)x;
+    return rc;
+}
+
+int h5io_sync(hid_t file)
+{
+    if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) return -1;
+    int *fd = NULL;
+    if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) {
+        if (fsync(*fd) != 0 && errno != EINVAL && errno != EROFS) return -1;
+    }
+    return 0;
+}
+
+/* fsync the directory holding `path` (after a rename into it). */
+void h5io_fsync_dir(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[slash == dir ? 1 : 0] = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    int dfd = open(dir, O_RDONLY);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+}
+
+/* Write (or read) the block at `off` of `cnt` elements of dataset `path` (rank 1 or 2). */
+int h5io_ds_block(hid_t f, const char *path, hid_t mtype, int rank, const hsize_t *off, const hsize_t *cnt, void *buf,
+                  int do_write)
+{
+    hid_t ds = H5Dopen2(f, path, H5P_DEFAULT);
+    if (ds < 0) return -1;
+    hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(rank, cnt, NULL);
+    int ok = fs >= 0 && ms >= 0 && H5Sget_simple_extent_ndims(fs) == rank &&
+             H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0;
+    if (ok && do_write) ok = H5Dwrite(ds, mtype, ms, fs, H5P_DEFAULT, buf) >= 0;
+    else if (ok) ok = H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, buf) >= 0;
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    H5Dclose(ds);
+    return ok ? 0 : -1;
+}
+
+/* Bytes per row of the state dataset `name` (with its lengths in `name_bytes`): 0 when the file
+ * has none, -1 when it is unusable. */

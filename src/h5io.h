@@ -1,0 +1,46 @@
+/* h5io: HDF5 helpers shared by the output modules (output.c, output_read.c, xdmf.c,
+ * diskspace.c): error capture, datasets by rows, attributes, flush with fsync. Internal to
+ * the output modules; not part of the public output API (output.h). */
+#ifndef SPHSIM_H5IO_H
+#define SPHSIM_H5IO_H
+
+#include <hdf5.h>
+#include <stddef.h>
+
+/* A write of at least this many rows bypasses HDF5's chunk cache (h5io_ds_write_rows). */
+#define H5IO_DIRECT_ROWS 1024
+
+/* Record HDF5 errors instead of printing them, and forget any recorded one. */
+void h5io_quiet(void);
+/* The innermost message of the first HDF5 failure recorded since the last h5io_reason or
+ * h5io_forget, shortened to the system's reason when it carries one; then forgets it. */
+const char *h5io_reason(char *out, size_t n);
+/* Forget the recorded failure; whether one is recorded; record `why` as one. */
+void h5io_forget(void);
+int h5io_failed(void);
+void h5io_set_reason(const char *why);
+
+/* Datasets. Return 0, or -1 on an HDF5 failure. */
+int h5io_ds_create(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t cols, hsize_t chunk_rows);
+int h5io_ds_write_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows);
+long long h5io_ds_rows(hid_t file, const char *path);
+int h5io_ds_read_rows(hid_t file, const char *path, hid_t mtype, void *buf, hsize_t start, hsize_t rows);
+int h5io_ds_block(hid_t f, const char *path, hid_t mtype, int rank, const hsize_t *off, const hsize_t *cnt, void *buf,
+                  int do_write);
+int h5io_link_exists(hid_t loc, const char *path);
+
+/* Attributes. */
+int h5io_attr_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, int rank, hsize_t len, const void *v);
+int h5io_attr_f64(hid_t loc, const char *name, double v);
+int h5io_attr_f64v(hid_t loc, const char *name, const double *v, hsize_t n);
+int h5io_attr_i64(hid_t loc, const char *name, long long v);
+int h5io_attr_str(hid_t loc, const char *name, const char *s);
+int h5io_attr_fixed_str(hid_t loc, const char *name, const char *s);
+char *h5io_attr_read_str(hid_t loc, const char *obj, const char *name);
+int h5io_attr_read_i64(hid_t loc, const char *obj, const char *name, long long *v);
+
+/* Flush to the file and the file to the disk; fsync the directory holding `path`. */
+int h5io_sync(hid_t file);
+void h5io_fsync_dir(const char *path);
+
+#endif
