@@ -173,8 +173,9 @@ def run_case(args, name, n, tmp):
 
 def progress_windows(log, span=0.05):
     """(t0, t1, steps, ms per step) over windows of at least `span` s of simulated time, from
-    sphsim's --progress=json lines (steps_per_s is the mean since the start, so the wall time
-    at a line is step / steps_per_s)."""
+    sphsim's --progress=json lines (elapsed_s: the wall time since the steps began; older
+    binaries give only steps_per_s, the mean since the start, so that the wall time at a line is
+    step / steps_per_s)."""
     pts = []
     for line in log.splitlines():
         if line.startswith('{"progress"'):
@@ -182,7 +183,9 @@ def progress_windows(log, span=0.05):
                 d = json.loads(line)
             except ValueError:
                 continue
-            if d.get("steps_per_s", 0) > 0:
+            if "elapsed_s" in d:
+                pts.append((d["time"], d["step"], d["elapsed_s"]))
+            elif d.get("steps_per_s", 0) > 0:
                 pts.append((d["time"], d["step"], d["step"] / d["steps_per_s"]))
     out = []
     if not pts:

@@ -136,7 +136,7 @@ sphsim_status cli_parse(int argc, char **argv, cli_args *a, sphsim_error *e)
                 a->scene_path = argv[i];
             }
         } else if (arg[0] == '-' && arg[1]) {
-            return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "unknown option %s (see sphsim --help)", arg);
+            return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "unknown option %s", arg);
         } else {
             if (a->scene_path)
                 return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "more than one scene given (%s and %s)", a->scene_path, arg);

@@ -82,8 +82,13 @@ static void print_check(const scene *s, const sphsim_tuning *t)
      * radius (4 B), id (4 B), type (1 B), at most */
     double out = (double)snapshots_of(s) * (double)s->n_total * 37.0;
     const size_t host = sim_host_bytes(s, t);
-    printf("%s\n", s->resolved_json ? s->resolved_json : "{}");
-    printf("{\"check\":{\"particles\":%ld,\"fluid_particles\":%ld,\"boundary_particles\":%ld,\"spheres\":%ld,"
+    /* one JSON document on one line: the resolved scene and the derived values */
+    cJSON *scene_doc = s->resolved_json ? cJSON_Parse(s->resolved_json) : NULL;
+    char *scene_line = scene_doc ? cJSON_PrintUnformatted(scene_doc) : NULL;
+    printf("{\"scene\":%s,", scene_line ? scene_line : "{}");
+    cJSON_free(scene_line);
+    cJSON_Delete(scene_doc);
+    printf("\"check\":{\"particles\":%ld,\"fluid_particles\":%ld,\"boundary_particles\":%ld,\"spheres\":%ld,"
            "\"smoothing_length_m\":%.9g,\"support_radius_m\":%.9g,\"dt_s\":%.9g,\"steps\":%ld,\"snapshots\":%ld,"
            "\"estimated_device_bytes\":%zu,\"estimated_list_bytes\":%zu,\"estimated_host_bytes\":%zu,"
            "\"estimated_output_bytes\":%.0f}}\n",
@@ -218,6 +223,7 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
         st = scene_load(&s, a->scene_path, a->sets, a->n_sets, e);
     }
     if (st != SPHSIM_OK) return st;
+    if (s.notes[0] && !a->quiet) fprintf(stderr, "sphsim: %s", s.notes);
     if (a->action == CLI_CHECK) {
         print_check(&s, t);
         scene_free(&s);
@@ -281,8 +287,8 @@ int main(int argc, char **argv)
     sphsim_status st = cli_parse(argc, argv, &a, &e);
     if (st == SPHSIM_OK) st = read_tuning(&tune, &a, &e);
     if (st == SPHSIM_OK && !a.device) a.device = getenv("SPHSIM_DEVICE"); /* the default device selector */
-    if (st != SPHSIM_OK) {
-        fprintf(stderr, "sphsim: %s\n\n%s", e.msg, cli_usage);
+    if (st == SPHSIM_E_USAGE) {
+        fprintf(stderr, "sphsim: %s\nRun 'sphsim --help' for the options.\n", e.msg);
         reported = 1;
     } else if (a.action == CLI_HELP) {
         fputs(cli_usage, stdout);

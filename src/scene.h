@@ -126,6 +126,8 @@ typedef struct scene {
     char *source_json;   /* the file exactly as read (malloc'd) */
     char *resolved_json; /* resolved parameters with defaults filled in, as JSON (malloc'd) */
     char path[1024];     /* the scene file path */
+    char notes[512];     /* values the scene asked for that were adjusted, a sentence a line (main.c
+                            prints them on stderr); empty when none */
 } scene;
 
 /* Read, override, validate and resolve a scene.

@@ -72,6 +72,14 @@ size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc, co
     return sph_list_bytes(s, n, cells, max_alloc, t ? t->list_parts : TUNE_AUTO);
 }
 
+/* Samples of (time, step) for the ETA (recent_rate). */
+#define RATE_SAMPLES 64
+typedef struct progress_rate {
+    double t[RATE_SAMPLES];
+    long step[RATE_SAMPLES];
+    int head, n;
+} progress_rate;
+
 typedef struct sim_ctx {
     const scene *s;
     const sim_options *o;
@@ -91,6 +99,7 @@ typedef struct sim_ctx {
     long first_step;   /* the step the run starts at (--resume: the last snapshot's) */
     double t_steps0;   /* s (now_s): the steps' start */
     double last_print; /* s (now_s): the last progress line */
+    progress_rate rate; /* the recent step rate, for the ETA */
     long outside_base; /* particles found outside before this run (--resume) */
 } sim_ctx;
 
@@ -499,11 +508,39 @@ static sphsim_status check_flags(sim_ctx *c, sim_result *r, long last_check, lon
     return SPHSIM_OK;
 }
 
+/* The step rate for the ETA: from samples of (time, step) taken at most every half second once
+ * the first step is done (so the kernels' compilation and the set-up stay out), over the last
+ * 30 s or so; 0 until two samples exist. */
+static double recent_rate(sim_ctx *c, long step, double now)
+{
+    progress_rate *pr = &c->rate;
+    if (step > c->first_step && (pr->n == 0 || now - pr->t[(pr->head + pr->n - 1) % RATE_SAMPLES] >= 0.5)) {
+        if (pr->n == RATE_SAMPLES) {
+            pr->head = (pr->head + 1) % RATE_SAMPLES;
+            --pr->n;
+        }
+        const int k = (pr->head + pr->n) % RATE_SAMPLES;
+        pr->t[k] = now;
+        pr->step[k] = step;
+        ++pr->n;
+    }
+    if (pr->n < 2) return 0.0;
+    const int last = (pr->head + pr->n - 1) % RATE_SAMPLES;
+    int first = pr->head; /* the oldest sample within 30 s of the newest, or the one after it */
+    while (first != last && pr->t[last] - pr->t[first] > 30.0) first = (first + 1) % RATE_SAMPLES;
+    const double dt = pr->t[last] - pr->t[first];
+    return dt > 0.0 ? (double)(pr->step[last] - pr->step[first]) / dt : 0.0;
+}
+
+/* Progress on the log: a live line on a terminal, a line every 10 s otherwise, or JSON lines.
+ * steps_per_s is the mean since the steps began (elapsed_s); the ETA comes from the recent rate
+ * (recent_rate) and the steps left, unknown until the rate is. */
 static void progress(sim_ctx *c, long step, long first_step, double t0, double *last_print, int force)
 {
     const sim_options *o = c->o;
     if (!o->log || o->progress == PROGRESS_NONE) return;
     double now = now_s();
+    const double rate = recent_rate(c, step, now);
     int tty = o->progress == PROGRESS_AUTO && isatty(fileno(o->log));
     double every = o->progress == PROGRESS_JSON ? 2.0 : tty ? 0.25 : 10.0;
     if (!force && now - *last_print < every) return;
@@ -513,19 +550,25 @@ static void progress(sim_ctx *c, long step, long first_step, double t0, double *
     double frac = n_steps > 0 ? (double)step / (double)n_steps : 1.0;
     double el = now - t0;
     double sps = el > 0 ? (double)(step - first_step) / el : 0.0;
-    double eta = sps > 0 ? (double)(n_steps - step) / sps : 0.0;
+    const int known = rate > 0.0 || step >= n_steps;
+    double eta = step >= n_steps ? 0.0 : rate > 0.0 ? (double)(n_steps - step) / rate : 0.0;
     if (o->progress == PROGRESS_JSON) {
         long written = 0, outside = 0; /* snapshots committed to the file so far */
         double busy = 0;
         if (c->writer) writer_counts(c->writer, &written, &outside, &busy, NULL);
+        char eta_s[32] = "null";
+        if (known) snprintf(eta_s, sizeof eta_s, "%.4g", eta);
         fprintf(o->log,
-                "{\"progress\":%.4f,\"step\":%ld,\"steps\":%ld,\"time\":%.9g,\"end_time\":%.9g,\"steps_per_s\":%.4g,"
-                "\"eta_s\":%.4g,\"snapshots\":%ld}\n",
-                frac, step, n_steps, t, c->s->t_end, sps, eta, written);
+                "{\"progress\":%.4f,\"step\":%ld,\"steps\":%ld,\"time\":%.9g,\"end_time\":%.9g,\"elapsed_s\":%.6g,"
+                "\"steps_per_s\":%.4g,\"eta_s\":%s,\"snapshots\":%ld}\n",
+                frac, step, n_steps, t, c->s->t_end, el, sps, eta_s, written);
     } else {
-        int h = (int)(eta / 3600), m = (int)(fmod(eta, 3600) / 60), sec = (int)fmod(eta, 60);
-        fprintf(o->log, "%st = %.4g / %.4g s  %5.1f%%  step %ld/%ld  %.1f steps/s  ETA %02d:%02d:%02d%s",
-                tty ? "\r" : "", t, c->s->t_end, 100 * frac, step, n_steps, sps, h, m, sec, tty ? "  " : "\n");
+        char eta_hms[16] = "--:--:--";
+        if (known)
+            snprintf(eta_hms, sizeof eta_hms, "%02d:%02d:%02d", (int)(eta / 3600), (int)(fmod(eta, 3600) / 60),
+                     (int)fmod(eta, 60));
+        fprintf(o->log, "%st = %.4g / %.4g s  %5.1f%%  step %ld/%ld  %.1f steps/s  ETA %s%s", tty ? "\r" : "", t,
+                c->s->t_end, 100 * frac, step, n_steps, rate > 0.0 ? rate : sps, eta_hms, tty ? "  " : "\n");
         if (tty && force) fputc('\n', o->log);
     }
     fflush(o->log);

@@ -51,6 +51,14 @@ expect 2 "bad tuning in the environment" -- env SPHSIM_LIST_BUILD=sideways "$BIN
 has "$T/err" "SPHSIM_LIST_BUILD: list_build=sideways: expected auto|apart|fused" "environment knob named"
 expect 0 "--tune over the environment" -- env SPHSIM_SKIN_LEVELS=2 "$BIN" "$T/tiny.json" --check --tune skin_levels=auto
 expect 0 "a run with knobs" -- "$BIN" "$T/tiny.json" -o "$T/tuned.h5" -q --tune list_build=apart --tune go_ahead=1
+# a short trial run: an output interval longer than the run becomes the run, with a note
+expect 0 "short trial run" -- "$BIN" "$T/tiny.json" -o "$T/trial.h5" --set time.end=0.0005
+has "$T/err" "output.interval: 0.001 s is longer than time.end (0.0005 s)" "short trial run's note"
+has "$T/out" '"snapshots":2' "short trial run: snapshots at the start and the end"
+# a usage error: the message and a pointer to --help, not the whole help
+expect 2 "usage error is short" -- "$BIN" "$T/tiny.json" --frobnicate
+[ "$(wc -l < "$T/err")" -eq 2 ] && ok || bad "usage error: $(wc -l < "$T/err") lines on stderr, expected 2"
+has "$T/err" "Run 'sphsim --help' for the options." "usage error points at --help"
 expect 4 "missing scene file" -- "$BIN" "$T/nonexistent.json" -o "$T/x.h5"
 has "$T/err" "nonexistent.json" "missing file named"
 
@@ -58,6 +66,8 @@ has "$T/err" "nonexistent.json" "missing file named"
 expect 0 "--check" -- "$BIN" "$T/tiny.json" --check
 has "$T/out" '"particles":' "--check prints particle count"
 has "$T/out" '"estimated_device_bytes":' "--check prints memory estimate"
+[ "$(wc -l < "$T/out")" -eq 1 ] && ok || bad "--check prints one line, got $(wc -l < "$T/out")"
+has "$T/out" '{"scene":{"format":1,' "--check's document holds the resolved scene"
 n1=$(sed -n 's/.*"fluid_particles":\([0-9]*\).*/\1/p' "$T/out")
 [ "$n1" = "200" ] && ok || bad "--check fluid particles: got '$n1', expected 10 x 20 = 200"
 expect 0 "--check with --set" -- "$BIN" "$T/tiny.json" --check --set fluid.spacing=0.005

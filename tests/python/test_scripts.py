@@ -154,6 +154,10 @@ def test_bench_progress_windows():
     assert [(a, b, k) for a, b, k, _ in w] == [(0.02, 0.07, 200), (0.07, 0.10, 50)]
     assert w[0][3] == pytest.approx(20.0) and w[1][3] == pytest.approx(80.0)
     assert bench.progress_windows("no progress here") == []
+    # sphsim's elapsed_s, where it gives it, is the wall time itself
+    timed = ['{"progress":0.1,"step":100,"steps":1000,"time":0.02,"elapsed_s":3,"steps_per_s":33}',
+             '{"progress":0.3,"step":300,"steps":1000,"time":0.07,"elapsed_s":5,"steps_per_s":60}']
+    assert bench.progress_windows("\n".join(timed)) == [(0.02, 0.07, 200, pytest.approx(10.0))]
 
 
 def test_bench_stages():
