@@ -564,6 +564,7 @@ sphsim_status device_alloc(ocl_device *d, size_t bytes, const char *what, cl_mem
     if (err != CL_SUCCESS)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "allocating %s (%.3g MB) on %s failed: %s", what, bytes / 1e6, d->name,
                            cl_error_name(err));
+    d->allocated += bytes;
     return SPHSIM_OK;
 }
 

@@ -27,6 +27,7 @@ typedef struct ocl_device {
     int profiling;          /* queue created with profiling enabled */
     const char *kernel_dir; /* kernel sources from this folder where it has them (NULL: embedded) */
     int build_log;          /* print every program's build log to stderr */
+    size_t allocated;       /* bytes device_alloc has allocated so far (the run's device memory) */
     cl_kernel bound[128];   /* kernels whose argument names device_set_args has checked */
     int n_bound;
     struct device_prof *prof; /* per-kernel timing when profiling (see device_profile) */

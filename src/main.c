@@ -97,9 +97,10 @@ static void print_check(const scene *s, const sphsim_tuning *t)
     fprintf(
         stderr,
         "scene %s is valid: %ld particles (%ld fluid, %ld boundary, %ld spheres), h = %.4g m, dt = %.4g s, %ld steps, "
-        "%ld snapshots, about %.3g MB of device memory, %.3g MB of host memory and %.3g MB of output\n",
+        "%ld snapshots, about %.3g MB of device memory%s, %.3g MB of host memory and %.3g MB of output\n",
         s->path[0] ? s->path : s->name, s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, s->h, s->dt, s->n_steps,
-        snapshots_of(s), dev / 1e6, host / 1e6, out / 1e6);
+        snapshots_of(s), (double)(dev + lists) / 1e6, lists ? " (the neighbour lists' included)" : "", host / 1e6,
+        out / 1e6);
 }
 
 static void print_summary(const char *out, const sim_result *r, sphsim_status st, const sphsim_error *e)
@@ -112,8 +113,9 @@ static void print_summary(const char *out, const sim_result *r, sphsim_status st
     printf(",\"device\":");
     json_str(stdout, r->device_name);
     printf(",\"particles\":%ld,\"steps\":%ld,\"last_step\":%ld,\"simulated_time_s\":%.9g,\"wall_time_s\":%.4f,"
-           "\"particle_steps_per_s\":%.6g,\"snapshots\":%ld,\"particles_outside\":%ld",
-           r->n_particles, r->steps, r->last_step, r->sim_time, r->wall_time, pps, r->snapshots, r->n_outside);
+           "\"particle_steps_per_s\":%.6g,\"snapshots\":%ld,\"particles_outside\":%ld,\"device_bytes\":%zu",
+           r->n_particles, r->steps, r->last_step, r->sim_time, r->wall_time, pps, r->snapshots, r->n_outside,
+           r->device_bytes);
     if (r->lists)
         printf(",\"neighbour_lists\":true,\"list_rebuilds\":%ld,\"list_checks\":%ld,\"list_checks_skipped\":%ld",
                r->list_rebuilds, r->list_checks, r->list_checks_skipped);

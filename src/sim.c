@@ -889,6 +889,7 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
     double t0 = now_s();
     sphsim_status st = run(&c, r, e);
     if (r->wall_time == 0) r->wall_time = now_s() - t0;
+    r->device_bytes = c.dev.allocated;
     if (c.writer) { /* finish the snapshots in flight (also after a failure or a signal) */
         sphsim_error werr;
         sphsim_status wst = sync_writer(&c, r, &werr);
