@@ -55,6 +55,9 @@ expect 0 "a run with knobs" -- "$BIN" "$T/tiny.json" -o "$T/tuned.h5" -q --tune 
 expect 0 "short trial run" -- "$BIN" "$T/tiny.json" -o "$T/trial.h5" --set time.end=0.0005
 has "$T/err" "output.interval: 0.001 s is longer than time.end (0.0005 s)" "short trial run's note"
 has "$T/out" '"snapshots":2' "short trial run: snapshots at the start and the end"
+# the closing hint's reader works with the system's python3 (scripts/setup.sh installs its h5py)
+expect 0 "sphsim_reader.py with the system python3" -- /usr/bin/python3 scripts/sphsim_reader.py "$T/trial.h5"
+has "$T/out" "particles" "sphsim_reader.py summary"
 # a usage error: the message and a pointer to --help, not the whole help
 expect 2 "usage error is short" -- "$BIN" "$T/tiny.json" --frobnicate
 [ "$(wc -l < "$T/err")" -eq 2 ] && ok || bad "usage error: $(wc -l < "$T/err") lines on stderr, expected 2"
