@@ -1,6 +1,6 @@
 """Tests of the post-processing scripts (scripts/plot_snapshot.py, animate.py, plot_surge_front.py,
-surface.py, martin_moyce.py) and of the benchmark's developed-flow mode (bench.py --until) on real
-sphsim runs of tiny scenes: a 2D dam break (200 fluid
+surface.py, martin_moyce.py), of sweep.sh's device slots and interruption, and of the benchmark's
+developed-flow mode (bench.py --until) on real sphsim runs of tiny scenes: a 2D dam break (200 fluid
 particles), a 3D block (1000 fluid particles) and 16 discs in particle mode. Each script runs as
 a command, headless (no DISPLAY, MPLBACKEND unset), and its output is opened and checked.
 """
@@ -10,8 +10,10 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -135,6 +137,196 @@ def test_help(name):
 def test_sweep_help():
     p = subprocess.run(["sh", str(SCRIPTS / "sweep.sh"), "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "usage: scripts/sweep.sh" in p.stdout
+
+
+# ---------------------------------------------------------------------------------- sweep.sh --devices
+# tests/cli/test_sweep.sh covers the table, reruns and grids; these cover the device slots and
+# Ctrl-C, with PoCL's one CPU device standing in for several GPUs (listed twice, under two
+# selectors), and with a stand-in sphsim whose runs take a set time.
+
+def sweep(*args, env=None, timeout=300):
+    return subprocess.run(["sh", str(SCRIPTS / "sweep.sh"), *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def sweep_records(d):
+    """The runs' records in DIR/.sweep/runs, in the order they started."""
+    recs = [json.loads(f.read_text()) for f in (d / ".sweep" / "runs").glob("*.json")]
+    return sorted(recs, key=lambda r: r["start"])
+
+
+def assert_one_run_per_slot(recs):
+    """No two runs held a slot at once: per slot, each run starts after the one before ended."""
+    by_slot = {}
+    for r in recs:
+        by_slot.setdefault(r["slot"], []).append(r)
+    for slot, rs in by_slot.items():
+        for a, b in zip(rs, rs[1:]):
+            assert b["start"] >= a["end"], f"slot {slot}: {b['name']} started before {a['name']} ended"
+    return by_slot
+
+
+def most_at_once(recs):
+    events = sorted([(r["start"], 1) for r in recs] + [(r["end"], -1) for r in recs])
+    n = best = 0
+    for _, e in events:
+        n += e
+        best = max(best, n)
+    return best
+
+
+def test_sweep_devices_pocl(tmp_path):
+    """--devices cpu,N (N the CPU's index): two slots, both PoCL's CPU device; every run gets
+    --device with its slot's selector, its summary and log name the device, and no slot runs two
+    at once."""
+    scene = tmp_path / "tiny.json"
+    scene.write_text(json.dumps(dict(SCENE_2D, time={"end": 0.002}, output={"interval": 0.001})))
+    # --list-devices: index, type, name, platform, memory; the CPU device by its index and by "cpu"
+    listed = subprocess.run([SPHSIM, "--list-devices"], capture_output=True, text=True).stdout
+    cpu = [line.split("\t") for line in listed.splitlines() if line.split("\t")[1:2] == ["cpu"]]
+    if not cpu:
+        pytest.skip("no OpenCL CPU device (PoCL) to stand in for several devices")
+    index, pocl = cpu[0][0], cpu[0][2]
+    d = tmp_path / "dev"
+    p = sweep(scene, "time.end", 0.001, 0.002, 0.003, 0.004, "--devices", f"cpu,{index}", "-o", d)
+    assert p.returncode == 0, p.stderr
+    assert "4 run(s)" in p.stderr and f"2 at a time on devices cpu,{index}" in p.stderr
+    recs = sweep_records(d)
+    assert len(recs) == 4
+    for r in recs:
+        assert r["exit_code"] == 0 and r["end"] >= r["start"]
+        i = r["command"].index("--device")
+        assert r["command"][i + 1] == r["device"] == ["cpu", index][r["slot"]]
+        summary = json.loads((d / f"{r['name']}.json").read_text())
+        assert summary["status"] == "ok" and summary["device"] == pocl
+        assert f"on {pocl}" in (d / f"{r['name']}.log").read_text()
+    assert set(assert_one_run_per_slot(recs)) <= {0, 1}
+    assert most_at_once(recs) <= 2
+    rows = list(csv.DictReader(open(d / "summary.csv")))
+    assert [r["time.end"] for r in rows] == ["0.001", "0.002", "0.003", "0.004"]
+    assert all(r["status"] == "ok" for r in rows)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-j", "3", "--devices", "0,0"], "at most one run per listed device"),
+    (["--devices", "0,,1"], "expected device selectors separated by commas"),
+    (["--devices", "0", "--", "--device", "cpu"], "no --device among the sphsim arguments"),
+])
+def test_sweep_devices_usage(tmp_path, args, message):
+    scene = tmp_path / "tiny.json"
+    scene.write_text(json.dumps(SCENE_2D))
+    p = sweep(scene, "time.end", 0.001, "-o", tmp_path / "d", *args)
+    assert p.returncode == 2 and message in p.stderr, p.stderr
+    assert not (tmp_path / "d").exists()
+
+
+FAKE_SPHSIM = """\
+import json, os, signal, sys, time
+# A stand-in for sphsim: sleeps $FAKE_SECONDS, writes -o, prints a summary line; SIGINT or
+# SIGTERM ends it as sphsim does (status interrupted, exit 130 / 143).
+a = sys.argv[1:]
+out = a[a.index("-o") + 1]
+dev = a[a.index("--device") + 1] if "--device" in a else None
+def stop(sig, _):
+    print(json.dumps({"status": "interrupted", "output": out, "device": dev, "snapshots": 0}))
+    sys.exit(130 if sig == signal.SIGINT else 143)
+signal.signal(signal.SIGINT, stop)
+signal.signal(signal.SIGTERM, stop)
+if os.path.exists(out) and "--overwrite" not in a:
+    print(json.dumps({"status": "io-error", "error": "exists"}))
+    sys.exit(4)
+v = a[a.index("--set") + 1].split("=", 1)[1]
+time.sleep(0 if v == "quick" else float(os.environ["FAKE_SECONDS"]))
+open(out, "w").write("fake")
+print(json.dumps({"status": "ok", "output": out, "device": dev, "particles": 1, "steps": 1, "snapshots": 1}))
+"""
+
+
+@pytest.fixture
+def fake_sphsim(tmp_path):
+    """(environment that makes sweep.sh run the stand-in sphsim, scene file)."""
+    fake = tmp_path / "fake_sphsim"
+    fake.write_text(f"#!{sys.executable}\n" + FAKE_SPHSIM)
+    fake.chmod(0o755)
+    scene = tmp_path / "scene.json"
+    scene.write_text("{}")
+    return dict(os.environ, SPHSIM=str(fake), FAKE_SECONDS="0.5"), scene
+
+
+def test_sweep_device_slots(tmp_path, fake_sphsim):
+    """Six runs of 0.5 s over three devices: three at a time, never two on one device; -j 2
+    takes the first two devices listed."""
+    env, scene = fake_sphsim
+    p = sweep(scene, "k", *range(6), "--devices", "2,0,1", "-o", tmp_path / "s", env=env)
+    assert p.returncode == 0, p.stderr
+    recs = sweep_records(tmp_path / "s")
+    by_slot = assert_one_run_per_slot(recs)
+    assert sorted(by_slot) == [0, 1, 2] and most_at_once(recs) == 3
+    for r in recs:
+        assert r["command"][r["command"].index("--device") + 1] == r["device"] == ["2", "0", "1"][r["slot"]]
+    assert max(r["end"] for r in recs) - recs[0]["start"] < 6 * 0.5  # ran side by side
+    p = sweep(scene, "k", *range(4), "--devices", "2,0,1", "-j", "2", "-o", tmp_path / "j2", env=env)
+    assert p.returncode == 0, p.stderr
+    recs = sweep_records(tmp_path / "j2")
+    assert {r["device"] for r in recs} == {"2", "0"} and most_at_once(recs) == 2
+    assert_one_run_per_slot(recs)
+
+
+def test_sweep_interrupt_and_rerun(tmp_path, fake_sphsim):
+    """SIGINT to the sweep reaches the running runs, starts no more, writes the table and
+    exits 130; a second sweep into the folder meanwhile is refused; a rerun keeps the finished run
+    and one finished by hand, and redoes the interrupted and unstarted ones (the interrupted one
+    with --overwrite)."""
+    env, scene = fake_sphsim
+    d = tmp_path / "s"
+    cmd = ["sh", str(SCRIPTS / "sweep.sh"), str(scene), "k", "quick", "slow1", "slow2", "slow3", "-j", "2",
+           "-o", str(d)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(env, FAKE_SECONDS="60"))
+    try:
+        deadline = time.time() + 60
+        while not all((d / ".sweep" / "runs" / f"k=slow{i}.json").exists() for i in (1, 2)):
+            assert time.time() < deadline and proc.poll() is None, "the slow runs did not start"
+            time.sleep(0.05)
+        time.sleep(0.3)  # let the stand-ins set their handlers
+        proc.send_signal(signal.SIGINT)  # to the sweep alone (its runs have process groups of their own)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    rows = {r["value"]: r for r in csv.DictReader(open(d / "summary.csv"))}
+    assert list(rows) == ["quick", "slow1", "slow2", "slow3"]
+    assert rows["quick"]["status"] == "ok"
+    for v in ("slow1", "slow2"):
+        assert (rows[v]["status"], rows[v]["exit_code"]) == ("interrupted", "130")
+    assert (rows["slow3"]["status"], rows["slow3"]["exit_code"]) == ("not-run", "")
+    quick_start = json.loads((d / ".sweep" / "runs" / "k=quick.json").read_text())["start"]
+    # another sweep into the folder while this one runs is refused
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(env, FAKE_SECONDS="60"))
+    try:
+        assert "4 run(s) of" in proc.stderr.readline()  # printed with the folder locked
+        p = sweep(*cmd[2:], env=env)
+        assert p.returncode == 2 and "another sweep is running into" in p.stderr, p.stderr
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    # slow1 continued by hand into its own files (as by sphsim --resume) counts as finished
+    (d / "k=slow1.h5").write_text("resumed")
+    (d / "k=slow1.json").write_text(json.dumps({"status": "ok", "particles": 1}) + "\n")
+
+    p = sweep(*cmd[2:], env=dict(env, FAKE_SECONDS="0"))
+    assert p.returncode == 0, p.stderr
+    assert "2 kept from an earlier sweep" in p.stderr
+    recs = {r["name"]: r for r in sweep_records(d)}
+    assert recs["k=quick"]["start"] == quick_start  # kept, not rerun
+    assert recs["k=slow1"]["exit_code"] == 130 and (d / "k=slow1.h5").read_text() == "resumed"
+    for v in ("slow2", "slow3"):
+        assert recs[f"k={v}"]["exit_code"] == 0 and "--overwrite" in recs[f"k={v}"]["command"]
+    rows = list(csv.DictReader(open(d / "summary.csv")))
+    assert [(r["k"], r["status"]) for r in rows] == [(v, "ok") for v in ("quick", "slow1", "slow2", "slow3")]
 
 
 # ---------------------------------------------------------------------------------- bench.py --until
