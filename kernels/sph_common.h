@@ -55,8 +55,13 @@
  * -2.7 %, wall pressure -18 to -19 %, density +2 % for the wider writes; docs/performance.md),
  * for 16 more bytes per particle, which the lists' memory counts (sph_list_bytes). The
  * cell walk, which a run too large for lists takes, keeps 16 bytes: pos_p[j] and the state's
- * vel[j]. SPH_NB_PUT_ writes particle i's (v is not evaluated without the record). */
-#ifdef NLIST
+ * vel[j], except with an integrated density (-DDENSITY_CONTINUITY), whose density stage writes
+ * the step's density into the record and not into the state that its loop reads.
+ * SPH_NB_PUT_ writes particle i's (v is not evaluated without the record). */
+#if defined(NLIST) || defined(DENSITY_CONTINUITY)
+#define SPH_RECORD32 /* the 32-byte record */
+#endif
+#ifdef SPH_RECORD32
 #define SPH_NB_X_(pos_p, vel, j) (pos_p)[2u * (j)]
 #define SPH_NB_V_(pos_p, vel, j) (pos_p)[2u * (j) + 1u]
 #define SPH_NB_PUT_(pos_p, i, xp, v)                                                                                   \

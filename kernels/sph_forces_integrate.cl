@@ -10,6 +10,7 @@
  *        Pi_ij = -alpha c0 mu_ij / rho_ij,  mu_ij = h v_ij.dx / (r^2 + eta^2) when v_ij.dx < 0
  *   laminar, poly6 scheme (Mueller 2003):  a_i += mu m_j / (rho_i rho_j) (v_j - v_i) lap W_visc
  *   laminar, other kernels (Morris 1997):  a_i += 2 mu m_j / (rho_i rho_j) F r^2/(r^2+eta^2) v_ij
+ With -DDENSITY_CONTINUITY the step's density (sph_density.cl) goes into vel_next.w: the state.
  * A wall neighbour w enters with the pressure p_w and density rho_w that sph_boundary
  * extrapolated from the fluid (Adami, Hu & Adams 2012) and v_w = 0 (no-slip wall at rest).
  * Closer than d0 = 0.4 dx to a tank face (the fluid next to a wall sits at 0.5 dx), a linear
@@ -27,6 +28,14 @@
  * which the next step's decision reads (nlist_state.need, step_max; kernels/nlist.cl).
  * A gather over the neighbour grid: no float atomics; only the flag words are OR-ed atomically. */
 #include "sph_common.h"
+
+/* The positions the in-range cell walk tests (no lists): pos_p's (x, p/rho^2), which the body
+ * loads next, or pos beside 32-byte records (an integrated density), whose x sits at pos_p[2j]. */
+#ifdef SPH_RECORD32
+#define SPH_WALK_POS_ pos
+#else
+#define SPH_WALK_POS_ pos_p
+#endif
 
 /* The step of fluid particle i (or the copy of wall particle i) from (pos, vel) into
  * (pos_next, vel_next). list_walk: a constant of each kernel (nlist_loop.h). */
@@ -53,7 +62,7 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
         }
         return;
     }
-#ifdef NLIST
+#ifdef SPH_RECORD32
     /* i's own record, which the density stage wrote this step from pos[i] and vel[i] (and which
      * its neighbours read too, so it is likely in L2): one 32-byte load instead of pos[i], vel[i]
      * and the record's p/rho^2 (the same values; fluid mass is uniform, sph_set_masses) */
@@ -76,7 +85,7 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
 #endif
     float4 acc = (float4)(0.0f); /* m/s^2 */
 
-    SPH_FORCES_LOOP_BEGIN(gp, cell_start, cell_end, pos_p, x_i, support2, i, j)
+    SPH_FORCES_LOOP_BEGIN(gp, cell_start, cell_end, SPH_WALK_POS_, x_i, support2, i, j)
     const float4 x_j = SPH_NB_X_(pos_p, vel, j); /* (x_j, p_j / rho_j^2) */
     float4 dx = x_i - x_j;                       /* dx = x_i - x_j */
     dx.w = 0.0f;
@@ -127,7 +136,11 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
     acc.w = 0.0f;
     const float dt = P->dt;
     float4 v_next = v_i + acc * dt;
+#ifdef DENSITY_CONTINUITY
+    v_next.w = rho_i; /* an integrated density is state: it rides in vel.w (sph_density.cl) */
+#else
     v_next.w = 0.0f;
+#endif
     float4 x_next = x_i + v_next * dt;
     x_next.w = x_i.w; /* the mass rides along */
 
@@ -135,7 +148,7 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
     const int finite = isfinite(x_next.x) && isfinite(x_next.y) && isfinite(x_next.z) && isfinite(v_next.x) &&
                        isfinite(v_next.y) && isfinite(v_next.z);
     if (!finite) bad |= FLAG_NONFINITE;
-    const int runaway = dot(v_next, v_next) > P->max_speed2;
+    const int runaway = dot(v_next.xyz, v_next.xyz) > P->max_speed2;
     if (runaway) bad |= FLAG_RUNAWAY;
     /* Last resort, never expected in a resolved flow: a fluid particle that would cross a tank
      * wall is put back on the wall with its outward normal velocity removed, and counted

@@ -2,7 +2,8 @@
  * Filled once by sph_params_from_scene() and uploaded as a __constant buffer. The scheme
  * choices themselves (dimension, kernel, EOS, viscosity) are compile-time build options
  * (-DDIMS=2|3, -DKERNEL_POLY6|KERNEL_CUBIC|KERNEL_WENDLAND, -DEOS_LINEAR|EOS_TAIT,
- * -DVISC_LAPLACIAN|VISC_ARTIFICIAL); see docs/physics.md for every symbol. */
+ * -DVISC_LAPLACIAN|VISC_ARTIFICIAL, -DDENSITY_CONTINUITY for the integrated density); see
+ * docs/physics.md for every symbol. */
 #ifndef SPHSIM_SPH_SHARED_H
 #define SPHSIM_SPH_SHARED_H
 
@@ -35,6 +36,10 @@ typedef struct sph_params {
     float mass_fluid;  /* kg: the mass of every fluid particle (sph_set_masses) */
     float mass_wall;   /* kg: the mass of every wall particle; the forces loop takes m_j from
                            these two by the sign of vel_j.w (negative for walls) */
+    float diff_k;      /* m^2/s: 2 delta h c0, the density diffusion's factor (continuity density) */
+    float diff_hydro;  /* kg s^2/m^5: rho0 / c0^2, which turns rho0 g . dx into the hydrostatic
+                           density difference that the diffusion leaves alone */
+    float rho_floor;   /* kg/m^3: the least density the continuity equation may reach, rho0 / 2 */
     dev_u32 dims;      /* 2 or 3 (also -DDIMS) */
 } sph_params;
 

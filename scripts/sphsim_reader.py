@@ -221,6 +221,9 @@ def density_from_positions(run, snap, chunk=512):
         raise ValueError("density is an SPH quantity; this run is in particle mode")
     if "mass" not in snap:
         raise ValueError("the run did not write the mass field (output.fields)")
+    if p.get("density") == "continuity":
+        raise ValueError("this run integrates the density (fluid.density.type continuity): "
+                         "its stored density is not a kernel sum of the positions")
     h = float(p["smoothing_length"])
     dims = int(p["dimensions"])
     x = snap["positions"].astype(np.float64)

@@ -45,7 +45,11 @@ const field_desc OUTPUT_FIELDS[] = {
 };
 const int OUTPUT_N_FIELDS = (int)(sizeof OUTPUT_FIELDS / sizeof OUTPUT_FIELDS[0]);
 
-unsigned output_fields(const scene *s) { return s->fields | ALWAYS_FIELDS; }
+unsigned output_fields(const scene *s)
+{
+    /* an integrated density is state that --resume restores */
+    return s->fields | ALWAYS_FIELDS | (s->density == DENSITY_CONTINUITY ? FIELD_DENSITY : 0u);
+}
 
 static const char *const TOPOS[OUT_TOPOS] = { "Vertices", "Lines", "Polygons", "Strips" };
 
@@ -86,7 +90,8 @@ static const char UNITS_JSON[] =
     "\"rest_density\": \"kg/m^3\", \"sound_speed\": \"m/s\", \"gamma\": \"1\", "
     "\"stiffness\": \"m^2/s^2\", \"gravity\": \"m/s^2\", \"spacing\": \"m\", \"dt\": \"s\", "
     "\"t_end\": \"s\", \"output_interval\": \"s\", \"viscosity_alpha\": \"1\", "
-    "\"dynamic_viscosity\": \"Pa s\", \"restitution\": \"1\", \"tank_min\": \"m\", \"tank_max\": \"m\", "
+    "\"dynamic_viscosity\": \"Pa s\", \"density_diffusion\": \"1\", \"restitution\": \"1\", \"tank_min\": \"m\", "
+    "\"tank_max\": \"m\", "
     "\"dimensions\": \"1\"}";
 
 hid_t output_field_ftype(int kind)
@@ -122,6 +127,7 @@ static const char *kernel_name(scene_kernel k)
 }
 static const char *eos_name(scene_eos k) { return k == EOS_LINEAR ? "linear" : "tait"; }
 static const char *visc_name(scene_visc v) { return v == VISC_LAPLACIAN ? "laplacian" : "artificial"; }
+static const char *density_name(scene_density d) { return d == DENSITY_CONTINUITY ? "continuity" : "summation"; }
 
 static void poison(output *o);
 
@@ -235,6 +241,8 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         h5io_attr_str(g, "viscosity", sph ? visc_name(s->visc) : "n/a") < 0 ||
         h5io_attr_f64(g, "viscosity_alpha", sph ? s->alpha : 0) < 0 ||
         h5io_attr_f64(g, "dynamic_viscosity", sph ? s->mu : 0) < 0 ||
+        h5io_attr_str(g, "density", sph ? density_name(s->density) : "n/a") < 0 ||
+        h5io_attr_f64(g, "density_diffusion", sph ? s->diffusion : 0) < 0 ||
         h5io_attr_f64(g, "restitution", sph ? 0 : s->restitution) < 0 || h5io_attr_f64(g, "dt", s->dt) < 0 ||
         h5io_attr_f64(g, "t_end", s->t_end) < 0 || h5io_attr_f64(g, "output_interval", s->out_interval) < 0 ||
         h5io_attr_write(g, "particle_counts", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, 3, counts) < 0 ||

@@ -13,8 +13,9 @@
 #define PARTICLE_ARRAYS(X)                                                                                             \
     X(FIELD_POSITION, pos, 16)                                                                                         \
     X(FIELD_VELOCITY, vel, 16)                                                                                         \
-    X(FIELD_DENSITY, rho, 4) X(FIELD_PRESSURE, pressure, 4) X(FIELD_ID, id, 4) X(FIELD_RADIUS, radius, 4)              \
-        X(FIELD_MASS, mass, 4) X(FIELD_TYPE, type, 1)
+    X(FIELD_DENSITY, rho, 4)                                                                                           \
+    X(FIELD_PRESSURE, pressure, 4)                                                                                     \
+    X(FIELD_ID, id, 4) X(FIELD_RADIUS, radius, 4) X(FIELD_MASS, mass, 4) X(FIELD_TYPE, type, 1)
 
 sphsim_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sphsim_error *e)
 {

@@ -23,6 +23,7 @@
 #define SCENE_H_RATIO_MIN 0.5            /* h / spacing */
 #define SCENE_H_RATIO_MAX 4.0
 #define SCENE_ALPHA_MAX 10.0
+#define SCENE_DIFFUSION_DEFAULT 0.1       /* delta of the density diffusion (docs/physics.md) */
 #define SCENE_MAX_DIAMETERS 1e6           /* tank extent / smallest sphere diameter, per axis */
 #define SCENE_SEED_MAX 9007199254740991.0 /* 2^53 - 1: exact in a JSON number */
 #define SCENE_PATH_SEGMENTS 32
@@ -36,6 +37,8 @@ static const char *const EOS_NAMES[] = { "tait", "linear" };
 static const int EOS_VALUES[] = { EOS_TAIT, EOS_LINEAR };
 static const char *const VISC_NAMES[] = { "artificial", "laplacian" };
 static const int VISC_VALUES[] = { VISC_ARTIFICIAL, VISC_LAPLACIAN };
+static const char *const DENSITY_NAMES[] = { "summation", "continuity" };
+static const int DENSITY_VALUES[] = { DENSITY_SUMMATION, DENSITY_CONTINUITY };
 static const char *const MODE_NAMES[] = { "sph", "particles" };
 static const int MODE_VALUES[] = { MODE_SPH, MODE_PARTICLES };
 static const char *const PLACE_NAMES[] = { "lattice", "random" };
@@ -57,17 +60,20 @@ static const char *enum_name(const char *const *names, const int *values, int n,
 const char *scene_kernel_name(scene_kernel k) { return enum_name(KERNEL_NAMES, KERNEL_VALUES, 3, (int)k); }
 const char *scene_eos_name(scene_eos k) { return enum_name(EOS_NAMES, EOS_VALUES, 2, (int)k); }
 const char *scene_visc_name(scene_visc k) { return enum_name(VISC_NAMES, VISC_VALUES, 2, (int)k); }
+const char *scene_density_name(scene_density k) { return enum_name(DENSITY_NAMES, DENSITY_VALUES, 2, (int)k); }
 const char *scene_mode_name(scene_mode m) { return enum_name(MODE_NAMES, MODE_VALUES, 2, (int)m); }
 
 /* Allowed keys per object, in schema order (the order in which they are validated). */
 static const char *const TOP_KEYS[] = { "format", "name",    "dimensions", "mode",   "tank", "gravity",
                                         "fluid",  "spheres", "time",       "output", "grid" };
 static const char *const BOX_KEYS[] = { "min", "max" };
-static const char *const FLUID_KEYS[] = { "blocks",    "spacing",          "particle_count",          "rest_density",
-                                          "kernel",    "smoothing_length", "smoothing_length_factor", "eos",
-                                          "viscosity", "boundary_layers" };
+static const char *const FLUID_KEYS[] = {
+    "blocks", "spacing",   "particle_count",  "rest_density", "kernel", "smoothing_length", "smoothing_length_factor",
+    "eos",    "viscosity", "boundary_layers", "density"
+};
 static const char *const EOS_KEYS[] = { "type", "sound_speed", "gamma", "stiffness" };
 static const char *const VISC_KEYS[] = { "type", "alpha", "dynamic_viscosity" };
+static const char *const DENSITY_KEYS[] = { "type", "diffusion" };
 static const char *const SPHERES_KEYS[] = { "groups", "restitution", "iterations" };
 static const char *const GROUP_KEYS[] = { "count",     "radius", "density",  "region",
                                           "placement", "seed",   "velocity", "velocity_jitter" };
@@ -89,6 +95,7 @@ static const section SECTIONS[] = {
     { "fluid", FLUID_KEYS, COUNT(FLUID_KEYS) },
     { "fluid.eos", EOS_KEYS, COUNT(EOS_KEYS) },
     { "fluid.viscosity", VISC_KEYS, COUNT(VISC_KEYS) },
+    { "fluid.density", DENSITY_KEYS, COUNT(DENSITY_KEYS) },
     { "spheres", SPHERES_KEYS, COUNT(SPHERES_KEYS) },
     { "time", TIME_KEYS, COUNT(TIME_KEYS) },
     { "output", OUTPUT_KEYS, COUNT(OUTPUT_KEYS) },
@@ -581,6 +588,31 @@ static double boundary_estimate(const scene *s)
     return L2 * (n[0] * n[1] + n[1] * n[2] + n[0] * n[2]) + L2 * L2 * (n[0] + n[1] + n[2]) + L2 * L2 * L2;
 }
 
+/* "fluid.density": summation (the kernel sum) or continuity (integrated, with density diffusion of
+ * coefficient "diffusion"; docs/physics.md), and its resolved form into f. */
+static sphsim_status parse_density(vctx *v, const cJSON *fluid, scene *s, cJSON *f)
+{
+    const cJSON *dens;
+    int ival;
+    SPHSIM_TRY(vobj(v, fluid, "density", 0, NULL, &dens));
+    int old = vkey(v, "density");
+    if (dens) SPHSIM_TRY(check_keys(v, dens, DENSITY_KEYS, COUNT(DENSITY_KEYS)));
+    SPHSIM_TRY(venum(v, dens, "type", DENSITY_NAMES, DENSITY_VALUES, 2, DENSITY_SUMMATION, &ival));
+    s->density = (scene_density)ival;
+    s->diffusion = 0.0;
+    if (s->density == DENSITY_SUMMATION && get(dens, "diffusion")) {
+        vkey(v, "diffusion");
+        return vfail(v, "only valid with \"type\": \"continuity\" (a summation density has no diffusion term)");
+    }
+    if (s->density == DENSITY_CONTINUITY)
+        SPHSIM_TRY(vnum(v, dens, "diffusion", 0, SCENE_DIFFUSION_DEFAULT, rng(0, 1, 1, 1), &s->diffusion, NULL));
+    vpop(v, old);
+    cJSON *rd = cJSON_AddObjectToObject(f, "density");
+    cJSON_AddStringToObject(rd, "type", scene_density_name(s->density));
+    if (s->density == DENSITY_CONTINUITY) add_num(rd, "diffusion", s->diffusion);
+    return SPHSIM_OK;
+}
+
 static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *resolved)
 {
     char a[40], b[40], c[40];
@@ -805,7 +837,7 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
     if (s->visc == VISC_ARTIFICIAL) add_num(rv, "alpha", s->alpha);
     else add_num(rv, "dynamic_viscosity", s->mu);
     add_num(f, "boundary_layers", s->boundary_layers);
-    return SPHSIM_OK;
+    return parse_density(v, fluid, s, f);
 }
 
 static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSON *resolved)

@@ -23,10 +23,11 @@ typedef enum {
     KERNEL_POLY6 = 0,
     KERNEL_CUBIC = 1,
     KERNEL_WENDLAND = 2
-} scene_kernel;                                                       /* "poly6" | "cubic_spline" | "wendland" */
-typedef enum { EOS_LINEAR = 0, EOS_TAIT = 1 } scene_eos;              /* "linear" | "tait" */
-typedef enum { VISC_LAPLACIAN = 0, VISC_ARTIFICIAL = 1 } scene_visc;  /* "laplacian" | "artificial" */
-typedef enum { PLACE_LATTICE = 0, PLACE_RANDOM = 1 } scene_placement; /* "lattice" | "random" */
+} scene_kernel;                                                      /* "poly6" | "cubic_spline" | "wendland" */
+typedef enum { EOS_LINEAR = 0, EOS_TAIT = 1 } scene_eos;             /* "linear" | "tait" */
+typedef enum { VISC_LAPLACIAN = 0, VISC_ARTIFICIAL = 1 } scene_visc; /* "laplacian" | "artificial" */
+typedef enum { DENSITY_SUMMATION = 0, DENSITY_CONTINUITY = 1 } scene_density; /* "summation" | "continuity" */
+typedef enum { PLACE_LATTICE = 0, PLACE_RANDOM = 1 } scene_placement;         /* "lattice" | "random" */
 
 /* Output fields, a bit each. */
 enum {
@@ -86,6 +87,9 @@ typedef struct scene {
     double alpha;                       /* "fluid.viscosity.alpha" (artificial); default 0.02 */
     double mu;                          /* "fluid.viscosity.dynamic_viscosity" Pa s (laplacian); default 1e-3 */
     int boundary_layers;                /* "fluid.boundary_layers"; default 3 */
+    scene_density density;              /* "fluid.density.type"; default "summation" */
+    double diffusion;                   /* "fluid.density.diffusion": delta of the density diffusion
+                                           (continuity only; default 0.1); 0 for summation */
 
     /* "spheres": particle mode */
     int n_groups;
@@ -147,6 +151,7 @@ void scene_free(scene *s);
 const char *scene_kernel_name(scene_kernel k);
 const char *scene_eos_name(scene_eos k);
 const char *scene_visc_name(scene_visc k);
+const char *scene_density_name(scene_density k);
 const char *scene_mode_name(scene_mode m);
 
 #endif

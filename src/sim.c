@@ -48,7 +48,7 @@ static size_t state_bytes_per_particle(const scene *s)
 {
     size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 2 * 4 /* id */ + 2 * 1 /* type */;
     if (s->mode == MODE_SPH)
-        b += sph_record_bytes(0);                      /* pos_p (m and rho ride in pos.w and vel.w;
+        b += sph_record_bytes(s, 0);                   /* pos_p (m and rho ride in pos.w and vel.w;
                                                         lists widen it, sph_list_bytes) */
     if (s->mode == MODE_PARTICLES) b += 2 * 4 + 2 * 4; /* mass, radius */
     return b;
@@ -96,11 +96,11 @@ typedef struct sim_ctx {
     size_t dev_need;     /* the device memory the run's buffers take (estimate) */
     size_t pinned_bytes; /* page-locked staging memory held now */
     int dev_open;
-    long first_step;   /* the step the run starts at (--resume: the last snapshot's) */
-    double t_steps0;   /* s (now_s): the steps' start */
-    double last_print; /* s (now_s): the last progress line */
+    long first_step;    /* the step the run starts at (--resume: the last snapshot's) */
+    double t_steps0;    /* s (now_s): the steps' start */
+    double last_print;  /* s (now_s): the last progress line */
     progress_rate rate; /* the recent step rate, for the ETA */
-    long outside_base; /* particles found outside before this run (--resume) */
+    long outside_base;  /* particles found outside before this run (--resume) */
 } sim_ctx;
 
 /* The host's physical memory (bytes; 0 if unknown), or tuning.host_memory when set, so that
@@ -228,7 +228,7 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
     SPHSIM_TRY(device_alloc(d, n, "types", &st->type, e));
     SPHSIM_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
     if (c->s->mode == MODE_SPH)
-        SPHSIM_TRY(device_alloc(d, n * sph_record_bytes(lists), "SPH positions with pressures", &st->pos_p, e));
+        SPHSIM_TRY(device_alloc(d, n * sph_record_bytes(c->s, lists), "SPH positions with pressures", &st->pos_p, e));
     if (c->s->mode == MODE_PARTICLES) {
         SPHSIM_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
         SPHSIM_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
@@ -264,6 +264,8 @@ static sphsim_status state_upload(sim_ctx *c, const uint32_t *order, sphsim_erro
             memcpy(&q.pos[4 * i], &p->pos[4 * k], 16);
             memcpy(&q.vel[4 * i], &p->vel[4 * k], 16);
             if (c->s->mode == MODE_SPH) q.pos[4 * i + 3] = p->mass[k]; /* the mass rides in pos.w (state.h) */
+            /* an integrated density is state: it rides in vel.w (kernels/sph_density.cl) */
+            if (c->s->density == DENSITY_CONTINUITY && p->type[k] == PTYPE_FLUID) q.vel[4 * i + 3] = p->rho[k];
             q.mass[i] = p->mass[k];
             q.radius[i] = p->radius[k];
             q.id[i] = p->id[k];
@@ -649,9 +651,44 @@ static sphsim_status sim_list_choice(sim_ctx *c, size_t n, size_t need, size_t *
                            "particle, in at most %d buffers, and %zu bytes per particle in one buffer) besides %.3g GB "
                            "for the rest, but %s has %.3g GB (at most %.3g GB in one buffer); use \"auto\" or \"off\", "
                            "or a smaller grid.skin",
-                           bytes / 1e9, nlist_cap(s), NLIST_MAX_PARTS, sph_record_bytes(1), need / 1e9, c->dev.name,
-                           c->dev.global_mem / 1e9, c->dev.max_alloc / 1e9);
+                           bytes / 1e9, nlist_cap(s), NLIST_MAX_PARTS, sph_record_bytes(NULL, 1), need / 1e9,
+                           c->dev.name, c->dev.global_mem / 1e9, c->dev.max_alloc / 1e9);
     if (s->neighbour_list == NLIST_ON || fits) *list_n = n;
+    return SPHSIM_OK;
+}
+
+/* --resume: the last committed snapshot of `path` into the host particles (positions, velocities
+ * and an integrated density), its device order (*order), the solver state stored with it, and
+ * the step and put-back count it reached. */
+static sphsim_status resume_from(sim_ctx *c, const char *path, sim_result *r, uint32_t **order, void **state,
+                                 size_t *state_bytes, sphsim_error *e)
+{
+    output_resume last;
+    sphsim_status rst = output_read_resume(path, &last, e);
+    if (rst == SPHSIM_OK && last.p.n != c->hp.n)
+        rst = SPHSIM_FAIL(e, SPHSIM_E_IO, "%s: holds %zu particles but its scene makes %zu", path, last.p.n, c->hp.n);
+    /* an integrated density is state, in every snapshot of such a run (output_fields) */
+    const int rho = c->s->density == DENSITY_CONTINUITY;
+    for (size_t i = 0; rho && rst == SPHSIM_OK && i < last.p.n; ++i)
+        if (last.p.type[i] == PTYPE_FLUID && !(last.p.rho[i] > 0.0f))
+            rst = SPHSIM_FAIL(e, SPHSIM_E_IO,
+                              "%s: holds no density for fluid particle %zu, which a run with fluid.density.type "
+                              "\"continuity\" needs to resume",
+                              path, i);
+    if (rst != SPHSIM_OK) {
+        output_resume_free(&last);
+        return rst;
+    }
+    memcpy(c->hp.pos, last.p.pos, last.p.n * 16);
+    memcpy(c->hp.vel, last.p.vel, last.p.n * 16);
+    if (rho) memcpy(c->hp.rho, last.p.rho, last.p.n * 4);
+    c->first_step = last.si.step;
+    *order = last.si.device_order; /* both taken over from last */
+    *state = last.state;
+    *state_bytes = last.state_bytes;
+    r->n_outside = last.si.n_outside;
+    c->outside_base = last.si.n_outside;
+    particles_free(&last.p);
     return SPHSIM_OK;
 }
 
@@ -694,26 +731,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     uint32_t *order = NULL; /* --resume: the device order of the stored snapshot */
     void *state = NULL;     /* --resume: the solver state stored with it */
     size_t state_bytes = 0;
-    if (o->resume_path) {
-        output_resume last;
-        sphsim_status rst = output_read_resume(o->resume_path, &last, e);
-        if (rst == SPHSIM_OK && last.p.n != c->hp.n)
-            rst = SPHSIM_FAIL(e, SPHSIM_E_IO, "%s: holds %zu particles but its scene makes %zu", o->resume_path,
-                              last.p.n, c->hp.n);
-        if (rst != SPHSIM_OK) {
-            output_resume_free(&last);
-            return rst;
-        }
-        memcpy(c->hp.pos, last.p.pos, last.p.n * 16);
-        memcpy(c->hp.vel, last.p.vel, last.p.n * 16);
-        c->first_step = last.si.step;
-        order = last.si.device_order; /* both taken over from last */
-        state = last.state;
-        state_bytes = last.state_bytes;
-        r->n_outside = last.si.n_outside;
-        c->outside_base = last.si.n_outside;
-        particles_free(&last.p);
-    }
+    if (o->resume_path) SPHSIM_TRY(resume_from(c, o->resume_path, r, &order, &state, &state_bytes, e));
     const size_t n = c->hp.n;
     r->n_particles = (long)n;
     r->n_fluid = (long)c->hp.n_fluid;

@@ -32,8 +32,9 @@ typedef struct sim_options {
 typedef struct sim_result {
     char device_name[256];
     long n_particles, n_fluid, n_boundary, n_spheres;
-    size_t device_bytes; /* device memory the run's buffers took (every buffer allocated, most at the
-                            start, the contact solver's scratch at its first step) */
+    /* device memory the run's buffers took (every buffer allocated, most at the start, the contact
+     * solver's scratch at its first step) */
+    size_t device_bytes;
     long steps;                              /* steps taken in this run */
     long last_step;                          /* step index reached */
     double sim_time;                         /* s */

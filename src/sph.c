@@ -20,9 +20,12 @@ struct sph_solver {
     /* with lists: the density of a step known to keep them (no list-build code), the particles
      * over list_cap (nlist_loop.h), and the densities after nlist_build (build apart) */
     cl_kernel k_density_kept, k_density_walk, k_density_walk_built, k_boundary_walk, k_forces_walk;
-    size_t local; /* work-group size of the SPH kernels (the host rounds the global size up) */
-    nlist *nl;    /* neighbour lists, or NULL: the loops walk the grid's cells */
-    cl_mem dummy; /* one uint, for the lists' arguments without lists */
+    size_t local;    /* work-group size of the SPH kernels (the host rounds the global size up) */
+    nlist *nl;       /* neighbour lists, or NULL: the loops walk the grid's cells */
+    int continuity;  /* the density is integrated (scene.density): 32-byte records */
+    cl_uint advance; /* continuity: the density stage advances the state's density; 0 until the
+                        first step has run (a run starts from the density it was given) */
+    cl_mem dummy;    /* one uint, for the lists' arguments without lists */
 };
 
 /* Tank-face barrier (docs/physics.md): range d0 = SPH_WALL_D0 dx; stiffness K = (c0 / (2 d0))^2,
@@ -65,6 +68,9 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     const double d0 = SPH_WALL_D0 * s->spacing, omega = 0.5 * p->c0 / d0; /* 1/s */
     p->wall_d0 = (float)d0;
     p->wall_k = (float)(s->dt > 0.0 ? fmin(omega * omega, 1.0 / (s->dt * s->dt)) : omega * omega);
+    p->diff_k = (float)(2.0 * s->diffusion * h * p->c0);
+    p->diff_hydro = (float)(s->rest_density / ((double)p->c0 * p->c0));
+    p->rho_floor = (float)(0.5 * s->rest_density);
     p->dims = (dev_u32)dims;
     /* sph_set_masses sets both before the first step; until then NaN, so that a step without
      * them fails (FLAG_NONFINITE) instead of running without pressure or viscosity */
@@ -122,17 +128,24 @@ sphsim_status sph_prepare(const scene *s, particles *p, sphsim_error *e)
     return SPHSIM_OK;
 }
 
-size_t sph_record_bytes(int lists) { return lists ? 32 : 16; }
+size_t sph_record_bytes(const scene *s, int lists)
+{
+    return lists || (s && s->density == DENSITY_CONTINUITY) ? 32 : 16;
+}
+
+size_t sph_solver_record_bytes(const sph_solver *s) { return sph_record_bytes(NULL, s->nl || s->continuity); }
+int sph_density_integrated(const sph_solver *s) { return s->continuity; }
+void sph_set_advance(sph_solver *s, int advance) { s->advance = advance != 0; }
 
 size_t sph_list_bytes(const scene *s, size_t n, size_t n_cells, unsigned long long max_alloc, int min_parts)
 {
-    return nlist_bytes(s, n, n_cells, max_alloc, min_parts) + n * (sph_record_bytes(1) - sph_record_bytes(0));
+    return nlist_bytes(s, n, n_cells, max_alloc, min_parts) + n * (sph_record_bytes(s, 1) - sph_record_bytes(s, 0));
 }
 
 int sph_lists_fit(size_t n, unsigned cap, unsigned long long max_alloc, int min_parts)
 {
-    return nlist_parts(n, cap, max_alloc, min_parts) != 0 && (unsigned long long)n * sph_record_bytes(1) <= max_alloc &&
-           n <= 0x7fffffffu;
+    return nlist_parts(n, cap, max_alloc, min_parts) != 0 &&
+           (unsigned long long)n * sph_record_bytes(NULL, 1) <= max_alloc && n <= 0x7fffffffu;
 }
 
 /* ---- creation ---- */
@@ -169,6 +182,7 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
     sph_solver *s = calloc(1, sizeof *s);
     if (!s) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
     s->d = d;
+    s->continuity = sc->density == DENSITY_CONTINUITY;
     /* 128 work-items on GPUs (2.2 % less per step than 64 on the H200, every SPH loop a little
      * faster), 512 elsewhere (on PoCL with 2 threads, against 64: the 2D dam break at 1.1x10^5
      * particles 31 % less per step, the 3D one 6-9 % less; docs/performance.md); lowered below to
@@ -190,9 +204,10 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
     /* native_sqrt and native_divide in the pair loops on NVIDIA's GPUs (kernels/sph_common.h) */
     const int native = resolve(t->native_math, d, device_is_nvidia_gpu(d), 0);
     char opts[512];
-    snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s%s%s", sc->dims, kernel_opt[sc->kernel],
+    snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s%s%s%s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
-             sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL", list_opt,
+             sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL",
+             sc->density == DENSITY_CONTINUITY ? " -DDENSITY_CONTINUITY" : "", list_opt,
              native ? " -DSPH_NATIVE_MATH" : "");
     /* The register cap of the density program on NVIDIA's GPUs (-cl-nv-maxrregcount), 40 by
      * default: 12 work-groups of 128 then share an SM instead of the 11 that the list build's 44
@@ -322,6 +337,7 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
     } else {
         a[m++] = KARG("ahead", ahead);
     }
+    if (stage == STAGE_DENSITY) a[m++] = KARG("advance", s->advance);
     m += nlist_args(s->nl, &s->dummy, a + m);
     SPHSIM_TRY(device_set_args(s->d, k, a, m, e));
     return walk ? device_run_strided(s->d, k, st->n, s->local, NULL, e) : device_run1d(s->d, k, st->n, s->local, e);
@@ -373,6 +389,7 @@ sphsim_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_e
     SPHSIM_TRY(run_stage(s, s->k_forces, STAGE_FORCES, 0, st, cell_start, cell_end, grid_params_buf, e));
     if (s->nl && !nlist_no_walkers(s->nl))
         SPHSIM_TRY(run_stage(s, s->k_forces_walk, STAGE_FORCES, 1, st, cell_start, cell_end, grid_params_buf, e));
+    s->advance = 1; /* the particles moved: the next density stage advances the density */
     return SPHSIM_OK;
 }
 
@@ -416,9 +433,9 @@ sphsim_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_me
 {
     if (st->n == 0) return SPHSIM_OK;
     const cl_uint n = (cl_uint)st->n;
-    const karg args[] = { KARG("n", n), KARG("P", s->params_buf), KARG("vel", st->vel), KARG("rho", rho),
-                          KARG("pressure", pressure) };
-    SPHSIM_TRY(device_set_args(s->d, s->k_pressure, args, 5, e));
+    const karg args[] = { KARG("n", n),     KARG("P", s->params_buf),  KARG("vel", st->vel), KARG("pos_p", st->pos_p),
+                          KARG("rho", rho), KARG("pressure", pressure) };
+    SPHSIM_TRY(device_set_args(s->d, s->k_pressure, args, 6, e));
     return device_run1d(s->d, s->k_pressure, st->n, s->local, e);
 }
 

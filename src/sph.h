@@ -38,10 +38,20 @@ sphsim_status sph_prepare(const scene *s, particles *p, sphsim_error *e);
 /* Sum of W(|k| dx) over the infinite lattice of spacing dx (1/m^dims), kernel = scene_kernel. */
 double sph_lattice_sum(int kernel, int dims, double h, double dx);
 
-/* Bytes per particle of dev_state.pos_p for a solver with (lists != 0) or without neighbour
- * lists: with lists a 32-byte record, (x, p/rho^2) then (v, rho), so that the forces loop's two
- * loads of a neighbour share a sector (kernels/sph_common.h, SPH_NB_X_); without, (x, p/rho^2). */
-size_t sph_record_bytes(int lists);
+/* Bytes per particle of dev_state.pos_p for a solver of scene s (NULL: any summation density)
+ * with (lists != 0) or without neighbour lists: with lists, or with an integrated density
+ * (whose density stage leaves the state's vel alone), a 32-byte record, (x, p/rho^2) then
+ * (v, rho), so that the forces loop's two loads of a neighbour share a sector
+ * (kernels/sph_common.h, SPH_NB_X_); else (x, p/rho^2). sph_solver_record_bytes: a solver's. */
+size_t sph_record_bytes(const scene *s, int lists);
+size_t sph_solver_record_bytes(const sph_solver *s);
+
+/* The solver integrates the density (scene.density continuity). Its density stage advances the
+ * state's density over the last step, except before the solver's first step, which takes the
+ * density it was given (a new run's, or the snapshot's on --resume); sph_set_advance(s, 1) makes
+ * the next density stage advance it (tests of one step). */
+int sph_density_integrated(const sph_solver *s);
+void sph_set_advance(sph_solver *s, int advance);
 /* Device bytes that neighbour lists for n particles take on top of a run without them: the lists
  * (nlist_bytes, for a grid of n_cells cells, split as a device whose largest buffer is max_alloc
  * bytes would split them, 0: one buffer) and the wider pos_p records. */

@@ -87,6 +87,35 @@ static double eos_rho(const scene *s, double p)
     return s->rest_density * pow(1.0 + p / B, 1.0 / s->gamma);
 }
 
+/* An integrated density after the step that brought the particles to p->pos with p->vel:
+ * rho_i + dt (sum_j m_j v_ij . grad W_ij + the diffusion of Fourtakas et al. 2019 between fluid
+ * particles), at least rho0 / 2 (kernels/sph_density.cl). */
+static double continuity_rho(const scene *s, const particles *p, size_t i, double c0)
+{
+    const int dims = s->dims;
+    const double h = s->h, H2 = 4.0 * h * h, eta2 = 0.01 * h * h;
+    const double rho_i = p->rho[i];
+    double drho = 0.0;
+    for (size_t j = 0; j < p->n; ++j) {
+        double dx[3], r2 = 0.0, vr = 0.0, g_dx = 0.0; /* dx = x_i - x_j */
+        const int fluid = p->type[j] == PTYPE_FLUID;
+        for (int k = 0; k < 3; ++k) {
+            dx[k] = (double)p->pos[4 * i + k] - (double)p->pos[4 * j + k];
+            r2 += dx[k] * dx[k];
+            vr += ((double)p->vel[4 * i + k] - (fluid ? (double)p->vel[4 * j + k] : 0.0)) * dx[k];
+            if (k < dims) g_dx += s->gravity[k] * dx[k];
+        }
+        if (r2 >= H2 || r2 == 0.0) continue;
+        const double F = sphk_f((int)s->kernel, dims, h, sqrt(r2)), m_j = p->mass[j];
+        drho += m_j * F * vr;
+        if (fluid) {
+            const double rho_j = p->rho[j], hydro = s->rest_density * g_dx / (c0 * c0);
+            drho += 2.0 * s->diffusion * h * c0 * (rho_i - rho_j - hydro) * F * r2 / (r2 + eta2) * m_j / rho_j;
+        }
+    }
+    return fmax(rho_i + s->dt * drho, 0.5 * s->rest_density);
+}
+
 void ref_sph_step(const scene *s, const particles *p, double *rho, double *pressure, double *pos_next, double *vel_next,
                   unsigned *flags)
 {
@@ -99,9 +128,15 @@ void ref_sph_step(const scene *s, const particles *p, double *rho, double *press
     const double lap_norm = sphk_norm_lap(dims, h);
     *flags = 0;
 
-    /* fluid density and pressure: rho_i = sum_j m_j W_ij */
+    /* fluid density and pressure: rho_i = sum_j m_j W_ij, or the state's (p->rho) when integrated */
+    const int continuity = s->density == DENSITY_CONTINUITY;
     for (size_t i = 0; i < n; ++i) {
         if (p->type[i] != PTYPE_FLUID) continue;
+        if (continuity) {
+            rho[i] = continuity_rho(s, p, i, c0);
+            pressure[i] = eos(s, rho[i]);
+            continue;
+        }
         double sum = 0.0;
         for (size_t j = 0; j < n; ++j) {
             double r2 = 0.0;
@@ -209,7 +244,8 @@ void ref_sph_step(const scene *s, const particles *p, double *rho, double *press
             if (!isfinite(vn) || !isfinite(xn)) finite = 0;
             if (k < dims && (xn < s->tank.min[k] || xn > s->tank.max[k])) outside = 1;
         }
-        vel_next[4 * i + 3] = pos_next[4 * i + 3] = 0.0;
+        vel_next[4 * i + 3] = continuity ? rho_i : 0.0;
+        pos_next[4 * i + 3] = 0.0;
         if (!finite) *flags |= FLAG_NONFINITE;
         if (s->max_speed > 0.0 && v2 > s->max_speed * s->max_speed) *flags |= FLAG_RUNAWAY;
         if (outside) *flags |= FLAG_OUTSIDE;

@@ -30,7 +30,10 @@ int ref_sph_sort(const grid_params *gp, size_t n, const float *pos4, uint32_t *o
  * fluid density and pressure, boundary pressure extrapolated from the fluid (Adami et al. 2012),
  * forces and the kick-drift update.
  * Outputs (n each; pos_next/vel_next 4 per particle): density, pressure, positions and
- * velocities after the step, and the FLAG_* bits the device would set. */
+ * velocities after the step, and the FLAG_* bits the device would set. With
+ * s->density == DENSITY_CONTINUITY the fluid's density is p->rho (the state) advanced over the
+ * step that brought the particles here (continuity and diffusion), which vel_next's fourth
+ * component carries on; else that component is 0. */
 void ref_sph_step(const scene *s, const particles *p, double *rho, double *pressure, double *pos_next, double *vel_next,
                   unsigned *flags);
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output.h"
 #include "scene.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -90,6 +91,8 @@ static void test_defaults_sph_2d(void **state)
     assert_close(s.sound_speed, 10.0 * sqrt(2.0 * 9.81 * 0.5), 1e-15);
     assert_int_equal(s.visc, VISC_ARTIFICIAL);
     assert_true(s.alpha == 0.02);
+    assert_int_equal(s.density, DENSITY_SUMMATION);
+    assert_true(s.diffusion == 0.0);
     assert_int_equal(s.boundary_layers, 3);
     assert_true(s.t_end == 1.0);
     assert_true(s.dt_fixed == 0.0);
@@ -256,6 +259,29 @@ static void test_particle_count_3d(void **state)
     assert_true(s.gamma == 1.0);
     assert_true(s.max_speed == 30.0);
     assert_close(s.dt_cfl, fmin(0.25 * 0.02 / 20.0, 0.25 * sqrt(0.02 / 9.81)), 1e-14);
+    scene_free(&s);
+}
+
+/* fluid.density: continuity takes diffusion 0.1 unless given, and the density is always written
+ * (--resume restores it) */
+static void test_density_continuity(void **state)
+{
+    (void)state;
+    scene s;
+    sphsim_error e;
+    const char *sets[] = { "fluid.density.type=continuity", "output.fields=[\"position\"]" };
+    assert_int_equal(load(&s, GOOD2, sets, 2, &e), SPHSIM_OK);
+    assert_int_equal(s.density, DENSITY_CONTINUITY);
+    assert_true(s.diffusion == 0.1);
+    assert_true((output_fields(&s) & FIELD_DENSITY) != 0);
+    scene_free(&s);
+    const char *sets2[] = { "fluid.density.type=continuity", "fluid.density.diffusion=0" };
+    assert_int_equal(load(&s, GOOD2, sets2, 2, &e), SPHSIM_OK);
+    assert_true(s.diffusion == 0.0);
+    scene_free(&s);
+    const char *sets3[] = { "output.fields=[\"position\"]" };
+    assert_int_equal(load(&s, GOOD2, sets3, 1, &e), SPHSIM_OK);
+    assert_true((output_fields(&s) & FIELD_DENSITY) == 0);
     scene_free(&s);
 }
 
@@ -778,6 +804,14 @@ static const bad_case BAD[] = {
       "fluid.viscosity.dynamic_viscosity: only valid with \"type\": \"laplacian\"", "" },
     { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'viscosity':{'alpha':-0.1}}," TAIL,
       "fluid.viscosity.alpha: expected a number in [0, 10], got -0.1", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'density':{'diffusion':0.1}}," TAIL,
+      "fluid.density.diffusion: only valid with \"type\": \"continuity\"", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'density':{'type':'continuity','diffusion':1.5}}," TAIL,
+      "fluid.density.diffusion: expected a number in [0, 1], got 1.5", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'density':{'type':'integrated'}}," TAIL,
+      "fluid.density.type: unknown value \"integrated\"; expected one of \"summation\", \"continuity\"", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'density':{'typ':'continuity'}}," TAIL,
+      "fluid.density.typ: unknown key; did you mean \"type\"?", "" },
     { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'boundary_layers':9}," TAIL,
       "fluid.boundary_layers: expected an integer in 1..8, got 9", "" },
     { HEAD2 "'fluid':{" BLK ",'spacing':0.01,'boundary_layers':true}," TAIL,
@@ -894,6 +928,7 @@ int main(void)
         cmocka_unit_test(test_particle_count_2d),
         cmocka_unit_test(test_particle_count_3d),
         cmocka_unit_test(test_linear_eos_default_stiffness),
+        cmocka_unit_test(test_density_continuity),
         cmocka_unit_test(test_fluid_height_axis),
         cmocka_unit_test(test_particles_mode),
         cmocka_unit_test(test_output_fields_and_name),

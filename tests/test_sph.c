@@ -308,7 +308,7 @@ static void run_alloc_cell(ocl_device *d, run *r, size_t n, const scene *s, doub
     assert_int_equal(device_alloc(d, 16 * n, "pos_next", &r->st.pos_next, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, 16 * n, "vel_next", &r->st.vel_next, &e), SPHSIM_OK);
     /* wide enough for either layout (sph_record_bytes) */
-    assert_int_equal(device_alloc(d, sph_record_bytes(1) * n, "pos_p", &r->st.pos_p, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, sph_record_bytes(NULL, 1) * n, "pos_p", &r->st.pos_p, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, 4 * n, "mass", &r->st.mass, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, n, "type", &r->st.type, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, 8, "flags", &r->st.flags, &e), SPHSIM_OK);
@@ -346,6 +346,9 @@ static void run_upload(ocl_device *d, sph_solver *sol, run *r, const particles *
         memcpy(pos + 4 * k, p->pos + 4 * i, 16);
         memcpy(vel + 4 * k, p->vel + 4 * i, 16);
         pos[4 * k + 3] = p->mass[i]; /* pos.w = m, as sim.c uploads it (state.h) */
+        /* vel.w = rho: the state of an integrated density (a summation's density stage
+         * overwrites it before anything reads it) */
+        if (p->type[i] == PTYPE_FLUID) vel[4 * k + 3] = p->rho[i];
         mass[k] = p->mass[i];
         type[k] = p->type[i];
     }
@@ -380,7 +383,7 @@ static void run_step(ocl_device *d, sph_solver *s, run *r, size_t n, float *rho,
     if (st != SPHSIM_OK) fprintf(stderr, "sph_enqueue: %s\n", e.msg);
     assert_int_equal(st, SPHSIM_OK);
     assert_int_equal(clFinish(d->queue), CL_SUCCESS);
-    const size_t pb = sph_record_bytes((sph_nlist(s) != NULL)), pw = pb / 4; /* pos_p's bytes and floats per particle */
+    const size_t pb = sph_solver_record_bytes(s), pw = pb / 4; /* pos_p's bytes and floats per particle */
     float *vel = malloc(16 * n), *pp = malloc(pb * n), *mass = malloc(4 * n), *b4 = malloc(16 * n),
           *b5 = malloc(16 * n);
     uint8_t *type = malloc(n);
@@ -408,12 +411,15 @@ static void run_step(ocl_device *d, sph_solver *s, run *r, size_t n, float *rho,
         const double rk = fabs((double)vel[4 * k + 3]);
         p_max = fmax(p_max, fabs((double)pp[pw * k + 3] * rk * rk));
     }
+    const int integrated = sph_density_integrated(s);
     for (size_t k = 0; k < n; ++k) {
         const uint32_t i = r->order[k];
         /* rho in vel.w (-rho for walls), (x, p/rho^2) in pos_p; the mass rides along in
-         * pos_next.w */
-        const float rho_k = fabsf(vel[4 * k + 3]);
-        assert_true((vel[4 * k + 3] < 0.0f) == (type[k] == PTYPE_BOUNDARY));
+         * pos_next.w. An integrated density: the step's in the record (the state's vel.w the
+         * last step's), and in vel_next.w for the next step */
+        const float rho_k = integrated ? fabsf(pp[8 * k + 7]) : fabsf(vel[4 * k + 3]);
+        assert_true(((integrated ? pp[8 * k + 7] : vel[4 * k + 3]) < 0.0f) == (type[k] == PTYPE_BOUNDARY));
+        if (integrated && type[k] == PTYPE_FLUID) assert_true(b5[4 * k + 3] == pp[8 * k + 7]);
         assert_true(b4[4 * k + 3] == mass[k]);
         if (rho) rho[i] = rho_k;
         if (pressure) pressure[i] = (float)((double)pp[pw * k + 3] * rho_k * rho_k);
@@ -426,7 +432,8 @@ static void run_step(ocl_device *d, sph_solver *s, run *r, size_t n, float *rho,
              * for walls, which the loops read instead of vel */
             const float want[4] = { type[k] == PTYPE_FLUID ? vel[4 * k] : 0.0f,
                                     type[k] == PTYPE_FLUID ? vel[4 * k + 1] : 0.0f,
-                                    type[k] == PTYPE_FLUID ? vel[4 * k + 2] : 0.0f, vel[4 * k + 3] };
+                                    type[k] == PTYPE_FLUID ? vel[4 * k + 2] : 0.0f,
+                                    integrated && type[k] == PTYPE_FLUID ? pp[8 * k + 7] : vel[4 * k + 3] };
             assert_memory_equal(pp + 8 * k + 4, want, 16);
         }
         memcpy(pos_next + 4 * i, b4 + 4 * k, 16);
@@ -449,6 +456,9 @@ static void run_step(ocl_device *d, sph_solver *s, run *r, size_t n, float *rho,
  * the device); 5 lists of half the entries, so that in the same step some particles read their
  * lists and others (the fluid inside, with the most neighbours) walk, in the list kernels'
  * _walk twins, also over three buffers (every mode from 3 on splits them) */
+/* The solvers' first density stage advances an integrated density (sph_set_advance). */
+static int g_advance = 0;
+
 static sph_solver *make_solver_lists(ocl_device *d, const scene *s, int lists, size_t n)
 {
     sph_solver *sol = NULL;
@@ -460,6 +470,7 @@ static sph_solver *make_solver_lists(ocl_device *d, const scene *s, int lists, s
     if (st != SPHSIM_OK) fprintf(stderr, "sph_create: %s\n", e.msg);
     assert_int_equal(st, SPHSIM_OK);
     assert_int_equal((sph_nlist(sol) != NULL), lists != 0);
+    sph_set_advance(sol, g_advance);
     if (lists == 2) assert_int_equal(nlist_set_cap(sph_nlist(sol), 3, &e), SPHSIM_OK);
     if (lists == 5)
         assert_int_equal(nlist_set_cap(sph_nlist(sol), nlist_get_params(sph_nlist(sol))->list_cap / 8 * 4, &e),
@@ -730,6 +741,147 @@ static void test_step_vs_reference(void **state)
             }
 }
 
+/* The integrated density (fluid.density.type "continuity") against the reference: the density
+ * after the step (continuity and diffusion, vel_next.w) relative to its change in the step,
+ * besides everything step_vs_reference compares. The fluid's densities are perturbed by up to
+ * +-2 % and delta is 1, so that a wrong diffusion term cannot hide under the continuity term:
+ * without diffusion the densities after the step differ from the reference's by far more than
+ * the tolerance. */
+static void continuity_case(fixture *f, int lists, int dims, const scheme *sc, double *change, double *err,
+                            double *share)
+{
+    scene s;
+    particles p;
+    perturbed_scene(&s, &p, dims, sc, 2000 + (uint64_t)lists);
+    s.mu = 20.0;
+    s.skin = 0.1;
+    s.density = DENSITY_CONTINUITY;
+    s.diffusion = 1.0;
+    uint64_t seed = 77;
+    for (size_t i = 0; i < p.n; ++i)
+        if (p.type[i] == PTYPE_FLUID) p.rho[i] = (float)(s.rest_density * (1.0 + 0.02 * ref_sph_rand(&seed)));
+    const size_t n = p.n;
+    /* in the GPUs' layout and the mixed mode the host reads the decision and the lists are built
+     * apart, as in step_vs_reference */
+    const int host = lists == 4 || lists == 5;
+    g_advance = 1; /* as in every step but a run's first */
+    sph_solver *sol = make_solver_way(&f->d, &s, lists, n, host ? LIST_BUILD_APART : LIST_BUILD_FUSED);
+    run r;
+    run_alloc(&f->d, &r, n, &s);
+    run_upload(&f->d, sol, &r, &p);
+    if (host) {
+        sphsim_error e;
+        assert_int_equal(nlist_begin_step(sph_nlist(sol), 0, &e), SPHSIM_OK);
+        expect_go(sol, 1);
+    }
+    double *rho_r = malloc(8 * n), *p_r = malloc(8 * n), *x_r = malloc(32 * n), *v_r = malloc(32 * n);
+    float *rho_d = malloc(4 * n), *p_d = malloc(4 * n), *x_d = malloc(16 * n), *v_d = malloc(16 * n);
+    assert_true(rho_r && p_r && x_r && v_r && rho_d && p_d && x_d && v_d);
+    unsigned flags_r;
+    uint32_t flags_d = 0;
+    ref_sph_step(&s, &p, rho_r, p_r, x_r, v_r, &flags_r);
+    run_step(&f->d, sol, &r, n, rho_d, p_d, x_d, v_d, &flags_d);
+    char label[96];
+    snprintf(label, sizeof label, "continuity %d %dD %-8s", lists, dims, kname[sc->kernel]);
+    compare_step(&p, rho_r, p_r, x_r, v_r, rho_d, p_d, x_d, v_d, label);
+    assert_int_equal(flags_d, 0);
+    *change = *err = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+        if (p.type[i] != PTYPE_FLUID) continue;
+        *change = fmax(*change, fabs(v_r[4 * i + 3] - p.rho[i]));
+        *err = fmax(*err, fabs(v_d[4 * i + 3] - v_r[4 * i + 3]));
+    }
+    *err /= *change;
+    /* the diffusion's share: the reference without it */
+    s.diffusion = 0.0;
+    ref_sph_step(&s, &p, rho_r, p_r, x_r, v_r, &flags_r);
+    *share = 0.0;
+    for (size_t i = 0; i < n; ++i)
+        if (p.type[i] == PTYPE_FLUID) *share = fmax(*share, fabs(v_r[4 * i + 3] - v_d[4 * i + 3]) / *change);
+    print_message("    density after the step: max change %.3g kg/m^3, max rel err %.1e, diffusion's share %.2f\n",
+                  *change, *err, *share);
+    s.diffusion = 1.0;
+    if (host) rebuild_ways_agree(f, &s, &p, lists); /* the fused build's walk and the lists agree */
+    g_advance = 0;
+    free(rho_r);
+    free(p_r);
+    free(x_r);
+    free(v_r);
+    free(rho_d);
+    free(p_d);
+    free(x_d);
+    free(v_d);
+    run_free(&r);
+    sph_destroy(sol);
+    particles_free(&p);
+}
+
+static void test_continuity_vs_reference(void **state)
+{
+    fixture *f = *state;
+    static const int modes[] = { 0, 1, 4, 5 }; /* walk, lists, the GPUs' layout, mixed (make_solver_lists) */
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; ++m)
+        for (int dims = 2; dims <= 3; ++dims)
+            for (size_t si = 0; si < sizeof schemes / sizeof schemes[0]; ++si) {
+                double change, err, share;
+                continuity_case(f, modes[m], dims, &schemes[si], &change, &err, &share);
+                assert_true(change > 1.0);
+                assert_true(err < 2e-3);
+                assert_true(share > 0.05); /* a step without diffusion would fail err */
+            }
+}
+
+/* Fluid at rest with the hydrostatic density rho0 + rho0 g (H - y) / c0^2 (linear EOS) keeps it:
+ * the continuity term is 0 at rest and the diffusion leaves the hydrostatic part alone (Fourtakas
+ * et al. 2019). The plain form (Molteni & Colagrossi 2009) would change a density by about
+ * 2 delta h c0 (rho0 g dx / c0^2) sum |F| V dt: up to 0.07 kg/m^3 in one step here. */
+static void test_continuity_hydrostatic(void **state)
+{
+    fixture *f = *state;
+    for (int dims = 2; dims <= 3; ++dims) {
+        scene s;
+        particles p;
+        const int nt[3] = { 10, 12, 10 }, nf[3] = { 10, 10, 10 };
+        ref_sph_scene(&s, dims, KERNEL_WENDLAND, EOS_LINEAR, VISC_ARTIFICIAL, 0.01, 1.3, nt, nf);
+        s.density = DENSITY_CONTINUITY;
+        s.diffusion = 1.0;
+        sphsim_error e;
+        assert_int_equal(ref_sph_particles(&s, &p, &e), SPHSIM_OK);
+        assert_int_equal(prepare_sph(&s, &p, &e), SPHSIM_OK);
+        const double H = s.blocks[0].max[dims - 1], g = -s.gravity[dims - 1];
+        const double c2 = s.stiffness;
+        double spread = 0.0;
+        for (size_t i = 0; i < p.n; ++i)
+            if (p.type[i] == PTYPE_FLUID) {
+                const double depth = H - p.pos[4 * i + dims - 1];
+                p.rho[i] = (float)(s.rest_density * (1.0 + g * depth / c2));
+                spread = fmax(spread, p.rho[i] - s.rest_density);
+            }
+        g_advance = 1;
+        sph_solver *sol = make_solver(&f->d, &s);
+        g_advance = 0;
+        run r;
+        run_alloc(&f->d, &r, p.n, &s);
+        run_upload(&f->d, sol, &r, &p);
+        float *x = malloc(16 * p.n), *v = malloc(16 * p.n);
+        assert_true(x && v);
+        uint32_t flags = 0;
+        run_step(&f->d, sol, &r, p.n, NULL, NULL, x, v, &flags);
+        double worst = 0.0;
+        for (size_t i = 0; i < p.n; ++i)
+            if (p.type[i] == PTYPE_FLUID) worst = fmax(worst, fabs(v[4 * i + 3] - p.rho[i]));
+        print_message("  %dD hydrostatic density (spread %.3g kg/m^3): max change in a step %.2g kg/m^3\n", dims,
+                      spread, worst);
+        assert_true(spread > 2.0);
+        assert_true(worst < 2e-3);
+        free(x);
+        free(v);
+        run_free(&r);
+        sph_destroy(sol);
+        particles_free(&p);
+    }
+}
+
 /* A wall particle's list build skips the cells without fluid (nlist_cell_fluid, on the grid and
  * flags sim.c gives lists): a dry cell next to a wet one must be skipped and the wet one walked,
  * in either order along a row. With the fluid against the far wall in x, the walls at x < 0
@@ -832,7 +984,7 @@ static void upload_moved(fixture *f, sph_solver *sol, run *r, const particles *p
     /* and into the neighbour records, from which the forces loop also takes a fluid particle's
      * own x and v (with lists, kernels/sph_forces_integrate.cl): the density stage wrote them for the old
      * positions; p/rho^2 and rho stay */
-    const size_t rec = sph_record_bytes((sph_nlist(sol) != NULL)) / 16; /* float4 per particle */
+    const size_t rec = sph_solver_record_bytes(sol) / 16; /* float4 per particle */
     float *pp = malloc(16 * rec * n);
     assert_non_null(pp);
     assert_int_equal(device_read(&f->d, r->st.pos_p, 0, 16 * rec * n, pp, &e), SPHSIM_OK);
@@ -2054,8 +2206,11 @@ static void test_list_parts(void **state)
     /* the entries of every particle a part holds, plus each particle's count and build
      * position, the second half of its pos_p record, and the lists' state; per cell of the
      * lists' grid, the check's box, the flags and the wet-cell list (none here) */
-    assert_int_equal(sph_record_bytes(1), 32);
-    assert_int_equal(sph_record_bytes(0), 16);
+    assert_int_equal(sph_record_bytes(NULL, 1), 32);
+    assert_int_equal(sph_record_bytes(NULL, 0), 16);
+    s.density = DENSITY_CONTINUITY; /* its density stage writes the record's second half */
+    assert_int_equal(sph_record_bytes(&s, 0), 32);
+    s.density = DENSITY_SUMMATION;
     const size_t rest = n * (4 + 16 + 16) + sizeof(nlist_state);
     assert_int_equal(sizeof(nlist_state), 48);
     assert_int_equal(sph_list_bytes(&s, n, 0, 0, TUNE_AUTO), (size_t)n * c * 4 + rest);
@@ -2113,6 +2268,8 @@ int main(void)
     };
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_step_vs_reference),
+        cmocka_unit_test(test_continuity_vs_reference),
+        cmocka_unit_test(test_continuity_hydrostatic),
         cmocka_unit_test(test_walls_beside_dry_cells),
         cmocka_unit_test(test_list_keep),
         cmocka_unit_test(test_go_ahead),

@@ -168,6 +168,7 @@ def test_provenance(run2d, repo_root):
         assert a["rest_density"] == resolved["fluid"]["rest_density"]
         assert a["kernel"] == resolved["fluid"]["kernel"] == "wendland"
         assert a["eos"] == "tait" and a["mode"] == "sph"
+        assert a["density"] == resolved["fluid"]["density"]["type"] == "summation" and a["density_diffusion"] == 0
         assert int(a["dimensions"]) == 2
         assert list(a["gravity"]) == pytest.approx([0.0, -9.81, 0.0])
         assert a["version"] == (repo_root / "VERSION").read_text().strip()

@@ -483,6 +483,31 @@ def test_resume_with_adaptive_skin_is_bit_identical(work, resume_ref, ahead):
     assert_same_files(a, b)
 
 
+def test_resume_continuity_is_bit_identical(work):
+    """An integrated density (fluid.density.type continuity) is state: every snapshot holds it,
+    also when output.fields leaves it out, and a resumed run takes it back and continues to the
+    bit (its first step takes the stored density instead of advancing it again)."""
+    sets = ["--set", "fluid.density.type=continuity"]
+    a, b, c = work / "contA.h5", work / "contB.h5", work / "contC.h5"
+    sphsim(work / "resume.json", "-o", a, "--quiet", *sets, check_rc=0)
+    stop_midway(work / "resume.json", b, sets)
+    sphsim("--resume", b, "--quiet", check_rc=0)
+    check_output(b, N_TINY, clean=True)
+    assert_same_files(a, b)
+    with h5py.File(a, "r") as f:
+        ns = int(f["VTKHDF/Steps"].attrs["NSteps"])
+        rho = f["VTKHDF/PointData/density"][()]
+        assert f["sphsim"].attrs["density"] in ("continuity", b"continuity")
+    sphsim(work / "resume.json", "-o", c, "--quiet", *sets, "--set", 'output.fields=["position"]',
+           "--set", "time.end=0.01", check_rc=0)
+    with h5py.File(c, "r") as f:
+        assert "density" in f["VTKHDF/PointData"] and "pressure" not in f["VTKHDF/PointData"]
+    n = rho.size // ns
+    first, last = rho[:n], rho[(ns - 1) * n:]
+    assert np.all(first > 0) and np.all(last > 0)
+    assert not np.array_equal(first, last)  # the density evolved
+
+
 def test_resume_particles_is_bit_identical(work):
     a, b = work / "spA.h5", work / "spB.h5"
     sphsim(work / "spheres.json", "-o", a, "--quiet", check_rc=0)
