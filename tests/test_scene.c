@@ -320,7 +320,7 @@ static void test_particles_mode(void **state)
     assert_close(s.dt_cfl, 0.25 * 0.01 / v_ref, 1e-14);
     assert_close(s.max_speed, 100.0 * v_ref, 1e-14);
     assert_int_equal(s.fields, FIELD_POSITION | FIELD_VELOCITY | FIELD_DENSITY | FIELD_PRESSURE | FIELD_ID |
-                                   FIELD_TYPE | FIELD_RADIUS | FIELD_MASS);
+                                   FIELD_TYPE | FIELD_RADIUS | FIELD_MASS | FIELD_ANGULAR_VELOCITY);
     assert_int_equal(s.n_spheres, 110);
     assert_int_equal(s.n_fluid, 0);
     assert_int_equal(s.n_boundary, 0);
