@@ -42,7 +42,10 @@ inline float4 contact_axis(uint a, float sign)
     return (float4)(a == 0u ? sign : 0.0f, a == 1u ? sign : 0.0f, a == 2u ? sign : 0.0f, 0.0f);
 }
 
-inline uint contact_code(float4 slot) { return as_uint(slot.x); }
+/* A contact slot: three words, (code, lambda_n as float, tangential word); see contact_slot_lt. */
+inline uint3 contact_slot_load(__global const uint *slot, size_t k) { return vload3(k, slot); }
+inline void contact_slot_store(__global uint *slot, size_t k, uint3 s) { vstore3(s, k, slot); }
+inline uint contact_code(uint3 slot) { return slot.x; }
 
 inline int contact_is_wall(uint code) { return code >= CONTACT_WALL && code < CONTACT_NO_ID; }
 
@@ -200,24 +203,55 @@ inline float4 contact_u(const contact_geo *g, float4 v_a, float4 v_b, float4 w_a
     return v_a - v_b - cross(g->a_a * w_a + g->a_b * w_b, g->n);
 }
 
-/* One relaxed Jacobi update of a contact's accumulated impulse (lambda_n, lambda_t) towards the
- * target normal velocity and zero tangential velocity at the contact point, within the Coulomb
- * cone: lambda_n' = max(0, lambda_n + w m_n (target - u_n)), lambda_t' = the projection of
- * lambda_t - w m_t u_t onto |lambda_t'| <= mu lambda_n'. Returns the impulse increment on a. */
-inline float4 contact_update(const contact_geo *g, float4 u, float target, float m_n, float m_t, float mu, float w,
-                             float *lam_n, float2 *lam_t)
+/* The tangential impulse of a slot, its components along t1 and t2: in 2D the word is the
+ * float; in 3D two 16-bit fractions (a, b) of the Coulomb bound, lambda_t = mu lambda_n (a, b) /
+ * 32767 (|(a, b)| <= 32767), which keeps it within 1.5e-5 mu lambda_n in 4 bytes. */
+inline float2 contact_slot_lt(uint3 s, float mu, uint dims)
 {
+    if (dims != 3u) return (float2)(as_float(s.z), 0.0f);
+    const float scale = (mu * as_float(s.y)) * (1.0f / 32767.0f);
+    return (float2)((float)(short)(s.z & 0xffffu), (float)(short)(s.z >> 16)) * scale;
+}
+
+/* The word of tangential impulse lt (|lt| <= mu ln), and in *lt_q the impulse it stands for. */
+inline uint contact_slot_lt_word(float2 lt, float ln, float mu, uint dims, float2 *lt_q)
+{
+    if (dims != 3u) {
+        *lt_q = (float2)(lt.x, 0.0f);
+        return as_uint(lt.x);
+    }
+    const float lim = mu * ln;
+    if (!(lim > 0.0f)) {
+        *lt_q = (float2)(0.0f);
+        return 0u;
+    }
+    const short a = convert_short_sat_rte(lt.x / lim * 32767.0f), b = convert_short_sat_rte(lt.y / lim * 32767.0f);
+    const float scale = lim * (1.0f / 32767.0f);
+    *lt_q = (float2)((float)a, (float)b) * scale;
+    return (uint)(ushort)a | ((uint)(ushort)b << 16);
+}
+
+/* One relaxed Jacobi update of a contact's accumulated impulse (lambda_n, lambda_t), held in
+ * slot *sl, towards the target normal velocity and zero tangential velocity at the contact
+ * point, within the Coulomb cone: lambda_n' = max(0, lambda_n + w m_n (target - u_n)),
+ * lambda_t' = the projection of lambda_t - w m_t u_t onto |lambda_t'| <= mu lambda_n' (as
+ * stored). Returns the impulse increment on a. */
+inline float4 contact_update(const contact_geo *g, float4 u, float target, float m_n, float m_t, float mu, float w,
+                             uint dims, uint3 *sl)
+{
+    const float lam_n = as_float(sl->y);
+    const float2 lam_t = contact_slot_lt(*sl, mu, dims);
     const float u_n = dot(u, g->n);
     const float2 u_t = (float2)(dot(u, g->t1), dot(u, g->t2));
-    const float ln = max(0.0f, *lam_n + w * m_n * (target - u_n));
-    float2 lt = *lam_t - (w * m_t) * u_t;
+    const float ln = max(0.0f, lam_n + w * m_n * (target - u_n));
+    float2 lt = lam_t - (w * m_t) * u_t;
     const float lim = mu * ln, lt2 = dot(lt, lt);
     if (lt2 > lim * lim) lt = lt * (lim / sqrt(lt2));
-    const float dn = ln - *lam_n;
-    const float2 dl = lt - *lam_t;
-    *lam_n = ln;
-    *lam_t = lt;
-    return dn * g->n + dl.x * g->t1 + dl.y * g->t2;
+    float2 lt_q;
+    sl->y = as_uint(ln);
+    sl->z = contact_slot_lt_word(lt, ln, mu, dims, &lt_q);
+    const float2 dl = lt_q - lam_t;
+    return (ln - lam_n) * g->n + dl.x * g->t1 + dl.y * g->t2;
 }
 
 /* The same without state (a sphere with more contacts than slots): only this pass's push,
@@ -246,9 +280,10 @@ inline float contact_mass_t_wall(const contact_geo *g, float m_a, float r_a, flo
 }
 
 /* The impulse a slot carries, on the pair's a sphere. */
-inline float4 contact_slot_impulse(const contact_geo *g, float4 slot)
+inline float4 contact_slot_impulse(const contact_geo *g, uint3 slot, float mu, uint dims)
 {
-    return slot.y * g->n + slot.z * g->t1 + slot.w * g->t2;
+    const float2 lt = contact_slot_lt(slot, mu, dims);
+    return as_float(slot.y) * g->n + lt.x * g->t1 + lt.y * g->t2;
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -261,18 +296,18 @@ inline float4 contact_slot_impulse(const contact_geo *g, float4 slot)
 __kernel void contact_list(const uint n, __constant grid_params *gp, __constant contact_params *cp,
                            __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,
                            __global const float *radius, __global const uint *id, const uint warm,
-                           __global const uint *idx, __global const uint *group_start, __global float4 *slot,
-                           __global uint *info)
+                           __global const uint *idx, __global const uint *group_start, __global uint *slot,
+                           __global ushort *info)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
     const uint S = cp->slots, id_i = id[i];
-    __global float4 *my = slot + (size_t)id_i * S;
-    float4 old[CONTACT_SLOTS_MAX];
+    const size_t base = (size_t)id_i * S;
+    uint3 old[CONTACT_SLOTS_MAX];
     uint n_old = 0;
     if (warm)
         for (; n_old < S; ++n_old) {
-            old[n_old] = my[n_old];
+            old[n_old] = contact_slot_load(slot, base + n_old);
             if (contact_code(old[n_old]) == CONTACT_NO_ID) break;
         }
     const float4 p0_i = pos0[i];
@@ -281,10 +316,10 @@ __kernel void contact_list(const uint n, __constant grid_params *gp, __constant 
     for (uint face = 0; face < 2u * cp->dims; ++face) {
         if (!contact_wall_touch(p0_i, r_i, face, cp)) continue;
         const uint code = CONTACT_WALL + face;
-        float4 s = (float4)(as_float(code), 0.0f, 0.0f, 0.0f);
+        uint3 sl = (uint3)(code, 0u, 0u);
         for (uint q = 0; q < n_old; ++q)
-            if (contact_code(old[q]) == code) s = old[q];
-        if (k < S) my[k] = s;
+            if (contact_code(old[q]) == code) sl = old[q];
+        if (k < S) contact_slot_store(slot, base + k, sl);
         ++k;
     }
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
@@ -292,18 +327,18 @@ __kernel void contact_list(const uint n, __constant grid_params *gp, __constant 
     if (!contact_touch(p0_i, pos0[j], r_i + radius[j])) continue;
     if (k < S) {
         const uint code = j | (id_i < id[j] ? CONTACT_FIRST : 0u);
-        float4 s = (float4)(as_float(code), 0.0f, 0.0f, 0.0f);
+        uint3 sl = (uint3)(code, 0u, 0u);
         const uint was = idx[j]; /* j's slot in the last step's order */
         for (uint q = 0; q < n_old; ++q) {
             const uint c = contact_code(old[q]) & CONTACT_INDEX;
-            if (c < CONTACT_WALL && c == was) s = (float4)(as_float(code), old[q].y, old[q].z, old[q].w);
+            if (c < CONTACT_WALL && c == was) sl = (uint3)(code, old[q].y, old[q].z);
         }
-        my[k] = s;
+        contact_slot_store(slot, base + k, sl);
     }
     ++k;
     NEIGHBOURS_END
-    for (uint q = k; q < S; ++q) my[q] = (float4)(as_float(CONTACT_NO_ID), 0.0f, 0.0f, 0.0f);
-    info[i] = min(k, 255u) | (contact_group(cp, group_start, id_i) << 8);
+    for (uint q = k; q < S; ++q) contact_slot_store(slot, base + q, (uint3)(CONTACT_NO_ID, 0u, 0u));
+    info[i] = (ushort)(min(k, 255u) | (contact_group(cp, group_start, id_i) << 8));
 }
 
 /* Warm start: V, W = (v0, w0) plus the impulses the slots carried. A sphere pair is solved with
@@ -311,44 +346,50 @@ __kernel void contact_list(const uint n, __constant grid_params *gp, __constant 
  * dropped (by both). Walls always keep theirs. */
 __kernel void contact_warm(const uint n, __constant contact_params *cp, __global const float4 *pos0,
                            __global const float4 *v0, __global const float *mass, __global const float *radius,
-                           __global const uint *id, __global const uint *info, __global float4 *slot,
-                           __global const float *omega, __global float4 *V_out, __global float2 *W_out)
+                           __global const uint *id, __global const ushort *info, __global uint *slot,
+                           __global const float2 *material, __global const float *omega, __global float4 *V_out,
+                           __global float2 *W_out)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
-    const uint S = cp->slots, id_i = id[i], d_i = CONTACT_DEGREE(info[i]);
-    __global float4 *my = slot + (size_t)id_i * S;
+    const uint S = cp->slots, dims = cp->dims, id_i = id[i], info_i = info[i];
+    const uint d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    const size_t base = (size_t)id_i * S;
     const float4 p0_i = pos0[i], v0_i = v0[i];
     const float m_i = mass[i], r_i = radius[i], I_i = cp->inertia * m_i * r_i * r_i;
-    const float4 w0 = contact_w_load(omega, id_i, cp->dims);
+    const float4 w0 = contact_w_load(omega, id_i, dims);
     float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
-        const float4 sl = my[k];
+        const uint3 sl = contact_slot_load(slot, base + k);
         const uint code = contact_code(sl);
         if (contact_is_wall(code)) {
             const contact_geo g = contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp);
-            const float4 P = contact_slot_impulse(&g, sl);
+            const float mu = contact_material(cp, material, g_i, cp->n_groups).y;
+            const float4 P = contact_slot_impulse(&g, sl, mu, dims);
             dv += P / m_i;
             dw -= (g.a_a / I_i) * cross(g.n, P);
             continue;
         }
-        const uint j = code & CONTACT_INDEX;
-        if (d_i > S || CONTACT_DEGREE(info[j]) > S) {
-            my[k] = (float4)(sl.x, 0.0f, 0.0f, 0.0f);
+        const uint j = code & CONTACT_INDEX, info_j = info[j];
+        if (d_i > S || CONTACT_DEGREE(info_j) > S) {
+            contact_slot_store(slot, base + k, (uint3)(code, 0u, 0u));
             continue;
         }
         const int first = (code & CONTACT_FIRST) != 0u;
         const float4 p0_j = pos0[j], v0_j = v0[j];
         const float r_j = radius[j];
+        const uint g_j = CONTACT_GROUP(info_j);
         const contact_geo g = first ? contact_pair_geo(p0_i, p0_j, v0_i, v0_j, r_i, r_j, cp)
                                     : contact_pair_geo(p0_j, p0_i, v0_j, v0_i, r_j, r_i, cp);
-        const float4 P = contact_slot_impulse(&g, sl);
+        const float mu =
+            (first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i)).y;
+        const float4 P = contact_slot_impulse(&g, sl, mu, dims);
         dv += (first ? P : -P) / m_i;
         dw -= ((first ? g.a_a : g.a_b) / I_i) * cross(g.n, P);
     }
     const float4 w = w0 + dw;
     V_out[i] = (float4)(v0_i.x + dv.x, v0_i.y + dv.y, v0_i.z + dv.z, w.z);
-    if (cp->dims == 3u) W_out[i] = (float2)(w.x, w.y);
+    if (dims == 3u) W_out[i] = (float2)(w.x, w.y);
 }
 
 /* One Jacobi pass of the impulses over the iterate (V_in, W_in). For each contact of sphere i,
@@ -363,35 +404,32 @@ __kernel void contact_warm(const uint n, __constant contact_params *cp, __global
 __kernel void contact_resolve(const uint n, __constant grid_params *gp, __constant contact_params *cp,
                               __global const uint *cell_start, __global const uint *cell_end,
                               __global const float4 *pos0, __global const float4 *v0, __global const float *mass,
-                              __global const float *radius, __global const uint *id, __global const uint *info,
-                              __global float4 *slot, __global const float2 *material, __global const float4 *V_in,
+                              __global const float *radius, __global const uint *id, __global const ushort *info,
+                              __global uint *slot, __global const float2 *material, __global const float4 *V_in,
                               __global const float2 *W_in, __global float4 *V_out, __global float2 *W_out)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
     const uint S = cp->slots, dims = cp->dims, id_i = id[i], info_i = info[i];
     const uint d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
-    __global float4 *my = slot + (size_t)id_i * S;
+    const size_t base = (size_t)id_i * S;
     const float4 p0_i = pos0[i], v0_i = v0[i], V_i = V_in[i];
     const float2 W_i = dims == 3u ? W_in[i] : (float2)(0.0f);
     const float4 v_i = (float4)(V_i.x, V_i.y, V_i.z, 0.0f), w_i = contact_w_of(V_i, W_i, dims);
     const float m_i = mass[i], r_i = radius[i], k_I = cp->inertia, I_i = k_I * m_i * r_i * r_i;
     const float v_rest = cp->v_rest;
     float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
-    uint k = 0;
-    for (; k < min(d_i, S); ++k) {
-        float4 sl = my[k];
+    for (uint k = 0; k < min(d_i, S); ++k) {
+        uint3 sl = contact_slot_load(slot, base + k);
         const uint code = contact_code(sl);
         if (contact_is_wall(code)) {
             const contact_geo g = contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp);
             const float2 mat = contact_material(cp, material, g_i, cp->n_groups);
             const float4 u = v_i - cross(g.a_a * w_i, g.n);
-            float ln = sl.y;
-            float2 lt = (float2)(sl.z, sl.w);
             const float4 dP = contact_update(&g, u, contact_target(g.u0_n, mat.x, v_rest), m_i,
                                              contact_mass_t_wall(&g, m_i, r_i, k_I), mat.y,
-                                             contact_relax(cp->omega_v, d_i, 1u), &ln, &lt);
-            my[k] = (float4)(sl.x, ln, lt.x, lt.y);
+                                             contact_relax(cp->omega_v, d_i, 1u), dims, &sl);
+            contact_slot_store(slot, base + k, sl);
             dv += dP / m_i;
             dw -= (g.a_a / I_i) * cross(g.n, dP);
             continue;
@@ -414,10 +452,8 @@ __kernel void contact_resolve(const uint n, __constant grid_params *gp, __consta
         const float w = contact_relax(cp->omega_v, d_i, d_j), target = contact_target(g.u0_n, mat.x, v_rest);
         float4 dP;
         if (d_j <= S) {
-            float ln = sl.y;
-            float2 lt = (float2)(sl.z, sl.w);
-            dP = contact_update(&g, u, target, m_n, m_t, mat.y, w, &ln, &lt);
-            my[k] = (float4)(sl.x, ln, lt.x, lt.y);
+            dP = contact_update(&g, u, target, m_n, m_t, mat.y, w, dims, &sl);
+            contact_slot_store(slot, base + k, sl);
         } else {
             dP = contact_update_free(&g, u, target, m_n, m_t, mat.y, w);
         }
@@ -460,32 +496,37 @@ __kernel void contact_resolve(const uint n, __constant grid_params *gp, __consta
  * lone pair thus sits where the event-driven collision puts it. */
 __kernel void contact_displace(const uint n, __constant contact_params *cp, __global const float4 *pos0,
                                __global const float4 *v0, __global const float *mass, __global const float *radius,
-                               __global const uint *id, __global const uint *info, __global const float4 *slot,
-                               __global float4 *x_out)
+                               __global const uint *id, __global const ushort *info, __global const uint *slot,
+                               __global const float2 *material, __global float4 *x_out)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
-    const uint S = cp->slots, id_i = id[i], d_i = CONTACT_DEGREE(info[i]);
-    __global const float4 *my = slot + (size_t)id_i * S;
+    const uint S = cp->slots, dims = cp->dims, id_i = id[i], info_i = info[i];
+    const uint d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    const size_t base = (size_t)id_i * S;
     const float4 p0_i = pos0[i], v0_i = v0[i];
     const float m_i = mass[i], r_i = radius[i];
     float4 dx = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
-        const float4 sl = my[k];
+        const uint3 sl = contact_slot_load(slot, base + k);
         const uint code = contact_code(sl);
         if (contact_is_wall(code)) {
             const contact_geo g = contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp);
-            dx += (g.s / m_i) * contact_slot_impulse(&g, sl);
+            const float mu = contact_material(cp, material, g_i, cp->n_groups).y;
+            dx += (g.s / m_i) * contact_slot_impulse(&g, sl, mu, dims);
             continue;
         }
-        const uint j = code & CONTACT_INDEX;
-        if (d_i > S || CONTACT_DEGREE(info[j]) > S) continue;
+        const uint j = code & CONTACT_INDEX, info_j = info[j];
+        if (d_i > S || CONTACT_DEGREE(info_j) > S) continue;
         const int first = (code & CONTACT_FIRST) != 0u;
         const float4 p0_j = pos0[j], v0_j = v0[j];
         const float r_j = radius[j];
+        const uint g_j = CONTACT_GROUP(info_j);
         const contact_geo g = first ? contact_pair_geo(p0_i, p0_j, v0_i, v0_j, r_i, r_j, cp)
                                     : contact_pair_geo(p0_j, p0_i, v0_j, v0_i, r_j, r_i, cp);
-        const float4 P = contact_slot_impulse(&g, sl);
+        const float mu =
+            (first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i)).y;
+        const float4 P = contact_slot_impulse(&g, sl, mu, dims);
         dx += (g.s / m_i) * (first ? P : -P);
     }
     x_out[i] = (float4)(p0_i.x + dx.x, p0_i.y + dx.y, p0_i.z + dx.z, 0.0f);
@@ -507,19 +548,19 @@ inline float contact_wall_clamp(float lo, float hi, float x)
 __kernel void contact_project(const uint n, __constant grid_params *gp, __constant contact_params *cp,
                               __global const uint *cell_start, __global const uint *cell_end,
                               __global const float4 *pos0, __global const float *mass, __global const float *radius,
-                              __global const uint *id, __global const uint *info, __global const float4 *slot,
+                              __global const uint *id, __global const ushort *info, __global const uint *slot,
                               __global const float4 *x_in, __global float4 *x_out)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
     const uint S = cp->slots, id_i = id[i], d_i = CONTACT_DEGREE(info[i]);
-    __global const float4 *my = slot + (size_t)id_i * S;
+    const size_t base = (size_t)id_i * S;
     const float4 x_i = x_in[i];
     const float m_i = mass[i], r_i = radius[i];
     float4 dx_sum = (float4)(0.0f);
     if (d_i <= S) {
         for (uint k = 0; k < d_i; ++k) {
-            const uint code = contact_code(my[k]);
+            const uint code = contact_code(contact_slot_load(slot, base + k));
             if (contact_is_wall(code)) continue;
             const uint j = code & CONTACT_INDEX;
             const float r_sum = r_i + radius[j];

@@ -20,9 +20,9 @@ struct contact_solver {
     cl_mem group_start; /* uint per group: its first sphere id */
     cl_mem material;    /* float2 (e, mu) per (group, group or walls) */
     size_t cap;         /* spheres the buffers hold */
-    cl_mem slot;        /* float4 per slot, `slots` per sphere, by id: code, lambda_n, lambda_t */
+    cl_mem slot;        /* 3 words per slot, `slots` per sphere, by id: code, lambda_n, lambda_t */
     cl_mem omega;       /* float, 3 (3D) or 1 (2D) per sphere, by id: angular velocity (rad/s) */
-    cl_mem info;        /* uint per sphere (sorted): contacts and group of the step */
+    cl_mem info;        /* ushort per sphere (sorted): contacts and group of the step */
     cl_mem vb, wb;      /* the iterate's second buffer pair: float4 (v, w_z) and float2 (w_x, w_y) */
     int have_warm;      /* the slots hold what the last step carried, for this sphere count */
 };
@@ -85,7 +85,7 @@ size_t contact_bytes(const scene *s, size_t n)
 {
     const size_t slots = s->dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D;
     const size_t w = s->dims == 3 ? 3 : 1;
-    return n * (slots * 16 /* slots */ + w * 4 /* angular velocity */ + 4 /* info */ + 16 /* vb */ +
+    return n * (slots * 12 /* slots */ + w * 4 /* angular velocity */ + 2 /* info */ + 16 /* vb */ +
                 (s->dims == 3 ? 8 : 0) /* wb */);
 }
 
@@ -186,36 +186,20 @@ sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s
     return SPHSIM_OK;
 }
 
-/* Empty slots and zero angular velocities for spheres [0, n) of the buffers. */
-static sphsim_status clear_state(contact_solver *c, size_t n, int slots_only, sphsim_error *e)
-{
-    const float empty[4] = { 0, 0, 0, 0 };
-    float pattern[4];
-    memcpy(pattern, empty, sizeof pattern);
-    const uint32_t no_id = CONTACT_NO_ID;
-    memcpy(&pattern[0], &no_id, 4);
-    const size_t ns = n * c->cp.slots;
-    CL_CHECK(e, clEnqueueFillBuffer(c->d->queue, c->slot, pattern, 16, 0, (ns ? ns : 1) * 16, 0, NULL, NULL));
-    if (!slots_only) {
-        const float zero = 0.0f;
-        const size_t nw = (n ? n : 1) * omega_floats(&c->cp);
-        CL_CHECK(e, clEnqueueFillBuffer(c->d->queue, c->omega, &zero, 4, 0, nw * 4, 0, NULL, NULL));
-    }
-    return SPHSIM_OK;
-}
-
 /* Buffers for n spheres (kept; when another count comes, new ones: empty slots, no rotation). */
 static sphsim_status reserve(contact_solver *c, size_t n, sphsim_error *e)
 {
     if (n == c->cap && c->slot) return SPHSIM_OK;
     release_buffers(c);
     const size_t m = n ? n : 1, slots = c->cp.slots;
-    SPHSIM_TRY(device_alloc(c->d, m * slots * 16, "contact slots", &c->slot, e));
+    /* the slots are read only after a step or a restore wrote them (have_warm) */
+    SPHSIM_TRY(device_alloc(c->d, m * slots * 12, "contact slots", &c->slot, e));
     SPHSIM_TRY(device_alloc(c->d, m * omega_floats(&c->cp) * 4, "angular velocities", &c->omega, e));
-    SPHSIM_TRY(device_alloc(c->d, m * 4, "contact counts", &c->info, e));
+    SPHSIM_TRY(device_alloc(c->d, m * 2, "contact counts", &c->info, e));
     SPHSIM_TRY(device_alloc(c->d, m * 16, "contact velocities (scratch)", &c->vb, e));
     SPHSIM_TRY(device_alloc(c->d, (c->cp.dims == 3 ? m : 1) * 8, "contact angular velocities (scratch)", &c->wb, e));
-    SPHSIM_TRY(clear_state(c, m, 0, e));
+    const float zero = 0.0f;
+    CL_CHECK(e, clEnqueueFillBuffer(c->d->queue, c->omega, &zero, 4, 0, m * omega_floats(&c->cp) * 4, 0, NULL, NULL));
     c->cap = n;
     return SPHSIM_OK;
 }
@@ -237,14 +221,15 @@ void contact_forget(contact_solver *c) { c->have_warm = 0; }
  * Blob, 4-byte words in the host's byte order:
  *   header [STATE_HEADER]: STATE_MAGIC, STATE_VERSION, n, slots, dims, warm (0/1), 0, 0
  *   omega [n * nw]: angular velocities (rad/s) of particle id 0, 1, ... (nw = 3 in 3D, 1 in 2D)
- *   slots [n * slots * 4]: per particle id, its slots: code, lambda_n, lambda_t1, lambda_t2,
- *     where a sphere partner's code is its particle id (the lower-id flag dropped); walls and
- *     empty slots as on the device. With warm == 0 every slot is empty. */
+ *   slots [n * slots * 3]: per particle id, its slots: code, lambda_n, tangential word (as on
+ *     the device, kernels/contacts.cl), where a sphere partner's code is its particle id (the
+ *     lower-id flag dropped); walls and empty slots as on the device. With warm == 0 every slot
+ *     is empty. */
 #define STATE_MAGIC 0x53435353u /* "SSCS" */
 #define STATE_VERSION 2u
 #define STATE_HEADER 8
 
-static size_t state_words(size_t n, size_t slots, size_t nw) { return STATE_HEADER + n * nw + n * slots * 4; }
+static size_t state_words(size_t n, size_t slots, size_t nw) { return STATE_HEADER + n * nw + n * slots * 3; }
 
 /* Read the device ids of st (n) into `id` and check that they are a permutation of 0..n-1. */
 static sphsim_status read_ids(contact_solver *c, dev_state *st, uint32_t *id, sphsim_error *e)
@@ -274,7 +259,7 @@ sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, v
     *bytes = 0;
     SPHSIM_TRY(check_state(st, e));
     const size_t n = st->n, slots = c->cp.slots, nw = omega_floats(&c->cp);
-    if (n > (SIZE_MAX / 4 - STATE_HEADER) / (nw + 4 * slots))
+    if (n > (SIZE_MAX / 4 - STATE_HEADER) / (nw + 3 * slots))
         return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "contact state: %zu particles are too many to save", n);
     SPHSIM_TRY(reserve(c, n, e));
     /* what the next contact_enqueue will carry */
@@ -290,8 +275,8 @@ sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, v
     sphsim_status r = device_read(c->d, c->omega, 0, n * nw * 4, w_out, e);
     if (r == SPHSIM_OK && !warm) {
         for (size_t s = 0; s < ns; ++s) {
-            s_out[4 * s] = CONTACT_NO_ID;
-            s_out[4 * s + 1] = s_out[4 * s + 2] = s_out[4 * s + 3] = 0;
+            s_out[3 * s] = CONTACT_NO_ID;
+            s_out[3 * s + 1] = s_out[3 * s + 2] = 0;
         }
     } else if (r == SPHSIM_OK) {
         id = malloc((n ? n : 1) * sizeof *id);
@@ -311,16 +296,16 @@ sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, v
             }
             id_old[o] = id[i];
         }
-        if ((r = device_read(c->d, c->slot, 0, ns * 16, s_out, e)) != SPHSIM_OK) goto done;
+        if ((r = device_read(c->d, c->slot, 0, ns * 12, s_out, e)) != SPHSIM_OK) goto done;
         for (size_t s = 0; s < ns; ++s) {
-            const uint32_t code = s_out[4 * s];
+            const uint32_t code = s_out[3 * s];
             if (!code_is_sphere(code)) continue;
             const uint32_t p = code & CONTACT_INDEX;
             if (p >= n) {
                 r = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact state: a slot names sphere %u (of %zu)", p, n);
                 goto done;
             }
-            s_out[4 * s] = id_old[p];
+            s_out[3 * s] = id_old[p];
         }
     }
 done:
@@ -359,13 +344,13 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
     if (n == 0) return SPHSIM_OK;
     const size_t ns = n * slots;
     const uint32_t *w_in = (const uint32_t *)blob + STATE_HEADER, *s_in = w_in + n * nw;
-    uint32_t *sl = malloc(ns * 16), *id = malloc(n * 4), *at = malloc(n * 4);
+    uint32_t *sl = malloc(ns * 12), *id = malloc(n * 4), *at = malloc(n * 4);
     sphsim_status r = SPHSIM_OK;
     if (!sl || !id || !at) {
         r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory restoring the contact state of %zu particles", n);
         goto done;
     }
-    memcpy(sl, s_in, ns * 16);
+    memcpy(sl, s_in, ns * 12);
     for (size_t k = 0; k < n * nw; ++k) {
         float f;
         memcpy(&f, &w_in[k], 4);
@@ -376,11 +361,11 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
         }
     }
     for (size_t s = 0; s < ns; ++s) {
-        const uint32_t code = sl[4 * s];
-        float lam[3];
-        memcpy(lam, &sl[4 * s + 1], sizeof lam);
+        const uint32_t code = sl[3 * s];
+        float lam[2]; /* lambda_n; in 2D lambda_t (in 3D the word holds two 16-bit fractions) */
+        memcpy(lam, &sl[3 * s + 1], sizeof lam);
         const int ok = (code_is_sphere(code) ? code < n : code == CONTACT_NO_ID || code - CONTACT_WALL < 6) &&
-                       isfinite(lam[0]) && lam[0] >= 0.0f && isfinite(lam[1]) && isfinite(lam[2]);
+                       isfinite(lam[0]) && lam[0] >= 0.0f && (c->cp.dims == 3 || isfinite(lam[1]));
         if (!ok || (!head[5] && code != CONTACT_NO_ID)) {
             r = SPHSIM_FAIL(e, SPHSIM_E_IO,
                             "the stored contact solver state is damaged: slot %zu of particle id %zu holds code %u and "
@@ -393,13 +378,13 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
     if ((r = read_ids(c, st, id, e)) != SPHSIM_OK) goto done;
     for (size_t i = 0; i < n; ++i) at[id[i]] = (uint32_t)i; /* device slot of each particle id */
     for (size_t s = 0; s < ns; ++s) {
-        const uint32_t code = sl[4 * s];
+        const uint32_t code = sl[3 * s];
         if (!code_is_sphere(code)) continue;
         const uint32_t self = (uint32_t)(s / slots); /* the particle id the slot belongs to */
-        sl[4 * s] = at[code] | (self < code ? CONTACT_FIRST : 0u);
+        sl[3 * s] = at[code] | (self < code ? CONTACT_FIRST : 0u);
     }
     if ((r = device_write(c->d, c->omega, 0, n * nw * 4, w_in, e)) != SPHSIM_OK) goto done;
-    if ((r = device_write(c->d, c->slot, 0, ns * 16, sl, e)) != SPHSIM_OK) goto done;
+    if ((r = device_write(c->d, c->slot, 0, ns * 12, sl, e)) != SPHSIM_OK) goto done;
     c->have_warm = head[5] != 0;
 done:
     free(sl);
@@ -443,12 +428,20 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
      * vel_next are free for the positions afterwards. */
     cl_mem side_v[2] = { st->vel_next, c->vb }, side_w[2] = { three ? st->pos_next : c->wb, c->wb };
     int s = (c->iterations & 1) ? 0 : 1;
-    const karg warm_args[] = {
-        KARG("n", n),           KARG("cp", c->params),      KARG("pos0", st->pos),    KARG("v0", st->vel),
-        KARG("mass", st->mass), KARG("radius", st->radius), KARG("id", st->id),       KARG("info", c->info),
-        KARG("slot", c->slot),  KARG("omega", c->omega),    KARG("V_out", side_v[s]), KARG("W_out", side_w[s])
-    };
-    SPHSIM_TRY(device_set_args(d, c->k_warm, warm_args, 12, e));
+    const karg warm_args[] = { KARG("n", n),
+                               KARG("cp", c->params),
+                               KARG("pos0", st->pos),
+                               KARG("v0", st->vel),
+                               KARG("mass", st->mass),
+                               KARG("radius", st->radius),
+                               KARG("id", st->id),
+                               KARG("info", c->info),
+                               KARG("slot", c->slot),
+                               KARG("material", c->material),
+                               KARG("omega", c->omega),
+                               KARG("V_out", side_v[s]),
+                               KARG("W_out", side_w[s]) };
+    SPHSIM_TRY(device_set_args(d, c->k_warm, warm_args, 13, e));
     SPHSIM_TRY(device_run1d(d, c->k_warm, n, CONTACT_LOCAL, e));
 
     karg a[17] = { KARG("n", n),
@@ -474,12 +467,12 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     }
 
     /* positions: moved along the corrected paths, then the overlaps removed */
-    const karg displace[] = { KARG("n", n),           KARG("cp", c->params),
-                              KARG("pos0", st->pos),  KARG("v0", st->vel),
-                              KARG("mass", st->mass), KARG("radius", st->radius),
-                              KARG("id", st->id),     KARG("info", c->info),
-                              KARG("slot", c->slot),  KARG("x_out", st->pos_next) };
-    SPHSIM_TRY(device_set_args(d, c->k_displace, displace, 10, e));
+    const karg displace[] = {
+        KARG("n", n),           KARG("cp", c->params),         KARG("pos0", st->pos),      KARG("v0", st->vel),
+        KARG("mass", st->mass), KARG("radius", st->radius),    KARG("id", st->id),         KARG("info", c->info),
+        KARG("slot", c->slot),  KARG("material", c->material), KARG("x_out", st->pos_next)
+    };
+    SPHSIM_TRY(device_set_args(d, c->k_displace, displace, 11, e));
     SPHSIM_TRY(device_run1d(d, c->k_displace, n, CONTACT_LOCAL, e));
     cl_mem xs[2] = { st->pos_next, st->vel_next };
     int x = 0;

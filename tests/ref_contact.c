@@ -133,8 +133,25 @@ static void material(const ref_contact_params *p, unsigned a, unsigned b, double
     *mu = p->material[2 * (a * w + b) + 1];
 }
 
+/* The tangential impulse as a slot keeps it (kernels/contacts.cl, contact_slot_lt_word): in 3D
+ * two 16-bit fractions of mu lambda_n, rounded to nearest (even); in 2D as it is. */
+static void quantize(int dims, double mu, double ln, double *lt1, double *lt2)
+{
+    if (dims != 3) return;
+    const double lim = mu * ln;
+    if (!(lim > 0)) {
+        *lt1 = *lt2 = 0;
+        return;
+    }
+    const double a = fmin(fmax(nearbyint(*lt1 / lim * 32767.0), -32768), 32767);
+    const double b = fmin(fmax(nearbyint(*lt2 / lim * 32767.0), -32768), 32767);
+    *lt1 = a * (lim / 32767.0);
+    *lt2 = b * (lim / 32767.0);
+}
+
 /* The contact update of kernels/contacts.cl (contact_update / contact_update_free). */
-static vec update(const geo *g, vec u, double tgt, double m_n, double m_t, double mu, double w, double *lam, int state)
+static vec update(const geo *g, vec u, double tgt, double m_n, double m_t, double mu, double w, double *lam, int state,
+                  int dims)
 {
     const double u_n = vdot(u, g->n), ut1 = vdot(u, g->t1), ut2 = vdot(u, g->t2);
     double l0[3] = { 0, 0, 0 };
@@ -146,6 +163,7 @@ static vec update(const geo *g, vec u, double tgt, double m_n, double m_t, doubl
         lt1 *= lim / sqrt(l2);
         lt2 *= lim / sqrt(l2);
     }
+    if (state) quantize(dims, mu, ln, &lt1, &lt2);
     const vec dP = vadd(vadd(vmul(ln - l0[0], g->n), vmul(lt1 - l0[1], g->t1)), vmul(lt2 - l0[2], g->t2));
     if (state) {
         lam[0] = ln;
@@ -242,7 +260,7 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
                     const vec u = vsub(v[i], vcross(vmul(g.a_a, w[i]), g.n));
                     const double m_t = 1 / (1 / m_i + g.a_a * g.a_a / (k * m_i * r_i * r_i));
                     const vec dP = update(&g, u, target(g.u0_n, e, p->v_rest), m_i, m_t, mu,
-                                          relax(p->omega_v, deg[i], 1), cs[c].lam, 1);
+                                          relax(p->omega_v, deg[i], 1), cs[c].lam, 1, p->dims);
                     dv = vadd(dv, vmul(1 / m_i, dP));
                     dw = vsub(dw, vmul(g.a_a / I_i, vcross(g.n, dP)));
                     continue;
@@ -257,7 +275,7 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
                     1 / (1 / mass[ia] + 1 / mass[ib] + g.a_a * g.a_a / (k * mass[ia] * radius[ia] * radius[ia]) +
                          g.a_b * g.a_b / (k * mass[ib] * radius[ib] * radius[ib]));
                 const vec dP = update(&g, u, target(g.u0_n, e, p->v_rest), m_n, m_t, mu,
-                                      relax(p->omega_v, deg[i], deg[j]), cs[c].lam, cs[c].state);
+                                      relax(p->omega_v, deg[i], deg[j]), cs[c].lam, cs[c].state, p->dims);
                 dv = vadd(dv, vmul((ia == i ? 1.0 : -1.0) / m_i, dP));
                 dw = vsub(dw, vmul((ia == i ? g.a_a : g.a_b) / I_i, vcross(g.n, dP)));
             }

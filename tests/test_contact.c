@@ -510,7 +510,7 @@ static void test_walls(void **state)
 /* A sphere (3D) or disc (2D) hitting the floor obliquely with spin, friction mu: after the bounce
  * its velocity and angular velocity equal the impulse model's (ref_wall_impact: the contact
  * point's tangential velocity stopped, or reduced by mu times the normal impulse if that is less)
- * to 1e-5 of the speed, in the sliding and in the sticking regime, at 1 and 10 steps per
+ * to 5e-5 of the speed, in the sliding and in the sticking regime, at 1 and 10 steps per
  * crossing of the last 5 mm. */
 static void wall_friction(int dims, double mu, const double v_in[3], const double w_in[3], double dt)
 {
@@ -553,8 +553,9 @@ static void wall_friction(int dims, double mu, const double v_in[3], const doubl
            "%.3f); |v - v_model| %.1e, r |w - w_model| %.1e of the speed, |x - x_model| %.1e m\n",
            dims, mu, v_in[0], v_in[1], v_in[2], w_in[0], w_in[1], w_in[2], dt, t.vel[0], t.vel[1], t.vel[2], w[0], w[1],
            w[2], ev / speed, ew / speed, ex);
-    assert_true(ev < 1e-5 * speed);
-    assert_true(ew < 1e-5 * speed);
+    /* 3D keeps the tangential impulse to 1.5e-5 of mu times the normal one (kernels/contacts.cl) */
+    assert_true(ev < 5e-5 * speed);
+    assert_true(ew < 5e-5 * speed);
     assert_true(ex < 5e-6);
     tsys_free(&t);
 }
@@ -1326,9 +1327,9 @@ static void test_state_round_trip(void **state)
     bad[0] ^= 1u; /* header: magic */
     assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPHSIM_E_IO);
     memcpy(bad, blob, bytes);
-    const size_t slots0 = 8 + n, slot_words = 4 * n * CONTACT_SLOTS_2D; /* 2D: one angular velocity each */
+    const size_t slots0 = 8 + n, slot_words = 3 * n * CONTACT_SLOTS_2D; /* 2D: one angular velocity each */
     size_t used = slots0;
-    while (used < slots0 + slot_words && (bad[used] == CONTACT_NO_ID || bad[used] >= CONTACT_WALL)) used += 4;
+    while (used < slots0 + slot_words && (bad[used] == CONTACT_NO_ID || bad[used] >= CONTACT_WALL)) used += 3;
     assert_true(used < slots0 + slot_words); /* a slot holding a sphere partner */
     bad[used] = (uint32_t)n + 5;             /* a partner id out of range */
     assert_int_equal(contact_state_restore(cb, &t.st, bad, bytes, &e), SPHSIM_E_IO);
