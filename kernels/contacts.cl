@@ -131,20 +131,24 @@ inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float
     contact_geo g;
     const float r_sum = r_a + r_b, dt = cp->dt;
     const float4 dx = x0_a - x0_b, dv = v0_a - v0_b;
-    const float d0 = sqrt(dot(dx, dx));
-    const float c = (d0 - r_sum) * (d0 + r_sum); /* < 0: overlapping */
-    const float aa = dot(dv, dv), b = dot(dx, dv);
+    /* overlapping already at the start of the drift (a lasting contact; no root needed): s = dt */
+    float4 d = dx - dv * dt;
     float s = dt;
-    if (aa > 0.0f && c < 0.0f) {
-        const float q = sqrt(b * b - aa * c);
-        const float root = b > 0.0f ? (b + q) / aa : -c / (q - b); /* no cancellation either way */
-        s = min(root, dt);
+    if (dot(d, d) >= r_sum * r_sum) {
+        const float d0 = sqrt(dot(dx, dx));
+        const float c = (d0 - r_sum) * (d0 + r_sum); /* < 0: overlapping */
+        const float aa = dot(dv, dv), b = dot(dx, dv);
+        if (aa > 0.0f && c < 0.0f) {
+            const float q = sqrt(b * b - aa * c);
+            const float root = b > 0.0f ? (b + q) / aa : -c / (q - b); /* no cancellation either way */
+            s = min(root, dt);
+            d = dx - dv * s;
+        }
     }
-    float4 d = dx - dv * s;
     float dist = sqrt(dot(d, d));
     if (!(dist > 0.0f)) {
         d = dx;
-        dist = d0;
+        dist = sqrt(dot(dx, dx));
     }
     if (dist > 0.0f) {
         g.n = d / dist;
