@@ -263,31 +263,40 @@ static void placer_fill(const scene *s, placer *pl, const particles *p, size_t f
     }
 }
 
-/* Push the spheres g0 .. g1-1 of p (one group, radius r, inside `region`) apart from each other
- * and from the spheres first .. g0-1 (fixed) until no two overlap: Jacobi passes in which every
- * overlapping pair moves apart along its normal to 1.0001 times its contact distance (half each
- * between spheres of the group), then into the region. Converges for the volume fractions scene.c
- * admits (below random close packing). Deterministic: a fixed order, one thread. */
-static sphsim_status relax_group(const scene *s, placer *pl, particles *p, size_t first, size_t g0, size_t g1,
-                                 const scene_box *region, double r, int group, sphsim_error *e)
+/* Push the spheres of the random groups among first .. end-1 of p (group `last` the one whose
+ * addition gave up) apart from each other and from the lattice spheres (fixed) until no two
+ * overlap: Jacobi passes in which every overlapping pair moves apart along its normal to 1.0001
+ * times its contact distance (half each when both move), then each into its group's region.
+ * Earlier random groups move too: a frozen random group would leave too little room to the
+ * next at the volume fractions scene.c admits (below random close packing), where this
+ * converges. Deterministic: a fixed order, one thread. */
+static sphsim_status relax_random(const scene *s, placer *pl, particles *p, size_t first, size_t end, int last,
+                                  sphsim_error *e)
 {
-    const size_t m = g1 - g0;
+    const size_t m = end - first;
     double *x = malloc((m ? m : 1) * 3 * sizeof *x), *dx = malloc((m ? m : 1) * 3 * sizeof *dx);
-    if (!x || !dx) {
+    int *grp = malloc((m ? m : 1) * sizeof *grp);
+    if (!x || !dx || !grp) {
         free(x);
         free(dx);
+        free(grp);
         return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory placing spheres");
     }
-    for (size_t k = 0; k < m; ++k)
-        for (int a = 0; a < 3; ++a) x[3 * k + a] = p->pos[4 * (g0 + k) + a];
+    for (size_t k = 0, g = 0, at = 0; k < m; ++k) {
+        while (g < (size_t)s->n_groups && k >= at + (size_t)s->groups[g].count) at += (size_t)s->groups[g++].count;
+        grp[k] = (int)g;
+        for (int a = 0; a < 3; ++a) x[3 * k + a] = p->pos[4 * (first + k) + a];
+    }
     const int passes = 20000;
     int pass = 0, clean = 0;
     for (; pass < passes && !clean; ++pass) {
-        placer_fill(s, pl, p, first, g1);
+        placer_fill(s, pl, p, first, end);
         clean = 1;
         for (size_t k = 0; k < m; ++k) {
-            const size_t i = g0 + k;
+            const size_t i = first + k;
             double d[3] = { 0, 0, 0 };
+            for (int a = 0; a < 3; ++a) dx[3 * k + a] = 0;
+            if (s->groups[grp[k]].placement != PLACE_RANDOM) continue;
             long cc[3] = { 0, 0, 0 };
             for (int a = 0; a < s->dims; ++a) {
                 long c = (long)floor((x[3 * k + a] - s->tank.min[a]) / pl->cell);
@@ -303,16 +312,16 @@ static sphsim_status relax_group(const scene *s, placer *pl, particles *p, size_
                         for (long t = pl->head[q[0] + pl->nc[0] * (q[1] + pl->nc[1] * q[2])]; t >= 0; t = pl->next[t]) {
                             const size_t j = first + (size_t)t;
                             if (j == i) continue;
-                            const int mine = j >= g0;
                             double v[3] = { 0, 0, 0 }, d2 = 0;
                             for (int a = 0; a < s->dims; ++a) {
-                                v[a] = x[3 * k + a] - (mine ? x[3 * (j - g0) + a] : (double)p->pos[4 * j + a]);
+                                v[a] = x[3 * k + a] - x[3 * (size_t)t + a];
                                 d2 += v[a] * v[a];
                             }
-                            const double rr = r + p->radius[j];
+                            const double rr = p->radius[i] + p->radius[j];
                             if (d2 >= rr * rr) continue;
                             clean = 0;
-                            const double dist = sqrt(d2), want = 1.0001 * rr, share = mine ? 0.5 : 1.0;
+                            const int moves = s->groups[grp[t]].placement == PLACE_RANDOM;
+                            const double dist = sqrt(d2), want = 1.0001 * rr, share = moves ? 0.5 : 1.0;
                             if (dist > 0)
                                 for (int a = 0; a < s->dims; ++a) d[a] += share * (want - dist) * v[a] / dist;
                             else d[0] += share * want * (i < j ? 1.0 : -1.0);
@@ -320,20 +329,25 @@ static sphsim_status relax_group(const scene *s, placer *pl, particles *p, size_
                     }
             for (int a = 0; a < 3; ++a) dx[3 * k + a] = d[a];
         }
-        for (size_t k = 0; k < m; ++k)
+        for (size_t k = 0; k < m; ++k) {
+            const scene_sphere_group *gr = &s->groups[grp[k]];
+            if (gr->placement != PLACE_RANDOM) continue;
             for (int a = 0; a < s->dims; ++a) {
-                const double lo = region->min[a] + r, hi = region->max[a] - r, v = x[3 * k + a] + dx[3 * k + a];
+                const double lo = gr->region.min[a] + gr->radius, hi = gr->region.max[a] - gr->radius;
+                const double v = x[3 * k + a] + dx[3 * k + a];
                 x[3 * k + a] = v < lo ? lo : v > hi ? hi : v;
-                p->pos[4 * (g0 + k) + a] = (float)x[3 * k + a];
+                p->pos[4 * (first + k) + a] = (float)x[3 * k + a];
             }
+        }
     }
     free(x);
     free(dx);
+    free(grp);
     if (!clean)
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
-                           "spheres.groups[%d]: %zu spheres could not be placed at random without overlap in %d "
-                           "passes; enlarge spheres.groups[%d].region or use placement \"lattice\"",
-                           group, m, passes, group);
+                           "spheres.groups[%d]: the random groups up to this one could not be placed without overlap "
+                           "in %d passes; enlarge spheres.groups[%d].region or use placement \"lattice\"",
+                           last, passes, last);
     /* float rounding may leave pairs a hair closer than the double-precision positions were: that
      * is an overlap of about 1e-7 r, which the contact solver removes in its first step */
     return SPHSIM_OK;
@@ -378,7 +392,6 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
         double mass = gr->density * vol;
         long n[3];
         sphere_lattice_dims(s, gr, n);
-        const size_t g0 = i;
         int dense = 0; /* random sequential addition gave up: the rest goes in at random, then relax */
         for (long c = 0; c < gr->count; ++c) {
             double x[3] = { 0, 0, 0 }, v[3] = { 0, 0, 0 };
@@ -430,7 +443,7 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
             set_particle(p, i++, x, v, mass, 0.0, gr->radius, PTYPE_SPHERE);
         }
         if (dense) {
-            st = relax_group(s, &pl, p, first, g0, i, &gr->region, gr->radius, g, e);
+            st = relax_random(s, &pl, p, first, i, g, e);
             if (st == SPHSIM_OK) placer_fill(s, &pl, p, first, i);
         } else if (any_random && gr->placement == PLACE_LATTICE) {
             /* lattice spheres are not in the placer: a random group after a lattice group must
