@@ -16,7 +16,9 @@
  *   contact_pairs     : touching pairs per sphere (count, and optionally the partners)
  *   contact_omega_out : angular velocities in sorted order (snapshots)
  *
- * Arrays are in grid-sorted order unless they say "by id"; pos0 and v0 are the step's input
+ * Each kernel takes one sphere per work-item, in blocks spread over the index range (spread_item:
+ * on CPUs, a pile at one end of the sorted order would otherwise fall to one thread). Arrays
+ * are in grid-sorted order unless they say "by id"; pos0 and v0 are the step's input
  * state (the positions the cell table was built on). Symbols (docs/contacts.md): x position (m),
  * v velocity (m/s), w angular velocity (rad/s), m mass (kg), r radius (m), I = k m r^2, e
  * restitution, mu friction; a pair (a, b) is taken from the side of its lower-id sphere a; n the
@@ -30,6 +32,7 @@
 
 #include "contact_shared.h"
 #include "neighbours.h"
+#include "spread.h"
 
 #define CONTACT_SLOTS_MAX 8 /* the larger of CONTACT_SLOTS_2D and _3D */
 
@@ -98,6 +101,7 @@ inline float contact_target(float u0_n, float e, float v_rest) { return u0_n < -
 typedef struct contact_geo {
     float4 n, t1, t2;
     float s, a_a, a_b, u0_n;
+    float q; /* a_a / r_a = a_b / r_b (walls: 1) */
 } contact_geo;
 
 /* Tangent basis of n, continuous in n except near +-(1, 2, 3)/sqrt(14), so that a tangential
@@ -115,7 +119,7 @@ inline void contact_basis(float4 n, uint dims, float4 *t1, float4 *t2)
         t = cross((float4)(1.0f, 0.0f, 0.0f, 0.0f), n);
         l2 = dot(t, t);
     }
-    *t1 = t / sqrt(l2);
+    *t1 = t * rsqrt(l2);
     *t2 = cross(n, *t1);
 }
 
@@ -151,14 +155,14 @@ inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float
         dist = sqrt(dot(dx, dx));
     }
     if (dist > 0.0f) {
-        g.n = d / dist;
-        g.a_a = r_a * (dist / r_sum);
-        g.a_b = r_b * (dist / r_sum);
+        g.n = d * (1.0f / dist);
+        g.q = dist / r_sum;
     } else { /* coincident centres: any normal, the same for both */
         g.n = (float4)(1.0f, 0.0f, 0.0f, 0.0f);
-        g.a_a = r_a;
-        g.a_b = r_b;
+        g.q = 1.0f;
     }
+    g.a_a = r_a * g.q;
+    g.a_b = r_b * g.q;
     g.s = s;
     g.u0_n = dot(dv, g.n);
     contact_basis(g.n, cp->dims, &g.t1, &g.t2);
@@ -179,6 +183,7 @@ inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __
     if (g.u0_n < 0.0f && h0 < r) g.s = min((r - h0) / -g.u0_n, cp->dt);
     g.a_a = r;
     g.a_b = 0.0f;
+    g.q = 1.0f;
     contact_basis(g.n, cp->dims, &g.t1, &g.t2);
     return g;
 }
@@ -271,17 +276,10 @@ inline float4 contact_update_free(const contact_geo *g, float4 u, float target, 
 }
 
 /* Effective masses of a pair along the normal and in the tangent plane:
- * 1/m_n = 1/m_a + 1/m_b, 1/m_t = 1/m_n + a_a^2/I_a + a_b^2/I_b. */
+ * 1/m_n = 1/m_a + 1/m_b, 1/m_t = 1/m_n + a_a^2/I_a + a_b^2/I_b = (1 + q^2/k) / m_n, since
+ * a = q r and I = k m r^2 (walls: m_b infinite, q = 1). */
 inline float contact_mass_n(float m_a, float m_b) { return (m_a * m_b) / (m_a + m_b); }
-inline float contact_mass_t(const contact_geo *g, float m_a, float m_b, float r_a, float r_b, float k)
-{
-    const float ia = (g->a_a * g->a_a) / (k * m_a * r_a * r_a), ib = (g->a_b * g->a_b) / (k * m_b * r_b * r_b);
-    return 1.0f / (1.0f / m_a + 1.0f / m_b + ia + ib);
-}
-inline float contact_mass_t_wall(const contact_geo *g, float m_a, float r_a, float k)
-{
-    return 1.0f / (1.0f / m_a + (g->a_a * g->a_a) / (k * m_a * r_a * r_a));
-}
+inline float contact_mass_t(const contact_geo *g, float m_n, float k) { return (m_n * k) / (k + g->q * g->q); }
 
 /* The impulse a slot carries, on the pair's a sphere. */
 inline float4 contact_slot_impulse(const contact_geo *g, uint3 slot, float mu, uint dims)
@@ -297,13 +295,13 @@ inline float4 contact_slot_impulse(const contact_geo *g, uint3 slot, float mu, u
  * info[i] = d_i | group << 8. A contact in the sphere's last slots (when `warm`: written by the
  * last step, whose sorted order idx[] maps to) keeps the impulses stored there (warm start);
  * both spheres of a pair hold the same values, so they agree. */
-__kernel void contact_list(const uint n, __constant grid_params *gp, __constant contact_params *cp,
+__kernel void contact_list(const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,
                            __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,
                            __global const float *radius, __global const uint *id, const uint warm,
                            __global const uint *idx, __global const uint *group_start, __global uint *slot,
                            __global ushort *info)
 {
-    const uint i = get_global_id(0);
+    const uint i = spread_item(stride);
     if (i >= n) return;
     const uint S = cp->slots, id_i = id[i];
     const size_t base = (size_t)id_i * S;
@@ -348,16 +346,17 @@ __kernel void contact_list(const uint n, __constant grid_params *gp, __constant 
 /* Warm start: V, W = (v0, w0) plus the impulses the slots carried. A sphere pair is solved with
  * state only when both spheres have at most `slots` contacts; otherwise its carried impulse is
  * dropped (by both). Walls always keep theirs. */
-__kernel void contact_warm(const uint n, __constant contact_params *cp, __global const float4 *pos0,
+__kernel void contact_warm(const uint n, const uint stride, __constant contact_params *cp, __global const float4 *pos0,
                            __global const float4 *v0, __global const float *mass, __global const float *radius,
                            __global const uint *id, __global const ushort *info, __global uint *slot,
                            __global const float2 *material, __global const float *omega, __global float4 *V_out,
                            __global float2 *W_out)
 {
-    const uint i = get_global_id(0);
+    const uint i = spread_item(stride);
     if (i >= n) return;
-    const uint S = cp->slots, dims = cp->dims, id_i = id[i], info_i = info[i];
-    const uint d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    const uint info_i = info[i], d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    if (d_i == 0u) return; /* a free sphere: no stage reads its iterate (contact_integrate) */
+    const uint S = cp->slots, dims = cp->dims, id_i = id[i];
     const size_t base = (size_t)id_i * S;
     const float4 p0_i = pos0[i], v0_i = v0[i];
     const float m_i = mass[i], r_i = radius[i], I_i = cp->inertia * m_i * r_i * r_i;
@@ -405,17 +404,19 @@ __kernel void contact_warm(const uint n, __constant contact_params *cp, __global
  * velocity at its contact point zero or the Coulomb bound, in the first pass: the impulse model
  * of a binary collision. A sphere with more contacts than slots finds its sphere contacts by the
  * cell walk (without state). */
-__kernel void contact_resolve(const uint n, __constant grid_params *gp, __constant contact_params *cp,
-                              __global const uint *cell_start, __global const uint *cell_end,
-                              __global const float4 *pos0, __global const float4 *v0, __global const float *mass,
-                              __global const float *radius, __global const uint *id, __global const ushort *info,
-                              __global uint *slot, __global const float2 *material, __global const float4 *V_in,
-                              __global const float2 *W_in, __global float4 *V_out, __global float2 *W_out)
+__kernel void contact_resolve(const uint n, const uint stride, __constant grid_params *gp,
+                              __constant contact_params *cp, __global const uint *cell_start,
+                              __global const uint *cell_end, __global const float4 *pos0, __global const float4 *v0,
+                              __global const float *mass, __global const float *radius, __global const uint *id,
+                              __global const ushort *info, __global uint *slot, __global const float2 *material,
+                              __global const float4 *V_in, __global const float2 *W_in, __global float4 *V_out,
+                              __global float2 *W_out)
 {
-    const uint i = get_global_id(0);
+    const uint i = spread_item(stride);
     if (i >= n) return;
-    const uint S = cp->slots, dims = cp->dims, id_i = id[i], info_i = info[i];
-    const uint d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    const uint info_i = info[i], d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    if (d_i == 0u) return; /* a free sphere */
+    const uint S = cp->slots, dims = cp->dims, id_i = id[i];
     const size_t base = (size_t)id_i * S;
     const float4 p0_i = pos0[i], v0_i = v0[i], V_i = V_in[i];
     const float2 W_i = dims == 3u ? W_in[i] : (float2)(0.0f);
@@ -430,9 +431,9 @@ __kernel void contact_resolve(const uint n, __constant grid_params *gp, __consta
             const contact_geo g = contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp);
             const float2 mat = contact_material(cp, material, g_i, cp->n_groups);
             const float4 u = v_i - cross(g.a_a * w_i, g.n);
-            const float4 dP = contact_update(&g, u, contact_target(g.u0_n, mat.x, v_rest), m_i,
-                                             contact_mass_t_wall(&g, m_i, r_i, k_I), mat.y,
-                                             contact_relax(cp->omega_v, d_i, 1u), dims, &sl);
+            const float4 dP =
+                contact_update(&g, u, contact_target(g.u0_n, mat.x, v_rest), m_i, contact_mass_t(&g, m_i, k_I), mat.y,
+                               contact_relax(cp->omega_v, d_i, 1u), dims, &sl);
             contact_slot_store(slot, base + k, sl);
             dv += dP / m_i;
             dw -= (g.a_a / I_i) * cross(g.n, dP);
@@ -451,8 +452,7 @@ __kernel void contact_resolve(const uint n, __constant grid_params *gp, __consta
         const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
         const float2 mat = first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i);
         const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
-        const float m_t =
-            first ? contact_mass_t(&g, m_i, m_j, r_i, r_j, k_I) : contact_mass_t(&g, m_j, m_i, r_j, r_i, k_I);
+        const float m_t = contact_mass_t(&g, m_n, k_I);
         const float w = contact_relax(cp->omega_v, d_i, d_j), target = contact_target(g.u0_n, mat.x, v_rest);
         float4 dP;
         if (d_j <= S) {
@@ -481,8 +481,7 @@ __kernel void contact_resolve(const uint n, __constant grid_params *gp, __consta
         const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
         const float2 mat = first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i);
         const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
-        const float m_t =
-            first ? contact_mass_t(&g, m_i, m_j, r_i, r_j, k_I) : contact_mass_t(&g, m_j, m_i, r_j, r_i, k_I);
+        const float m_t = contact_mass_t(&g, m_n, k_I);
         const float w = contact_relax(cp->omega_v, d_i, d_j);
         const float4 dP = contact_update_free(&g, u, contact_target(g.u0_n, mat.x, v_rest), m_n, m_t, mat.y, w);
         dv += (first ? dP : -dP) / m_i;
@@ -498,15 +497,16 @@ __kernel void contact_resolve(const uint n, __constant grid_params *gp, __consta
  * (at its touch; a lasting contact at the start of the last drift), so the centre would be
  * x0 + P s / m further along: x = x0 + sum_c (+-P_c) s_c / m_i over the contacts with state. A
  * lone pair thus sits where the event-driven collision puts it. */
-__kernel void contact_displace(const uint n, __constant contact_params *cp, __global const float4 *pos0,
-                               __global const float4 *v0, __global const float *mass, __global const float *radius,
-                               __global const uint *id, __global const ushort *info, __global const uint *slot,
-                               __global const float2 *material, __global float4 *x_out)
+__kernel void contact_displace(const uint n, const uint stride, __constant contact_params *cp,
+                               __global const float4 *pos0, __global const float4 *v0, __global const float *mass,
+                               __global const float *radius, __global const uint *id, __global const ushort *info,
+                               __global const uint *slot, __global const float2 *material, __global float4 *x_out)
 {
-    const uint i = get_global_id(0);
+    const uint i = spread_item(stride);
     if (i >= n) return;
-    const uint S = cp->slots, dims = cp->dims, id_i = id[i], info_i = info[i];
-    const uint d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    const uint info_i = info[i], d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    if (d_i == 0u) return; /* a free sphere */
+    const uint S = cp->slots, dims = cp->dims, id_i = id[i];
     const size_t base = (size_t)id_i * S;
     const float4 p0_i = pos0[i], v0_i = v0[i];
     const float m_i = mass[i], r_i = radius[i];
@@ -549,15 +549,16 @@ inline float contact_wall_clamp(float lo, float hi, float x)
  * in x_in, x_i += w_x delta_ij m_j / (m_i + m_j) n_ij with n_ij, delta_ij from x_in and
  * w_x = contact_relax(OMEGA_X, d_i, d_j) (a lone pair: each sphere moves its mass-weighted share
  * of the overlap); then the walls. */
-__kernel void contact_project(const uint n, __constant grid_params *gp, __constant contact_params *cp,
-                              __global const uint *cell_start, __global const uint *cell_end,
-                              __global const float4 *pos0, __global const float *mass, __global const float *radius,
-                              __global const uint *id, __global const ushort *info, __global const uint *slot,
-                              __global const float4 *x_in, __global float4 *x_out)
+__kernel void contact_project(const uint n, const uint stride, __constant grid_params *gp,
+                              __constant contact_params *cp, __global const uint *cell_start,
+                              __global const uint *cell_end, __global const float4 *pos0, __global const float *mass,
+                              __global const float *radius, __global const uint *id, __global const ushort *info,
+                              __global const uint *slot, __global const float4 *x_in, __global float4 *x_out)
 {
-    const uint i = get_global_id(0);
+    const uint i = spread_item(stride);
     if (i >= n) return;
     const uint S = cp->slots, id_i = id[i], d_i = CONTACT_DEGREE(info[i]);
+    if (d_i == 0u) return; /* a free sphere: inside the walls, no overlap to remove */
     const size_t base = (size_t)id_i * S;
     const float4 x_i = x_in[i];
     const float m_i = mass[i], r_i = radius[i];
@@ -602,31 +603,36 @@ __kernel void contact_project(const uint n, __constant grid_params *gp, __consta
 }
 
 /* End of the step, symplectic Euler: v' = v + g dt, x' = x + v' dt; the angular velocity is
- * stored at the sphere's id (no torque but the contacts'). Flags NaN/Inf (FLAG_NONFINITE) and
- * speeds over the scene limit (FLAG_RUNAWAY) in `flags` (may be NULL). x_in may be pos_next or
- * vel_next: each work-item reads its own entry before writing it. */
-__kernel void contact_integrate(const uint n, __constant contact_params *cp, __global const float4 *x_in,
-                                __global const float4 *V_in, __global const float2 *W_in, __global const uint *id,
-                                __global float *omega, __global float4 *pos_next, __global float4 *vel_next,
-                                __global uint *flags)
+ * stored at the sphere's id (no torque but the contacts'). A free sphere (no contact: the other
+ * stages skip it) moves from (pos0, v0) with its angular velocity unchanged. Flags NaN/Inf
+ * (FLAG_NONFINITE) and speeds over the scene limit (FLAG_RUNAWAY) in `flags` (may be NULL).
+ * x_in may be pos_next or vel_next: each work-item reads its own entry before writing it. */
+__kernel void contact_integrate(const uint n, const uint stride, __constant contact_params *cp,
+                                __global const float4 *pos0, __global const float4 *v0, __global const ushort *info,
+                                __global const float4 *x_in, __global const float4 *V_in, __global const float2 *W_in,
+                                __global const uint *id, __global float *omega, __global float4 *pos_next,
+                                __global float4 *vel_next, __global uint *flags)
 {
-    const uint i = get_global_id(0);
+    const uint i = spread_item(stride);
     if (i >= n) return;
     const float dt = cp->dt;
-    const float4 V = V_in[i], x_i = x_in[i];
+    const int free = CONTACT_DEGREE(info[i]) == 0u;
+    const float4 V = free ? v0[i] : V_in[i], x_i = free ? pos0[i] : x_in[i];
     const float4 g = (float4)(cp->gravity[0], cp->gravity[1], cp->gravity[2], 0.0f);
     const float4 v = (float4)(V.x, V.y, V.z, 0.0f) + g * dt;
     const float4 x = (float4)(x_i.x, x_i.y, x_i.z, 0.0f) + v * dt;
     pos_next[i] = x;
     vel_next[i] = v;
     const uint id_i = id[i];
-    float4 w = (float4)(0.0f, 0.0f, V.w, 0.0f);
-    if (cp->dims == 3u) {
+    float4 w;
+    if (free) {
+        w = contact_w_load(omega, id_i, cp->dims);
+    } else if (cp->dims == 3u) {
         const float2 W = W_in[i];
-        w.x = W.x;
-        w.y = W.y;
+        w = (float4)(W.x, W.y, V.w, 0.0f);
         vstore3((float3)(w.x, w.y, w.z), id_i, omega);
     } else {
+        w = (float4)(0.0f, 0.0f, V.w, 0.0f);
         omega[id_i] = w.z;
     }
     if (flags) {

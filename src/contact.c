@@ -400,26 +400,18 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     if (st->n == 0) return SPHSIM_OK;
     SPHSIM_TRY(reserve(c, st->n, e));
     ocl_device *d = c->d;
-    const cl_uint n = (cl_uint)st->n;
+    const cl_uint n = (cl_uint)st->n, stride = device_group_stride(d, n, CONTACT_LOCAL);
     const cl_uint warm = c->have_warm && idx;
     cl_mem idx_arg = warm ? idx : c->info; /* not read when warm == 0 */
     const int three = c->cp.dims == 3;
 
     /* contacts at the start of the step and what they carried */
-    const karg list[] = { KARG("n", n),
-                          KARG("gp", gp_buf),
-                          KARG("cp", c->params),
-                          KARG("cell_start", cell_start),
-                          KARG("cell_end", cell_end),
-                          KARG("pos0", st->pos),
-                          KARG("radius", st->radius),
-                          KARG("id", st->id),
-                          KARG("warm", warm),
-                          KARG("idx", idx_arg),
-                          KARG("group_start", c->group_start),
-                          KARG("slot", c->slot),
-                          KARG("info", c->info) };
-    SPHSIM_TRY(device_set_args(d, c->k_list, list, 13, e));
+    const karg list[] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
+                          KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
+                          KARG("pos0", st->pos), KARG("radius", st->radius),     KARG("id", st->id),
+                          KARG("warm", warm),    KARG("idx", idx_arg),           KARG("group_start", c->group_start),
+                          KARG("slot", c->slot), KARG("info", c->info) };
+    SPHSIM_TRY(device_set_args(d, c->k_list, list, 14, e));
     SPHSIM_TRY(device_run1d(d, c->k_list, n, CONTACT_LOCAL, e));
 
     /* The iterate (V, W) of the impulse passes lives in two buffer pairs: side 0 is (vel_next,
@@ -429,6 +421,7 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     cl_mem side_v[2] = { st->vel_next, c->vb }, side_w[2] = { three ? st->pos_next : c->wb, c->wb };
     int s = (c->iterations & 1) ? 0 : 1;
     const karg warm_args[] = { KARG("n", n),
+                               KARG("stride", stride),
                                KARG("cp", c->params),
                                KARG("pos0", st->pos),
                                KARG("v0", st->vel),
@@ -441,10 +434,11 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                                KARG("omega", c->omega),
                                KARG("V_out", side_v[s]),
                                KARG("W_out", side_w[s]) };
-    SPHSIM_TRY(device_set_args(d, c->k_warm, warm_args, 13, e));
+    SPHSIM_TRY(device_set_args(d, c->k_warm, warm_args, 14, e));
     SPHSIM_TRY(device_run1d(d, c->k_warm, n, CONTACT_LOCAL, e));
 
-    karg a[17] = { KARG("n", n),
+    karg a[18] = { KARG("n", n),
+                   KARG("stride", stride),
                    KARG("gp", gp_buf),
                    KARG("cp", c->params),
                    KARG("cell_start", cell_start),
@@ -458,44 +452,41 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                    KARG("slot", c->slot),
                    KARG("material", c->material) };
     for (int it = 0; it < c->iterations; ++it, s ^= 1) {
-        a[13] = KARG("V_in", side_v[s]);
-        a[14] = KARG("W_in", side_w[s]);
-        a[15] = KARG("V_out", side_v[s ^ 1]);
-        a[16] = KARG("W_out", side_w[s ^ 1]);
-        SPHSIM_TRY(device_set_args(d, c->k_resolve, a, 17, e));
+        a[14] = KARG("V_in", side_v[s]);
+        a[15] = KARG("W_in", side_w[s]);
+        a[16] = KARG("V_out", side_v[s ^ 1]);
+        a[17] = KARG("W_out", side_w[s ^ 1]);
+        SPHSIM_TRY(device_set_args(d, c->k_resolve, a, 18, e));
         SPHSIM_TRY(device_run1d(d, c->k_resolve, n, CONTACT_LOCAL, e));
     }
 
     /* positions: moved along the corrected paths, then the overlaps removed */
     const karg displace[] = {
-        KARG("n", n),           KARG("cp", c->params),         KARG("pos0", st->pos),      KARG("v0", st->vel),
-        KARG("mass", st->mass), KARG("radius", st->radius),    KARG("id", st->id),         KARG("info", c->info),
-        KARG("slot", c->slot),  KARG("material", c->material), KARG("x_out", st->pos_next)
+        KARG("n", n),          KARG("stride", stride), KARG("cp", c->params),         KARG("pos0", st->pos),
+        KARG("v0", st->vel),   KARG("mass", st->mass), KARG("radius", st->radius),    KARG("id", st->id),
+        KARG("info", c->info), KARG("slot", c->slot),  KARG("material", c->material), KARG("x_out", st->pos_next)
     };
-    SPHSIM_TRY(device_set_args(d, c->k_displace, displace, 11, e));
+    SPHSIM_TRY(device_set_args(d, c->k_displace, displace, 12, e));
     SPHSIM_TRY(device_run1d(d, c->k_displace, n, CONTACT_LOCAL, e));
     cl_mem xs[2] = { st->pos_next, st->vel_next };
     int x = 0;
-    karg p[13] = { KARG("n", n),
-                   KARG("gp", gp_buf),
-                   KARG("cp", c->params),
-                   KARG("cell_start", cell_start),
-                   KARG("cell_end", cell_end),
-                   KARG("pos0", st->pos),
-                   KARG("mass", st->mass),
-                   KARG("radius", st->radius),
-                   KARG("id", st->id),
-                   KARG("info", c->info),
-                   KARG("slot", c->slot) };
+    karg p[14] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
+                   KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
+                   KARG("pos0", st->pos), KARG("mass", st->mass),         KARG("radius", st->radius),
+                   KARG("id", st->id),    KARG("info", c->info),          KARG("slot", c->slot) };
     for (int it = 0; it < c->iterations; ++it, x ^= 1) {
-        p[11] = KARG("x_in", xs[x]);
-        p[12] = KARG("x_out", xs[x ^ 1]);
-        SPHSIM_TRY(device_set_args(d, c->k_project, p, 13, e));
+        p[12] = KARG("x_in", xs[x]);
+        p[13] = KARG("x_out", xs[x ^ 1]);
+        SPHSIM_TRY(device_set_args(d, c->k_project, p, 14, e));
         SPHSIM_TRY(device_run1d(d, c->k_project, n, CONTACT_LOCAL, e));
     }
 
     const karg integrate[] = { KARG("n", n),
+                               KARG("stride", stride),
                                KARG("cp", c->params),
+                               KARG("pos0", st->pos),
+                               KARG("v0", st->vel),
+                               KARG("info", c->info),
                                KARG("x_in", xs[x]),
                                KARG("V_in", c->vb),
                                KARG("W_in", c->wb),
@@ -504,7 +495,7 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                                KARG("pos_next", st->pos_next),
                                KARG("vel_next", st->vel_next),
                                KARG("flags", st->flags) };
-    SPHSIM_TRY(device_set_args(d, c->k_integrate, integrate, 10, e));
+    SPHSIM_TRY(device_set_args(d, c->k_integrate, integrate, 14, e));
     SPHSIM_TRY(device_run1d(d, c->k_integrate, n, CONTACT_LOCAL, e));
     c->have_warm = 1;
     return SPHSIM_OK;
