@@ -343,13 +343,46 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
     info[i] = (ushort)(min(k, 255u) | (contact_group(cp, group_start, id_i) << 8));
 }
 
+/* The contact of slot code `code` of sphere i (at p0_i moving at v0_i, radius r_i, group g_i):
+ * its geometry and material, from the pair's side; *first: i is the pair's a (walls: 1). */
+inline contact_geo contact_slot_geo(uint code, float4 p0_i, float4 v0_i, float r_i, uint g_i,
+                                    __global const float4 *pos0, __global const float4 *v0,
+                                    __global const float *radius, __global const ushort *info,
+                                    __global const float2 *material, __constant contact_params *cp, int *first,
+                                    float2 *mat)
+{
+    if (contact_is_wall(code)) {
+        *first = 1;
+        *mat = contact_material(cp, material, g_i, cp->n_groups);
+        return contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp);
+    }
+    const uint j = code & CONTACT_INDEX, g_j = CONTACT_GROUP(info[j]);
+    const float4 p0_j = pos0[j], v0_j = v0[j];
+    const float r_j = radius[j];
+    *first = (code & CONTACT_FIRST) != 0u;
+    *mat = *first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i);
+    return *first ? contact_pair_geo(p0_i, p0_j, v0_i, v0_j, r_i, r_j, cp)
+                  : contact_pair_geo(p0_j, p0_i, v0_j, v0_i, r_j, r_i, cp);
+}
+
+/* Does the contact of slot code `code` carry state this step? Walls always; a sphere pair when
+ * both spheres have at most `slots` contacts (d_i, and the partner's). */
+inline int contact_slot_kept(uint code, uint d_i, __global const ushort *info, uint S)
+{
+    return contact_is_wall(code) || (d_i <= S && CONTACT_DEGREE(info[code & CONTACT_INDEX]) <= S);
+}
+
+/* The arguments contact_warm, contact_resolve and contact_displace share, in this order. */
+#define CONTACT_STEP_ARGS                                                                                              \
+    const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,                        \
+        __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,                   \
+        __global const float4 *v0, __global const float *mass, __global const float *radius, __global const uint *id,  \
+        __global const ushort *info, __global uint *slot, __global const float2 *material
+
 /* Warm start: V, W = (v0, w0) plus the impulses the slots carried. A sphere pair is solved with
  * state only when both spheres have at most `slots` contacts; otherwise its carried impulse is
  * dropped (by both). Walls always keep theirs. */
-__kernel void contact_warm(const uint n, const uint stride, __constant contact_params *cp, __global const float4 *pos0,
-                           __global const float4 *v0, __global const float *mass, __global const float *radius,
-                           __global const uint *id, __global const ushort *info, __global uint *slot,
-                           __global const float2 *material, __global const float *omega, __global float4 *V_out,
+__kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __global float4 *V_out,
                            __global float2 *W_out)
 {
     const uint i = spread_item(stride);
@@ -364,29 +397,15 @@ __kernel void contact_warm(const uint n, const uint stride, __constant contact_p
     float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
         const uint3 sl = contact_slot_load(slot, base + k);
-        const uint code = contact_code(sl);
-        if (contact_is_wall(code)) {
-            const contact_geo g = contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp);
-            const float mu = contact_material(cp, material, g_i, cp->n_groups).y;
-            const float4 P = contact_slot_impulse(&g, sl, mu, dims);
-            dv += P / m_i;
-            dw -= (g.a_a / I_i) * cross(g.n, P);
+        if (!contact_slot_kept(sl.x, d_i, info, S)) {
+            contact_slot_store(slot, base + k, (uint3)(sl.x, 0u, 0u));
             continue;
         }
-        const uint j = code & CONTACT_INDEX, info_j = info[j];
-        if (d_i > S || CONTACT_DEGREE(info_j) > S) {
-            contact_slot_store(slot, base + k, (uint3)(code, 0u, 0u));
-            continue;
-        }
-        const int first = (code & CONTACT_FIRST) != 0u;
-        const float4 p0_j = pos0[j], v0_j = v0[j];
-        const float r_j = radius[j];
-        const uint g_j = CONTACT_GROUP(info_j);
-        const contact_geo g = first ? contact_pair_geo(p0_i, p0_j, v0_i, v0_j, r_i, r_j, cp)
-                                    : contact_pair_geo(p0_j, p0_i, v0_j, v0_i, r_j, r_i, cp);
-        const float mu =
-            (first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i)).y;
-        const float4 P = contact_slot_impulse(&g, sl, mu, dims);
+        int first;
+        float2 mat;
+        const contact_geo g =
+            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, &first, &mat);
+        const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
         dv += (first ? P : -P) / m_i;
         dw -= ((first ? g.a_a : g.a_b) / I_i) * cross(g.n, P);
     }
@@ -404,13 +423,8 @@ __kernel void contact_warm(const uint n, const uint stride, __constant contact_p
  * velocity at its contact point zero or the Coulomb bound, in the first pass: the impulse model
  * of a binary collision. A sphere with more contacts than slots finds its sphere contacts by the
  * cell walk (without state). */
-__kernel void contact_resolve(const uint n, const uint stride, __constant grid_params *gp,
-                              __constant contact_params *cp, __global const uint *cell_start,
-                              __global const uint *cell_end, __global const float4 *pos0, __global const float4 *v0,
-                              __global const float *mass, __global const float *radius, __global const uint *id,
-                              __global const ushort *info, __global uint *slot, __global const float2 *material,
-                              __global const float4 *V_in, __global const float2 *W_in, __global float4 *V_out,
-                              __global float2 *W_out)
+__kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __global const float2 *W_in,
+                              __global float4 *V_out, __global float2 *W_out)
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
@@ -427,39 +441,34 @@ __kernel void contact_resolve(const uint n, const uint stride, __constant grid_p
     for (uint k = 0; k < min(d_i, S); ++k) {
         uint3 sl = contact_slot_load(slot, base + k);
         const uint code = contact_code(sl);
-        if (contact_is_wall(code)) {
-            const contact_geo g = contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp);
-            const float2 mat = contact_material(cp, material, g_i, cp->n_groups);
-            const float4 u = v_i - cross(g.a_a * w_i, g.n);
-            const float4 dP =
-                contact_update(&g, u, contact_target(g.u0_n, mat.x, v_rest), m_i, contact_mass_t(&g, m_i, k_I), mat.y,
-                               contact_relax(cp->omega_v, d_i, 1u), dims, &sl);
-            contact_slot_store(slot, base + k, sl);
-            dv += dP / m_i;
-            dw -= (g.a_a / I_i) * cross(g.n, dP);
-            continue;
-        }
-        if (d_i > S) break; /* the sphere contacts come from the cell walk below */
-        const uint j = code & CONTACT_INDEX, info_j = info[j], d_j = CONTACT_DEGREE(info_j);
-        const int first = (code & CONTACT_FIRST) != 0u;
-        const float4 p0_j = pos0[j], v0_j = v0[j], V_j = V_in[j];
-        const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
-        const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
-        const float m_j = mass[j], r_j = radius[j];
-        const uint g_j = CONTACT_GROUP(info_j);
-        const contact_geo g = first ? contact_pair_geo(p0_i, p0_j, v0_i, v0_j, r_i, r_j, cp)
-                                    : contact_pair_geo(p0_j, p0_i, v0_j, v0_i, r_j, r_i, cp);
-        const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
-        const float2 mat = first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i);
-        const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
-        const float m_t = contact_mass_t(&g, m_n, k_I);
-        const float w = contact_relax(cp->omega_v, d_i, d_j), target = contact_target(g.u0_n, mat.x, v_rest);
+        const int wall = contact_is_wall(code);
+        if (!wall && d_i > S) break; /* the sphere contacts come from the cell walk below */
+        int first;
+        float2 mat;
+        const contact_geo g =
+            contact_slot_geo(code, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, &first, &mat);
+        const float target = contact_target(g.u0_n, mat.x, v_rest);
         float4 dP;
-        if (d_j <= S) {
-            dP = contact_update(&g, u, target, m_n, m_t, mat.y, w, dims, &sl);
+        if (wall) {
+            const float4 u = v_i - cross(g.a_a * w_i, g.n);
+            dP = contact_update(&g, u, target, m_i, contact_mass_t(&g, m_i, k_I), mat.y,
+                                contact_relax(cp->omega_v, d_i, 1u), dims, &sl);
             contact_slot_store(slot, base + k, sl);
         } else {
-            dP = contact_update_free(&g, u, target, m_n, m_t, mat.y, w);
+            const uint j = code & CONTACT_INDEX, d_j = CONTACT_DEGREE(info[j]);
+            const float4 V_j = V_in[j];
+            const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
+            const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
+            const float m_j = mass[j];
+            const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
+            const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
+            const float m_t = contact_mass_t(&g, m_n, k_I), w = contact_relax(cp->omega_v, d_i, d_j);
+            if (d_j <= S) {
+                dP = contact_update(&g, u, target, m_n, m_t, mat.y, w, dims, &sl);
+                contact_slot_store(slot, base + k, sl);
+            } else {
+                dP = contact_update_free(&g, u, target, m_n, m_t, mat.y, w);
+            }
         }
         dv += (first ? dP : -dP) / m_i;
         dw -= ((first ? g.a_a : g.a_b) / I_i) * cross(g.n, dP);
@@ -497,10 +506,7 @@ __kernel void contact_resolve(const uint n, const uint stride, __constant grid_p
  * (at its touch; a lasting contact at the start of the last drift), so the centre would be
  * x0 + P s / m further along: x = x0 + sum_c (+-P_c) s_c / m_i over the contacts with state. A
  * lone pair thus sits where the event-driven collision puts it. */
-__kernel void contact_displace(const uint n, const uint stride, __constant contact_params *cp,
-                               __global const float4 *pos0, __global const float4 *v0, __global const float *mass,
-                               __global const float *radius, __global const uint *id, __global const ushort *info,
-                               __global const uint *slot, __global const float2 *material, __global float4 *x_out)
+__kernel void contact_displace(CONTACT_STEP_ARGS, __global float4 *x_out)
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
@@ -513,24 +519,12 @@ __kernel void contact_displace(const uint n, const uint stride, __constant conta
     float4 dx = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
         const uint3 sl = contact_slot_load(slot, base + k);
-        const uint code = contact_code(sl);
-        if (contact_is_wall(code)) {
-            const contact_geo g = contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp);
-            const float mu = contact_material(cp, material, g_i, cp->n_groups).y;
-            dx += (g.s / m_i) * contact_slot_impulse(&g, sl, mu, dims);
-            continue;
-        }
-        const uint j = code & CONTACT_INDEX, info_j = info[j];
-        if (d_i > S || CONTACT_DEGREE(info_j) > S) continue;
-        const int first = (code & CONTACT_FIRST) != 0u;
-        const float4 p0_j = pos0[j], v0_j = v0[j];
-        const float r_j = radius[j];
-        const uint g_j = CONTACT_GROUP(info_j);
-        const contact_geo g = first ? contact_pair_geo(p0_i, p0_j, v0_i, v0_j, r_i, r_j, cp)
-                                    : contact_pair_geo(p0_j, p0_i, v0_j, v0_i, r_j, r_i, cp);
-        const float mu =
-            (first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i)).y;
-        const float4 P = contact_slot_impulse(&g, sl, mu, dims);
+        if (!contact_slot_kept(sl.x, d_i, info, S)) continue;
+        int first;
+        float2 mat;
+        const contact_geo g =
+            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, &first, &mat);
+        const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
         dx += (g.s / m_i) * (first ? P : -P);
     }
     x_out[i] = (float4)(p0_i.x + dx.x, p0_i.y + dx.y, p0_i.z + dx.z, 0.0f);

@@ -420,23 +420,8 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
      * vel_next are free for the positions afterwards. */
     cl_mem side_v[2] = { st->vel_next, c->vb }, side_w[2] = { three ? st->pos_next : c->wb, c->wb };
     int s = (c->iterations & 1) ? 0 : 1;
-    const karg warm_args[] = { KARG("n", n),
-                               KARG("stride", stride),
-                               KARG("cp", c->params),
-                               KARG("pos0", st->pos),
-                               KARG("v0", st->vel),
-                               KARG("mass", st->mass),
-                               KARG("radius", st->radius),
-                               KARG("id", st->id),
-                               KARG("info", c->info),
-                               KARG("slot", c->slot),
-                               KARG("material", c->material),
-                               KARG("omega", c->omega),
-                               KARG("V_out", side_v[s]),
-                               KARG("W_out", side_w[s]) };
-    SPHSIM_TRY(device_set_args(d, c->k_warm, warm_args, 14, e));
-    SPHSIM_TRY(device_run1d(d, c->k_warm, n, CONTACT_LOCAL, e));
-
+    /* the arguments contact_warm, contact_resolve and contact_displace share
+     * (CONTACT_STEP_ARGS), then each one's own */
     karg a[18] = { KARG("n", n),
                    KARG("stride", stride),
                    KARG("gp", gp_buf),
@@ -451,6 +436,11 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                    KARG("info", c->info),
                    KARG("slot", c->slot),
                    KARG("material", c->material) };
+    a[14] = KARG("omega", c->omega);
+    a[15] = KARG("V_out", side_v[s]);
+    a[16] = KARG("W_out", side_w[s]);
+    SPHSIM_TRY(device_set_args(d, c->k_warm, a, 17, e));
+    SPHSIM_TRY(device_run1d(d, c->k_warm, n, CONTACT_LOCAL, e));
     for (int it = 0; it < c->iterations; ++it, s ^= 1) {
         a[14] = KARG("V_in", side_v[s]);
         a[15] = KARG("W_in", side_w[s]);
@@ -461,12 +451,8 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     }
 
     /* positions: moved along the corrected paths, then the overlaps removed */
-    const karg displace[] = {
-        KARG("n", n),          KARG("stride", stride), KARG("cp", c->params),         KARG("pos0", st->pos),
-        KARG("v0", st->vel),   KARG("mass", st->mass), KARG("radius", st->radius),    KARG("id", st->id),
-        KARG("info", c->info), KARG("slot", c->slot),  KARG("material", c->material), KARG("x_out", st->pos_next)
-    };
-    SPHSIM_TRY(device_set_args(d, c->k_displace, displace, 12, e));
+    a[14] = KARG("x_out", st->pos_next);
+    SPHSIM_TRY(device_set_args(d, c->k_displace, a, 15, e));
     SPHSIM_TRY(device_run1d(d, c->k_displace, n, CONTACT_LOCAL, e));
     cl_mem xs[2] = { st->pos_next, st->vel_next };
     int x = 0;

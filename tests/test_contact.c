@@ -346,6 +346,38 @@ static void angular_momentum(const tsys *t, const float *w, double k, double L[3
     }
 }
 
+/* Two spheres (ids 0 and 1) at p1, p2 with velocities u1, u2, masses and radii, into t. */
+static void tsys_pair(tsys *t, const double p1[3], const double p2[3], const double u1[3], const double u2[3],
+                      double m1, double m2, double r1, double r2)
+{
+    for (int a = 0; a < 3; ++a) {
+        t->pos[a] = (float)p1[a];
+        t->pos[4 + a] = (float)p2[a];
+        t->vel[a] = (float)u1[a];
+        t->vel[4 + a] = (float)u2[a];
+    }
+    t->mass[0] = (float)m1;
+    t->mass[1] = (float)m2;
+    t->radius[0] = (float)r1;
+    t->radius[1] = (float)r2;
+}
+
+/* When spheres at p1, p2 moving at u1, u2 on straight lines touch (|p + u t| = rs), and their
+ * unit normal n (from 2 to 1) then. */
+static double touch_time(const double p1[3], const double p2[3], const double u1[3], const double u2[3], double rs,
+                         double n[3])
+{
+    double p[3], u[3];
+    for (int a = 0; a < 3; ++a) {
+        p[a] = p1[a] - p2[a];
+        u[a] = u1[a] - u2[a];
+    }
+    const double A = dot3(u, u), B = dot3(p, u), C = dot3(p, p) - rs * rs;
+    const double t_hit = (-B - sqrt(B * B - A * C)) / A;
+    for (int a = 0; a < 3; ++a) n[a] = (p[a] + u[a] * t_hit) / rs;
+    return t_hit;
+}
+
 /* ---------------------------------------------------------------- analytic tests */
 
 /* The scene's automatic time step for spheres of radius r in a tank L tall under gravity g:
@@ -381,16 +413,8 @@ static void offcentre(int dims, double e_r, double b_rel, double dt_factor, int 
         u2[a] = -speed * d[a] * m1 / (m1 + m2) + c[a];
     }
     if (dims == 2) p1[2] = p2[2] = u1[2] = u2[2] = 0;
-    /* touch: |p + u t| = rs with p = p1 - p2, u = u1 - u2 */
-    double p[3], u[3];
-    for (int a = 0; a < 3; ++a) {
-        p[a] = p1[a] - p2[a];
-        u[a] = u1[a] - u2[a];
-    }
-    const double A = dot3(u, u), B = dot3(p, u), C = dot3(p, p) - rs * rs;
-    const double t_hit = (-B - sqrt(B * B - A * C)) / A;
     double n[3], v1o[3], v2o[3];
-    for (int a = 0; a < 3; ++a) n[a] = (p[a] + u[a] * t_hit) / rs;
+    const double t_hit = touch_time(p1, p2, u1, u2, rs, n);
     ref_binary_collision(u1, u2, m1, m2, n, e_r, v1o, v2o);
 
     scene s;
@@ -398,16 +422,7 @@ static void offcentre(int dims, double e_r, double b_rel, double dt_factor, int 
     if (friction) set_friction(&s, 0.3);
     tsys t;
     tsys_init(&t, &s, 2, 1.0);
-    for (int a = 0; a < 3; ++a) {
-        t.pos[a] = (float)p1[a];
-        t.pos[4 + a] = (float)p2[a];
-        t.vel[a] = (float)u1[a];
-        t.vel[4 + a] = (float)u2[a];
-    }
-    t.mass[0] = (float)m1;
-    t.mass[1] = (float)m2;
-    t.radius[0] = (float)r1;
-    t.radius[1] = (float)r2;
+    tsys_pair(&t, p1, p2, u1, u2, m1, m2, r1, r2);
     const double k = dims == 3 ? 0.4 : 0.5;
     float w[6] = { 0 };
     double L0[3], Ls, P0[3], smv, ke0;
@@ -590,28 +605,14 @@ static void pair_friction(int dims, double mu, double dt)
     const double p1[3] = { -0.06, 0.011, dims == 3 ? 0.007 : 0 }, p2[3] = { 0.05, -0.01, 0 };
     const double u1[3] = { 1.5, 0.2, dims == 3 ? -0.3 : 0 }, u2[3] = { -0.5, 0.1, 0 };
     const double w1[3] = { dims == 3 ? 5 : 0, dims == 3 ? -8 : 0, 12 }, w2[3] = { 0, dims == 3 ? 6 : 0, -20 };
-    for (int a = 0; a < 3; ++a) {
-        t.pos[a] = (float)p1[a];
-        t.pos[4 + a] = (float)p2[a];
-        t.vel[a] = (float)u1[a];
-        t.vel[4 + a] = (float)u2[a];
-    }
-    t.mass[0] = (float)m1;
-    t.mass[1] = (float)m2;
-    t.radius[0] = (float)r1;
-    t.radius[1] = (float)r2;
+    tsys_pair(&t, p1, p2, u1, u2, m1, m2, r1, r2);
     float wb[6] = { (float)w1[0], (float)w1[1], (float)w1[2], (float)w2[0], (float)w2[1], (float)w2[2] };
     tsys_set_omega(&t, wb);
     /* the touch */
-    double p[3], u[3];
-    for (int a = 0; a < 3; ++a) {
-        p[a] = p1[a] - p2[a];
-        u[a] = u1[a] - u2[a];
-    }
-    const double rs = r1 + r2, A = dot3(u, u), B = dot3(p, u), C = dot3(p, p) - rs * rs;
-    const double t_hit = (-B - sqrt(B * B - A * C)) / A;
-    double n[3];
-    for (int a = 0; a < 3; ++a) n[a] = (p[a] + u[a] * t_hit) / rs;
+    double n[3], u[3];
+    const double t_hit = touch_time(p1, p2, u1, u2, r1 + r2, n);
+    for (int a = 0; a < 3; ++a) u[a] = u1[a] - u2[a];
+    const double A = dot3(u, u);
     /* the model: u_c = v1 - v2 - (r1 w1 + r2 w2) x n */
     double rw[3], uc[3];
     for (int a = 0; a < 3; ++a) rw[a] = r1 * w1[a] + r2 * w2[a];
