@@ -406,10 +406,11 @@ __kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __glo
         const contact_geo g =
             contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, &first, &mat);
         const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
-        dv += (first ? P : -P) / m_i;
-        dw -= ((first ? g.a_a : g.a_b) / I_i) * cross(g.n, P);
+        dv += first ? P : -P; /* impulse sums, divided by m_i and I_i at the end */
+        dw += (first ? g.a_a : g.a_b) * cross(g.n, P);
     }
-    const float4 w = w0 + dw;
+    dv = dv / m_i;
+    const float4 w = w0 - dw / I_i;
     V_out[i] = (float4)(v0_i.x + dv.x, v0_i.y + dv.y, v0_i.z + dv.z, w.z);
     if (dims == 3u) W_out[i] = (float2)(w.x, w.y);
 }
@@ -470,8 +471,8 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
                 dP = contact_update_free(&g, u, target, m_n, m_t, mat.y, w);
             }
         }
-        dv += (first ? dP : -dP) / m_i;
-        dw -= ((first ? g.a_a : g.a_b) / I_i) * cross(g.n, dP);
+        dv += first ? dP : -dP;
+        dw += (first ? g.a_a : g.a_b) * cross(g.n, dP);
     }
     if (d_i > S) {
         NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
@@ -493,11 +494,12 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         const float m_t = contact_mass_t(&g, m_n, k_I);
         const float w = contact_relax(cp->omega_v, d_i, d_j);
         const float4 dP = contact_update_free(&g, u, contact_target(g.u0_n, mat.x, v_rest), m_n, m_t, mat.y, w);
-        dv += (first ? dP : -dP) / m_i;
-        dw -= ((first ? g.a_a : g.a_b) / I_i) * cross(g.n, dP);
+        dv += first ? dP : -dP;
+        dw += (first ? g.a_a : g.a_b) * cross(g.n, dP);
         NEIGHBOURS_END
     }
-    const float4 wn = w_i + dw;
+    dv = dv / m_i;
+    const float4 wn = w_i - dw / I_i;
     V_out[i] = (float4)(v_i.x + dv.x, v_i.y + dv.y, v_i.z + dv.z, wn.z);
     if (dims == 3u) W_out[i] = (float2)(wn.x, wn.y);
 }
@@ -525,8 +527,9 @@ __kernel void contact_displace(CONTACT_STEP_ARGS, __global float4 *x_out)
         const contact_geo g =
             contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, &first, &mat);
         const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
-        dx += (g.s / m_i) * (first ? P : -P);
+        dx += g.s * (first ? P : -P);
     }
+    dx = dx / m_i;
     x_out[i] = (float4)(p0_i.x + dx.x, p0_i.y + dx.y, p0_i.z + dx.z, 0.0f);
 }
 
