@@ -13,6 +13,7 @@
  * well converged; docs/contacts.md, "Memory"). Walls come first and always have a slot. */
 #define CONTACT_SLOTS_2D 6
 #define CONTACT_SLOTS_3D 8
+#define CONTACT_SLOTS_MAX (CONTACT_SLOTS_3D > CONTACT_SLOTS_2D ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D)
 
 /* Jacobi relaxation of a pair with d_i, d_j contacts at the start of the step:
  * omega = min(1, OMEGA / max(d_i, d_j)); positions over-relaxed (the corrections of one sphere

@@ -34,8 +34,6 @@
 #include "neighbours.h"
 #include "spread.h"
 
-#define CONTACT_SLOTS_MAX 8 /* the larger of CONTACT_SLOTS_2D and _3D */
-
 /* ---------------------------------------------------------------- small helpers */
 
 inline float contact_comp(float4 v, uint a) { return a == 0u ? v.x : a == 1u ? v.y : v.z; }
