@@ -50,7 +50,7 @@ SPHERES = {
     "spheres": {"groups": [{"count": 256, "radius": 0.01, "density": 1000.0,
                             "region": {"min": [0.3, 0.5], "max": [0.7, 0.9]}, "placement": "lattice",
                             "seed": 1, "velocity": [0, 0], "velocity_jitter": 0.05}],
-                "restitution": 0.5, "iterations": 4},
+                "restitution": 0.5, "friction": 0.4, "iterations": 4},
     "time": {"end": 0.6}, "output": {"interval": 0.02},
 }
 PROVENANCE_ATTRS = {"start_time", "device", "resumes", "scene_path", "name"}
@@ -490,6 +490,8 @@ def test_resume_particles_is_bit_identical(work):
     sphsim("--resume", b, "--quiet", check_rc=0)
     check_output(b, 256, clean=True)
     assert_same_files(a, b)
+    with h5py.File(b, "r") as f:  # the discs turn (friction): their angular state was resumed too
+        assert np.abs(f["VTKHDF/PointData/angular_velocity"][:]).max() > 0
 
 
 def test_resume_refuses_other_options_and_missing_file(work, resume_ref):
