@@ -6,12 +6,14 @@
 
 #include "shared.h"
 
-/* Contact slots per particle for the impulses carried from one step to the next (warm start):
- * enough for a triangular (2D) or close-packed (3D) neighbourhood of equal spheres with room
- * for moderate polydispersity. A particle with more contacts solves them without carried
- * impulses (still correct, slower to converge). */
-#define CONTACT_SLOTS_2D 8
-#define CONTACT_SLOTS_3D 16
+/* Contact slots per sphere: the state a contact carries through the passes of a step and into
+ * the next step (warm start): its code (partner or wall), its normal impulse and its two
+ * tangential impulse components, one float4 per slot, stored at the sphere's id. A sphere with
+ * more contacts than slots solves all of its sphere contacts without state (still correct, less
+ * well converged; docs/contacts.md, "Memory"). Walls come first and always have a slot. */
+#define CONTACT_SLOTS_2D 6
+#define CONTACT_SLOTS_3D 8
+#define CONTACT_SLOTS_MAX (CONTACT_SLOTS_3D > CONTACT_SLOTS_2D ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D)
 
 /* Jacobi relaxation of a pair with d_i, d_j contacts at the start of the step:
  * omega = min(1, OMEGA / max(d_i, d_j)); positions over-relaxed (the corrections of one sphere
@@ -19,18 +21,40 @@
 #define CONTACT_OMEGA_X 2.0f
 #define CONTACT_OMEGA_V 1.0f
 
+/* Slot codes (the first word of a slot, a uint): a partner sphere's sorted index of the step
+ * that wrote the slot (bits 0-30), with CONTACT_FIRST set when this sphere has the lower id of
+ * the pair (the pair's "a" sphere, whose side every pair quantity is computed from); a wall
+ * CONTACT_WALL + face (face = 2 axis + side, side 0 the min wall); CONTACT_NO_ID an empty
+ * slot. Sphere indices stay below CONTACT_WALL (contact_create checks n). */
+#define CONTACT_FIRST 0x80000000u
+#define CONTACT_INDEX 0x7fffffffu
+#define CONTACT_WALL 0x7ffffff0u
+#define CONTACT_NO_ID 0x7fffffffu
+
+/* The per-sphere info word of a step: bits 0-7 the number of contacts d (at most 255), bits
+ * 8-15 the sphere's group (material table index). */
+#define CONTACT_DEGREE(info) ((info)&0xffu)
+#define CONTACT_GROUP(info) (((info) >> 8) & 0xffu)
+
 typedef struct contact_params {
-    float gravity[3];  /* m/s^2 (z = 0 in 2D) */
-    float dt;          /* s: time step */
-    float tank_min[3]; /* m: tank walls (z = 0 in 2D) */
-    float restitution; /* e in [0, 1], dimensionless: for sphere-sphere and sphere-wall contacts */
-    float tank_max[3]; /* m */
-    float max_speed2;  /* m^2/s^2: square of the runaway-speed limit (0 = no check) */
-    float v_rest;      /* m/s: impact threshold 2 |g| dt; slower approaches are resting contacts */
-    float omega_x;     /* CONTACT_OMEGA_X */
-    float omega_v;     /* CONTACT_OMEGA_V */
-    dev_u32 slots;     /* contact slots per particle: CONTACT_SLOTS_2D or _3D */
-    dev_u32 dims;      /* 2 or 3 */
+    float gravity[3];       /* m/s^2 (z = 0 in 2D) */
+    float dt;               /* s: time step */
+    float tank_min[3];      /* m: tank walls (z = 0 in 2D) */
+    float restitution;      /* e in [0, 1]: sphere-sphere contacts (uniform materials) */
+    float tank_max[3];      /* m */
+    float friction;         /* mu >= 0: Coulomb friction of sphere-sphere contacts (uniform materials) */
+    float wall_restitution; /* e of sphere-wall contacts (uniform materials) */
+    float wall_friction;    /* mu of sphere-wall contacts (uniform materials) */
+    float max_speed2;       /* m^2/s^2: square of the runaway-speed limit (0 = no check) */
+    float v_rest;           /* m/s: impact threshold 2 |g| dt; slower approaches are resting contacts */
+    float omega_x;          /* CONTACT_OMEGA_X */
+    float omega_v;          /* CONTACT_OMEGA_V */
+    float inertia;          /* k of the moment of inertia I = k m r^2: 2/5 (solid sphere), 1/2 (disc) */
+    dev_u32 slots;          /* contact slots per sphere: CONTACT_SLOTS_2D or _3D */
+    dev_u32 dims;           /* 2 or 3 */
+    dev_u32 n_groups;       /* sphere groups (materials: group_start, material) */
+    dev_u32 uniform;        /* 1: every pair has (restitution, friction) and every wall contact
+                               (wall_restitution, wall_friction); the tables are not read */
 } contact_params;
 
 #endif

@@ -1,26 +1,199 @@
-/* contacts.cl: the hard-sphere contact stages (particle mode). Every kernel is a gather: a
- * work-item writes only its own particle (and its own contact slots), so results do not depend
- * on thread timing; floating-point contraction is off so that every kernel evaluates a shared
- * test (is this pair touching?) bit for bit alike.
+/* contacts.cl: the hard-sphere contact stages (particle mode): impulses with restitution and
+ * Coulomb friction, rotation, contact normals at the time of impact. Every kernel is a gather: a
+ * work-item writes only its own sphere (its entries of the sorted arrays, and of the id-indexed
+ * arrays at its id: angular velocity and contact slots), so results do not depend on thread
+ * timing; floating-point contraction is off so that both spheres of a pair evaluate every pair
+ * quantity bit for bit alike.
  *
- *   contact_list      : contacts at the start of the step, their carried impulses (warm start)
- *   contact_warm      : the carried impulses applied to the velocities
- *   contact_resolve   : one Jacobi pass: separation of overlaps and normal impulses
- *   contact_integrate : kick, drift and wall bounce -> pos_next, vel_next
- *   contact_pairs     : touching pairs per particle (count, and optionally the partners)
+ *   contact_list      : contacts at the start of the step (walls, then spheres in scan order)
+ *                       and the impulses they carried from the last step (warm start)
+ *   contact_warm      : the carried impulses applied to the velocities and angular velocities
+ *   contact_resolve   : one Jacobi pass over the impulses (normal, with restitution; tangential,
+ *                       within the Coulomb cone)
+ *   contact_displace  : the positions moved along the corrected paths since each contact's touch
+ *   contact_project   : one Jacobi pass of overlap removal (positions only)
+ *   contact_integrate : kick and drift -> pos_next, vel_next; the angular velocity kept
+ *   contact_pairs     : touching pairs per sphere (count, and optionally the partners)
+ *   contact_omega_out : angular velocities in sorted order (snapshots)
  *
- * Arrays are in grid-sorted order; pos0 and v0 are the step's input state (the positions the
- * cell table was built on). Symbols (docs/contacts.md): x position (m), v velocity (m/s),
- * m mass (kg), r radius (m), e restitution, n_ij = (x_i - x_j) / |x_i - x_j| the contact normal
- * pointing to i, delta_ij = r_i + r_j - |x_i - x_j| the overlap (m), v_n = (v_i - v_j) . n_ij
- * (m/s, < 0 approaching), v0_n the same from v0, lambda_ij >= 0 the normal impulse of the step
- * on i (N s), m_ij = m_i m_j / (m_i + m_j) the reduced mass, d_i the contacts of i at pos0. */
+ * Each kernel takes one sphere per work-item, in blocks spread over the index range (spread_item:
+ * on CPUs, a pile at one end of the sorted order would otherwise fall to one thread). Arrays
+ * are in grid-sorted order unless they say "by id"; pos0 and v0 are the step's input
+ * state (the positions the cell table was built on). Symbols (docs/contacts.md): x position (m),
+ * v velocity (m/s), w angular velocity (rad/s), m mass (kg), r radius (m), I = k m r^2, e
+ * restitution, mu friction; a pair (a, b) is taken from the side of its lower-id sphere a; n the
+ * unit normal from b to a at the contact's configuration, s the time since its touch (s), u the
+ * velocity of a's contact point relative to b's, lambda_n >= 0 and lambda_t (|lambda_t| <=
+ * mu lambda_n) the step's impulse on a (N s), d_i the contacts of i at pos0.
+ *
+ * The iterate of the impulse passes is two buffers per sphere: V = (v, w_z) and, in 3D,
+ * W = (w_x, w_y). */
 #pragma OPENCL FP_CONTRACT OFF
 
 #include "contact_shared.h"
 #include "neighbours.h"
+#include "spread.h"
 
-#define CONTACT_NO_ID 0xffffffffu
+/* ---------------------------------------------------------------- small helpers */
+
+inline float contact_comp(float4 v, uint a) { return a == 0u ? v.x : a == 1u ? v.y : v.z; }
+
+inline float4 contact_axis(uint a, float sign)
+{
+    return (float4)(a == 0u ? sign : 0.0f, a == 1u ? sign : 0.0f, a == 2u ? sign : 0.0f, 0.0f);
+}
+
+/* A contact slot: three words, (code, lambda_n as float, tangential word); see contact_slot_lt. */
+inline uint3 contact_slot_load(__global const uint *slot, size_t k) { return vload3(k, slot); }
+inline void contact_slot_store(__global uint *slot, size_t k, uint3 s) { vstore3(s, k, slot); }
+inline uint contact_code(uint3 slot) { return slot.x; }
+
+inline int contact_is_wall(uint code) { return code >= CONTACT_WALL && code < CONTACT_NO_ID; }
+
+/* Angular velocity from an iterate (V, W); 2D: about z only. */
+inline float4 contact_w_of(float4 V, float2 W, uint dims)
+{
+    return dims == 3u ? (float4)(W.x, W.y, V.w, 0.0f) : (float4)(0.0f, 0.0f, V.w, 0.0f);
+}
+
+/* Angular velocity of sphere `id` from the id-indexed array (3 floats in 3D, 1 in 2D). */
+inline float4 contact_w_load(__global const float *w, uint id, uint dims)
+{
+    if (dims == 3u) {
+        const float3 a = vload3(id, w);
+        return (float4)(a.x, a.y, a.z, 0.0f);
+    }
+    return (float4)(0.0f, 0.0f, w[id], 0.0f);
+}
+
+/* The sphere group of particle `id` (sphere ids are given group by group). */
+inline uint contact_group(__constant contact_params *cp, __global const uint *group_start, uint id)
+{
+    if (cp->uniform) return 0u;
+    uint g = cp->n_groups - 1u;
+    while (g > 0u && id < group_start[g]) --g;
+    return g;
+}
+
+/* (restitution, friction) of a contact between groups g_a and g_b; g_b = n_groups: a wall. */
+inline float2 contact_material(__constant contact_params *cp, __global const float2 *material, uint g_a, uint g_b)
+{
+    if (cp->uniform)
+        return g_b >= cp->n_groups ? (float2)(cp->wall_restitution, cp->wall_friction)
+                                   : (float2)(cp->restitution, cp->friction);
+    return material[g_a * (cp->n_groups + 1u) + g_b];
+}
+
+/* Jacobi relaxation of a contact from the contact counts of its spheres (walls: d_b = 1). */
+inline float contact_relax(float omega, uint d_a, uint d_b) { return min(1.0f, omega / (float)max(max(d_a, d_b), 1u)); }
+
+/* Target normal velocity: an impact (approach faster than v_rest at the start of the step)
+ * bounces back with e; a slower (resting) contact must merely stop approaching. */
+inline float contact_target(float u0_n, float e, float v_rest) { return u0_n < -v_rest ? -e * u0_n : 0.0f; }
+
+/* ---------------------------------------------------------------- contact geometry */
+
+/* A contact's configuration: normal n (from b to a; walls: into the tank), tangent basis (t1, t2)
+ * (2D: t1 = e_z x n, t2 = 0), time since touch s in [0, dt], lever arms a_a, a_b (the distance
+ * of each centre from the contact point), normal approach speed at the step start u0_n. */
+typedef struct contact_geo {
+    float4 n, t1, t2;
+    float s, a_a, a_b, u0_n;
+    float q; /* a_a / r_a = a_b / r_b (walls: 1) */
+} contact_geo;
+
+/* Tangent basis of n, continuous in n except near +-(1, 2, 3)/sqrt(14), so that a tangential
+ * impulse carried between steps keeps its direction while the normal turns slowly. */
+inline void contact_basis(float4 n, uint dims, float4 *t1, float4 *t2)
+{
+    if (dims != 3u) {
+        *t1 = (float4)(-n.y, n.x, 0.0f, 0.0f);
+        *t2 = (float4)(0.0f);
+        return;
+    }
+    float4 t = cross((float4)(0.2672612419f, 0.5345224838f, 0.8017837257f, 0.0f), n);
+    float l2 = dot(t, t);
+    if (l2 < 1e-6f) {
+        t = cross((float4)(1.0f, 0.0f, 0.0f, 0.0f), n);
+        l2 = dot(t, t);
+    }
+    *t1 = t * rsqrt(l2);
+    *t2 = cross(n, *t1);
+}
+
+/* Pair (a, b) touching at the step start (|x0_a - x0_b| < r_a + r_b). The last drift moved the
+ * centres along straight lines with v0, so the pair touched s before the step start, where
+ * |dx0 - dv0 s| = r_a + r_b (the positive root; s = dt when it touched before the drift began:
+ * a lasting contact). The normal is the separation at that moment, n = (dx0 - dv0 s) / |...|:
+ * for an impact the normal at the time of touch, for a lasting contact the one of the last
+ * resolved configuration. Lever arms split that distance in the ratio of the radii. */
+inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float4 v0_b, float r_a, float r_b,
+                                    __constant contact_params *cp)
+{
+    contact_geo g;
+    const float r_sum = r_a + r_b, dt = cp->dt;
+    const float4 dx = x0_a - x0_b, dv = v0_a - v0_b;
+    /* overlapping already at the start of the drift (a lasting contact; no root needed): s = dt */
+    float4 d = dx - dv * dt;
+    float s = dt;
+    if (dot(d, d) >= r_sum * r_sum) {
+        const float d0 = sqrt(dot(dx, dx));
+        const float c = (d0 - r_sum) * (d0 + r_sum); /* < 0: overlapping */
+        const float aa = dot(dv, dv), b = dot(dx, dv);
+        if (aa > 0.0f && c < 0.0f) {
+            const float q = sqrt(b * b - aa * c);
+            const float root = b > 0.0f ? (b + q) / aa : -c / (q - b); /* no cancellation either way */
+            s = min(root, dt);
+            d = dx - dv * s;
+        }
+    }
+    float dist = sqrt(dot(d, d));
+    if (!(dist > 0.0f)) {
+        d = dx;
+        dist = sqrt(dot(dx, dx));
+    }
+    if (dist > 0.0f) {
+        g.n = d * (1.0f / dist);
+        g.q = dist / r_sum;
+    } else { /* coincident centres: any normal, the same for both */
+        g.n = (float4)(1.0f, 0.0f, 0.0f, 0.0f);
+        g.q = 1.0f;
+    }
+    g.a_a = r_a * g.q;
+    g.a_b = r_b * g.q;
+    g.s = s;
+    g.u0_n = dot(dv, g.n);
+    contact_basis(g.n, cp->dims, &g.t1, &g.t2);
+    return g;
+}
+
+/* Sphere at x0 (radius r, velocity v0) against wall `face` (2 axis + side; side 0: the min
+ * wall). h0, the centre's distance from the wall plane, was r when it touched: s = (r - h0) /
+ * (-v0_n) when that lies within the last drift, else s = dt. */
+inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __constant contact_params *cp)
+{
+    contact_geo g;
+    const uint axis = face >> 1, side = face & 1u;
+    const float h0 = side ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
+    g.n = contact_axis(axis, side ? -1.0f : 1.0f);
+    g.u0_n = dot(v0, g.n);
+    g.s = cp->dt;
+    if (g.u0_n < 0.0f && h0 < r) g.s = min((r - h0) / -g.u0_n, cp->dt);
+    g.a_a = r;
+    g.a_b = 0.0f;
+    g.q = 1.0f;
+    contact_basis(g.n, cp->dims, &g.t1, &g.t2);
+    return g;
+}
+
+/* Does sphere (x0, r) touch wall `face`? (The same test in every kernel.) */
+inline int contact_wall_touch(float4 x0, float r, uint face, __constant contact_params *cp)
+{
+    const uint axis = face >> 1;
+    const float h0 =
+        (face & 1u) ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
+    return h0 < r;
+}
 
 /* Do spheres at p_i, p_j with radii summing to r_sum overlap? */
 inline int contact_touch(float4 p_i, float4 p_j, float r_sum)
@@ -29,268 +202,439 @@ inline int contact_touch(float4 p_i, float4 p_j, float r_sum)
     return dot(dx, dx) < r_sum * r_sum;
 }
 
-/* Unit normal n_ij from dx = x_i - x_j, and the distance; coincident centres: +-e_x by index. */
-inline float4 contact_normal(float4 dx, uint i, uint j, float *dist)
+/* ---------------------------------------------------------------- the impulse of a contact */
+
+/* Velocity of a's contact point relative to b's: u = v_a - v_b - (a_a w_a + a_b w_b) x n. */
+inline float4 contact_u(const contact_geo *g, float4 v_a, float4 v_b, float4 w_a, float4 w_b)
 {
-    const float r2 = dot(dx, dx);
-    if (r2 > 0.0f) {
-        *dist = sqrt(r2);
-        return dx / *dist;
-    }
-    *dist = 0.0f;
-    return (float4)(i < j ? 1.0f : -1.0f, 0.0f, 0.0f, 0.0f);
+    return v_a - v_b - cross(g->a_a * w_a + g->a_b * w_b, g->n);
 }
 
-/* Jacobi relaxation of a pair from the contact counts of its spheres. */
-inline float contact_omega(float omega, uint d_i, uint d_j) { return min(1.0f, omega / (float)max(max(d_i, d_j), 1u)); }
-
-/* Target normal velocity of a contact: an impact (approach faster than v_rest at the start of
- * the step) bounces back with e; a slower (resting) contact must merely stop approaching. */
-inline float contact_target(float v0_n, float e, float v_rest) { return v0_n < -v_rest ? -e * v0_n : 0.0f; }
-
-/* Impulse carried in `pid`/`lam` slots (of particle at old slot `o`) for partner id `q`. */
-inline float contact_carried(__global const uint *pid, __global const float *lam, uint o, uint slots, uint q)
+/* The tangential impulse of a slot, its components along t1 and t2: in 2D the word is the
+ * float; in 3D two 16-bit fractions (a, b) of the Coulomb bound, lambda_t = mu lambda_n (a, b) /
+ * 32767 (|(a, b)| <= 32767), which keeps it within 1.5e-5 mu lambda_n in 4 bytes. */
+inline float2 contact_slot_lt(uint3 s, float mu, uint dims)
 {
-    for (uint k = 0; k < slots; ++k) {
-        const uint p = pid[(size_t)o * slots + k];
-        if (p == q) return lam[(size_t)o * slots + k];
-        if (p == CONTACT_NO_ID) break;
-    }
-    return 0.0f;
+    if (dims != 3u) return (float2)(as_float(s.z), 0.0f);
+    const float scale = (mu * as_float(s.y)) * (1.0f / 32767.0f);
+    return (float2)((float)(short)(s.z & 0xffffu), (float)(short)(s.z >> 16)) * scale;
 }
 
-/* Contacts at the start of the step. degree[i] = number of j != i touching i at pos0; the first
- * `slots` of them (in scan order) get a slot k: pid_new[i*slots + k] = id[j] and lam_new = the
- * impulse the pair carried from the last step (warm start; both spheres must have carried it,
- * the smaller value is taken, so the pair agrees; 0 when `warm` is 0). `idx` maps a sorted slot
- * to its slot in the previous step's order (where pid_old, lam_old live). */
-__kernel void contact_list(const uint n, __constant grid_params *gp, __constant contact_params *cp,
+/* The word of tangential impulse lt (|lt| <= mu ln), and in *lt_q the impulse it stands for. */
+inline uint contact_slot_lt_word(float2 lt, float ln, float mu, uint dims, float2 *lt_q)
+{
+    if (dims != 3u) {
+        *lt_q = (float2)(lt.x, 0.0f);
+        return as_uint(lt.x);
+    }
+    const float lim = mu * ln;
+    if (!(lim > 0.0f)) {
+        *lt_q = (float2)(0.0f);
+        return 0u;
+    }
+    const short a = convert_short_sat_rte(lt.x / lim * 32767.0f), b = convert_short_sat_rte(lt.y / lim * 32767.0f);
+    const float scale = lim * (1.0f / 32767.0f);
+    *lt_q = (float2)((float)a, (float)b) * scale;
+    return (uint)(ushort)a | ((uint)(ushort)b << 16);
+}
+
+/* One relaxed Jacobi update of a contact's accumulated impulse (lambda_n, lambda_t), held in
+ * slot *sl, towards the target normal velocity and zero tangential velocity at the contact
+ * point, within the Coulomb cone: lambda_n' = max(0, lambda_n + w m_n (target - u_n)),
+ * lambda_t' = the projection of lambda_t - w m_t u_t onto |lambda_t'| <= mu lambda_n' (as
+ * stored). Returns the impulse increment on a. */
+inline float4 contact_update(const contact_geo *g, float4 u, float target, float m_n, float m_t, float mu, float w,
+                             uint dims, uint3 *sl)
+{
+    const float lam_n = as_float(sl->y);
+    const float2 lam_t = contact_slot_lt(*sl, mu, dims);
+    const float u_n = dot(u, g->n);
+    const float2 u_t = (float2)(dot(u, g->t1), dot(u, g->t2));
+    const float ln = max(0.0f, lam_n + w * m_n * (target - u_n));
+    float2 lt = lam_t - (w * m_t) * u_t;
+    const float lim = mu * ln, lt2 = dot(lt, lt);
+    if (lt2 > lim * lim) lt = lt * (lim / sqrt(lt2));
+    float2 lt_q;
+    sl->y = as_uint(ln);
+    sl->z = contact_slot_lt_word(lt, ln, mu, dims, &lt_q);
+    const float2 dl = lt_q - lam_t;
+    return (ln - lam_n) * g->n + dl.x * g->t1 + dl.y * g->t2;
+}
+
+/* The same without state (a sphere with more contacts than slots): only this pass's push,
+ * with friction bounded by mu times it. */
+inline float4 contact_update_free(const contact_geo *g, float4 u, float target, float m_n, float m_t, float mu, float w)
+{
+    const float u_n = dot(u, g->n);
+    const float dn = max(0.0f, w * m_n * (target - u_n));
+    float2 lt = -(w * m_t) * (float2)(dot(u, g->t1), dot(u, g->t2));
+    const float lim = mu * dn, lt2 = dot(lt, lt);
+    if (lt2 > lim * lim) lt = lt * (lim / sqrt(lt2));
+    return dn * g->n + lt.x * g->t1 + lt.y * g->t2;
+}
+
+/* Effective masses of a pair along the normal and in the tangent plane:
+ * 1/m_n = 1/m_a + 1/m_b, 1/m_t = 1/m_n + a_a^2/I_a + a_b^2/I_b = (1 + q^2/k) / m_n, since
+ * a = q r and I = k m r^2 (walls: m_b infinite, q = 1). */
+inline float contact_mass_n(float m_a, float m_b) { return (m_a * m_b) / (m_a + m_b); }
+inline float contact_mass_t(const contact_geo *g, float m_n, float k) { return (m_n * k) / (k + g->q * g->q); }
+
+/* The impulse a slot carries, on the pair's a sphere. */
+inline float4 contact_slot_impulse(const contact_geo *g, uint3 slot, float mu, uint dims)
+{
+    const float2 lt = contact_slot_lt(slot, mu, dims);
+    return as_float(slot.y) * g->n + lt.x * g->t1 + lt.y * g->t2;
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+/* Contacts at the start of the step, written into sphere i's slots (by id): first the walls it
+ * touches (centre closer than r to the plane), then the spheres it overlaps in scan order;
+ * info[i] = d_i | group << 8. A contact in the sphere's last slots (when `warm`: written by the
+ * last step, whose sorted order idx[] maps to) keeps the impulses stored there (warm start);
+ * both spheres of a pair hold the same values, so they agree. */
+__kernel void contact_list(const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,
                            __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,
                            __global const float *radius, __global const uint *id, const uint warm,
-                           __global const uint *idx, __global const uint *pid_old, __global const float *lam_old,
-                           __global uint *degree, __global uint *pid_new, __global float *lam_new)
+                           __global const uint *idx, __global const uint *group_start, __global uint *slot,
+                           __global ushort *info)
 {
-    const uint i = get_global_id(0);
+    const uint i = spread_item(stride);
     if (i >= n) return;
-    const uint slots = cp->slots;
+    const uint S = cp->slots, id_i = id[i];
+    const size_t base = (size_t)id_i * S;
+    uint3 old[CONTACT_SLOTS_MAX];
+    uint n_old = 0;
+    if (warm)
+        for (; n_old < S; ++n_old) {
+            old[n_old] = contact_slot_load(slot, base + n_old);
+            if (contact_code(old[n_old]) == CONTACT_NO_ID) break;
+        }
     const float4 p0_i = pos0[i];
     const float r_i = radius[i];
-    const uint id_i = id[i];
     uint k = 0;
-    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
-    if (j == i) continue;
-    if (!contact_touch(p0_i, pos0[j], r_i + radius[j])) continue;
-    if (k < slots) {
-        float lambda = 0.0f;
-        if (warm) {
-            const float l_i = contact_carried(pid_old, lam_old, idx[i], slots, id[j]);
-            const float l_j = contact_carried(pid_old, lam_old, idx[j], slots, id_i);
-            lambda = min(l_i, l_j);
-        }
-        pid_new[(size_t)i * slots + k] = id[j];
-        lam_new[(size_t)i * slots + k] = lambda;
-    }
-    ++k;
-    NEIGHBOURS_END
-    degree[i] = k;
-    for (uint q = k; q < slots; ++q) {
-        pid_new[(size_t)i * slots + q] = CONTACT_NO_ID;
-        lam_new[(size_t)i * slots + q] = 0.0f;
-    }
-}
-
-/* Warm start: v_i = v0_i + sum_j lambda_ij n_ij / m_i over the slotted contacts (pairs whose
- * spheres both have at most `slots` contacts; others start from 0 and are solved without
- * carried impulses). */
-__kernel void contact_warm(const uint n, __constant grid_params *gp, __constant contact_params *cp,
-                           __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,
-                           __global const float4 *v0, __global const float *mass, __global const float *radius,
-                           __global const uint *degree, __global float *lam, __global float4 *v_out)
-{
-    const uint i = get_global_id(0);
-    if (i >= n) return;
-    const uint slots = cp->slots;
-    const float4 p0_i = pos0[i];
-    const float r_i = radius[i];
-    const float m_i = mass[i];
-    const uint d_i = degree[i];
-    float4 dv = (float4)(0.0f);
-    uint k = 0;
-    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
-    if (j == i) continue;
-    if (!contact_touch(p0_i, pos0[j], r_i + radius[j])) continue;
-    if (k < slots) {
-        const size_t s = (size_t)i * slots + k;
-        if (d_i <= slots && degree[j] <= slots) {
-            float dist;
-            const float4 n_ij = contact_normal(p0_i - pos0[j], i, j, &dist);
-            dv += (lam[s] / m_i) * n_ij;
-        } else {
-            lam[s] = 0.0f;
-        }
-    }
-    ++k;
-    NEIGHBOURS_END
-    v_out[i] = v0[i] + dv;
-}
-
-/* One wall axis of a contact pass, the centre planes at lo and hi (tank wall + r): a centre at
- * or beyond a plane is put on it, and its normal velocity raised to at least the contact target
- * (impact: -e v0; resting: 0). A lone sphere thus bounces as the seed's wall: v -> -e v0. */
-inline void contact_wall_pass(float lo, float hi, float e, float v_rest, float v0, float *x, float *v)
-{
-    if (lo > hi) { /* tank narrower than the sphere: keep it centred */
-        *x = 0.5f * (lo + hi);
-        return;
-    }
-    if (*x <= lo) {
-        *x = lo;
-        const float v_t = contact_target(v0, e, v_rest);
-        if (*v < v_t) *v = v_t;
-    } else if (*x >= hi) {
-        *x = hi;
-        const float v_t = -contact_target(-v0, e, v_rest);
-        if (*v > v_t) *v = v_t;
-    }
-}
-
-/* One Jacobi pass over the iterate (x_in, v_in) (pass 1: x_in = pos0, v_in = the warm-started
- * velocities). Particle i scans its candidates j (|pos0_i - pos0_j| < gp->radius, j != i):
- *  - positions, every pair overlapping in x_in, relaxation w_x = omega(OMEGA_X, d_i, d_j):
- *        x_i += w_x delta_ij m_j / (m_i + m_j) n_ij          (seed: half the overlap each)
- *  - impulses, every pair touching at pos0 (the step's contacts), w_v = omega(OMEGA_V, ...),
- *    target v_t = contact_target(v0_n): slotted pairs accumulate the clamped impulse
- *        lambda' = max(0, lambda + w_v m_ij (v_t - v_n)),  v_i += (lambda' - lambda) / m_i n_ij,
- *    the others (a sphere with more contacts than slots) take v_i += w_v (v_t - v_n) m_j /
- *    (m_i + m_j) n_ij when v_n < v_t.
- * A lone pair (w = 1, nothing carried) is resolved in the first pass exactly as the seed does:
- * J = -(1 + e) v_n m_i m_j / (m_i + m_j) on an impact. Every pair term is computed bit for bit
- * alike by both spheres (n_ji = -n_ij, symmetric omega, m_ij, target), so momentum is conserved
- * to rounding. Then the walls. lambda lives in i's own slots, read and written only by i. */
-__kernel void contact_resolve(const uint n, __constant grid_params *gp, __constant contact_params *cp,
-                              __global const uint *cell_start, __global const uint *cell_end,
-                              __global const float4 *pos0, __global const float4 *v0, __global const float *mass,
-                              __global const float *radius, __global const uint *degree, __global float *lam,
-                              __global const float4 *x_in, __global const float4 *v_in, __global float4 *x_out,
-                              __global float4 *v_out)
-{
-    const uint i = get_global_id(0);
-    if (i >= n) return;
-    const uint slots = cp->slots;
-    const float4 p0_i = pos0[i];
-    const float4 v0_i = v0[i];
-    const float4 x_i = x_in[i];
-    const float4 v_i = v_in[i];
-    const float m_i = mass[i];
-    const float r_i = radius[i];
-    const uint d_i = degree[i];
-    const float e = cp->restitution;
-    const float v_rest = cp->v_rest;
-    const float cand2 = gp->radius * gp->radius; /* m^2: candidate distance squared at pos0 */
-    float4 dx_sum = (float4)(0.0f);
-    float4 dv_sum = (float4)(0.0f);
-    uint k = 0; /* slot of the next contact at pos0 */
-
-    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
-    if (j == i) continue;
-    const float4 p0_j = pos0[j];
-    const float4 d0 = p0_i - p0_j;
-    if (dot(d0, d0) >= cand2) continue;
-    const float r_sum = r_i + radius[j];
-    const int listed = contact_touch(p0_i, p0_j, r_sum);
-    const float4 dx = x_i - x_in[j]; /* dx = x_i - x_j */
-    const int overlap = dot(dx, dx) < r_sum * r_sum;
-    if (!listed && !overlap) continue;
-    float dist;
-    const float4 n_ij = contact_normal(dx, i, j, &dist);
-    const float m_j = mass[j];
-    const uint d_j = degree[j];
-    if (overlap) {
-        const float w_x = contact_omega(cp->omega_x, d_i, d_j) * (m_j / (m_i + m_j));
-        dx_sum += ((r_sum - dist) * w_x) * n_ij;
-    }
-    if (listed) {
-        const float w_v = contact_omega(cp->omega_v, d_i, d_j);
-        const float v_n = dot(v_i - v_in[j], n_ij);
-        const float v_t = contact_target(dot(v0_i - v0[j], n_ij), e, v_rest);
-        if (d_i <= slots && d_j <= slots) {
-            const size_t s = (size_t)i * slots + k;
-            const float m_ij = (m_i * m_j) / (m_i + m_j);
-            const float lambda = lam[s];
-            const float lambda_new = max(0.0f, lambda + w_v * m_ij * (v_t - v_n));
-            lam[s] = lambda_new;
-            dv_sum += ((lambda_new - lambda) / m_i) * n_ij;
-        } else if (v_n < v_t) {
-            dv_sum += ((v_t - v_n) * w_v * (m_j / (m_i + m_j))) * n_ij;
-        }
+    for (uint face = 0; face < 2u * cp->dims; ++face) {
+        if (!contact_wall_touch(p0_i, r_i, face, cp)) continue;
+        const uint code = CONTACT_WALL + face;
+        uint3 sl = (uint3)(code, 0u, 0u);
+        for (uint q = 0; q < n_old; ++q)
+            if (contact_code(old[q]) == code) sl = old[q];
+        if (k < S) contact_slot_store(slot, base + k, sl);
         ++k;
     }
+    NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
+    if (j == i) continue;
+    if (!contact_touch(p0_i, pos0[j], r_i + radius[j])) continue;
+    if (k < S) {
+        const uint code = j | (id_i < id[j] ? CONTACT_FIRST : 0u);
+        uint3 sl = (uint3)(code, 0u, 0u);
+        const uint was = idx[j]; /* j's slot in the last step's order */
+        for (uint q = 0; q < n_old; ++q) {
+            const uint c = contact_code(old[q]) & CONTACT_INDEX;
+            if (c < CONTACT_WALL && c == was) sl = (uint3)(code, old[q].y, old[q].z);
+        }
+        contact_slot_store(slot, base + k, sl);
+    }
+    ++k;
     NEIGHBOURS_END
-
-    const float4 x = x_i + dx_sum;
-    const float4 v = v_i + dv_sum;
-    float px = x.x, py = x.y, pz = x.z, vx = v.x, vy = v.y, vz = v.z;
-    contact_wall_pass(cp->tank_min[0] + r_i, cp->tank_max[0] - r_i, e, v_rest, v0_i.x, &px, &vx);
-    contact_wall_pass(cp->tank_min[1] + r_i, cp->tank_max[1] - r_i, e, v_rest, v0_i.y, &py, &vy);
-    if (cp->dims == 3) contact_wall_pass(cp->tank_min[2] + r_i, cp->tank_max[2] - r_i, e, v_rest, v0_i.z, &pz, &vz);
-    x_out[i] = (float4)(px, py, pz, 0.0f);
-    v_out[i] = (float4)(vx, vy, vz, 0.0f);
+    for (uint q = k; q < S; ++q) contact_slot_store(slot, base + q, (uint3)(CONTACT_NO_ID, 0u, 0u));
+    info[i] = (ushort)(min(k, 255u) | (contact_group(cp, group_start, id_i) << 8));
 }
 
-/* One wall axis after the drift: a centre that crossed its plane while moving into the wall
- * faster than v_rest is reflected about the plane with its penetration scaled by e, and its
- * normal velocity reversed and scaled by e (the seed's wall bounce); slower, it is put on the
- * plane and its normal velocity into the wall removed (resting). */
-inline void contact_wall_reflect(float lo, float hi, float e, float v_rest, float *x, float *v)
+/* The contact of slot code `code` of sphere i (at p0_i moving at v0_i, radius r_i, group g_i):
+ * its geometry and material, from the pair's side; *first: i is the pair's a (walls: 1). */
+inline contact_geo contact_slot_geo(uint code, float4 p0_i, float4 v0_i, float r_i, uint g_i,
+                                    __global const float4 *pos0, __global const float4 *v0,
+                                    __global const float *radius, __global const ushort *info,
+                                    __global const float2 *material, __constant contact_params *cp, int *first,
+                                    float2 *mat)
 {
-    if (lo > hi) {
-        *x = 0.5f * (lo + hi);
-        return;
+    if (contact_is_wall(code)) {
+        *first = 1;
+        *mat = contact_material(cp, material, g_i, cp->n_groups);
+        return contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp);
     }
-    if (*x < lo) {
-        if (*v < -v_rest) {
-            *x = min(lo + e * (lo - *x), hi);
-            *v = -e * *v;
-        } else {
-            *x = lo;
-            *v = max(*v, 0.0f);
-        }
-    } else if (*x > hi) {
-        if (*v > v_rest) {
-            *x = max(hi - e * (*x - hi), lo);
-            *v = -e * *v;
-        } else {
-            *x = hi;
-            *v = min(*v, 0.0f);
-        }
-    }
+    const uint j = code & CONTACT_INDEX, g_j = CONTACT_GROUP(info[j]);
+    const float4 p0_j = pos0[j], v0_j = v0[j];
+    const float r_j = radius[j];
+    *first = (code & CONTACT_FIRST) != 0u;
+    *mat = *first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i);
+    return *first ? contact_pair_geo(p0_i, p0_j, v0_i, v0_j, r_i, r_j, cp)
+                  : contact_pair_geo(p0_j, p0_i, v0_j, v0_i, r_j, r_i, cp);
 }
 
-/* End of the step, symplectic Euler: v' = v + g dt, x' = x + v' dt, then the wall bounce.
- * Flags NaN/Inf (FLAG_NONFINITE) and speeds over the scene limit (FLAG_RUNAWAY) in `flags`
- * (may be NULL). */
-__kernel void contact_integrate(const uint n, __constant contact_params *cp, __global const float4 *x_in,
-                                __global const float4 *v_in, __global const float *radius, __global float4 *pos_next,
+/* Does the contact of slot code `code` carry state this step? Walls always; a sphere pair when
+ * both spheres have at most `slots` contacts (d_i, and the partner's). */
+inline int contact_slot_kept(uint code, uint d_i, __global const ushort *info, uint S)
+{
+    return contact_is_wall(code) || (d_i <= S && CONTACT_DEGREE(info[code & CONTACT_INDEX]) <= S);
+}
+
+/* The arguments contact_warm, contact_resolve and contact_displace share, in this order. */
+#define CONTACT_STEP_ARGS                                                                                              \
+    const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,                        \
+        __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,                   \
+        __global const float4 *v0, __global const float *mass, __global const float *radius, __global const uint *id,  \
+        __global const ushort *info, __global uint *slot, __global const float2 *material
+
+/* Warm start: V, W = (v0, w0) plus the impulses the slots carried. A sphere pair is solved with
+ * state only when both spheres have at most `slots` contacts; otherwise its carried impulse is
+ * dropped (by both). Walls always keep theirs. */
+__kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __global float4 *V_out,
+                           __global float2 *W_out)
+{
+    const uint i = spread_item(stride);
+    if (i >= n) return;
+    const uint info_i = info[i], d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    if (d_i == 0u) return; /* a free sphere: no stage reads its iterate (contact_integrate) */
+    const uint S = cp->slots, dims = cp->dims, id_i = id[i];
+    const size_t base = (size_t)id_i * S;
+    const float4 p0_i = pos0[i], v0_i = v0[i];
+    const float m_i = mass[i], r_i = radius[i], I_i = cp->inertia * m_i * r_i * r_i;
+    const float4 w0 = contact_w_load(omega, id_i, dims);
+    float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
+    for (uint k = 0; k < min(d_i, S); ++k) {
+        const uint3 sl = contact_slot_load(slot, base + k);
+        if (!contact_slot_kept(sl.x, d_i, info, S)) {
+            contact_slot_store(slot, base + k, (uint3)(sl.x, 0u, 0u));
+            continue;
+        }
+        int first;
+        float2 mat;
+        const contact_geo g =
+            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, &first, &mat);
+        const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
+        dv += first ? P : -P; /* impulse sums, divided by m_i and I_i at the end */
+        dw += (first ? g.a_a : g.a_b) * cross(g.n, P);
+    }
+    dv = dv / m_i;
+    const float4 w = w0 - dw / I_i;
+    V_out[i] = (float4)(v0_i.x + dv.x, v0_i.y + dv.y, v0_i.z + dv.z, w.z);
+    if (dims == 3u) W_out[i] = (float2)(w.x, w.y);
+}
+
+/* One Jacobi pass of the impulses over the iterate (V_in, W_in). For each contact of sphere i,
+ * from the pair's side: target normal velocity contact_target(u0_n) with the pair's e, relaxation
+ * w = contact_relax(OMEGA_V, d_a, d_b), and the update of contact_update (slotted pairs and walls:
+ * the accumulated impulse in i's slot, which only i reads and writes) or contact_update_free.
+ * Sphere i takes +dP (a) or -dP (b) on its velocity, and -(a_i / I_i) n x dP on its angular
+ * velocity. A lone contact (w = 1, nothing carried) reaches its target, and the tangential
+ * velocity at its contact point zero or the Coulomb bound, in the first pass: the impulse model
+ * of a binary collision. A sphere with more contacts than slots finds its sphere contacts by the
+ * cell walk (without state). */
+__kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __global const float2 *W_in,
+                              __global float4 *V_out, __global float2 *W_out)
+{
+    const uint i = spread_item(stride);
+    if (i >= n) return;
+    const uint info_i = info[i], d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    if (d_i == 0u) return; /* a free sphere */
+    const uint S = cp->slots, dims = cp->dims, id_i = id[i];
+    const size_t base = (size_t)id_i * S;
+    const float4 p0_i = pos0[i], v0_i = v0[i], V_i = V_in[i];
+    const float2 W_i = dims == 3u ? W_in[i] : (float2)(0.0f);
+    const float4 v_i = (float4)(V_i.x, V_i.y, V_i.z, 0.0f), w_i = contact_w_of(V_i, W_i, dims);
+    const float m_i = mass[i], r_i = radius[i], k_I = cp->inertia, I_i = k_I * m_i * r_i * r_i;
+    const float v_rest = cp->v_rest;
+    float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
+    for (uint k = 0; k < min(d_i, S); ++k) {
+        uint3 sl = contact_slot_load(slot, base + k);
+        const uint code = contact_code(sl);
+        const int wall = contact_is_wall(code);
+        if (!wall && d_i > S) break; /* the sphere contacts come from the cell walk below */
+        int first;
+        float2 mat;
+        const contact_geo g =
+            contact_slot_geo(code, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, &first, &mat);
+        const float target = contact_target(g.u0_n, mat.x, v_rest);
+        float4 dP;
+        if (wall) {
+            const float4 u = v_i - cross(g.a_a * w_i, g.n);
+            dP = contact_update(&g, u, target, m_i, contact_mass_t(&g, m_i, k_I), mat.y,
+                                contact_relax(cp->omega_v, d_i, 1u), dims, &sl);
+            contact_slot_store(slot, base + k, sl);
+        } else {
+            const uint j = code & CONTACT_INDEX, d_j = CONTACT_DEGREE(info[j]);
+            const float4 V_j = V_in[j];
+            const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
+            const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
+            const float m_j = mass[j];
+            const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
+            const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
+            const float m_t = contact_mass_t(&g, m_n, k_I), w = contact_relax(cp->omega_v, d_i, d_j);
+            if (d_j <= S) {
+                dP = contact_update(&g, u, target, m_n, m_t, mat.y, w, dims, &sl);
+                contact_slot_store(slot, base + k, sl);
+            } else {
+                dP = contact_update_free(&g, u, target, m_n, m_t, mat.y, w);
+            }
+        }
+        dv += first ? dP : -dP;
+        dw += (first ? g.a_a : g.a_b) * cross(g.n, dP);
+    }
+    if (d_i > S) {
+        NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
+        if (j == i) continue;
+        const float4 p0_j = pos0[j];
+        const float r_j = radius[j];
+        if (!contact_touch(p0_i, p0_j, r_i + r_j)) continue;
+        const uint info_j = info[j], d_j = CONTACT_DEGREE(info_j), g_j = CONTACT_GROUP(info_j);
+        const int first = id_i < id[j];
+        const float4 v0_j = v0[j], V_j = V_in[j];
+        const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
+        const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
+        const float m_j = mass[j];
+        const contact_geo g = first ? contact_pair_geo(p0_i, p0_j, v0_i, v0_j, r_i, r_j, cp)
+                                    : contact_pair_geo(p0_j, p0_i, v0_j, v0_i, r_j, r_i, cp);
+        const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
+        const float2 mat = first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i);
+        const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
+        const float m_t = contact_mass_t(&g, m_n, k_I);
+        const float w = contact_relax(cp->omega_v, d_i, d_j);
+        const float4 dP = contact_update_free(&g, u, contact_target(g.u0_n, mat.x, v_rest), m_n, m_t, mat.y, w);
+        dv += first ? dP : -dP;
+        dw += (first ? g.a_a : g.a_b) * cross(g.n, dP);
+        NEIGHBOURS_END
+    }
+    dv = dv / m_i;
+    const float4 wn = w_i - dw / I_i;
+    V_out[i] = (float4)(v_i.x + dv.x, v_i.y + dv.y, v_i.z + dv.z, wn.z);
+    if (dims == 3u) W_out[i] = (float2)(wn.x, wn.y);
+}
+
+/* The positions the step's impulses imply: a contact's impulse P acted s before the step start
+ * (at its touch; a lasting contact at the start of the last drift), so the centre would be
+ * x0 + P s / m further along: x = x0 + sum_c (+-P_c) s_c / m_i over the contacts with state. A
+ * lone pair thus sits where the event-driven collision puts it. */
+__kernel void contact_displace(CONTACT_STEP_ARGS, __global float4 *x_out)
+{
+    const uint i = spread_item(stride);
+    if (i >= n) return;
+    const uint info_i = info[i], d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    if (d_i == 0u) return; /* a free sphere */
+    const uint S = cp->slots, dims = cp->dims, id_i = id[i];
+    const size_t base = (size_t)id_i * S;
+    const float4 p0_i = pos0[i], v0_i = v0[i];
+    const float m_i = mass[i], r_i = radius[i];
+    float4 dx = (float4)(0.0f);
+    for (uint k = 0; k < min(d_i, S); ++k) {
+        const uint3 sl = contact_slot_load(slot, base + k);
+        if (!contact_slot_kept(sl.x, d_i, info, S)) continue;
+        int first;
+        float2 mat;
+        const contact_geo g =
+            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, &first, &mat);
+        const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
+        dx += g.s * (first ? P : -P);
+    }
+    dx = dx / m_i;
+    x_out[i] = (float4)(p0_i.x + dx.x, p0_i.y + dx.y, p0_i.z + dx.z, 0.0f);
+}
+
+/* One wall axis of a projection pass, the centre planes at lo and hi (tank wall + r): a centre
+ * beyond a plane is put on it; a tank narrower than the sphere keeps it centred. */
+inline float contact_wall_clamp(float lo, float hi, float x)
+{
+    if (lo > hi) return 0.5f * (lo + hi);
+    return min(max(x, lo), hi);
+}
+
+/* One Jacobi pass of overlap removal over the iterate x_in (positions only: velocities, and so
+ * momentum and energy, are untouched). For every pair touching at the step start that overlaps
+ * in x_in, x_i += w_x delta_ij m_j / (m_i + m_j) n_ij with n_ij, delta_ij from x_in and
+ * w_x = contact_relax(OMEGA_X, d_i, d_j) (a lone pair: each sphere moves its mass-weighted share
+ * of the overlap); then the walls. */
+__kernel void contact_project(const uint n, const uint stride, __constant grid_params *gp,
+                              __constant contact_params *cp, __global const uint *cell_start,
+                              __global const uint *cell_end, __global const float4 *pos0, __global const float *mass,
+                              __global const float *radius, __global const uint *id, __global const ushort *info,
+                              __global const uint *slot, __global const float4 *x_in, __global float4 *x_out)
+{
+    const uint i = spread_item(stride);
+    if (i >= n) return;
+    const uint S = cp->slots, id_i = id[i], d_i = CONTACT_DEGREE(info[i]);
+    if (d_i == 0u) return; /* a free sphere: inside the walls, no overlap to remove */
+    const size_t base = (size_t)id_i * S;
+    const float4 x_i = x_in[i];
+    const float m_i = mass[i], r_i = radius[i];
+    float4 dx_sum = (float4)(0.0f);
+    if (d_i <= S) {
+        for (uint k = 0; k < d_i; ++k) {
+            const uint code = contact_code(contact_slot_load(slot, base + k));
+            if (contact_is_wall(code)) continue;
+            const uint j = code & CONTACT_INDEX;
+            const float r_sum = r_i + radius[j];
+            const float4 dx = x_i - x_in[j];
+            const float r2 = dot(dx, dx);
+            if (r2 >= r_sum * r_sum) continue;
+            const float dist = sqrt(r2);
+            const float4 n_ij =
+                dist > 0.0f ? dx / dist : (float4)((code & CONTACT_FIRST) ? 1.0f : -1.0f, 0.0f, 0.0f, 0.0f);
+            const float m_j = mass[j];
+            const float w_x = contact_relax(cp->omega_x, d_i, CONTACT_DEGREE(info[j])) * (m_j / (m_i + m_j));
+            dx_sum += ((r_sum - dist) * w_x) * n_ij;
+        }
+    } else {
+        const float4 p0_i = pos0[i];
+        NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
+        if (j == i) continue;
+        const float r_sum = r_i + radius[j];
+        if (!contact_touch(p0_i, pos0[j], r_sum)) continue;
+        const float4 dx = x_i - x_in[j];
+        const float r2 = dot(dx, dx);
+        if (r2 >= r_sum * r_sum) continue;
+        const float dist = sqrt(r2);
+        const float4 n_ij = dist > 0.0f ? dx / dist : (float4)(id_i < id[j] ? 1.0f : -1.0f, 0.0f, 0.0f, 0.0f);
+        const float m_j = mass[j];
+        const float w_x = contact_relax(cp->omega_x, d_i, CONTACT_DEGREE(info[j])) * (m_j / (m_i + m_j));
+        dx_sum += ((r_sum - dist) * w_x) * n_ij;
+        NEIGHBOURS_END
+    }
+    const float4 x = x_i + dx_sum;
+    const float px = contact_wall_clamp(cp->tank_min[0] + r_i, cp->tank_max[0] - r_i, x.x);
+    const float py = contact_wall_clamp(cp->tank_min[1] + r_i, cp->tank_max[1] - r_i, x.y);
+    const float pz = cp->dims == 3u ? contact_wall_clamp(cp->tank_min[2] + r_i, cp->tank_max[2] - r_i, x.z) : x.z;
+    x_out[i] = (float4)(px, py, pz, 0.0f);
+}
+
+/* End of the step, symplectic Euler: v' = v + g dt, x' = x + v' dt; the angular velocity is
+ * stored at the sphere's id (no torque but the contacts'). A free sphere (no contact: the other
+ * stages skip it) moves from (pos0, v0) with its angular velocity unchanged. Flags NaN/Inf
+ * (FLAG_NONFINITE) and speeds over the scene limit (FLAG_RUNAWAY) in `flags` (may be NULL).
+ * x_in may be pos_next or vel_next: each work-item reads its own entry before writing it. */
+__kernel void contact_integrate(const uint n, const uint stride, __constant contact_params *cp,
+                                __global const float4 *pos0, __global const float4 *v0, __global const ushort *info,
+                                __global const float4 *x_in, __global const float4 *V_in, __global const float2 *W_in,
+                                __global const uint *id, __global float *omega, __global float4 *pos_next,
                                 __global float4 *vel_next, __global uint *flags)
 {
-    const uint i = get_global_id(0);
+    const uint i = spread_item(stride);
     if (i >= n) return;
-    const float r_i = radius[i];
-    const float e = cp->restitution;
     const float dt = cp->dt;
+    const int free = CONTACT_DEGREE(info[i]) == 0u;
+    const float4 V = free ? v0[i] : V_in[i], x_i = free ? pos0[i] : x_in[i];
     const float4 g = (float4)(cp->gravity[0], cp->gravity[1], cp->gravity[2], 0.0f);
-    const float4 v = v_in[i] + g * dt;
-    const float4 x = x_in[i] + v * dt;
-    float px = x.x, py = x.y, pz = x.z, vx = v.x, vy = v.y, vz = v.z;
-    contact_wall_reflect(cp->tank_min[0] + r_i, cp->tank_max[0] - r_i, e, cp->v_rest, &px, &vx);
-    contact_wall_reflect(cp->tank_min[1] + r_i, cp->tank_max[1] - r_i, e, cp->v_rest, &py, &vy);
-    if (cp->dims == 3) contact_wall_reflect(cp->tank_min[2] + r_i, cp->tank_max[2] - r_i, e, cp->v_rest, &pz, &vz);
-    pos_next[i] = (float4)(px, py, pz, 0.0f);
-    vel_next[i] = (float4)(vx, vy, vz, 0.0f);
+    const float4 v = (float4)(V.x, V.y, V.z, 0.0f) + g * dt;
+    const float4 x = (float4)(x_i.x, x_i.y, x_i.z, 0.0f) + v * dt;
+    pos_next[i] = x;
+    vel_next[i] = v;
+    const uint id_i = id[i];
+    float4 w;
+    if (free) {
+        w = contact_w_load(omega, id_i, cp->dims);
+    } else if (cp->dims == 3u) {
+        const float2 W = W_in[i];
+        w = (float4)(W.x, W.y, V.w, 0.0f);
+        vstore3((float3)(w.x, w.y, w.z), id_i, omega);
+    } else {
+        w = (float4)(0.0f, 0.0f, V.w, 0.0f);
+        omega[id_i] = w.z;
+    }
     if (flags) {
-        const int finite = isfinite(px) && isfinite(py) && isfinite(pz) && isfinite(vx) && isfinite(vy) && isfinite(vz);
+        const int finite = isfinite(x.x) && isfinite(x.y) && isfinite(x.z) && isfinite(v.x) && isfinite(v.y) &&
+                           isfinite(v.z) && isfinite(w.x) && isfinite(w.y) && isfinite(w.z);
         if (!finite) atomic_or(flags, FLAG_NONFINITE);
-        else if (cp->max_speed2 > 0.0f && vx * vx + vy * vy + vz * vz > cp->max_speed2) atomic_or(flags, FLAG_RUNAWAY);
+        else if (cp->max_speed2 > 0.0f && dot(v, v) > cp->max_speed2) atomic_or(flags, FLAG_RUNAWAY);
     }
 }
 
@@ -316,4 +660,14 @@ __kernel void contact_pairs(const uint n, __constant grid_params *gp, __global c
     ++k;
     NEIGHBOURS_END
     count[i] = k;
+}
+
+/* Angular velocities (rad/s) in sorted order, 3 floats per sphere (2D: 0, 0, w_z). */
+__kernel void contact_omega_out(const uint n, __constant contact_params *cp, __global const uint *id,
+                                __global const float *omega, __global float *out)
+{
+    const uint i = get_global_id(0);
+    if (i >= n) return;
+    const float4 w = contact_w_load(omega, id[i], cp->dims);
+    vstore3((float3)(w.x, w.y, w.z), i, out);
 }

@@ -11,8 +11,8 @@ As a module:
     run.scene            # the scene JSON as given (dict)
     s = run.snapshot(-1)             # or run.snapshot(time=0.5): the nearest snapshot
     s["positions"]       # (N, 3) float32, m, particles in id order; z = 0 in 2D
-    s["velocity"]        # (N, 3) float32, m/s; "density", "pressure", "id", "type", "radius", "mass"
-                         # when the run wrote them; s["time"], s["step"], s["n_contacts"], s["n_outside"]
+    s["velocity"]        # (N, 3) float32, m/s; "density", "pressure", "id", "type", "radius", "mass",
+                         # "angular_velocity" (rad/s, spheres) when the run wrote them; s["time"], s["step"], s["n_contacts"], s["n_outside"]
     rho = sphsim_reader.density_from_positions(run, s)   # recompute SPH density (small runs)
 
 As a command: python3 scripts/sphsim_reader.py out.h5 [--snapshot K] [--json]
@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - reported when used
 
 __all__ = ["open_run", "Run", "kernel_w", "density_from_positions", "pressure_from_density"]
 
-POINT_FIELDS = ("velocity", "density", "pressure", "id", "type", "radius", "mass")
+POINT_FIELDS = ("velocity", "density", "pressure", "id", "type", "radius", "mass", "angular_velocity")
 TYPE_NAMES = {0: "fluid", 1: "boundary", 2: "sphere"}
 
 

@@ -1,5 +1,5 @@
-/* contact: host side of the hard-sphere collision solver: its kernels, scratch buffers,
- * arguments and the order of stages (see contact.h and docs/contacts.md). */
+/* contact: host side of the hard-sphere collision solver: its kernels, buffers, arguments, the
+ * order of stages and the carried state (see contact.h and docs/contacts.md). */
 #include "contact.h"
 
 #include <math.h>
@@ -12,20 +12,22 @@
 struct contact_solver {
     ocl_device *d;
     contact_params cp;
-    int iterations; /* Jacobi passes per step */
+    int iterations; /* Jacobi passes per step, of the impulses and of the positions each */
     double r_max;   /* m: largest sphere radius of the scene (0 when the scene has no groups) */
     cl_program prog;
-    cl_kernel k_list, k_warm, k_resolve, k_integrate, k_pairs;
-    cl_mem params;         /* contact_params (__constant) */
-    size_t cap;            /* particles the scratch buffers hold */
-    cl_mem x[2], v[2];     /* float4 ping-pong iterates of the passes */
-    cl_mem degree;         /* uint per particle: contacts at the start of the step */
-    cl_mem pid[2], lam[2]; /* contact slots (partner id, impulse N s): [cur] this step, [!cur] the last */
-    int cur;               /* which slot arrays belong to this step */
-    int have_warm;         /* the last step's slots are valid for the next step */
-    cl_mem counts;         /* uint per particle: touching pairs (contact_count) */
-    uint32_t *counts_host;
+    cl_kernel k_list, k_warm, k_resolve, k_displace, k_project, k_integrate, k_pairs, k_omega;
+    cl_mem params;      /* contact_params (__constant) */
+    cl_mem group_start; /* uint per group: its first sphere id */
+    cl_mem material;    /* float2 (e, mu) per (group, group or walls) */
+    size_t cap;         /* spheres the buffers hold */
+    cl_mem slot;        /* 3 words per slot, `slots` per sphere, by id: code, lambda_n, lambda_t */
+    cl_mem omega;       /* float, 3 (3D) or 1 (2D) per sphere, by id: angular velocity (rad/s) */
+    cl_mem info;        /* ushort per sphere (sorted): contacts and group of the step */
+    cl_mem vb, wb;      /* the iterate's second buffer pair: float4 (v, w_z) and float2 (w_x, w_y) */
+    int have_warm;      /* the slots hold what the last step carried, for this sphere count */
 };
+
+static size_t omega_floats(const contact_params *cp) { return cp->dims == 3 ? 3 : 1; }
 
 void contact_params_from_scene(const scene *s, contact_params *p)
 {
@@ -38,20 +40,53 @@ void contact_params_from_scene(const scene *s, contact_params *p)
     }
     p->dt = (float)s->dt;
     p->restitution = (float)s->restitution;
+    p->friction = (float)s->friction;
+    p->wall_restitution = (float)s->wall_restitution;
+    p->wall_friction = (float)s->wall_friction;
     p->max_speed2 = s->max_speed > 0 ? (float)(s->max_speed * s->max_speed) : 0.0f;
     double g2 = 0;
     for (int a = 0; a < s->dims && a < 3; ++a) g2 += s->gravity[a] * s->gravity[a];
     p->v_rest = (float)(2.0 * sqrt(g2) * s->dt);
     p->omega_x = CONTACT_OMEGA_X;
     p->omega_v = CONTACT_OMEGA_V;
+    p->inertia = s->dims == 3 ? 0.4f : 0.5f;
     p->slots = s->dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D;
     p->dims = (dev_u32)s->dims;
+    p->n_groups = (dev_u32)(s->n_groups > 0 ? s->n_groups : 1);
+    p->uniform = s->n_pairs == 0;
+}
+
+void contact_materials(const scene *s, uint32_t *group_start, float *material)
+{
+    const int g = s->n_groups > 0 ? s->n_groups : 1, w = g + 1;
+    long first = 0;
+    for (int k = 0; k < g; ++k) {
+        group_start[k] = (uint32_t)first;
+        first += k < s->n_groups ? s->groups[k].count : 0;
+    }
+    for (int a = 0; a < w; ++a)
+        for (int b = 0; b < w; ++b) {
+            const int wall = a == g || b == g;
+            material[2 * (a * w + b)] = (float)(wall ? s->wall_restitution : s->restitution);
+            material[2 * (a * w + b) + 1] = (float)(wall ? s->wall_friction : s->friction);
+        }
+    for (int k = 0; k < s->n_pairs; ++k) {
+        const scene_sphere_pair *q = &s->pairs[k];
+        const int a = q->a, b = q->b == SCENE_WALLS ? g : q->b;
+        for (int t = 0; t < 2; ++t) {
+            const int x = t ? b : a, y = t ? a : b;
+            material[2 * (x * w + y)] = (float)q->restitution;
+            material[2 * (x * w + y) + 1] = (float)q->friction;
+        }
+    }
 }
 
 size_t contact_bytes(const scene *s, size_t n)
 {
-    size_t slots = s->dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D;
-    return n * (4 * 16 /* x, v ping-pong */ + 4 /* degree */ + 4 /* counts */ + 2 * slots * 8 /* pid, lam */);
+    const size_t slots = s->dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D;
+    const size_t w = s->dims == 3 ? 3 : 1;
+    return n * (slots * 12 /* slots */ + w * 4 /* angular velocity */ + 2 /* info */ + 16 /* vb */ +
+                (s->dims == 3 ? 8 : 0) /* wb */);
 }
 
 static void release_mem(cl_mem *m)
@@ -60,18 +95,10 @@ static void release_mem(cl_mem *m)
     *m = NULL;
 }
 
-static void release_scratch(contact_solver *c)
+static void release_buffers(contact_solver *c)
 {
-    for (int k = 0; k < 2; ++k) {
-        release_mem(&c->x[k]);
-        release_mem(&c->v[k]);
-        release_mem(&c->pid[k]);
-        release_mem(&c->lam[k]);
-    }
-    release_mem(&c->degree);
-    release_mem(&c->counts);
-    free(c->counts_host);
-    c->counts_host = NULL;
+    cl_mem *all[] = { &c->slot, &c->omega, &c->info, &c->vb, &c->wb };
+    for (size_t k = 0; k < sizeof all / sizeof *all; ++k) release_mem(all[k]);
     c->cap = 0;
     c->have_warm = 0;
 }
@@ -79,41 +106,70 @@ static void release_scratch(contact_solver *c)
 void contact_destroy(contact_solver *c)
 {
     if (!c) return;
-    release_scratch(c);
+    release_buffers(c);
     release_mem(&c->params);
-    cl_kernel ks[] = { c->k_list, c->k_warm, c->k_resolve, c->k_integrate, c->k_pairs };
-    for (size_t k = 0; k < sizeof ks / sizeof *ks; ++k)
-        if (ks[k]) clReleaseKernel(ks[k]);
+    release_mem(&c->group_start);
+    release_mem(&c->material);
+    cl_kernel ks[] = { c->k_list,    c->k_warm,      c->k_resolve, c->k_displace,
+                       c->k_project, c->k_integrate, c->k_pairs,   c->k_omega };
+    device_release_kernels(ks, (int)(sizeof ks / sizeof *ks));
     if (c->prog) clReleaseProgram(c->prog);
     free(c);
+}
+
+static sphsim_status check_coefficient(double v, double hi, const char *key, sphsim_error *e)
+{
+    if (!(v >= 0.0 && v <= hi))
+        return hi > 1.0 ? SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s: expected a number >= 0, got %g", key, v)
+                        : SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s: expected a number in [0, 1], got %g", key, v);
+    return SPHSIM_OK;
 }
 
 static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, sphsim_error *e)
 {
     if (s->dims != 2 && s->dims != 3)
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "dimensions: expected 2 or 3, got %d", s->dims);
-    if (!(s->restitution >= 0.0 && s->restitution <= 1.0))
-        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "spheres.restitution: expected a number in [0, 1], got %g",
-                           s->restitution);
+    SPHSIM_TRY(check_coefficient(s->restitution, 1.0, "spheres.restitution", e));
+    SPHSIM_TRY(check_coefficient(s->wall_restitution, 1.0, "spheres.walls.restitution", e));
+    SPHSIM_TRY(check_coefficient(s->friction, INFINITY, "spheres.friction", e));
+    SPHSIM_TRY(check_coefficient(s->wall_friction, INFINITY, "spheres.walls.friction", e));
     if (s->contact_iterations < 1)
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "spheres.iterations: expected an integer >= 1, got %d",
                            s->contact_iterations);
     if (!(s->dt > 0))
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "contact solver: the time step must be > 0, got %g s", s->dt);
+    if (s->n_groups > 255)
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "contact solver: %d sphere groups, at most 255", s->n_groups);
     c->d = d;
     c->iterations = s->contact_iterations;
     for (int g = 0; g < s->n_groups; ++g)
         if (s->groups[g].radius > c->r_max) c->r_max = s->groups[g].radius;
     contact_params_from_scene(s, &c->cp);
     SPHSIM_TRY(device_build(d, "contacts.cl", "", &c->prog, e));
-    SPHSIM_TRY(device_kernel(c->prog, "contact_list", &c->k_list, e));
-    SPHSIM_TRY(device_kernel(c->prog, "contact_warm", &c->k_warm, e));
-    SPHSIM_TRY(device_kernel(c->prog, "contact_resolve", &c->k_resolve, e));
-    SPHSIM_TRY(device_kernel(c->prog, "contact_integrate", &c->k_integrate, e));
-    SPHSIM_TRY(device_kernel(c->prog, "contact_pairs", &c->k_pairs, e));
+    struct {
+        const char *name;
+        cl_kernel *k;
+    } ks[] = { { "contact_list", &c->k_list },       { "contact_warm", &c->k_warm },
+               { "contact_resolve", &c->k_resolve }, { "contact_displace", &c->k_displace },
+               { "contact_project", &c->k_project }, { "contact_integrate", &c->k_integrate },
+               { "contact_pairs", &c->k_pairs },     { "contact_omega_out", &c->k_omega } };
+    for (size_t k = 0; k < sizeof ks / sizeof *ks; ++k) SPHSIM_TRY(device_kernel(c->prog, ks[k].name, ks[k].k, e));
     SPHSIM_TRY(device_alloc(d, sizeof c->cp, "contact parameters", &c->params, e));
     SPHSIM_TRY(device_write(d, c->params, 0, sizeof c->cp, &c->cp, e));
-    return SPHSIM_OK;
+    const size_t g = c->cp.n_groups, w = g + 1;
+    uint32_t *starts = calloc(g, sizeof *starts);
+    float *mat = calloc(2 * w * w, sizeof *mat);
+    sphsim_status st = starts && mat ? SPHSIM_OK : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
+    if (st == SPHSIM_OK) {
+        contact_materials(s, starts, mat);
+        st = device_alloc(d, g * 4, "sphere group starts", &c->group_start, e);
+    }
+    if (st == SPHSIM_OK) st = device_write(d, c->group_start, 0, g * 4, starts, e);
+    if (st == SPHSIM_OK) st = device_alloc(d, 2 * w * w * 4, "contact materials", &c->material, e);
+    if (st == SPHSIM_OK) st = device_write(d, c->material, 0, 2 * w * w * 4, mat, e);
+    free(starts);
+    free(mat);
+    return st;
 }
 
 sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s, sphsim_error *e)
@@ -130,23 +186,20 @@ sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s
     return SPHSIM_OK;
 }
 
-/* Scratch buffers for n particles (kept; reallocated, dropping the carried impulses, when a
- * larger state comes). */
+/* Buffers for n spheres (kept; when another count comes, new ones: empty slots, no rotation). */
 static sphsim_status reserve(contact_solver *c, size_t n, sphsim_error *e)
 {
-    if (n <= c->cap && c->x[0]) return SPHSIM_OK;
-    release_scratch(c);
-    const size_t slots = c->cp.slots;
-    for (int k = 0; k < 2; ++k) {
-        SPHSIM_TRY(device_alloc(c->d, n * 16, "contact positions (scratch)", &c->x[k], e));
-        SPHSIM_TRY(device_alloc(c->d, n * 16, "contact velocities (scratch)", &c->v[k], e));
-        SPHSIM_TRY(device_alloc(c->d, n * slots * 4, "contact partner ids", &c->pid[k], e));
-        SPHSIM_TRY(device_alloc(c->d, n * slots * 4, "contact impulses", &c->lam[k], e));
-    }
-    SPHSIM_TRY(device_alloc(c->d, n * 4, "contact degrees", &c->degree, e));
-    SPHSIM_TRY(device_alloc(c->d, n * 4, "contact counts", &c->counts, e));
-    c->counts_host = malloc((n ? n : 1) * sizeof *c->counts_host);
-    if (!c->counts_host) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu contact counts", n);
+    if (n == c->cap && c->slot) return SPHSIM_OK;
+    release_buffers(c);
+    const size_t m = n ? n : 1, slots = c->cp.slots;
+    /* the slots are read only after a step or a restore wrote them (have_warm) */
+    SPHSIM_TRY(device_alloc(c->d, m * slots * 12, "contact slots", &c->slot, e));
+    SPHSIM_TRY(device_alloc(c->d, m * omega_floats(&c->cp) * 4, "angular velocities", &c->omega, e));
+    SPHSIM_TRY(device_alloc(c->d, m * 2, "contact counts", &c->info, e));
+    SPHSIM_TRY(device_alloc(c->d, m * 16, "contact velocities (scratch)", &c->vb, e));
+    SPHSIM_TRY(device_alloc(c->d, (c->cp.dims == 3 ? m : 1) * 8, "contact angular velocities (scratch)", &c->wb, e));
+    const float zero = 0.0f;
+    CL_CHECK(e, clEnqueueFillBuffer(c->d->queue, c->omega, &zero, 4, 0, m * omega_floats(&c->cp) * 4, 0, NULL, NULL));
     c->cap = n;
     return SPHSIM_OK;
 }
@@ -156,7 +209,9 @@ static sphsim_status check_state(const dev_state *st, sphsim_error *e)
     if (!st->pos || !st->vel || !st->pos_next || !st->vel_next || !st->mass || !st->radius || !st->id)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                            "contact solver: the device state lacks positions, velocities, masses, radii or ids");
-    if (st->n > 0xffffffffu) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact solver: %zu particles exceed 2^32", st->n);
+    if (st->n >= CONTACT_WALL)
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact solver: %zu spheres, at most %u", st->n,
+                           (unsigned)CONTACT_WALL - 1u);
     return SPHSIM_OK;
 }
 
@@ -164,17 +219,17 @@ void contact_forget(contact_solver *c) { c->have_warm = 0; }
 
 /* ---- the carried state (contact_state_save / contact_state_restore) ----
  * Blob, 4-byte words in the host's byte order:
- *   header [STATE_HEADER]: STATE_MAGIC, STATE_VERSION, n, slots, warm (0/1), 0, 0, 0
- *   pid [n * slots]: uint32 partner ids, the slots of particle id 0, then id 1, ...
- *   lam [n * slots]: float normal impulses (N s) of those slots
- * The slots are copied verbatim (empty ones: STATE_NO_ID, 0), so the kernels read exactly what
- * they would have read; with warm == 0 they are all empty (nothing is carried). */
+ *   header [STATE_HEADER]: STATE_MAGIC, STATE_VERSION, n, slots, dims, warm (0/1), 0, 0
+ *   omega [n * nw]: angular velocities (rad/s) of particle id 0, 1, ... (nw = 3 in 3D, 1 in 2D)
+ *   slots [n * slots * 3]: per particle id, its slots: code, lambda_n, tangential word (as on
+ *     the device, kernels/contacts.cl), where a sphere partner's code is its particle id (the
+ *     lower-id flag dropped); walls and empty slots as on the device. With warm == 0 every slot
+ *     is empty. */
 #define STATE_MAGIC 0x53435353u /* "SSCS" */
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u
 #define STATE_HEADER 8
-#define STATE_NO_ID 0xffffffffu /* CONTACT_NO_ID of kernels/contacts.cl: an empty slot */
 
-static size_t state_bytes(size_t n, size_t slots) { return 4 * (STATE_HEADER + 2 * n * slots); }
+static size_t state_words(size_t n, size_t slots, size_t nw) { return STATE_HEADER + n * nw + n * slots * 3; }
 
 /* Read the device ids of st (n) into `id` and check that they are a permutation of 0..n-1. */
 static sphsim_status read_ids(contact_solver *c, dev_state *st, uint32_t *id, sphsim_error *e)
@@ -195,66 +250,74 @@ static sphsim_status read_ids(contact_solver *c, dev_state *st, uint32_t *id, sp
     return r;
 }
 
+static int code_is_sphere(uint32_t code) { return (code & CONTACT_INDEX) < CONTACT_WALL; }
+
 sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void **blob, size_t *bytes,
                                  sphsim_error *e)
 {
     *blob = NULL;
     *bytes = 0;
     SPHSIM_TRY(check_state(st, e));
-    const size_t n = st->n, slots = c->cp.slots;
-    if (n > (SIZE_MAX / 4 - STATE_HEADER) / (2 * slots))
+    const size_t n = st->n, slots = c->cp.slots, nw = omega_floats(&c->cp);
+    if (n > (SIZE_MAX / 4 - STATE_HEADER) / (nw + 3 * slots))
         return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "contact state: %zu particles are too many to save", n);
-    /* what the next contact_enqueue will carry (it drops the slots of another particle count) */
-    const int warm = c->have_warm && n > 0 && n == c->cap;
-    const size_t size = state_bytes(n, slots), ns = n * slots;
-    uint32_t *out = malloc(size);
-    uint32_t *id = NULL, *perm = NULL, *pid = NULL;
-    float *lam = NULL;
-    sphsim_status r = SPHSIM_OK;
-    if (!out) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for a %zu-byte contact state", size);
-    const uint32_t head[STATE_HEADER] = {
-        STATE_MAGIC, STATE_VERSION, (uint32_t)n, (uint32_t)slots, (uint32_t)warm, 0, 0, 0
-    };
+    SPHSIM_TRY(reserve(c, n, e));
+    /* what the next contact_enqueue will carry */
+    const int warm = c->have_warm && n > 0;
+    const size_t words = state_words(n, slots, nw), ns = n * slots;
+    uint32_t *out = malloc(words * 4);
+    uint32_t *id = NULL, *perm = NULL, *id_old = NULL;
+    if (!out) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for a %zu-byte contact state", words * 4);
+    const uint32_t head[STATE_HEADER] = { STATE_MAGIC, STATE_VERSION,  (uint32_t)n, (uint32_t)slots,
+                                          c->cp.dims,  (uint32_t)warm, 0,           0 };
     memcpy(out, head, sizeof head);
-    uint32_t *pid_out = out + STATE_HEADER;
-    float *lam_out = (float *)(void *)(pid_out + ns);
-    for (size_t s = 0; s < ns; ++s) pid_out[s] = STATE_NO_ID;
-    memset(lam_out, 0, ns * sizeof *lam_out);
-    if (warm) {
-        const int last = !c->cur; /* the slots the last step wrote (contact_enqueue flips cur) */
-        id = malloc(n * sizeof *id);
-        perm = malloc(n * sizeof *perm);
-        pid = malloc(ns * sizeof *pid);
-        lam = malloc(ns * sizeof *lam);
-        if (!id || !perm || !pid || !lam) {
+    uint32_t *w_out = out + STATE_HEADER, *s_out = w_out + n * nw;
+    sphsim_status r = device_read(c->d, c->omega, 0, n * nw * 4, w_out, e);
+    if (r == SPHSIM_OK && !warm) {
+        for (size_t s = 0; s < ns; ++s) {
+            s_out[3 * s] = CONTACT_NO_ID;
+            s_out[3 * s + 1] = s_out[3 * s + 2] = 0;
+        }
+    } else if (r == SPHSIM_OK) {
+        id = malloc((n ? n : 1) * sizeof *id);
+        perm = malloc((n ? n : 1) * sizeof *perm);
+        id_old = malloc((n ? n : 1) * sizeof *id_old);
+        if (!id || !perm || !id_old) {
             r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory saving the contact state of %zu particles", n);
             goto done;
         }
         if ((r = read_ids(c, st, id, e)) != SPHSIM_OK) goto done;
         if (idx && (r = device_read(c->d, idx, 0, n * 4, perm, e)) != SPHSIM_OK) goto done;
-        if ((r = device_read(c->d, c->pid[last], 0, ns * 4, pid, e)) != SPHSIM_OK) goto done;
-        if ((r = device_read(c->d, c->lam[last], 0, ns * 4, lam, e)) != SPHSIM_OK) goto done;
         for (size_t i = 0; i < n; ++i) {
-            const size_t o = idx ? perm[i] : i; /* slot of sorted particle i in the last step's order */
+            const size_t o = idx ? perm[i] : i; /* sorted particle i was at slot o of the last step's order */
             if (o >= n) {
                 r = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact state: permutation entry %zu is %zu (of %zu)", i, o, n);
                 goto done;
             }
-            memcpy(&pid_out[(size_t)id[i] * slots], &pid[o * slots], slots * sizeof *pid);
-            memcpy(&lam_out[(size_t)id[i] * slots], &lam[o * slots], slots * sizeof *lam);
+            id_old[o] = id[i];
+        }
+        if ((r = device_read(c->d, c->slot, 0, ns * 12, s_out, e)) != SPHSIM_OK) goto done;
+        for (size_t s = 0; s < ns; ++s) {
+            const uint32_t code = s_out[3 * s];
+            if (!code_is_sphere(code)) continue;
+            const uint32_t p = code & CONTACT_INDEX;
+            if (p >= n) {
+                r = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact state: a slot names sphere %u (of %zu)", p, n);
+                goto done;
+            }
+            s_out[3 * s] = id_old[p];
         }
     }
 done:
     free(id);
     free(perm);
-    free(pid);
-    free(lam);
+    free(id_old);
     if (r != SPHSIM_OK) {
         free(out);
         return r;
     }
     *blob = out;
-    *bytes = size;
+    *bytes = words * 4;
     return SPHSIM_OK;
 }
 
@@ -262,59 +325,71 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
 {
     c->have_warm = 0;
     SPHSIM_TRY(check_state(st, e));
-    const size_t n = st->n, slots = c->cp.slots;
+    const size_t n = st->n, slots = c->cp.slots, nw = omega_floats(&c->cp);
     uint32_t head[STATE_HEADER];
     if (!blob || bytes < sizeof head || bytes % 4 != 0)
         return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state (%zu bytes) is not one", bytes);
     memcpy(head, blob, sizeof head);
     if (head[0] != STATE_MAGIC)
         return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state is not one (its header is damaged)");
-    if (head[1] != STATE_VERSION || head[3] != slots) return SPHSIM_OK; /* another sphsim's format: start cold */
+    if (head[1] != STATE_VERSION || head[3] != slots || head[4] != c->cp.dims)
+        return SPHSIM_OK; /* another sphsim's format: start cold, without rotation */
     if (head[2] != n)
         return SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state is for %u particles, the run has %zu",
                            head[2], n);
-    if (bytes != state_bytes(n, slots) || head[4] > 1)
+    if (bytes != state_words(n, slots, nw) * 4 || head[5] > 1)
         return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                           "the stored contact solver state is damaged (%zu bytes, expected %zu for %zu "
-                           "particles)",
-                           bytes, state_bytes(n, slots), n);
-    if (!head[4] || n == 0) return SPHSIM_OK; /* nothing carried */
+                           "the stored contact solver state is damaged (%zu bytes, expected %zu for %zu particles)",
+                           bytes, state_words(n, slots, nw) * 4, n);
+    if (n == 0) return SPHSIM_OK;
     const size_t ns = n * slots;
-    uint32_t *pid_in = malloc(ns * 4), *pid = malloc(ns * 4), *id = malloc(n * 4);
-    float *lam_in = malloc(ns * 4), *lam = malloc(ns * 4);
+    const uint32_t *w_in = (const uint32_t *)blob + STATE_HEADER, *s_in = w_in + n * nw;
+    uint32_t *sl = malloc(ns * 12), *id = malloc(n * 4), *at = malloc(n * 4);
     sphsim_status r = SPHSIM_OK;
-    if (!pid_in || !pid || !id || !lam_in || !lam) {
+    if (!sl || !id || !at) {
         r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory restoring the contact state of %zu particles", n);
         goto done;
     }
-    memcpy(pid_in, (const uint32_t *)blob + STATE_HEADER, ns * 4);
-    memcpy(lam_in, (const uint32_t *)blob + STATE_HEADER + ns, ns * 4);
-    for (size_t s = 0; s < ns; ++s) {
-        if ((pid_in[s] >= n && pid_in[s] != STATE_NO_ID) || !isfinite(lam_in[s]) || lam_in[s] < 0.0f) {
+    memcpy(sl, s_in, ns * 12);
+    for (size_t k = 0; k < n * nw; ++k) {
+        float f;
+        memcpy(&f, &w_in[k], 4);
+        if (!isfinite(f)) {
             r = SPHSIM_FAIL(e, SPHSIM_E_IO,
-                            "the stored contact solver state is damaged: slot %zu of particle id %zu holds partner %u "
-                            "and impulse %g N s",
-                            s % slots, s / slots, pid_in[s], (double)lam_in[s]);
+                            "the stored contact solver state is damaged: a non-finite angular velocity");
             goto done;
         }
     }
-    if (n != c->cap) release_scratch(c); /* contact_enqueue carries only slots made for st->n */
+    for (size_t s = 0; s < ns; ++s) {
+        const uint32_t code = sl[3 * s];
+        float lam[2]; /* lambda_n; in 2D lambda_t (in 3D the word holds two 16-bit fractions) */
+        memcpy(lam, &sl[3 * s + 1], sizeof lam);
+        const int ok = (code_is_sphere(code) ? code < n : code == CONTACT_NO_ID || code - CONTACT_WALL < 6) &&
+                       isfinite(lam[0]) && lam[0] >= 0.0f && (c->cp.dims == 3 || isfinite(lam[1]));
+        if (!ok || (!head[5] && code != CONTACT_NO_ID)) {
+            r = SPHSIM_FAIL(e, SPHSIM_E_IO,
+                            "the stored contact solver state is damaged: slot %zu of particle id %zu holds code %u and "
+                            "impulse %g N s",
+                            s % slots, s / slots, code, (double)lam[0]);
+            goto done;
+        }
+    }
     if ((r = reserve(c, n, e)) != SPHSIM_OK) goto done;
     if ((r = read_ids(c, st, id, e)) != SPHSIM_OK) goto done;
-    for (size_t i = 0; i < n; ++i) { /* device slot i holds particle id[i] */
-        memcpy(&pid[i * slots], &pid_in[(size_t)id[i] * slots], slots * 4);
-        memcpy(&lam[i * slots], &lam_in[(size_t)id[i] * slots], slots * 4);
+    for (size_t i = 0; i < n; ++i) at[id[i]] = (uint32_t)i; /* device slot of each particle id */
+    for (size_t s = 0; s < ns; ++s) {
+        const uint32_t code = sl[3 * s];
+        if (!code_is_sphere(code)) continue;
+        const uint32_t self = (uint32_t)(s / slots); /* the particle id the slot belongs to */
+        sl[3 * s] = at[code] | (self < code ? CONTACT_FIRST : 0u);
     }
-    const int last = !c->cur; /* where the next contact_enqueue looks for the last step's slots */
-    if ((r = device_write(c->d, c->pid[last], 0, ns * 4, pid, e)) != SPHSIM_OK) goto done;
-    if ((r = device_write(c->d, c->lam[last], 0, ns * 4, lam, e)) != SPHSIM_OK) goto done;
-    c->have_warm = 1;
+    if ((r = device_write(c->d, c->omega, 0, n * nw * 4, w_in, e)) != SPHSIM_OK) goto done;
+    if ((r = device_write(c->d, c->slot, 0, ns * 12, sl, e)) != SPHSIM_OK) goto done;
+    c->have_warm = head[5] != 0;
 done:
-    free(pid_in);
-    free(pid);
+    free(sl);
     free(id);
-    free(lam_in);
-    free(lam);
+    free(at);
     return r;
 }
 
@@ -323,78 +398,101 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
 {
     SPHSIM_TRY(check_state(st, e));
     if (st->n == 0) return SPHSIM_OK;
-    if (st->n != c->cap) c->have_warm = 0; /* carried slots belong to another particle set */
     SPHSIM_TRY(reserve(c, st->n, e));
-    const cl_uint n = (cl_uint)st->n;
+    ocl_device *d = c->d;
+    const cl_uint n = (cl_uint)st->n, stride = device_group_stride(d, n, CONTACT_LOCAL);
     const cl_uint warm = c->have_warm && idx;
-    const int cur = c->cur, old = !cur;
-    cl_mem idx_arg = warm ? idx : c->degree; /* not read when warm == 0 */
+    cl_mem idx_arg = warm ? idx : c->info; /* not read when warm == 0 */
+    const int three = c->cp.dims == 3;
 
-    /* every kernel but the last takes the step's cells and positions first */
-    karg a[15] = { KARG("n", n),
+    /* contacts at the start of the step and what they carried */
+    const karg list[] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
+                          KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
+                          KARG("pos0", st->pos), KARG("radius", st->radius),     KARG("id", st->id),
+                          KARG("warm", warm),    KARG("idx", idx_arg),           KARG("group_start", c->group_start),
+                          KARG("slot", c->slot), KARG("info", c->info) };
+    SPHSIM_TRY(device_set_args(d, c->k_list, list, 14, e));
+    SPHSIM_TRY(device_run1d(d, c->k_list, n, CONTACT_LOCAL, e));
+
+    /* The iterate (V, W) of the impulse passes lives in two buffer pairs: side 0 is (vel_next,
+     * pos_next), which the step writes only at its end, side 1 the solver's own (vb, wb). The
+     * warm start writes the side that lets the last pass end on side 1, so that pos_next and
+     * vel_next are free for the positions afterwards. */
+    cl_mem side_v[2] = { st->vel_next, c->vb }, side_w[2] = { three ? st->pos_next : c->wb, c->wb };
+    int s = (c->iterations & 1) ? 0 : 1;
+    /* the arguments contact_warm, contact_resolve and contact_displace share
+     * (CONTACT_STEP_ARGS), then each one's own */
+    karg a[18] = { KARG("n", n),
+                   KARG("stride", stride),
                    KARG("gp", gp_buf),
                    KARG("cp", c->params),
                    KARG("cell_start", cell_start),
                    KARG("cell_end", cell_end),
-                   KARG("pos0", st->pos) };
-    /* contacts at the start of the step and their carried impulses */
-    a[6] = KARG("radius", st->radius);
-    a[7] = KARG("id", st->id);
-    a[8] = KARG("warm", warm);
-    a[9] = KARG("idx", idx_arg);
-    a[10] = KARG("pid_old", c->pid[old]);
-    a[11] = KARG("lam_old", c->lam[old]);
-    a[12] = KARG("degree", c->degree);
-    a[13] = KARG("pid_new", c->pid[cur]);
-    a[14] = KARG("lam_new", c->lam[cur]);
-    SPHSIM_TRY(device_set_args(c->d, c->k_list, a, 15, e));
-    SPHSIM_TRY(device_run1d(c->d, c->k_list, n, CONTACT_LOCAL, e));
+                   KARG("pos0", st->pos),
+                   KARG("v0", st->vel),
+                   KARG("mass", st->mass),
+                   KARG("radius", st->radius),
+                   KARG("id", st->id),
+                   KARG("info", c->info),
+                   KARG("slot", c->slot),
+                   KARG("material", c->material) };
+    a[14] = KARG("omega", c->omega);
+    a[15] = KARG("V_out", side_v[s]);
+    a[16] = KARG("W_out", side_w[s]);
+    SPHSIM_TRY(device_set_args(d, c->k_warm, a, 17, e));
+    SPHSIM_TRY(device_run1d(d, c->k_warm, n, CONTACT_LOCAL, e));
+    for (int it = 0; it < c->iterations; ++it, s ^= 1) {
+        a[14] = KARG("V_in", side_v[s]);
+        a[15] = KARG("W_in", side_w[s]);
+        a[16] = KARG("V_out", side_v[s ^ 1]);
+        a[17] = KARG("W_out", side_w[s ^ 1]);
+        SPHSIM_TRY(device_set_args(d, c->k_resolve, a, 18, e));
+        SPHSIM_TRY(device_run1d(d, c->k_resolve, n, CONTACT_LOCAL, e));
+    }
 
-    /* warm start: vel + carried impulses -> v[1]; then the Jacobi passes, which take the same
-     * arguments up to lam: (pos, v[1]) -> (x[0], v[0]) -> (x[1], v[1]) -> (x[0], v[0]) ... */
-    a[6] = KARG("v0", st->vel);
-    a[7] = KARG("mass", st->mass);
-    a[8] = KARG("radius", st->radius);
-    a[9] = KARG("degree", c->degree);
-    a[10] = KARG("lam", c->lam[cur]);
-    a[11] = KARG("v_out", c->v[1]);
-    SPHSIM_TRY(device_set_args(c->d, c->k_warm, a, 12, e));
-    SPHSIM_TRY(device_run1d(c->d, c->k_warm, n, CONTACT_LOCAL, e));
-
-    cl_mem x_in = st->pos, v_in = c->v[1];
-    for (int it = 0; it < c->iterations; ++it) {
-        cl_mem x_out = c->x[it & 1], v_out = c->v[it & 1];
-        a[11] = KARG("x_in", x_in);
-        a[12] = KARG("v_in", v_in);
-        a[13] = KARG("x_out", x_out);
-        a[14] = KARG("v_out", v_out);
-        SPHSIM_TRY(device_set_args(c->d, c->k_resolve, a, 15, e));
-        SPHSIM_TRY(device_run1d(c->d, c->k_resolve, n, CONTACT_LOCAL, e));
-        x_in = x_out;
-        v_in = v_out;
+    /* positions: moved along the corrected paths, then the overlaps removed */
+    a[14] = KARG("x_out", st->pos_next);
+    SPHSIM_TRY(device_set_args(d, c->k_displace, a, 15, e));
+    SPHSIM_TRY(device_run1d(d, c->k_displace, n, CONTACT_LOCAL, e));
+    cl_mem xs[2] = { st->pos_next, st->vel_next };
+    int x = 0;
+    karg p[14] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
+                   KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
+                   KARG("pos0", st->pos), KARG("mass", st->mass),         KARG("radius", st->radius),
+                   KARG("id", st->id),    KARG("info", c->info),          KARG("slot", c->slot) };
+    for (int it = 0; it < c->iterations; ++it, x ^= 1) {
+        p[12] = KARG("x_in", xs[x]);
+        p[13] = KARG("x_out", xs[x ^ 1]);
+        SPHSIM_TRY(device_set_args(d, c->k_project, p, 14, e));
+        SPHSIM_TRY(device_run1d(d, c->k_project, n, CONTACT_LOCAL, e));
     }
 
     const karg integrate[] = { KARG("n", n),
+                               KARG("stride", stride),
                                KARG("cp", c->params),
-                               KARG("x_in", x_in),
-                               KARG("v_in", v_in),
-                               KARG("radius", st->radius),
+                               KARG("pos0", st->pos),
+                               KARG("v0", st->vel),
+                               KARG("info", c->info),
+                               KARG("x_in", xs[x]),
+                               KARG("V_in", c->vb),
+                               KARG("W_in", c->wb),
+                               KARG("id", st->id),
+                               KARG("omega", c->omega),
                                KARG("pos_next", st->pos_next),
                                KARG("vel_next", st->vel_next),
                                KARG("flags", st->flags) };
-    SPHSIM_TRY(device_set_args(c->d, c->k_integrate, integrate, 8, e));
-    SPHSIM_TRY(device_run1d(c->d, c->k_integrate, n, CONTACT_LOCAL, e));
-    c->cur = old; /* this step's slots become the last step's */
+    SPHSIM_TRY(device_set_args(d, c->k_integrate, integrate, 14, e));
+    SPHSIM_TRY(device_run1d(d, c->k_integrate, n, CONTACT_LOCAL, e));
     c->have_warm = 1;
     return SPHSIM_OK;
 }
 
-/* Enqueue the pair kernel on st->pos into c->counts (and `partner` when max_per > 0). */
+/* Enqueue the pair kernel on st->pos into `count` (and `partner` when max_per > 0). */
 static sphsim_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
-                                   cl_uint max_per, cl_mem partner, sphsim_error *e)
+                                   cl_uint max_per, cl_mem count, cl_mem partner, sphsim_error *e)
 {
     const cl_uint n = (cl_uint)st->n;
-    cl_mem partner_arg = partner ? partner : c->counts; /* not written when max_per == 0 */
+    cl_mem partner_arg = partner ? partner : count; /* not written when max_per == 0 */
     const karg args[] = { KARG("n", n),
                           KARG("gp", gp_buf),
                           KARG("cell_start", cell_start),
@@ -402,7 +500,7 @@ static sphsim_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem 
                           KARG("pos", st->pos),
                           KARG("radius", st->radius),
                           KARG("max_per", max_per),
-                          KARG("count", c->counts),
+                          KARG("count", count),
                           KARG("partner", partner_arg) };
     SPHSIM_TRY(device_set_args(c->d, c->k_pairs, args, 9, e));
     return device_run1d(c->d, c->k_pairs, n, CONTACT_LOCAL, e);
@@ -412,32 +510,32 @@ sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem c
                                   long *n_contacts, sphsim_error *e)
 {
     *n_contacts = 0;
-    if (!st->pos || !st->radius)
+    if (!st->pos || !st->radius || !st->pos_next)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_count: the state lacks positions or radii");
     if (st->n == 0) return SPHSIM_OK;
-    if (st->n != c->cap) c->have_warm = 0;
-    SPHSIM_TRY(reserve(c, st->n, e));
-    SPHSIM_TRY(enqueue_pairs(c, cell_start, cell_end, gp_buf, st, 0, NULL, e));
-    SPHSIM_TRY(device_read(c->d, c->counts, 0, st->n * 4, c->counts_host, e));
+    uint32_t *count = malloc(st->n * sizeof *count);
+    if (!count) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu contact counts", st->n);
+    /* the counts go through pos_next, which holds nothing the next step reads (contact.h) */
+    sphsim_status r = enqueue_pairs(c, cell_start, cell_end, gp_buf, st, 0, st->pos_next, NULL, e);
+    if (r == SPHSIM_OK) r = device_read(c->d, st->pos_next, 0, st->n * 4, count, e);
     long total = 0;
-    for (size_t i = 0; i < st->n; ++i) total += (long)c->counts_host[i];
+    for (size_t i = 0; r == SPHSIM_OK && i < st->n; ++i) total += (long)count[i];
+    free(count);
     *n_contacts = total;
-    return SPHSIM_OK;
+    return r;
 }
 
 sphsim_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
                                  unsigned max_per, uint32_t *count, uint32_t *partner, sphsim_error *e)
 {
-    if (!st->pos || !st->radius)
+    if (!st->pos || !st->radius || !st->pos_next)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_list_pairs: the state lacks positions or radii");
     if (st->n == 0) return SPHSIM_OK;
     if (max_per == 0) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_list_pairs: max_per must be >= 1");
-    if (st->n != c->cap) c->have_warm = 0;
-    SPHSIM_TRY(reserve(c, st->n, e));
     cl_mem buf = NULL;
     SPHSIM_TRY(device_alloc(c->d, st->n * max_per * 4, "contact pair list", &buf, e));
-    sphsim_status s = enqueue_pairs(c, cell_start, cell_end, gp_buf, st, (cl_uint)max_per, buf, e);
-    if (s == SPHSIM_OK) s = device_read(c->d, c->counts, 0, st->n * 4, count, e);
+    sphsim_status s = enqueue_pairs(c, cell_start, cell_end, gp_buf, st, (cl_uint)max_per, st->pos_next, buf, e);
+    if (s == SPHSIM_OK) s = device_read(c->d, st->pos_next, 0, st->n * 4, count, e);
     if (s == SPHSIM_OK) s = device_read(c->d, buf, 0, st->n * max_per * 4, partner, e);
     clReleaseMemObject(buf);
     SPHSIM_TRY(s);
@@ -447,6 +545,33 @@ sphsim_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem ce
                                "contact_list_pairs: sorted particle %zu touches %u spheres, more than %u", i, count[i],
                                max_per);
     return SPHSIM_OK;
+}
+
+sphsim_status contact_angular_velocity(contact_solver *c, dev_state *st, cl_mem out, sphsim_error *e)
+{
+    SPHSIM_TRY(check_state(st, e));
+    if (st->n == 0) return SPHSIM_OK;
+    SPHSIM_TRY(reserve(c, st->n, e));
+    const cl_uint n = (cl_uint)st->n;
+    const karg args[] = { KARG("n", n), KARG("cp", c->params), KARG("id", st->id), KARG("omega", c->omega),
+                          KARG("out", out) };
+    SPHSIM_TRY(device_set_args(c->d, c->k_omega, args, 5, e));
+    return device_run1d(c->d, c->k_omega, n, CONTACT_LOCAL, e);
+}
+
+sphsim_status contact_set_angular_velocity(contact_solver *c, dev_state *st, const float *omega, sphsim_error *e)
+{
+    SPHSIM_TRY(check_state(st, e));
+    if (st->n == 0) return SPHSIM_OK;
+    SPHSIM_TRY(reserve(c, st->n, e));
+    const size_t nw = omega_floats(&c->cp);
+    float *w = malloc(st->n * nw * sizeof *w);
+    if (!w) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu angular velocities", st->n);
+    for (size_t k = 0; k < st->n; ++k)
+        for (size_t a = 0; a < nw; ++a) w[k * nw + a] = omega[3 * k + (nw == 3 ? a : 2)];
+    sphsim_status r = device_write(c->d, c->omega, 0, st->n * nw * 4, w, e);
+    free(w);
+    return r;
 }
 
 /* The grid must see every pair that can touch: radius >= r_i + r_j for all i, j. */
@@ -498,13 +623,19 @@ static sphsim_status op_snapshot(void *impl, grid *g, dev_state *st, long *n_con
 
 static sphsim_status op_save_state(void *impl, grid *g, dev_state *st, void **blob, size_t *bytes, sphsim_error *e)
 {
-    /* the impulses the next step carries (warm start), so --resume continues exactly */
+    /* the angular velocities and the impulses the next step carries, so --resume continues exactly */
     return contact_state_save(impl, grid_index(g), st, blob, bytes, e);
 }
 
 static sphsim_status op_restore_state(void *impl, dev_state *st, const void *blob, size_t bytes, sphsim_error *e)
 {
     return contact_state_restore(impl, st, blob, bytes, e);
+}
+
+/* The angular velocities in sorted order, 3 floats per sphere (snapshots). */
+static sphsim_status op_angular_velocity(void *impl, dev_state *st, cl_mem out, sphsim_error *e)
+{
+    return contact_angular_velocity(impl, st, out, e);
 }
 
 static sphsim_status op_counters(void *impl, solver_counters *c, sphsim_error *e)
@@ -518,7 +649,7 @@ static void op_destroy(void *impl) { contact_destroy(impl); }
 sphsim_status contact_solver_open(solver *out, ocl_device *d, const scene *s, sphsim_error *e)
 {
     static const solver_ops ops = { op_begin_step,    op_prepare, op_advance,  op_snapshot, op_save_state,
-                                    op_restore_state, NULL,       op_counters, op_destroy };
+                                    op_restore_state, NULL,       op_counters, op_destroy,  op_angular_velocity };
     contact_solver *c = NULL;
     SPHSIM_TRY(contact_create(&c, d, s, e));
     *out = (solver){ &ops, c };

@@ -1,18 +1,23 @@
-/* contact: host side of the hard-sphere collision solver (particle mode).
+/* contact: host side of the hard-sphere collision solver (particle mode): impulses with
+ * restitution and Coulomb friction, rotation, contact normals at the time of impact.
  * One step, on the state gathered into sorted order after the grid was rebuilt on it
  * (docs/contacts.md has the equations and the reasons):
- *   contact_list      : the contacts at the start of the step (touching in st->pos) and the
- *                       normal impulses they carried from the last step (warm start; needs the
- *                       grid's permutation and st->id)
- *   contact_warm      : those impulses applied to the velocities
- *   contact_resolve   : `iterations` Jacobi passes; each sphere gathers, from every sphere it
- *                       overlaps, its mass-weighted share of the overlap along the normal and,
- *                       for every contact, the normal impulse driving the approach speed to the
- *                       target (impact: bounce with restitution e; resting: stop); walls clamp
- *   contact_integrate : v += g dt; x += v dt; wall bounce -> pos_next, vel_next.
+ *   contact_list      : the contacts at the start of the step (walls, and spheres touching in
+ *                       st->pos), each with the impulse it carried from the last step (warm start;
+ *                       needs the grid's permutation and st->id)
+ *   contact_warm      : those impulses applied to the velocities and angular velocities
+ *   contact_resolve   : `iterations` Jacobi passes over the impulses: each contact, with the
+ *                       normal of its time of touch, drives its normal velocity to the target
+ *                       (impact: bounce with restitution e; resting: stop) and its contact point's
+ *                       tangential velocity to zero within the Coulomb cone
+ *   contact_displace  : positions moved along the corrected paths since each contact's touch
+ *   contact_project   : `iterations` Jacobi passes removing the remaining overlaps
+ *   contact_integrate : v += g dt; x += v dt -> pos_next, vel_next; angular velocity kept.
  * Contacts are thus resolved on exactly the positions the grid was built on (the drifted state
  * of the previous step), as the seed's "rebuild the grid, then resolve". No float atomics;
- * results do not depend on thread order. */
+ * results do not depend on thread order. The solver keeps per sphere, by particle id, the
+ * angular velocity and the contact slots; pos_next and vel_next serve as scratch during a step
+ * and a snapshot (they hold nothing the next step reads until the step writes them). */
 #ifndef SPHSIM_CONTACT_H
 #define SPHSIM_CONTACT_H
 
@@ -27,6 +32,10 @@ typedef struct contact_solver contact_solver;
 
 /* Fill the kernel-side parameters from a resolved scene. */
 void contact_params_from_scene(const scene *s, contact_params *p);
+/* The material tables of a scene with G = max(1, n_groups) groups: group_start[G] (each group's
+ * first sphere id) and material[2 (G+1)^2] ((e, mu) of groups a, b at 2 (a (G+1) + b); b = G:
+ * the walls). */
+void contact_materials(const scene *s, uint32_t *group_start, float *material);
 
 sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s, sphsim_error *e);
 void contact_destroy(contact_solver *c);
@@ -36,11 +45,18 @@ void contact_destroy(contact_solver *c);
 sphsim_status contact_step(contact_solver *c, grid *g, dev_state *st, sphsim_error *e);
 
 /* Number of touching pairs (distance < r_i + r_j) in st->pos, the sorted positions the grid
- * was last built on (in sim.c: the state just written as a snapshot); blocks. */
+ * was last built on (in sim.c: the state just written as a snapshot); blocks. Uses st->pos_next
+ * as scratch. */
 sphsim_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_contacts, sphsim_error *e);
 
-/* Device bytes the solver allocates for n particles (scratch, contact slots). */
+/* Device bytes the solver allocates for n particles (slots, angular velocities, scratch). */
 size_t contact_bytes(const scene *s, size_t n);
+
+/* Angular velocities (rad/s) of st's spheres in st's sorted order into `out` (n * 3 floats;
+ * 2D: 0, 0, w_z); enqueued. contact_set_angular_velocity: set them from `omega` (3 floats per
+ * particle id; 2D takes the third); blocks. */
+sphsim_status contact_angular_velocity(contact_solver *c, dev_state *st, cl_mem out, sphsim_error *e);
+sphsim_status contact_set_angular_velocity(contact_solver *c, dev_state *st, const float *omega, sphsim_error *e);
 
 /* ---- the same with an explicit cell table (tests, and any caller with its own grid) ----
  * cell_start / cell_end: uint per cell (index cx + nx*(cy + ny*cz)) into the sorted arrays,
@@ -55,10 +71,11 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
 void contact_forget(contact_solver *c);
 
 /* ---- the carried state, for --resume (docs/reliability.md) ----
- * What the next contact step reads from the last one (each contact's partner id and
- * accumulated impulse, per particle, and whether there is any) as an opaque blob: a small
- * header (version, n, slots; see contact.c), then the slots of particle id 0, 1, ..., so it
- * does not depend on the device order. Its size depends on n and the dimensions only.
+ * What the next contact step reads from the last one (the angular velocities, each contact's
+ * partner id and accumulated impulses, per particle, and whether there are any) as an opaque
+ * blob: a small header (version, n, slots, dimensions; see contact.c), then the angular
+ * velocities and the slots of particle id 0, 1, ..., so it does not depend on the device order.
+ * Its size depends on n and the dimensions only.
  *
  * contact_state_save: malloc'd blob (free it) of what the next contact_step / contact_enqueue
  * on `st` will read. `idx`: the permutation that step will get (sorted slot -> slot in the
@@ -70,7 +87,8 @@ void contact_forget(contact_solver *c);
  * (st->id on the device names each slot's particle) and not rebuilt since; the next step's
  * `idx` maps its sorted order back to that order (sim.c: restore after state_upload, before
  * the first grid_build). The step is then bit-identical to the one that followed the save.
- * A blob of another format version or slot count starts cold (SPHSIM_OK, nothing carried);
+ * A blob of another format version, slot count or dimension starts cold (SPHSIM_OK, nothing
+ * carried, no rotation);
  * a damaged one, or one for another particle count, fails (SPHSIM_E_IO). Blocks. */
 sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void **blob, size_t *bytes,
                                  sphsim_error *e);

@@ -29,12 +29,13 @@ static void fluid_block_dims(const scene *s, const scene_box *b, long n[3])
     for (int a = 0; a < 3; ++a) n[a] = a < s->dims ? lattice_count(b->max[a] - b->min[a], s->spacing) : 1;
 }
 
-/* Pitch of the sphere lattice (a small gap so neighbours do not start in contact). */
-static double sphere_pitch(double r) { return 2.02 * r; }
+/* Pitch of a group's lattice: the scene's (group "pitch" or "packing"); 2.02 r, a small gap so
+ * that neighbours do not start in contact, for a scene built without scene.c. */
+static double sphere_pitch(const scene_sphere_group *g) { return g->pitch > 0 ? g->pitch : 2.02 * g->radius; }
 
 static void sphere_lattice_dims(const scene *s, const scene_sphere_group *g, long n[3])
 {
-    double p = sphere_pitch(g->radius);
+    double p = sphere_pitch(g);
     for (int a = 0; a < 3; ++a) {
         if (a >= s->dims) {
             n[a] = 1;
@@ -73,7 +74,7 @@ sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *
                     return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                                        "spheres.groups[%d].count: %ld spheres of radius %g m do not fit on a lattice "
                                        "(pitch %g m) in the group's region; there is room for %ld",
-                                       g, gr->count, gr->radius, sphere_pitch(gr->radius), room);
+                                       g, gr->count, gr->radius, sphere_pitch(gr), room);
             }
             *n_spheres += gr->count;
         }
@@ -231,12 +232,126 @@ static void generate_sph(const scene *s, particles *p, int threads)
     }
 }
 
-/* Random sequential addition without overlap, accelerated by a host hash of cells. */
+/* Random placement: random sequential addition without overlap, accelerated by a host hash of
+ * cells; where a region is too full for it (about 0.3 of its volume in 3D), the rest of the
+ * group is placed at random and the group is then pushed apart (relax_group). */
 typedef struct placer {
     double cell;
     long nc[3];
-    long *head, *next; /* linked lists per cell over placed spheres */
+    long *head, *next; /* linked lists per cell over placed spheres (indices from `first`) */
 } placer;
+
+static long placer_cell(const scene *s, const placer *pl, const float *x)
+{
+    long cc[3] = { 0, 0, 0 };
+    for (int a = 0; a < s->dims; ++a) {
+        long c = (long)floor((x[a] - s->tank.min[a]) / pl->cell);
+        cc[a] = c < 0 ? 0 : c >= pl->nc[a] ? pl->nc[a] - 1 : c;
+    }
+    return cc[0] + pl->nc[0] * (cc[1] + pl->nc[1] * cc[2]);
+}
+
+/* The placer's lists over spheres first .. end-1 of p, from scratch. */
+static void placer_fill(const scene *s, placer *pl, const particles *p, size_t first, size_t end)
+{
+    const long cells = pl->nc[0] * pl->nc[1] * pl->nc[2];
+    for (long c = 0; c < cells; ++c) pl->head[c] = -1;
+    for (size_t k = first; k < end; ++k) {
+        const long cell = placer_cell(s, pl, &p->pos[4 * k]);
+        pl->next[k - first] = pl->head[cell];
+        pl->head[cell] = (long)(k - first);
+    }
+}
+
+/* Push the spheres of the random groups among first .. end-1 of p (group `last` the one whose
+ * addition gave up) apart from each other and from the lattice spheres (fixed) until no two
+ * overlap: Jacobi passes in which every overlapping pair moves apart along its normal to 1.0001
+ * times its contact distance (half each when both move), then each into its group's region.
+ * Earlier random groups move too: a frozen random group would leave too little room to the
+ * next at the volume fractions scene.c admits (below random close packing), where this
+ * converges. Deterministic: a fixed order, one thread. */
+static sphsim_status relax_random(const scene *s, placer *pl, particles *p, size_t first, size_t end, int last,
+                                  sphsim_error *e)
+{
+    const size_t m = end - first;
+    double *x = malloc((m ? m : 1) * 3 * sizeof *x), *dx = malloc((m ? m : 1) * 3 * sizeof *dx);
+    int *grp = malloc((m ? m : 1) * sizeof *grp);
+    if (!x || !dx || !grp) {
+        free(x);
+        free(dx);
+        free(grp);
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory placing spheres");
+    }
+    for (size_t k = 0, g = 0, at = 0; k < m; ++k) {
+        while (g < (size_t)s->n_groups && k >= at + (size_t)s->groups[g].count) at += (size_t)s->groups[g++].count;
+        grp[k] = (int)g;
+        for (int a = 0; a < 3; ++a) x[3 * k + a] = p->pos[4 * (first + k) + a];
+    }
+    const int passes = 20000;
+    int pass = 0, clean = 0;
+    for (; pass < passes && !clean; ++pass) {
+        placer_fill(s, pl, p, first, end);
+        clean = 1;
+        for (size_t k = 0; k < m; ++k) {
+            const size_t i = first + k;
+            double d[3] = { 0, 0, 0 };
+            for (int a = 0; a < 3; ++a) dx[3 * k + a] = 0;
+            if (s->groups[grp[k]].placement != PLACE_RANDOM) continue;
+            long cc[3] = { 0, 0, 0 };
+            for (int a = 0; a < s->dims; ++a) {
+                long c = (long)floor((x[3 * k + a] - s->tank.min[a]) / pl->cell);
+                cc[a] = c < 0 ? 0 : c >= pl->nc[a] ? pl->nc[a] - 1 : c;
+            }
+            for (long dz = (s->dims == 3 ? -1 : 0); dz <= (s->dims == 3 ? 1 : 0); ++dz)
+                for (long dy = -1; dy <= 1; ++dy)
+                    for (long dxc = -1; dxc <= 1; ++dxc) {
+                        long q[3] = { cc[0] + dxc, cc[1] + dy, cc[2] + dz };
+                        if (q[0] < 0 || q[1] < 0 || q[2] < 0 || q[0] >= pl->nc[0] || q[1] >= pl->nc[1] ||
+                            q[2] >= pl->nc[2])
+                            continue;
+                        for (long t = pl->head[q[0] + pl->nc[0] * (q[1] + pl->nc[1] * q[2])]; t >= 0; t = pl->next[t]) {
+                            const size_t j = first + (size_t)t;
+                            if (j == i) continue;
+                            double v[3] = { 0, 0, 0 }, d2 = 0;
+                            for (int a = 0; a < s->dims; ++a) {
+                                v[a] = x[3 * k + a] - x[3 * (size_t)t + a];
+                                d2 += v[a] * v[a];
+                            }
+                            const double rr = p->radius[i] + p->radius[j];
+                            if (d2 >= rr * rr) continue;
+                            clean = 0;
+                            const int moves = s->groups[grp[t]].placement == PLACE_RANDOM;
+                            const double dist = sqrt(d2), want = 1.0001 * rr, share = moves ? 0.5 : 1.0;
+                            if (dist > 0)
+                                for (int a = 0; a < s->dims; ++a) d[a] += share * (want - dist) * v[a] / dist;
+                            else d[0] += share * want * (i < j ? 1.0 : -1.0);
+                        }
+                    }
+            for (int a = 0; a < 3; ++a) dx[3 * k + a] = d[a];
+        }
+        for (size_t k = 0; k < m; ++k) {
+            const scene_sphere_group *gr = &s->groups[grp[k]];
+            if (gr->placement != PLACE_RANDOM) continue;
+            for (int a = 0; a < s->dims; ++a) {
+                const double lo = gr->region.min[a] + gr->radius, hi = gr->region.max[a] - gr->radius;
+                const double v = x[3 * k + a] + dx[3 * k + a];
+                x[3 * k + a] = v < lo ? lo : v > hi ? hi : v;
+                p->pos[4 * (first + k) + a] = (float)x[3 * k + a];
+            }
+        }
+    }
+    free(x);
+    free(dx);
+    free(grp);
+    if (!clean)
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
+                           "spheres.groups[%d]: the random groups up to this one could not be placed without overlap "
+                           "in %d passes; enlarge spheres.groups[%d].region or use placement \"lattice\"",
+                           last, passes, last);
+    /* float rounding may leave pairs a hair closer than the double-precision positions were: that
+     * is an overlap of about 1e-7 r, which the contact solver removes in its first step */
+    return SPHSIM_OK;
+}
 
 static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error *e)
 {
@@ -245,7 +360,7 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
     for (int g = 0; g < s->n_groups; ++g)
         if (s->groups[g].radius > rmax) rmax = s->groups[g].radius;
     placer pl = { 0 };
-    pl.cell = 2.0 * rmax;
+    pl.cell = 2.0 * rmax * 1.0002; /* the relaxation's contact distance, 1.0001 (r_i + r_j), fits */
     long cells = 1;
     for (int a = 0; a < 3; ++a) {
         pl.nc[a] = a < s->dims ? (long)ceil((s->tank.max[a] - s->tank.min[a]) / pl.cell) + 1 : 1;
@@ -277,19 +392,20 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
         double mass = gr->density * vol;
         long n[3];
         sphere_lattice_dims(s, gr, n);
+        int dense = 0; /* random sequential addition gave up: the rest goes in at random, then relax */
         for (long c = 0; c < gr->count; ++c) {
             double x[3] = { 0, 0, 0 }, v[3] = { 0, 0, 0 };
             if (gr->placement == PLACE_LATTICE) {
                 long idx[3] = { c % n[0], (c / n[0]) % n[1], c / (n[0] * n[1]) };
-                for (int a = 0; a < s->dims; ++a)
-                    x[a] = gr->region.min[a] + gr->radius + idx[a] * sphere_pitch(gr->radius);
+                for (int a = 0; a < s->dims; ++a) x[a] = gr->region.min[a] + gr->radius + idx[a] * sphere_pitch(gr);
             } else {
                 int placed = 0;
-                for (int attempt = 0; attempt < 10000 && !placed; ++attempt) {
+                for (int attempt = 0; attempt < (dense ? 1 : 10000) && !placed; ++attempt) {
                     for (int a = 0; a < s->dims; ++a) {
                         double lo = gr->region.min[a] + gr->radius, hi = gr->region.max[a] - gr->radius;
                         x[a] = lo + (hi - lo) * rng_uniform(&rng);
                     }
+                    if (dense) break;
                     long cc[3] = { 0, 0, 0 };
                     for (int a = 0; a < s->dims; ++a) cc[a] = (long)((x[a] - s->tank.min[a]) / pl.cell);
                     int clash = 0;
@@ -319,23 +435,19 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
                         pl.head[cell] = k;
                     }
                 }
-                if (!placed) {
-                    st = SPHSIM_FAIL(e, SPHSIM_E_SCENE,
-                                     "spheres.groups[%d]: could not place sphere %ld of %ld at random without overlap "
-                                     "(the region is too full); enlarge spheres.groups[%d].region or use placement "
-                                     "\"lattice\"",
-                                     g, c + 1, gr->count, g);
-                    break;
-                }
+                if (!placed) dense = 1;
             }
             for (int a = 0; a < s->dims; ++a)
                 v[a] = gr->velocity[a] +
                        (gr->velocity_jitter > 0 ? gr->velocity_jitter * (2.0 * rng_uniform(&rng) - 1.0) : 0.0);
             set_particle(p, i++, x, v, mass, 0.0, gr->radius, PTYPE_SPHERE);
         }
-        /* lattice spheres are not in the placer: a random group after a lattice group must not
-         * overlap them, so register them too. */
-        if (any_random && gr->placement == PLACE_LATTICE)
+        if (dense) {
+            st = relax_random(s, &pl, p, first, i, g, e);
+            if (st == SPHSIM_OK) placer_fill(s, &pl, p, first, i);
+        } else if (any_random && gr->placement == PLACE_LATTICE) {
+            /* lattice spheres are not in the placer: a random group after a lattice group must
+             * not overlap them, so register them too */
             for (size_t k = i - (size_t)gr->count; k < i; ++k) {
                 long cc[3] = { 0, 0, 0 };
                 for (int a = 0; a < s->dims; ++a) cc[a] = (long)((p->pos[4 * k + a] - s->tank.min[a]) / pl.cell);
@@ -343,6 +455,7 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
                 pl.next[k - first] = pl.head[cell];
                 pl.head[cell] = (long)(k - first);
             }
+        }
     }
     free(pl.head);
     free(pl.next);

@@ -2,7 +2,8 @@
  * SPH: fluid blocks filled on a lattice at the scene spacing (cell-centred, so a block of
  * width W holds floor(W/dx) particles per row), and `boundary_layers` layers of fixed
  * boundary particles outside each tank wall at the same spacing.
- * Particles: sphere groups on a lattice (pitch 2.02 r) or seeded random without overlap. */
+ * Particles: sphere groups on a lattice (the group's pitch, 2.02 r by default) or seeded random
+ * without overlap (random sequential addition; pushed apart where the region is too full for it). */
 #ifndef SPHSIM_INIT_H
 #define SPHSIM_INIT_H
 

@@ -42,6 +42,8 @@ const field_desc OUTPUT_FIELDS[] = {
     { "type", FIELD_TYPE, 1, FK_U8 },          /* PTYPE_*: 0 fluid, 1 boundary, 2 sphere */
     { "radius", FIELD_RADIUS, 1, FK_F32 },     /* m */
     { "mass", FIELD_MASS, 1, FK_F32 },         /* kg */
+    /* rad/s, spheres */
+    { "angular_velocity", FIELD_ANGULAR_VELOCITY, 3, FK_F32 },
 };
 const int OUTPUT_N_FIELDS = (int)(sizeof OUTPUT_FIELDS / sizeof OUTPUT_FIELDS[0]);
 
@@ -84,6 +86,7 @@ static const char *const STEP_I64x4[] = { "/VTKHDF/Steps/CellOffsets", "/VTKHDF/
 static const char UNITS_JSON[] =
     "{\"Points\": \"m\", \"velocity\": \"m/s\", \"density\": \"kg/m^3\", \"pressure\": \"Pa\", "
     "\"id\": \"1\", \"type\": \"1 (0 fluid, 1 boundary, 2 sphere)\", \"radius\": \"m\", \"mass\": \"kg\", "
+    "\"angular_velocity\": \"rad/s\", "
     "\"Steps/Values\": \"s\", \"steps/time\": \"s\", \"steps/step\": \"1\", \"steps/n_contacts\": \"1\", "
     "\"steps/n_outside\": \"1\", \"smoothing_length\": \"m\", \"support_radius\": \"m\", "
     "\"particle_mass\": \"kg\", \"lattice_particle_mass\": \"kg\", \"boundary_particle_mass\": \"kg\", "
@@ -108,6 +111,7 @@ void *output_field_array(const particles *p, unsigned bit)
     case FIELD_TYPE: return p->type;
     case FIELD_RADIUS: return p->radius;
     case FIELD_MASS: return p->mass;
+    case FIELD_ANGULAR_VELOCITY: return p->omega;
     default: return NULL;
     }
 }

@@ -13,9 +13,10 @@
 #define PARTICLE_ARRAYS(X)                                                                                             \
     X(FIELD_POSITION, pos, 16)                                                                                         \
     X(FIELD_VELOCITY, vel, 16)                                                                                         \
+    X(FIELD_ANGULAR_VELOCITY, omega, 12)                                                                               \
     X(FIELD_DENSITY, rho, 4)                                                                                           \
-    X(FIELD_PRESSURE, pressure, 4)                                                                                     \
-    X(FIELD_ID, id, 4) X(FIELD_RADIUS, radius, 4) X(FIELD_MASS, mass, 4) X(FIELD_TYPE, type, 1)
+    X(FIELD_PRESSURE, pressure, 4) X(FIELD_ID, id, 4) X(FIELD_RADIUS, radius, 4) X(FIELD_MASS, mass, 4)                \
+        X(FIELD_TYPE, type, 1)
 
 sphsim_status particles_alloc_some(particles *p, size_t n, unsigned arrays, sphsim_error *e)
 {
@@ -163,6 +164,8 @@ static void *gather_rows(void *arg)
         for (size_t k = g->lo; k < g->hi; ++k) memcpy(&p->pos[4 * k], &q->pos[4 * inv[k]], 16);
     if (p->vel && q->vel)
         for (size_t k = g->lo; k < g->hi; ++k) memcpy(&p->vel[4 * k], &q->vel[4 * inv[k]], 16);
+    if (p->omega && q->omega)
+        for (size_t k = g->lo; k < g->hi; ++k) memcpy(&p->omega[3 * k], &q->omega[3 * inv[k]], 12);
     if (p->id)
         for (size_t k = g->lo; k < g->hi; ++k) p->id[k] = (uint32_t)k;
     if (p->type && q->type)

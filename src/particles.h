@@ -20,16 +20,18 @@ typedef struct particles {
     float *pressure;                       /* Pa (0 for spheres) */
     float *mass;                           /* kg; for boundary particles the effective mass rho0 * volume */
     float *radius;                         /* m (spheres); 0 otherwise */
+    float *omega;                          /* 3 per particle: angular velocity (rad/s) of spheres, 0 otherwise */
     uint32_t *id;                          /* 0 .. n-1 */
     uint8_t *type;                         /* PTYPE_* */
 } particles;
 
 /* The arrays of a particles struct are named by the bits of the output fields they hold
  * (scene.h): FIELD_POSITION pos, FIELD_VELOCITY vel, FIELD_DENSITY rho, FIELD_PRESSURE
- * pressure, FIELD_ID id, FIELD_TYPE type, FIELD_RADIUS radius, FIELD_MASS mass. */
+ * pressure, FIELD_ID id, FIELD_TYPE type, FIELD_RADIUS radius, FIELD_MASS mass,
+ * FIELD_ANGULAR_VELOCITY omega. */
 #define FIELDS_ALL                                                                                                     \
     (FIELD_POSITION | FIELD_VELOCITY | FIELD_DENSITY | FIELD_PRESSURE | FIELD_ID | FIELD_TYPE | FIELD_RADIUS |         \
-     FIELD_MASS)
+     FIELD_MASS | FIELD_ANGULAR_VELOCITY)
 
 /* Every array, zeroed. */
 sphsim_status particles_alloc(particles *p, size_t n, sphsim_error *e);

@@ -43,11 +43,10 @@ static const char *const MODE_NAMES[] = { "sph", "particles" };
 static const int MODE_VALUES[] = { MODE_SPH, MODE_PARTICLES };
 static const char *const PLACE_NAMES[] = { "lattice", "random" };
 static const int PLACE_VALUES[] = { PLACE_LATTICE, PLACE_RANDOM };
-static const char *const FIELD_NAMES[] = {
-    "position", "velocity", "density", "pressure", "id", "type", "radius", "mass"
-};
-static const int FIELD_VALUES[] = { FIELD_POSITION, FIELD_VELOCITY, FIELD_DENSITY, FIELD_PRESSURE,
-                                    FIELD_ID,       FIELD_TYPE,     FIELD_RADIUS,  FIELD_MASS };
+static const char *const FIELD_NAMES[] = { "position", "velocity", "density", "pressure",        "id",
+                                           "type",     "radius",   "mass",    "angular_velocity" };
+static const int FIELD_VALUES[] = { FIELD_POSITION, FIELD_VELOCITY, FIELD_DENSITY, FIELD_PRESSURE,        FIELD_ID,
+                                    FIELD_TYPE,     FIELD_RADIUS,   FIELD_MASS,    FIELD_ANGULAR_VELOCITY };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const char *enum_name(const char *const *names, const int *values, int n, int v)
@@ -74,9 +73,11 @@ static const char *const FLUID_KEYS[] = {
 static const char *const EOS_KEYS[] = { "type", "sound_speed", "gamma", "stiffness" };
 static const char *const VISC_KEYS[] = { "type", "alpha", "dynamic_viscosity" };
 static const char *const DENSITY_KEYS[] = { "type", "diffusion" };
-static const char *const SPHERES_KEYS[] = { "groups", "restitution", "iterations" };
-static const char *const GROUP_KEYS[] = { "count",     "radius", "density",  "region",
-                                          "placement", "seed",   "velocity", "velocity_jitter" };
+static const char *const SPHERES_KEYS[] = { "groups", "restitution", "friction", "walls", "pairs", "iterations" };
+static const char *const GROUP_KEYS[] = { "count", "radius",  "density", "region",   "placement",
+                                          "pitch", "packing", "seed",    "velocity", "velocity_jitter" };
+static const char *const WALLS_KEYS[] = { "restitution", "friction" };
+static const char *const PAIR_KEYS[] = { "groups", "restitution", "friction" };
 static const char *const TIME_KEYS[] = { "end", "dt", "cfl", "max_speed" };
 static const char *const OUTPUT_KEYS[] = { "interval", "fields" };
 static const char *const GRID_KEYS[] = { "cell_ratio", "neighbour_list", "skin" };
@@ -97,6 +98,7 @@ static const section SECTIONS[] = {
     { "fluid.viscosity", VISC_KEYS, COUNT(VISC_KEYS) },
     { "fluid.density", DENSITY_KEYS, COUNT(DENSITY_KEYS) },
     { "spheres", SPHERES_KEYS, COUNT(SPHERES_KEYS) },
+    { "spheres.walls", WALLS_KEYS, COUNT(WALLS_KEYS) },
     { "time", TIME_KEYS, COUNT(TIME_KEYS) },
     { "output", OUTPUT_KEYS, COUNT(OUTPUT_KEYS) },
     { "grid", GRID_KEYS, COUNT(GRID_KEYS) },
@@ -840,6 +842,116 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
     return parse_density(v, fluid, s, f);
 }
 
+/* Volume (2D: area) of a sphere (disc) of radius r. */
+static double sphere_volume(int dims, double r) { return dims == 2 ? M_PI * r * r : 4.0 / 3.0 * M_PI * r * r * r; }
+
+/* The densest volume fraction a cubic (2D: square) lattice reaches (pitch = diameter), and the
+ * one random placement reaches (docs/scene-format.md: below random close packing, 0.64 / 0.84,
+ * where pushing overlapping spheres apart still converges quickly). */
+#define PACKING_CUBIC_3D (M_PI / 6.0)
+#define PACKING_CUBIC_2D (M_PI / 4.0)
+#define PACKING_RANDOM_3D 0.58
+#define PACKING_RANDOM_2D 0.80
+
+/* "pitch" and "packing" of a sphere group: the lattice pitch, given or from the volume fraction
+ * of a cubic (square) lattice: pitch = d (pi / (6 phi))^(1/3) (2D: d (pi / (4 phi))^(1/2)); then
+ * whether the count fits its region (a lattice: the sites of the region; random: below the
+ * random placement's limit). */
+static sphsim_status parse_group_packing(vctx *v, const cJSON *it, const scene *s, scene_sphere_group *gr,
+                                         int region_given)
+{
+    char a[40], b[40];
+    const double d = 2.0 * gr->radius;
+    const double max_cubic = s->dims == 2 ? PACKING_CUBIC_2D : PACKING_CUBIC_3D;
+    int pitch_given = 0, packing_given = 0;
+    SPHSIM_TRY(vnum(v, it, "pitch", 0, 1.01 * d, rng(d, 1, 0, 0), &gr->pitch, &pitch_given));
+    SPHSIM_TRY(vnum(v, it, "packing", 0, 0.0, rng(0, 2, max_cubic, 1), &gr->packing, &packing_given));
+    if ((pitch_given || packing_given) && gr->placement != PLACE_LATTICE) {
+        vkey(v, pitch_given ? "pitch" : "packing");
+        return vfail(v, "only for placement \"lattice\" (random placement packs \"count\" spheres into the region)");
+    }
+    if (pitch_given && packing_given) {
+        vkey(v, "packing");
+        return vfail(v, "give \"pitch\" or \"packing\", not both");
+    }
+    if (packing_given)
+        gr->pitch = s->dims == 2 ? d * sqrt(M_PI / (4.0 * gr->packing)) : d * cbrt(M_PI / (6.0 * gr->packing));
+    const double vol = box_volume(&gr->region, s->dims),
+                 phi = (double)gr->count * sphere_volume(s->dims, gr->radius) / vol;
+    if (gr->placement == PLACE_RANDOM) {
+        const double lim = s->dims == 2 ? PACKING_RANDOM_2D : PACKING_RANDOM_3D;
+        if (phi > lim) {
+            vkey(v, "count");
+            return vfail(v,
+                         "%ld spheres of radius %s m fill %s of the %s; random placement reaches at most %s (use "
+                         "placement \"lattice\", a larger region or fewer spheres)",
+                         gr->count, fmt_num(a, gr->radius), fmt_g(b, phi), region_given ? "region" : "tank",
+                         s->dims == 2 ? "0.80" : "0.58");
+        }
+    }
+    return SPHSIM_OK;
+}
+
+/* One entry of "spheres.pairs": {"groups": [a, b], "restitution": e, "friction": mu}, a and b
+ * group indices, either of them "walls"; coefficients default to the scene's. */
+static sphsim_status parse_pair(vctx *v, const cJSON *it, scene *s, scene_sphere_pair *q)
+{
+    char got[160];
+    if (!cJSON_IsObject(it)) {
+        describe(it, got, sizeof got);
+        return vfail(v, "expected an object {\"groups\": [a, b], \"restitution\": e, \"friction\": mu}, got %s", got);
+    }
+    SPHSIM_TRY(check_keys(v, it, PAIR_KEYS, COUNT(PAIR_KEYS)));
+    const cJSON *g;
+    SPHSIM_TRY(varr(v, it, "groups", 1, 2, 2, "two group indices or \"walls\"", &g));
+    size_t old = vkey(v, "groups");
+    int ends[2];
+    for (int k = 0; k < 2; k++) {
+        const cJSON *e = cJSON_GetArrayItem(g, k);
+        size_t o2 = vidx(v, k);
+        if (cJSON_IsString(e) && strcmp(e->valuestring, "walls") == 0) ends[k] = SCENE_WALLS;
+        else if (cJSON_IsNumber(e) && e->valuedouble == floor(e->valuedouble) && e->valuedouble >= 0 &&
+                 e->valuedouble < s->n_groups)
+            ends[k] = (int)e->valuedouble;
+        else {
+            describe(e, got, sizeof got);
+            return vfail(v, "expected a group index 0..%d or \"walls\", got %s", s->n_groups - 1, got);
+        }
+        vpop(v, o2);
+    }
+    if (ends[0] == SCENE_WALLS && ends[1] == SCENE_WALLS) return vfail(v, "walls touch only spheres: name a group");
+    vpop(v, old);
+    q->a = ends[0] == SCENE_WALLS ? ends[1] : ends[0];
+    q->b = ends[0] == SCENE_WALLS ? SCENE_WALLS : ends[1];
+    const int wall = q->b == SCENE_WALLS;
+    SPHSIM_TRY(vnum(v, it, "restitution", 0, wall ? s->wall_restitution : s->restitution, rng(0, 1, 1, 1),
+                    &q->restitution, NULL));
+    SPHSIM_TRY(vnum(v, it, "friction", 0, wall ? s->wall_friction : s->friction, R_NONNEG, &q->friction, NULL));
+    return SPHSIM_OK;
+}
+
+static sphsim_status parse_pairs(vctx *v, const cJSON *spheres, scene *s)
+{
+    const cJSON *pairs, *it;
+    SPHSIM_TRY(varr(v, spheres, "pairs", 0, 0, SCENE_MAX_PAIRS, "group pairs", &pairs));
+    s->n_pairs = 0;
+    if (!pairs) return SPHSIM_OK;
+    size_t old = vkey(v, "pairs");
+    for (it = pairs->child; it; it = it->next) {
+        size_t o2 = vidx(v, s->n_pairs);
+        scene_sphere_pair *q = &s->pairs[s->n_pairs];
+        SPHSIM_TRY(parse_pair(v, it, s, q));
+        for (int k = 0; k < s->n_pairs; k++)
+            if ((s->pairs[k].a == q->a && s->pairs[k].b == q->b) ||
+                (q->b != SCENE_WALLS && s->pairs[k].a == q->b && s->pairs[k].b == q->a))
+                return vfail(v, "this pair of groups is already given at spheres.pairs[%d]", k);
+        vpop(v, o2);
+        s->n_pairs++;
+    }
+    vpop(v, old);
+    return SPHSIM_OK;
+}
+
 static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSON *resolved)
 {
     char a[40], b[40];
@@ -880,8 +992,7 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
                              fmt_num(a, gr->radius), fmt_g(b, w), AXIS[k]);
             }
         }
-        double vol_sphere =
-            s->dims == 2 ? M_PI * gr->radius * gr->radius : 4.0 / 3.0 * M_PI * gr->radius * gr->radius * gr->radius;
+        double vol_sphere = sphere_volume(s->dims, gr->radius);
         double packing = s->dims == 2 ? 0.9069 : 0.7405; /* densest packing of discs / spheres */
         double n_max = floor(packing * box_volume(&gr->region, s->dims) / vol_sphere);
         if ((double)gr->count > n_max) {
@@ -891,6 +1002,7 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
         }
         SPHSIM_TRY(venum(v, it, "placement", PLACE_NAMES, PLACE_VALUES, 2, PLACE_LATTICE, &ival));
         gr->placement = (scene_placement)ival;
+        SPHSIM_TRY(parse_group_packing(v, it, s, gr, region != NULL));
         SPHSIM_TRY(vint(v, it, "seed", 0, 1, 0, SCENE_SEED_MAX, &x, NULL));
         gr->seed = (uint64_t)x;
         static const double zero[3] = { 0, 0, 0 };
@@ -922,6 +1034,15 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
         }
     }
     SPHSIM_TRY(vnum(v, spheres, "restitution", 0, 0.5, rng(0, 1, 1, 1), &s->restitution, NULL));
+    SPHSIM_TRY(vnum(v, spheres, "friction", 0, 0.0, R_NONNEG, &s->friction, NULL));
+    const cJSON *walls;
+    SPHSIM_TRY(vobj(v, spheres, "walls", 0, NULL, &walls));
+    old = vkey(v, "walls");
+    if (walls) SPHSIM_TRY(check_keys(v, walls, WALLS_KEYS, COUNT(WALLS_KEYS)));
+    SPHSIM_TRY(vnum(v, walls, "restitution", 0, s->restitution, rng(0, 1, 1, 1), &s->wall_restitution, NULL));
+    SPHSIM_TRY(vnum(v, walls, "friction", 0, s->friction, R_NONNEG, &s->wall_friction, NULL));
+    vpop(v, old);
+    SPHSIM_TRY(parse_pairs(v, spheres, s));
     SPHSIM_TRY(vint(v, spheres, "iterations", 0, 4, 1, 100, &x, NULL));
     s->contact_iterations = (int)x;
     s->support = 2.0 * max_r;
@@ -939,12 +1060,32 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
         cJSON_AddItemToObject(reg, "min", vec_item(gr->region.min, s->dims));
         cJSON_AddItemToObject(reg, "max", vec_item(gr->region.max, s->dims));
         cJSON_AddStringToObject(go, "placement", PLACE_NAMES[gr->placement == PLACE_RANDOM]);
+        if (gr->placement == PLACE_LATTICE) {
+            if (gr->packing > 0) add_num(go, "packing", gr->packing);
+            else add_num(go, "pitch", gr->pitch);
+        }
         add_num(go, "seed", (double)gr->seed);
         cJSON_AddItemToObject(go, "velocity", vec_item(gr->velocity, s->dims));
         add_num(go, "velocity_jitter", gr->velocity_jitter);
         cJSON_AddItemToArray(rg, go);
     }
     add_num(sp, "restitution", s->restitution);
+    add_num(sp, "friction", s->friction);
+    cJSON *rw = cJSON_AddObjectToObject(sp, "walls");
+    add_num(rw, "restitution", s->wall_restitution);
+    add_num(rw, "friction", s->wall_friction);
+    if (s->n_pairs) {
+        cJSON *rp = cJSON_AddArrayToObject(sp, "pairs");
+        for (int i = 0; i < s->n_pairs; i++) {
+            const scene_sphere_pair *q = &s->pairs[i];
+            cJSON *po = cJSON_CreateObject(), *pg = cJSON_AddArrayToObject(po, "groups");
+            cJSON_AddItemToArray(pg, cJSON_CreateNumber(q->a));
+            cJSON_AddItemToArray(pg, q->b == SCENE_WALLS ? cJSON_CreateString("walls") : cJSON_CreateNumber(q->b));
+            add_num(po, "restitution", q->restitution);
+            add_num(po, "friction", q->friction);
+            cJSON_AddItemToArray(rp, po);
+        }
+    }
     add_num(sp, "iterations", s->contact_iterations);
     return SPHSIM_OK;
 }
@@ -1129,7 +1270,7 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     } else {
         s->fields =
             FIELD_POSITION | FIELD_VELOCITY | FIELD_DENSITY | FIELD_PRESSURE | FIELD_ID | FIELD_TYPE | FIELD_MASS;
-        if (s->mode == MODE_PARTICLES) s->fields |= FIELD_RADIUS;
+        if (s->mode == MODE_PARTICLES) s->fields |= FIELD_RADIUS | FIELD_ANGULAR_VELOCITY;
     }
     vpop(v, old);
 

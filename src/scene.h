@@ -13,6 +13,7 @@
 #define SCENE_MAX_BLOCKS 64
 #define SCENE_MAX_GROUPS 64
 #define SCENE_MAX_SETS 256
+#define SCENE_MAX_PAIRS 256
 
 /* "grid.neighbour_list" (docs/scene-format.md): neighbour lists with a skin for the SPH loops;
  * auto = on when the device memory holds them. */
@@ -39,6 +40,7 @@ enum {
     FIELD_TYPE = 1u << 5,
     FIELD_RADIUS = 1u << 6,
     FIELD_MASS = 1u << 7,
+    FIELD_ANGULAR_VELOCITY = 1u << 8, /* particle mode */
 };
 
 typedef struct scene_box {
@@ -53,10 +55,21 @@ typedef struct scene_sphere_group {
     double density;            /* kg/m^3 (mass = density * volume of sphere/disc); default 1000 */
     scene_box region;          /* where they are placed; default: the tank */
     scene_placement placement; /* default lattice */
+    double pitch;              /* m: lattice pitch ("pitch", or from "packing"); default 2.02 r */
+    double packing;            /* "packing": volume (2D: area) fraction of the lattice, or 0 when not given */
     uint64_t seed;             /* random placement and velocity jitter; default 1 */
     double velocity[3];        /* m/s; default 0 */
     double velocity_jitter;    /* m/s, uniform in [-j, j] per component; default 0 */
 } scene_sphere_group;
+
+/* Contact coefficients of one pair of sphere groups, or of a group and the walls
+ * ("spheres.pairs"). */
+typedef struct scene_sphere_pair {
+    int a, b;           /* group indices; b = SCENE_WALLS: the tank walls */
+    double restitution; /* e in [0, 1] */
+    double friction;    /* Coulomb mu >= 0 */
+} scene_sphere_pair;
+#define SCENE_WALLS (-1)
 
 typedef struct scene {
     /* ---- as given (after --set overrides) ---- */
@@ -95,7 +108,12 @@ typedef struct scene {
     int n_groups;
     scene_sphere_group groups[SCENE_MAX_GROUPS]; /* "spheres.groups" */
     double restitution;                          /* "spheres.restitution" in [0,1]; default 0.5 */
-    int contact_iterations;                      /* "spheres.iterations" >= 1; default 4 */
+    double friction;                             /* "spheres.friction": Coulomb mu >= 0; default 0 */
+    double wall_restitution;                     /* "spheres.walls.restitution"; default: restitution */
+    double wall_friction;                        /* "spheres.walls.friction"; default: friction */
+    int n_pairs;
+    scene_sphere_pair pairs[SCENE_MAX_PAIRS]; /* "spheres.pairs": per group pair (and group-wall) */
+    int contact_iterations;                   /* "spheres.iterations" >= 1; default 4 */
 
     /* "time" */
     double t_end;     /* "time.end" s; required, >= 0 */

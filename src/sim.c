@@ -348,14 +348,19 @@ static sphsim_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready
     const int derived = c->sv.ops->output_fields != NULL;
     if (derived && (q->rho || q->pressure))
         SPHSIM_TRY(c->sv.ops->output_fields(c->sv.impl, st, out_rho, out_pressure, e));
+    /* the spheres' angular velocities, into pos_next: its content too has gone to pos in this
+     * snapshot step's gather, and the advance overwrites it only after these copies */
+    const int spin = c->sv.ops->angular_velocity && q->omega;
+    if (spin) SPHSIM_TRY(c->sv.ops->angular_velocity(c->sv.impl, st, st->pos_next, e));
     /* the arrays staged for the output fields (staging_arrays) */
-    read_req rd[8] = { { st->pos, n * 16, q->pos }, { st->id, n * 4, q->id }, { st->type, n, q->type } };
+    read_req rd[9] = { { st->pos, n * 16, q->pos }, { st->id, n * 4, q->id }, { st->type, n, q->type } };
     int nrd = 3;
     if (q->vel) rd[nrd++] = (read_req){ st->vel, n * 16, q->vel };
     if (st->mass && q->mass) rd[nrd++] = (read_req){ st->mass, n * 4, q->mass };
     if (derived && q->rho) rd[nrd++] = (read_req){ out_rho, n * 4, q->rho };
     if (derived && q->pressure) rd[nrd++] = (read_req){ out_pressure, n * 4, q->pressure };
     if (st->radius && q->radius) rd[nrd++] = (read_req){ st->radius, n * 4, q->radius };
+    if (spin) rd[nrd++] = (read_req){ st->pos_next, n * 12, q->omega };
     *ready = NULL;
     for (int k = 0; k < nrd; ++k) {
         const int last = k == nrd - 1;

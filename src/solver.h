@@ -7,7 +7,7 @@
  *                densities and pressures)
  *   advance      the step's motion: (pos, vel) -> (pos_next, vel_next)
  * and at a snapshot: snapshot (counts), save_state (what --resume needs besides the particles),
- * output_fields (derived per-particle fields). Every operation enqueues device work and returns
+ * output_fields (derived per-particle fields), angular_velocity (spheres). Every operation enqueues device work and returns
  * without waiting, unless it says otherwise. */
 #ifndef SPHSIM_SOLVER_H
 #define SPHSIM_SOLVER_H
@@ -42,6 +42,9 @@ typedef struct solver_ops {
     sphsim_status (*output_fields)(void *impl, dev_state *st, cl_mem rho, cl_mem pressure, sphsim_error *e);
     sphsim_status (*counters)(void *impl, solver_counters *c, sphsim_error *e); /* blocks */
     void (*destroy)(void *impl);
+    /* the angular velocities (rad/s) in sorted order, 3 floats per particle (2D: 0, 0, w_z), into
+     * `out` (n * 12 bytes); NULL: the solver has none */
+    sphsim_status (*angular_velocity)(void *impl, dev_state *st, cl_mem out, sphsim_error *e);
 } solver_ops;
 
 typedef struct solver {

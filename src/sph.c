@@ -508,7 +508,7 @@ sphsim_status sph_solver_open(solver *out, ocl_device *d, const scene *sc, size_
                               const particles *p, grid *g, const dev_state *st, sphsim_error *e)
 {
     static const solver_ops ops = { op_begin_step,    op_prepare,       op_advance,  op_snapshot, op_save_state,
-                                    op_restore_state, op_output_fields, op_counters, op_destroy };
+                                    op_restore_state, op_output_fields, op_counters, op_destroy,  NULL };
     sph_solver *s = NULL;
     SPHSIM_TRY(sph_create(&s, d, sc, list_n, t, e));
     *out = (solver){ &ops, s }; /* the caller destroys it, also on failure below */

@@ -346,7 +346,7 @@ static void test_particles_mode(void **state)
     assert_close(s.dt_cfl, 0.25 * 0.01 / v_ref, 1e-14);
     assert_close(s.max_speed, 100.0 * v_ref, 1e-14);
     assert_int_equal(s.fields, FIELD_POSITION | FIELD_VELOCITY | FIELD_DENSITY | FIELD_PRESSURE | FIELD_ID |
-                                   FIELD_TYPE | FIELD_RADIUS | FIELD_MASS);
+                                   FIELD_TYPE | FIELD_RADIUS | FIELD_MASS | FIELD_ANGULAR_VELOCITY);
     assert_int_equal(s.n_spheres, 110);
     assert_int_equal(s.n_fluid, 0);
     assert_int_equal(s.n_boundary, 0);
@@ -362,6 +362,47 @@ static void test_particles_mode(void **state)
     assert_int_equal(load(&s, json, s2, 3, &e), SPHSIM_OK);
     assert_close(s.v_ref, 1e-3, 1e-14);
     assert_close(s.dt_cfl, 0.25 * 0.01 / 1e-3, 1e-14);
+    scene_free(&s);
+}
+
+/* Contact coefficients: friction 0 and the walls like the spheres by default; "walls" and
+ * "pairs" (either end "walls", coefficients defaulting to the scene's); the lattice's pitch, or
+ * its packing: pitch = d (pi / (6 phi))^(1/3) in 3D, d (pi / (4 phi))^(1/2) in 2D. */
+static void test_contact_keys(void **state)
+{
+    (void)state;
+    scene s;
+    sphsim_error e;
+    const char *plain = PHEAD2 "'spheres':{'groups':[" GROUP "]}," TAIL;
+    assert_int_equal(load(&s, plain, NULL, 0, &e), SPHSIM_OK);
+    assert_true(s.friction == 0.0 && s.wall_friction == 0.0 && s.wall_restitution == 0.5);
+    assert_int_equal(s.n_pairs, 0);
+    assert_close(s.groups[0].pitch, 0.0202, 1e-15);
+    assert_true(s.groups[0].packing == 0.0);
+    scene_free(&s);
+    const char *json =
+        PHEAD2 "'spheres':{'groups':[" GROUP ",{'count':10,'radius':0.02,'packing':0.5}],'restitution':0.4,"
+               "'friction':0.3,'walls':{'friction':0.7},'pairs':[{'groups':[1,0],'friction':0.1},"
+               "{'groups':['walls',1],'restitution':0.9},{'groups':[1,1]}]}," TAIL;
+    assert_int_equal(load(&s, json, NULL, 0, &e), SPHSIM_OK);
+    assert_true(s.restitution == 0.4 && s.friction == 0.3);
+    assert_true(s.wall_restitution == 0.4 && s.wall_friction == 0.7);
+    assert_int_equal(s.n_pairs, 3);
+    assert_true(s.pairs[0].a == 1 && s.pairs[0].b == 0 && s.pairs[0].restitution == 0.4 && s.pairs[0].friction == 0.1);
+    assert_true(s.pairs[1].a == 1 && s.pairs[1].b == SCENE_WALLS && s.pairs[1].restitution == 0.9 &&
+                s.pairs[1].friction == 0.7);
+    assert_true(s.pairs[2].a == 1 && s.pairs[2].b == 1 && s.pairs[2].friction == 0.3);
+    assert_close(s.groups[1].pitch, 0.04 * sqrt(M_PI / 2.0), 1e-15);
+    scene_free(&s);
+    const char *p3 = "{'format':1,'dimensions':3,'mode':'particles','tank':{'min':[0,0,0],'max':[2,2,2]},"
+                     "'spheres':{'groups':[{'count':8,'radius':0.5,'packing':0.3665191429188092}]}," TAIL;
+    /* a 2 m region holds 8 spheres of 1 m at the densest packing, one at pitch 1.126 m */
+    assert_int_equal(load(&s, p3, NULL, 0, &e), SPHSIM_E_SCENE);
+    assert_non_null(strstr(e.msg, "do not fit on a lattice"));
+    const char *p3b = "{'format':1,'dimensions':3,'mode':'particles','tank':{'min':[0,0,0],'max':[4,4,4]},"
+                      "'spheres':{'groups':[{'count':27,'radius':0.5,'packing':0.3665191429188092}]}," TAIL;
+    assert_int_equal(load(&s, p3b, NULL, 0, &e), SPHSIM_OK);
+    assert_close(s.groups[0].pitch, cbrt(1 / 0.7), 1e-14); /* LAMMPS's "lattice sc 0.7" for d = 1 */
     scene_free(&s);
 }
 
@@ -556,7 +597,7 @@ static void test_ready_scenes(void **state)
         }
         if (strncmp(de->d_name, "spheres_", 8) == 0) {
             assert_int_equal(s.mode, MODE_PARTICLES);
-            assert_true(s.restitution == 0.5);
+            assert_true(s.restitution > 0 && s.restitution <= 1 && s.friction > 0);
         }
         scene_free(&s);
         n++;
@@ -861,6 +902,34 @@ static const bad_case BAD[] = {
       "spheres.restitution: expected a number in [0, 1], got 1.5", "" },
     { PHEAD2 "'spheres':{'groups':[" GROUP "],'iterations':0}," TAIL,
       "spheres.iterations: expected an integer in 1..100, got 0", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP "],'friction':-0.1}," TAIL,
+      "spheres.friction: expected a number >= 0, got -0.1", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP "],'walls':{'friction':0.2,'e':1}}," TAIL,
+      "spheres.walls.e: unknown key; allowed keys here: \"restitution\", \"friction\"", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP "],'walls':{'restitution':2}}," TAIL,
+      "spheres.walls.restitution: expected a number in [0, 1], got 2", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP "],'pairs':[{'groups':[0,1]}]}," TAIL,
+      "spheres.pairs[0].groups[1]: expected a group index 0..0 or \"walls\", got 1", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP "],'pairs':[{'groups':['walls','walls']}]}," TAIL,
+      "spheres.pairs[0].groups: walls touch only spheres: name a group", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP "],'pairs':[{'groups':[0,'walls']},{'groups':['walls',0]}]}," TAIL,
+      "spheres.pairs[1]: this pair of groups is already given at spheres.pairs[0]", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP "],'pairs':[{'groups':[0]}]}," TAIL,
+      "spheres.pairs[0].groups: expected 2 to 2 two group indices or \"walls\", got 1", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP "],'pairs':[{'groups':[0,0],'friction':-1}]}," TAIL,
+      "spheres.pairs[0].friction: expected a number >= 0, got -1", "" },
+    { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'pitch':0.01}]}," TAIL,
+      "spheres.groups[0].pitch: expected a number >= 0.02, got 0.01", "" },
+    { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'packing':0.8}]}," TAIL,
+      "spheres.groups[0].packing: expected a number in (0, 0.785398", "" },
+    { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'packing':0.5,'pitch':0.03}]}," TAIL,
+      "spheres.groups[0].packing: give \"pitch\" or \"packing\", not both", "" },
+    { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'packing':0.5,'placement':'random'}]}," TAIL,
+      "spheres.groups[0].packing: only for placement \"lattice\"", "" },
+    { PHEAD2 "'spheres':{'groups':[{'count':2700,'radius':0.01,'placement':'random'}]}," TAIL,
+      "spheres.groups[0].count: 2700 spheres of radius 0.01 m fill 0.84823 of the tank; random placement reaches at "
+      "most 0.80",
+      "" },
     { PHEAD2 "'spheres':{'groups':[{'count':100,'radius':0}]}," TAIL,
       "spheres.groups[0].radius: expected a number > 0, got 0", "" },
     { PHEAD2 "'spheres':{'groups':[{'radius':0.01}]}," TAIL, "spheres.groups[0].count: required key missing", "" },
@@ -931,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_density_continuity),
         cmocka_unit_test(test_fluid_height_axis),
         cmocka_unit_test(test_particles_mode),
+        cmocka_unit_test(test_contact_keys),
         cmocka_unit_test(test_output_fields_and_name),
         cmocka_unit_test(test_interval_longer_than_run),
         cmocka_unit_test(test_resolved_round_trip),

@@ -31,7 +31,7 @@ SEED = 20240917  # random kill moments: the same on every run of the test
 
 # A small 2D dam: 200 fluid + 456 boundary particles. KILL_SCENE writes a snapshot every 4
 # steps (most of its wall time is spent writing, so kills land inside the writer), 201
-# snapshots, about 2 s on PoCL (0.4 s on an idle machine of 2 cores in the nineteenth session).
+# snapshots, about 2 s on PoCL (0.4 s on an idle machine of 2 cores).
 # STOP: the same steps and snapshots five times as long, so that a signal sent up to 0.4 s after
 # the third snapshot still comes before the end on a fast machine. RESUME_SCENE: a snapshot every
 # 13 steps, 1300 steps.
@@ -50,7 +50,7 @@ SPHERES = {
     "spheres": {"groups": [{"count": 256, "radius": 0.01, "density": 1000.0,
                             "region": {"min": [0.3, 0.5], "max": [0.7, 0.9]}, "placement": "lattice",
                             "seed": 1, "velocity": [0, 0], "velocity_jitter": 0.05}],
-                "restitution": 0.5, "iterations": 4},
+                "restitution": 0.5, "friction": 0.4, "iterations": 4},
     "time": {"end": 0.6}, "output": {"interval": 0.02},
 }
 PROVENANCE_ATTRS = {"start_time", "device", "resumes", "scene_path", "name"}
@@ -515,6 +515,8 @@ def test_resume_particles_is_bit_identical(work):
     sphsim("--resume", b, "--quiet", check_rc=0)
     check_output(b, 256, clean=True)
     assert_same_files(a, b)
+    with h5py.File(b, "r") as f:  # the discs turn (friction): their angular state was resumed too
+        assert np.abs(f["VTKHDF/PointData/angular_velocity"][:]).max() > 0
 
 
 def test_resume_refuses_other_options_and_missing_file(work, resume_ref):

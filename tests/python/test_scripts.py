@@ -142,7 +142,7 @@ def test_sweep_help():
 # ---------------------------------------------------------------------------------- sweep.sh --devices
 # tests/cli/test_sweep.sh covers the table, reruns and grids; these cover the device slots and
 # Ctrl-C, with PoCL's one CPU device standing in for several GPUs (listed twice, under two
-# selectors), and with a stand-in sphsim whose runs take a set time.
+# selectors), and with a fake sphsim whose runs take a set time.
 
 def sweep(*args, env=None, timeout=300):
     return subprocess.run(["sh", str(SCRIPTS / "sweep.sh"), *map(str, args)], capture_output=True, text=True,
@@ -222,7 +222,7 @@ def test_sweep_devices_usage(tmp_path, args, message):
 
 FAKE_SPHSIM = """\
 import json, os, signal, sys, time
-# A stand-in for sphsim: sleeps $FAKE_SECONDS, writes -o, prints a summary line; SIGINT or
+# A fake sphsim: sleeps $FAKE_SECONDS, writes -o, prints a summary line; SIGINT or
 # SIGTERM ends it as sphsim does (status interrupted, exit 130 / 143).
 a = sys.argv[1:]
 out = a[a.index("-o") + 1]
