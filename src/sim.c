@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "contact.h"
+#include "gauges.h"
 #include "grid.h"
 #include "init.h"
 #include "output.h"
@@ -72,6 +73,9 @@ size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc, co
     return sph_list_bytes(s, n, cells, max_alloc, t ? t->list_parts : TUNE_AUTO);
 }
 
+/* Steps whose gauge rows one device chunk holds (gauges.h). */
+#define GAUGE_CHUNK_STEPS 4096
+
 /* Samples of (time, step) for the ETA (recent_rate). */
 #define RATE_SAMPLES 64
 typedef struct progress_rate {
@@ -86,6 +90,7 @@ typedef struct sim_ctx {
     ocl_device dev;
     grid *g;
     solver sv;
+    gauges *gauges; /* the scene's gauges (NULL: none) */
     dev_state st;
     particles hp;      /* host, id order */
     particles sorted;  /* host staging, device order (upload; snapshots: writer slot 0) */
@@ -611,10 +616,13 @@ static sphsim_status write_snapshot(sim_ctx *c, long step, const cl_uint flags[2
     /* what the next step carries (contact impulses, the lists' skin level), so that a run resumed
      * from this snapshot continues exactly */
     SPHSIM_TRY(c->sv.ops->save_state(c->sv.impl, c->g, &c->st, &job.state, &job.state_bytes, e));
-    sphsim_status st = enqueue_read_back(c, q, &job.ready, e);
+    /* the gauges' rows up to this step, which the snapshot's commit covers */
+    sphsim_status st = gauges_take(c->gauges, step + 1, &job.gauges, e);
+    if (st == SPHSIM_OK) st = enqueue_read_back(c, q, &job.ready, e);
     if (st != SPHSIM_OK) {
         if (job.ready) clReleaseEvent(job.ready);
         free(job.state);
+        gauge_blocks_free(job.gauges);
         return st;
     }
     writer_submit(c->writer, &job);
@@ -771,6 +779,12 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     }
     free(state);
     SPHSIM_TRY(st);
+    /* the gauges read the SPH solver's state with its build options; a chunk of rows holds an
+     * output interval's (at most GAUGE_CHUNK_STEPS steps: more go to the host in between) */
+    if (s->n_gauges > 0 && s->mode == MODE_SPH)
+        SPHSIM_TRY(gauges_create(&c->gauges, &c->dev, s, sph_build_options(c->sv.impl), sph_params_buffer(c->sv.impl),
+                                 c->first_step, o->resume_path != NULL,
+                                 s->steps_per_output < GAUGE_CHUNK_STEPS ? s->steps_per_output : GAUGE_CHUNK_STEPS, e));
     /* From here on the host holds only what snapshots take (staging_arrays): the id-order copy
      * drops the rest, and the two staging buffers get only those arrays (zeroed, so a field
      * the device does not hold, such as SPH radii, reads 0). */
@@ -843,6 +857,8 @@ static sphsim_status run_steps(sim_ctx *c, sim_result *r, long *last, sphsim_err
         if (rebuild) SPHSIM_TRY(rebuild_grid(c, e));
         else keep_grid(&c->st);
         if (!prepared) SPHSIM_TRY(ops->prepare(c->sv.impl, c->g, &c->st, e));
+        SPHSIM_TRY(gauges_sample(c->gauges, step, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g),
+                                 &c->st, e));
         if (step >= s->n_steps) timer_stop(c, &tm, step, r);
         if (is_output && !(resumed && step == c->first_step)) {
             cl_uint flags[2] = { 0, 0 };
@@ -930,6 +946,7 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
             st = cst;
         }
     }
+    gauges_destroy(c.gauges);
     if (c.sv.ops) c.sv.ops->destroy(c.sv.impl);
     state_release(&c.st);
     if (c.g) grid_destroy(c.g);
