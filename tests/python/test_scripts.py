@@ -245,7 +245,7 @@ print(json.dumps({"status": "ok", "output": out, "device": dev, "particles": 1, 
 
 @pytest.fixture
 def fake_sphsim(tmp_path):
-    """(environment that makes sweep.sh run the stand-in sphsim, scene file)."""
+    """(environment that makes sweep.sh run the fake sphsim, scene file)."""
     fake = tmp_path / "fake_sphsim"
     fake.write_text(f"#!{sys.executable}\n" + FAKE_SPHSIM)
     fake.chmod(0o755)
@@ -289,7 +289,7 @@ def test_sweep_interrupt_and_rerun(tmp_path, fake_sphsim):
         while not all((d / ".sweep" / "runs" / f"k=slow{i}.json").exists() for i in (1, 2)):
             assert time.time() < deadline and proc.poll() is None, "the slow runs did not start"
             time.sleep(0.05)
-        time.sleep(0.3)  # let the stand-ins set their handlers
+        time.sleep(0.3)  # let the fake runs set their handlers
         proc.send_signal(signal.SIGINT)  # to the sweep alone (its runs have process groups of their own)
         _, err = proc.communicate(timeout=30)
     finally:
