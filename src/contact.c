@@ -23,7 +23,10 @@ struct contact_solver {
     cl_mem slot;        /* 3 words per slot, `slots` per sphere, by id: code, lambda_n, lambda_t */
     cl_mem omega;       /* float, 3 (3D) or 1 (2D) per sphere, by id: angular velocity (rad/s) */
     cl_mem info;        /* ushort per sphere (sorted): contacts and group of the step */
-    cl_mem vb, wb;      /* the iterate's second buffer pair: float4 (v, w_z) and float2 (w_x, w_y) */
+    cl_mem vb, wb;      /* the iterate's second buffer pair: float4 (v, w_z) and float2 (w_x, w_y); vb
+                           only where no grid scratch holds it (contact_enqueue called directly) */
+    cl_mem scratch;       /* contact_step: the grid's scratch (grid_scratch), else NULL */
+    size_t scratch_bytes; /* its size */
     int have_warm;      /* the slots hold what the last step carried, for this sphere count */
 };
 
@@ -85,7 +88,8 @@ size_t contact_bytes(const scene *s, size_t n)
 {
     const size_t slots = s->dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D;
     const size_t w = s->dims == 3 ? 3 : 1;
-    return n * (slots * 12 /* slots */ + w * 4 /* angular velocity */ + 2 /* info */ + 16 /* vb */ +
+    /* vb lives in the grid's scratch (contact_step) */
+    return n * (slots * 12 /* slots */ + w * 4 /* angular velocity */ + 2 /* info */ +
                 (s->dims == 3 ? 8 : 0) /* wb */);
 }
 
@@ -196,7 +200,6 @@ static sphsim_status reserve(contact_solver *c, size_t n, sphsim_error *e)
     SPHSIM_TRY(device_alloc(c->d, m * slots * 12, "contact slots", &c->slot, e));
     SPHSIM_TRY(device_alloc(c->d, m * omega_floats(&c->cp) * 4, "angular velocities", &c->omega, e));
     SPHSIM_TRY(device_alloc(c->d, m * 2, "contact counts", &c->info, e));
-    SPHSIM_TRY(device_alloc(c->d, m * 16, "contact velocities (scratch)", &c->vb, e));
     SPHSIM_TRY(device_alloc(c->d, (c->cp.dims == 3 ? m : 1) * 8, "contact angular velocities (scratch)", &c->wb, e));
     const float zero = 0.0f;
     CL_CHECK(e, clEnqueueFillBuffer(c->d->queue, c->omega, &zero, 4, 0, m * omega_floats(&c->cp) * 4, 0, NULL, NULL));
@@ -404,6 +407,13 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     const cl_uint warm = c->have_warm && idx;
     cl_mem idx_arg = warm ? idx : c->info; /* not read when warm == 0 */
     const int three = c->cp.dims == 3;
+    /* the second velocity iterate: in the grid's scratch when contact_step gives one (the
+     * permutation idx, which it also holds, is read by contact_list only), else our own */
+    cl_mem vb = c->scratch && c->scratch_bytes >= (size_t)n * 16 ? c->scratch : NULL;
+    if (!vb) {
+        if (!c->vb) SPHSIM_TRY(device_alloc(d, c->cap * 16, "contact velocities (scratch)", &c->vb, e));
+        vb = c->vb;
+    }
 
     /* contacts at the start of the step and what they carried */
     const karg list[] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
@@ -418,7 +428,7 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
      * pos_next), which the step writes only at its end, side 1 the solver's own (vb, wb). The
      * warm start writes the side that lets the last pass end on side 1, so that pos_next and
      * vel_next are free for the positions afterwards. */
-    cl_mem side_v[2] = { st->vel_next, c->vb }, side_w[2] = { three ? st->pos_next : c->wb, c->wb };
+    cl_mem side_v[2] = { st->vel_next, vb }, side_w[2] = { three ? st->pos_next : c->wb, c->wb };
     int s = (c->iterations & 1) ? 0 : 1;
     /* the arguments contact_warm, contact_resolve and contact_displace share
      * (CONTACT_STEP_ARGS), then each one's own */
@@ -474,7 +484,7 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                                KARG("v0", st->vel),
                                KARG("info", c->info),
                                KARG("x_in", xs[x]),
-                               KARG("V_in", c->vb),
+                               KARG("V_in", vb),
                                KARG("W_in", c->wb),
                                KARG("id", st->id),
                                KARG("omega", c->omega),
@@ -589,7 +599,11 @@ static sphsim_status check_grid(const contact_solver *c, const grid *g, sphsim_e
 sphsim_status contact_step(contact_solver *c, grid *g, dev_state *st, sphsim_error *e)
 {
     SPHSIM_TRY(check_grid(c, g, e));
-    return contact_enqueue(c, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), grid_index(g), st, e);
+    c->scratch = grid_scratch(g, &c->scratch_bytes);
+    const sphsim_status r =
+        contact_enqueue(c, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), grid_index(g), st, e);
+    c->scratch = NULL;
+    return r;
 }
 
 sphsim_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_contacts, sphsim_error *e)
