@@ -45,7 +45,9 @@ sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s
 void contact_destroy(contact_solver *c);
 
 /* Enqueue one step on `st` (sorted) using grid `g`. Never blocks the host. Fails
- * (SPHSIM_E_SCENE) when the grid's search radius is below 2 * the largest sphere radius. */
+ * (SPHSIM_E_SCENE) when the grid's search radius is below 2 * the largest sphere radius. The
+ * step uses the grid's scratch: grid_index() and grid_keys() hold nothing afterwards until the
+ * next grid_build (contact_state_save takes the index before the step). */
 sphsim_status contact_step(contact_solver *c, grid *g, dev_state *st, sphsim_error *e);
 
 /* Number of touching pairs (distance < r_i + r_j) in st->pos, the sorted positions the grid
