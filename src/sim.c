@@ -47,11 +47,11 @@ sphsim_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sphs
 /* Bytes per particle of dev_state (see state.h). */
 static size_t state_bytes_per_particle(const scene *s)
 {
-    size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 2 * 4 /* id */ + 2 * 1 /* type */;
+    size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */;
     if (s->mode == MODE_SPH)
-        b += sph_record_bytes(s, 0);                   /* pos_p (m and rho ride in pos.w and vel.w;
-                                                        lists widen it, sph_list_bytes) */
-    if (s->mode == MODE_PARTICLES) b += 2 * 4 + 2 * 4; /* mass, radius */
+        b += 2 * 4 /* id */ + 2 * 1 /* type */ + sph_record_bytes(s, 0); /* pos_p (m and rho ride in pos.w
+                                                                and vel.w; lists widen it, sph_list_bytes) */
+    if (s->mode == MODE_PARTICLES) b += 4 + 1 + 4 + 4; /* id, type, mass, radius (gathered through pos_next) */
     return b;
 }
 
@@ -229,16 +229,17 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
     SPHSIM_TRY(device_alloc(d, n * 16, "next positions", &st->pos_next, e));
     SPHSIM_TRY(device_alloc(d, n * 16, "next velocities", &st->vel_next, e));
     SPHSIM_TRY(device_alloc(d, n * 4, "ids", &st->id, e));
-    SPHSIM_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
     SPHSIM_TRY(device_alloc(d, n, "types", &st->type, e));
-    SPHSIM_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
-    if (c->s->mode == MODE_SPH)
+    if (c->s->mode == MODE_SPH) {
+        /* SPH's snapshots use id_tmp as scratch (enqueue_read_back); particle mode gathers
+         * through pos_next instead (rebuild_grid) */
+        SPHSIM_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
+        SPHSIM_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
         SPHSIM_TRY(device_alloc(d, n * sph_record_bytes(c->s, lists), "SPH positions with pressures", &st->pos_p, e));
+    }
     if (c->s->mode == MODE_PARTICLES) {
         SPHSIM_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
-        SPHSIM_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
         SPHSIM_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
-        SPHSIM_TRY(device_alloc(d, n * 4, "radii (scratch)", &st->radius_tmp, e));
     }
     SPHSIM_TRY(device_alloc(d, 8, "flags", &st->flags, e));
     cl_uint zero[2] = { 0, 0 };
@@ -295,8 +296,27 @@ static void swap_mem(cl_mem *a, cl_mem *b)
     *b = t;
 }
 
+/* One per-particle array into the new order: through its own scratch `tmp` (swapped), or, with
+ * none, through `via` (a buffer of at least n * size bytes whose content is dead) and copied
+ * back. */
+static sphsim_status gather_array(sim_ctx *c, cl_mem *buf, cl_mem *tmp, cl_mem via, size_t size, sphsim_error *e)
+{
+    const size_t n = c->st.n;
+    if (*tmp) {
+        SPHSIM_TRY(grid_gather(c->g, *buf, *tmp, size, n, e));
+        swap_mem(buf, tmp);
+        return SPHSIM_OK;
+    }
+    SPHSIM_TRY(grid_gather(c->g, *buf, via, size, n, e));
+    if (n) CL_CHECK(e, clEnqueueCopyBuffer(c->dev.queue, via, *buf, 0, 0, n * size, 0, NULL, NULL));
+    return SPHSIM_OK;
+}
+
 /* The grid rebuilt on pos_next (the last step's output), then every per-particle array gathered
- * into the new order (state.h). */
+ * into the new order (state.h). Particle mode has no scratch arrays of its own: once pos_next
+ * is gathered into pos its content is dead until the step writes it, so ids, types, masses and
+ * radii go through it one at a time (13 B per sphere of device memory saved for a copy of as
+ * many bytes per step; docs/contacts.md, "Memory"). */
 static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
 {
     dev_state *st = &c->st;
@@ -304,18 +324,11 @@ static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
     SPHSIM_TRY(grid_build(c->g, st->pos_next, n, st->flags, e));
     SPHSIM_TRY(grid_gather(c->g, st->pos_next, st->pos, 16, n, e));
     SPHSIM_TRY(grid_gather(c->g, st->vel_next, st->vel, 16, n, e));
-    SPHSIM_TRY(grid_gather(c->g, st->id, st->id_tmp, 4, n, e));
-    swap_mem(&st->id, &st->id_tmp);
-    SPHSIM_TRY(grid_gather(c->g, st->type, st->type_tmp, 1, n, e));
-    swap_mem(&st->type, &st->type_tmp);
-    if (st->mass) { /* particle mode (SPH carries the mass in pos.w) */
-        SPHSIM_TRY(grid_gather(c->g, st->mass, st->mass_tmp, 4, n, e));
-        swap_mem(&st->mass, &st->mass_tmp);
-    }
-    if (st->radius) {
-        SPHSIM_TRY(grid_gather(c->g, st->radius, st->radius_tmp, 4, n, e));
-        swap_mem(&st->radius, &st->radius_tmp);
-    }
+    SPHSIM_TRY(gather_array(c, &st->id, &st->id_tmp, st->pos_next, 4, e));
+    SPHSIM_TRY(gather_array(c, &st->type, &st->type_tmp, st->pos_next, 1, e));
+    if (st->mass) /* particle mode (SPH carries the mass in pos.w) */
+        SPHSIM_TRY(gather_array(c, &st->mass, &st->mass_tmp, st->pos_next, 4, e));
+    if (st->radius) SPHSIM_TRY(gather_array(c, &st->radius, &st->radius_tmp, st->pos_next, 4, e));
     return SPHSIM_OK;
 }
 
