@@ -78,8 +78,11 @@ const char *const OUTPUT_STEP_I64[] = {
     "/sphsim/steps/step",        "/sphsim/steps/n_contacts",    "/sphsim/steps/n_outside",
 };
 const int OUTPUT_N_STEP_I64 = (int)(sizeof OUTPUT_STEP_I64 / sizeof OUTPUT_STEP_I64[0]);
+/* The per-step records a snapshot writes (the Steps entries are written with the layout). */
+static const char *const OUTPUT_SPHSIM_STEP_I64[] = { "/sphsim/steps/step", "/sphsim/steps/n_contacts",
+                                                      "/sphsim/steps/n_outside" };
+#define OUTPUT_N_SPHSIM_STEP_I64 3
 /* Per-step datasets of other shapes. */
-static const char *const STEP_F64[] = { "/VTKHDF/Steps/Values", "/sphsim/steps/time" };
 static const char *const STEP_I64x4[] = { "/VTKHDF/Steps/CellOffsets", "/VTKHDF/Steps/ConnectivityIdOffsets" };
 
 /* Units of every field, dataset and attribute (stored as the /sphsim attribute `units`). */
@@ -134,15 +137,58 @@ static const char *visc_name(scene_visc v) { return v == VISC_LAPLACIAN ? "lapla
 static const char *density_name(scene_density d) { return d == DENSITY_CONTINUITY ? "continuity" : "summation"; }
 
 static void poison(output *o);
+static void poison_to(output *o, int null_sink);
 
 /* ---------------------------------------------------------------- layout creation */
 
-static hsize_t clamp_rows(long long n, long long lo, long long hi) { return (hsize_t)(n < lo ? lo : n > hi ? hi : n); }
+/* Snapshots a run of scene s writes: one every steps_per_output steps from step 0, and one at
+ * the last step when it is not a multiple. */
+long output_snapshots(const scene *s)
+{
+    long spo = s->steps_per_output > 0 ? s->steps_per_output : 1;
+    long n = s->n_steps / spo + 1;
+    if (s->n_steps % spo) ++n;
+    return n;
+}
+
+/* Bytes of the raw data of the layout create_layout makes for scene s (HDF5's metadata comes on
+ * top: about 30 KB, and the scene's JSON twice). */
+double output_layout_bytes(const scene *s, size_t state_bytes)
+{
+    const double N = s->n_total > 0 ? (double)s->n_total : 0, S = (double)output_snapshots(s);
+    const unsigned fields = output_fields(s);
+    double per = 12; /* Points */
+    int nf = 0;
+    for (int i = 0; i < OUTPUT_N_FIELDS; ++i)
+        if (fields & OUTPUT_FIELDS[i].bit) {
+            per += OUTPUT_FIELDS[i].ncomp * (OUTPUT_FIELDS[i].kind == FK_U8 ? 1 : 4);
+            ++nf;
+        }
+    return per * N * S                               /* Points, PointData */
+           + 8 * (2 * N + 1) + 8 * (N_PART_I64 + 3) /* vertex cells; the part's counts, other offsets */
+           + 8 * S * (nf + 3 + 2 * OUT_TOPOS + 1 + 4) /* Steps entries, Values, /sphsim/steps */
+           + 8 * N                                  /* restart device order, 2 rows */
+           + 2.0 * (double)state_bytes + (state_bytes ? 16 : 0);
+}
+
+/* The layout's metadata besides the scene's JSON: groups, object headers, attributes. */
+#define OUT_METADATA_BYTES 32768.0
+
+double output_file_bytes(const scene *s, size_t state_bytes)
+{
+    return output_layout_bytes(s, state_bytes) + OUT_METADATA_BYTES +
+           (double)(s->source_json ? strlen(s->source_json) : 0) +
+           (double)(s->resolved_json ? strlen(s->resolved_json) : 0);
+}
+
+static int create_state(hid_t f, size_t width);
+/* Rows [0, rows) of the int64 dataset `path` set to a + b * row, written a block at a time. */
+static int write_i64_ramp(output *o, const char *path, hsize_t rows, int cols, int64_t a, int64_t b);
 
 static int create_layout(output *o, const scene *s, const output_run_info *ri)
 {
     hid_t f = o->file;
-    hsize_t prow = clamp_rows(s->n_total, OUT_MIN_PARTICLE_CHUNK, 65536); /* chunk rows of per-particle datasets */
+    const hsize_t N = o->n, S = o->capacity;
     int rc = -1;
     hid_t g = -1;
 
@@ -153,26 +199,34 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
     if (h5io_attr_fixed_str(g, "Type", "PolyData") < 0) goto done;
     H5Gclose(g);
     g = -1;
-    if (h5io_ds_create(f, "/VTKHDF/Points", H5T_IEEE_F32LE, 2, 3, prow) < 0) goto done;
+    /* every per-particle dataset holds the whole run: S snapshots of N rows */
+    if (h5io_ds_create_fixed(f, "/VTKHDF/Points", H5T_IEEE_F32LE, 2, S * N, 3, 0) < 0) goto done;
     for (int t = 0; t < OUT_TOPOS; ++t) {
-        char p[128];
+        char p[128], c[128];
         snprintf(p, sizeof p, "/VTKHDF/%s", TOPOS[t]);
         if ((g = H5Gcreate2(f, p, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
         H5Gclose(g);
         g = -1;
-        hsize_t crow = t == 0 ? clamp_rows(s->n_total + 1, 1024, 65536) : 16;
         snprintf(p, sizeof p, "/VTKHDF/%s/Offsets", TOPOS[t]);
-        if (h5io_ds_create(f, p, H5T_STD_I64LE, 1, 1, crow) < 0) goto done;
-        int64_t zero = 0; /* no cells (yet): offsets [0] */
-        if (h5io_ds_write_rows(f, p, H5T_NATIVE_INT64, &zero, 0, 1) < 0) goto done;
-        snprintf(p, sizeof p, "/VTKHDF/%s/Connectivity", TOPOS[t]);
-        if (h5io_ds_create(f, p, H5T_STD_I64LE, 1, 1, crow) < 0) goto done;
+        snprintf(c, sizeof c, "/VTKHDF/%s/Connectivity", TOPOS[t]);
+        if (t == 0) { /* the vertex cells: one per point, shared by every step */
+            if (h5io_ds_create_fixed(f, p, H5T_STD_I64LE, 1, N + 1, 1, 0) < 0 ||
+                h5io_ds_create_fixed(f, c, H5T_STD_I64LE, 1, N > 0 ? N : 1, 1, 0) < 0 ||
+                write_i64_ramp(o, p, N + 1, 1, 0, 1) < 0 || (N > 0 && write_i64_ramp(o, c, N, 1, 0, 1) < 0))
+                goto done;
+        } else { /* no cells: offsets [0], no connectivity */
+            int64_t zero = 0;
+            if (h5io_ds_create_fixed(f, p, H5T_STD_I64LE, 1, 1, 1, 0) < 0 ||
+                h5io_ds_write_rows(f, p, H5T_NATIVE_INT64, &zero, 0, 1) < 0 ||
+                h5io_ds_create(f, c, H5T_STD_I64LE, 1, 1, 16) < 0)
+                goto done;
+        }
     }
     /* Until the first snapshot the part is empty (0 points, 0 cells: a valid, empty PolyData
-     * for VTK); the first snapshot writes the vertex cells and the counts for its N. */
+     * for VTK); the first snapshot sets the counts to N just before its commit. */
     for (int i = 0; i < N_PART_I64; ++i) {
         int64_t zero = 0;
-        if (h5io_ds_create(f, PART_I64[i], H5T_STD_I64LE, 1, 1, 16) < 0 ||
+        if (h5io_ds_create_fixed(f, PART_I64[i], H5T_STD_I64LE, 1, 1, 1, 0) < 0 ||
             h5io_ds_write_rows(f, PART_I64[i], H5T_NATIVE_INT64, &zero, 0, 1) < 0)
             goto done;
     }
@@ -180,7 +234,7 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
     H5Gclose(g);
     g = -1;
     if ((g = H5Gcreate2(f, "/VTKHDF/Steps", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
-    if (h5io_attr_i64(g, "NSteps", 0) < 0) goto done;
+    if (h5io_attr_i64(g, "NSteps", 0) < 0) goto done; /* the commit counter, rewritten in place */
     H5Gclose(g);
     g = -1;
     if ((g = H5Gcreate2(f, "/VTKHDF/Steps/PointDataOffsets", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
@@ -191,10 +245,33 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         if (!(o->fields & fd->bit)) continue;
         char p[128];
         snprintf(p, sizeof p, "/VTKHDF/PointData/%s", fd->name);
-        if (h5io_ds_create(f, p, output_field_ftype(fd->kind), fd->ncomp == 1 ? 1 : 2, (hsize_t)fd->ncomp, prow) < 0)
+        if (h5io_ds_create_fixed(f, p, output_field_ftype(fd->kind), fd->ncomp == 1 ? 1 : 2, S * N,
+                                 (hsize_t)fd->ncomp, 0) < 0)
             goto done;
         snprintf(p, sizeof p, "/VTKHDF/Steps/PointDataOffsets/%s", fd->name);
-        if (h5io_ds_create(f, p, H5T_STD_I64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
+        if (h5io_ds_create_fixed(f, p, H5T_STD_I64LE, 1, S, 1, 0) < 0 || write_i64_ramp(o, p, S, 1, 0, (int64_t)N) < 0)
+            goto done;
+    }
+    /* The step entries are known in advance (one part at offset 0, snapshot k's points at k N, the
+     * shared vertex cells at 0) and written now; a snapshot writes only its time and records. */
+    if (h5io_ds_create_fixed(f, "/VTKHDF/Steps/PartOffsets", H5T_STD_I64LE, 1, S, 1, 0) < 0 ||
+        write_i64_ramp(o, "/VTKHDF/Steps/PartOffsets", S, 1, 0, 0) < 0 ||
+        h5io_ds_create_fixed(f, "/VTKHDF/Steps/NumberOfParts", H5T_STD_I64LE, 1, S, 1, 0) < 0 ||
+        write_i64_ramp(o, "/VTKHDF/Steps/NumberOfParts", S, 1, 1, 0) < 0 ||
+        h5io_ds_create_fixed(f, "/VTKHDF/Steps/PointOffsets", H5T_STD_I64LE, 1, S, 1, 0) < 0 ||
+        write_i64_ramp(o, "/VTKHDF/Steps/PointOffsets", S, 1, 0, (int64_t)N) < 0)
+        goto done;
+    for (int i = 0; i < 2; ++i)
+        if (h5io_ds_create_fixed(f, STEP_I64x4[i], H5T_STD_I64LE, 2, S, OUT_TOPOS, 0) < 0 ||
+            write_i64_ramp(o, STEP_I64x4[i], S, OUT_TOPOS, 0, 0) < 0)
+            goto done;
+    /* Steps/Values: VTK reads all of it into an array of NSteps entries, so it is never longer
+     * than max(NSteps, 1): one chunk of S rows allocated now, extended after each commit. */
+    {
+        double t0 = 0;
+        if (h5io_ds_create_fixed(f, "/VTKHDF/Steps/Values", H5T_IEEE_F64LE, 1, 1, 1, S > 1 ? S : 2) < 0 ||
+            h5io_ds_write_rows(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, &t0, 0, 1) < 0)
+            goto done;
     }
 
     /* ---- sphsim ---- */
@@ -207,12 +284,12 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         if (sg < 0) goto done;
         H5Gclose(sg);
     }
-    for (int i = 0; i < OUTPUT_N_STEP_I64; ++i)
-        if (h5io_ds_create(f, OUTPUT_STEP_I64[i], H5T_STD_I64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
-    for (int i = 0; i < 2; ++i)
-        if (h5io_ds_create(f, STEP_F64[i], H5T_IEEE_F64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
-    for (int i = 0; i < 2; ++i)
-        if (h5io_ds_create(f, STEP_I64x4[i], H5T_STD_I64LE, 2, OUT_TOPOS, OUT_STEP_CHUNK) < 0) goto done;
+    for (int i = 0; i < OUTPUT_N_SPHSIM_STEP_I64; ++i)
+        if (h5io_ds_create_fixed(f, OUTPUT_SPHSIM_STEP_I64[i], H5T_STD_I64LE, 1, S, 1, 0) < 0) goto done;
+    if (h5io_ds_create_fixed(f, "/sphsim/steps/time", H5T_IEEE_F64LE, 1, S, 1, 0) < 0) goto done;
+    /* the restart rows: device order and the solver state (of the size the solver declared) */
+    if (N > 0 && h5io_ds_create_fixed(f, "/sphsim/restart/device_order", H5T_STD_U32LE, 2, 2, N, 0) < 0) goto done;
+    if (ri && ri->state_bytes > 0 && create_state(f, ri->state_bytes) < 0) goto done;
 
     int sph = s->mode == MODE_SPH;
     char fields[256] = "position";
@@ -251,7 +328,9 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         h5io_attr_f64(g, "t_end", s->t_end) < 0 || h5io_attr_f64(g, "output_interval", s->out_interval) < 0 ||
         h5io_attr_write(g, "particle_counts", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, 3, counts) < 0 ||
         h5io_attr_str(g, "particle_counts_order", "fluid, boundary, spheres (ids in that order)") < 0 ||
-        h5io_attr_str(g, "units", UNITS_JSON) < 0 || h5io_attr_str(g, "resumes", "") < 0)
+        h5io_attr_str(g, "units", UNITS_JSON) < 0 || h5io_attr_i64(g, "snapshots_allocated", (long long)S) < 0 ||
+        h5io_attr_fixed_str_len(g, "resumes", "", OUT_RESUMES_BYTES) < 0 ||
+        (sph && h5io_attr_f64(g, "boundary_particle_mass", 0) < 0))
         goto done;
     rc = 0;
 done:
@@ -314,6 +393,8 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
     }
     o->fields = output_fields(s);
     o->sph = s->mode == MODE_SPH;
+    o->n = s->n_total > 0 ? (size_t)s->n_total : 0;
+    o->capacity = (hsize_t)output_snapshots(s);
     /* The layout is built under a temporary name and moved into place once it is on disk, so
      * `path` never names a half-made file (a kill during creation leaves only the temporary
      * one), and --overwrite replaces the old file only when the new one is ready. */
@@ -330,16 +411,43 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
         return r;
     }
     sphsim_status r = SPHSIM_OK;
-    /* room for the empty layout first (as for every write: see output_write) */
-    int err = diskspace_reserve(o->file, 131072.0);
+    /* Room for the metadata first; then the layout allocates the whole run's space, and all of
+     * it is reserved on disk before the file is placed: a disk too small for the run fails
+     * here, before the first step. */
+    const double need = output_file_bytes(s, ri ? ri->state_bytes : 0) + 65536.0;
+    int err = diskspace_reserve(o->file, need);
+    if (err) {
+        /* refused before anything was written: the close has next to nothing to flush */
+        char why[512];
+        snprintf(why, sizeof why, "%s", strerror(err));
+        poison_to(o, 0);
+        H5Fclose(o->file);
+        h5io_forget();
+        unlink(tmp);
+        output_free(o);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "cannot create output file '%s': %s (could not reserve %.3g MB for the %lld snapshots of "
+                           "the run)",
+                           path, why, need / 1e6, (long long)output_snapshots(s));
+    }
+    hsize_t eoa = 0;
     if (err == 0 && create_layout(o, s, ri) == 0 && (err = diskspace_reserve(o->file, 0)) == 0 &&
+        h5io_sync(o->file) == 0 && /* the second flush gives back the unused end of HDF5's metadata
+                                      block, which the first snapshot's flush would otherwise do
+                                      (moving the end of the file) */
         h5io_sync(o->file) == 0) {
         /* on disk */
     } else {
         char why[512];
         if (err) snprintf(why, sizeof why, "%s", strerror(err));
         else h5io_reason(why, sizeof why);
-        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the layout of output file '%s': %s", path, why);
+        H5Fget_filesize(o->file, &eoa);
+        if (err && eoa > 0)
+            r = SPHSIM_FAIL(e, SPHSIM_E_IO,
+                            "cannot create output file '%s': %s (could not reserve %.3g MB for the %llu snapshots of "
+                            "the run)",
+                            path, why, (double)eoa / 1e6, (unsigned long long)o->capacity);
+        else r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the layout of output file '%s': %s", path, why);
     }
     if (r == SPHSIM_OK) diskspace_release(o->file);
     if (r == SPHSIM_OK) {
@@ -362,8 +470,10 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
     int placed = r == SPHSIM_OK;
     if (r == SPHSIM_OK) r = xdmf_write(o, e);
     if (r != SPHSIM_OK) {
-        poison(o); /* the file is removed: nothing more needs to reach it (and a full disk
-                      would make H5Fclose fail, which HDF5 1.10 follows with a crash at exit) */
+        /* the file is removed: nothing more needs to reach it (and a full disk would make
+         * H5Fclose fail, which HDF5 1.10 follows with a crash at exit); what the close flushes
+         * goes to /dev/null, which no file size limit applies to */
+        poison_to(o, 1);
         H5Fclose(o->file);
         h5io_forget();
         unlink(placed ? path : tmp);
@@ -397,12 +507,6 @@ static void pack_xyz(const void *src, size_t first, size_t count, void *dst)
         for (int c = 0; c < 3; ++c) xyz[3 * i + c] = v[4 * i + c];
 }
 
-static void pack_index(const void *src, size_t first, size_t count, void *dst)
-{
-    (void)src;
-    int64_t *v = dst;
-    for (size_t i = 0; i < count; ++i) v[i] = (int64_t)(first + i);
-}
 
 /* Rows row .. row+n-1 of dataset `path` from n rows of src, packed into o->buf a block at a time
  * (so that the buffer stays small: packing all rows at once took 13 GB at 10^9 particles).
@@ -431,70 +535,17 @@ void output_set_block_rows(output *o, size_t rows)
     if (o && rows > 0) o->block_rows = rows;
 }
 
-/* Set the rows of dataset `path` to `rows`, first growing it by `margin` past its current
- * rows and then shrinking it: the shrink makes HDF5 drop every chunk past `rows`. A kill in
- * the middle of a flush can leave the chunk index naming a chunk the file never got (past
- * its end of allocated space) while the extent stayed at the committed rows; without the
- * drop, the next write into that chunk would fail ("addr overflow"). */
-static int ds_cut(hid_t f, const char *path, hsize_t rows, hsize_t margin)
+static int write_i64_ramp(output *o, const char *path, hsize_t rows, int cols, int64_t a, int64_t b)
 {
-    long long cur = h5io_ds_rows(f, path);
-    if (cur < 0) return -1;
-    hsize_t high = ((hsize_t)cur > rows ? (hsize_t)cur : rows) + margin;
-    if (h5io_ds_write_rows(f, path, H5T_NATIVE_INT64, NULL, high, 0) < 0) return -1;
-    return h5io_ds_write_rows(f, path, H5T_NATIVE_INT64, NULL, rows, 0);
-}
-
-/* Cut every growing dataset to the rows of `k` committed snapshots (n_hint: particles per
- * snapshot when the file does not say yet). */
-static int truncate_to(output *o, hsize_t k, size_t n_hint)
-{
-    hid_t f = o->file;
-    int rc = 0;
-    hsize_t prow = k * o->n;
-    hsize_t pmargin = (hsize_t)(o->n > n_hint ? o->n : n_hint) + 2 * 65536, smargin = 2 * OUT_STEP_CHUNK;
-    rc |= ds_cut(f, "/VTKHDF/Points", prow, pmargin);
-    for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
-        if (!(o->fields & OUTPUT_FIELDS[i].bit)) continue;
-        char p[128];
-        snprintf(p, sizeof p, "/VTKHDF/PointData/%s", OUTPUT_FIELDS[i].name);
-        rc |= ds_cut(f, p, prow, pmargin);
-        snprintf(p, sizeof p, "/VTKHDF/Steps/PointDataOffsets/%s", OUTPUT_FIELDS[i].name);
-        rc |= ds_cut(f, p, k, smargin);
-    }
-    for (int i = 0; i < OUTPUT_N_STEP_I64; ++i) rc |= ds_cut(f, OUTPUT_STEP_I64[i], k, smargin);
-    for (int i = 0; i < 2; ++i) rc |= ds_cut(f, STEP_F64[i], k, smargin);
-    for (int i = 0; i < 2; ++i) rc |= ds_cut(f, STEP_I64x4[i], k, smargin);
-    if (k == 0) { /* the first snapshot's vertex cells may be half made too */
-        rc |= ds_cut(f, "/VTKHDF/Vertices/Offsets", 1, pmargin);
-        rc |= ds_cut(f, "/VTKHDF/Vertices/Connectivity", 0, pmargin);
-    }
-    return rc ? -1 : 0;
-}
-
-/* Vertex cells (one per point, written once and shared by every step) and the restart
- * order dataset, for n points. */
-static int write_topology(output *o)
-{
-    hid_t f = o->file;
-    size_t n = o->n;
-    if (write_rows_packed(o, "/VTKHDF/Vertices/Offsets", H5T_NATIVE_INT64, 8, 0, n + 1, pack_index, NULL) < 0 ||
-        write_rows_packed(o, "/VTKHDF/Vertices/Connectivity", H5T_NATIVE_INT64, 8, 0, n, pack_index, NULL) < 0)
-        return -1;
-    /* the part's counts (n points, n vertex cells) come with the first commit: write_part_counts */
-    if (h5io_link_exists(f, "/sphsim/restart/device_order") &&
-        H5Ldelete(f, "/sphsim/restart/device_order", H5P_DEFAULT) < 0)
-        return -1;
-    if (n > 0) {
-        /* Two rows: snapshot k writes row k % 2, so the committed one survives a crash. */
-        hsize_t dims[2] = { 2, n };
-        hid_t sp = H5Screate_simple(2, dims, NULL);
-        if (sp < 0) return -1;
-        hid_t ds =
-            H5Dcreate2(f, "/sphsim/restart/device_order", H5T_STD_U32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        H5Sclose(sp);
-        if (ds < 0) return -1;
-        H5Dclose(ds);
+    const hsize_t B = 65536;
+    if (rows == 0) return 0;
+    if (ensure_buf(o, (size_t)B * (size_t)cols * sizeof(int64_t)) < 0) return -1;
+    int64_t *v = o->buf;
+    for (hsize_t r0 = 0; r0 < rows; r0 += B) {
+        hsize_t m = rows - r0 < B ? rows - r0 : B;
+        for (hsize_t i = 0; i < m; ++i)
+            for (int c = 0; c < cols; ++c) v[i * (hsize_t)cols + (hsize_t)c] = a + b * (int64_t)(r0 + i);
+        if (h5io_ds_write_rows(o->file, path, H5T_NATIVE_INT64, v, r0, m) < 0) return -1;
     }
     return 0;
 }
@@ -523,9 +574,9 @@ static int write_used_masses(output *o, const particles *p)
     }
     hid_t g = H5Gopen2(o->file, "/sphsim", H5P_DEFAULT);
     if (g < 0) return -1;
-    int rc = 0;
-    if (m_fluid >= 0) rc |= h5io_attr_f64(g, "particle_mass", m_fluid);
-    if (m_boundary >= 0) rc |= h5io_attr_f64(g, "boundary_particle_mass", m_boundary);
+    int rc = 0; /* attributes made with the layout, rewritten in place (same type and size) */
+    if (m_fluid >= 0) rc |= h5io_attr_overwrite(g, "particle_mass", H5T_NATIVE_DOUBLE, &m_fluid);
+    if (m_boundary >= 0) rc |= h5io_attr_overwrite(g, "boundary_particle_mass", H5T_NATIVE_DOUBLE, &m_boundary);
     H5Gclose(g);
     return rc ? -1 : 0;
 }
@@ -623,7 +674,6 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
     size_t n = o->n;
     hsize_t row = k * n;
     if (!o->have_topology) {
-        if (write_topology(o) < 0) return -1;
         if (o->sph && write_used_masses(o, p) < 0) return -1;
         o->have_topology = 1;
     }
@@ -646,23 +696,9 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
     if (write_device_order(o, si->device_order, k) < 0) return -1;
     if (write_state(o, state, state_bytes, k) < 0) return -1;
 
-    /* ---- step entry ---- */
+    /* ---- step records (the Steps offsets were written with the layout) ---- */
     double t = si->time;
-    int64_t part = 0, one = 1, poff = (int64_t)row, zeros4[OUT_TOPOS] = { 0, 0, 0, 0 };
     int64_t step = si->step, ncont = si->n_contacts, nout = si->n_outside;
-    if (h5io_ds_write_rows(f, "/VTKHDF/Steps/PartOffsets", H5T_NATIVE_INT64, &part, k, 1) < 0 ||
-        h5io_ds_write_rows(f, "/VTKHDF/Steps/NumberOfParts", H5T_NATIVE_INT64, &one, k, 1) < 0 ||
-        h5io_ds_write_rows(f, "/VTKHDF/Steps/PointOffsets", H5T_NATIVE_INT64, &poff, k, 1) < 0 ||
-        /* every step reads the one vertex topology from its start */
-        h5io_ds_write_rows(f, "/VTKHDF/Steps/CellOffsets", H5T_NATIVE_INT64, zeros4, k, 1) < 0 ||
-        h5io_ds_write_rows(f, "/VTKHDF/Steps/ConnectivityIdOffsets", H5T_NATIVE_INT64, zeros4, k, 1) < 0)
-        return -1;
-    for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
-        if (!(o->fields & OUTPUT_FIELDS[i].bit)) continue;
-        char path[128];
-        snprintf(path, sizeof path, "/VTKHDF/Steps/PointDataOffsets/%s", OUTPUT_FIELDS[i].name);
-        if (h5io_ds_write_rows(f, path, H5T_NATIVE_INT64, &poff, k, 1) < 0) return -1;
-    }
     if (h5io_ds_write_rows(f, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, &t, k, 1) < 0 ||
         h5io_ds_write_rows(f, "/sphsim/steps/step", H5T_NATIVE_INT64, &step, k, 1) < 0 ||
         h5io_ds_write_rows(f, "/sphsim/steps/n_contacts", H5T_NATIVE_INT64, &ncont, k, 1) < 0 ||
@@ -691,11 +727,11 @@ static int set_nsteps(hid_t file, hsize_t nsteps)
  * the real end, "truncated file", would make it unreadable). The file keeps what the last
  * successful commit flushed; rows written since lie past the committed extents. (The close
  * itself must succeed: HDF5 1.10 crashes at exit on a file whose close failed.) */
-static void poison(output *o)
+static void poison_to(output *o, int null_sink)
 {
     int *fd = NULL;
     if (H5Fget_vfd_handle(o->file, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) {
-        int sink = memfd_create("sphsim-discarded-output", MFD_CLOEXEC);
+        int sink = null_sink ? -1 : memfd_create("sphsim-discarded-output", MFD_CLOEXEC);
         if (sink < 0) sink = open("/dev/null", O_RDWR);
         if (sink >= 0) {
             dup2(sink, *fd);
@@ -705,6 +741,8 @@ static void poison(output *o)
     o->broken = 1;
     h5io_forget();
 }
+
+static void poison(output *o) { poison_to(o, 0); }
 
 sphsim_status output_write(output *o, const particles *p, const output_snapshot_info *si, sphsim_error *e)
 {
@@ -722,11 +760,6 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
                            o->path, (unsigned long long)o->nsteps);
     h5io_quiet();
     hsize_t k = o->nsteps;
-    if (o->have_topology && p->n != o->n)
-        return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                           "cannot write snapshot %llu to '%s': it has %zu particles but the file holds %zu per "
-                           "snapshot (the particle count must stay fixed)",
-                           (unsigned long long)k, o->path, p->n, o->n);
     if (k + 1 > o->times_cap) {
         size_t cap = o->times_cap ? 2 * o->times_cap : 64;
         double *t = realloc(o->times, cap * sizeof *t);
@@ -734,10 +767,18 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
         o->times = t;
         o->times_cap = cap;
     }
-    /* Reserve the snapshot's disk space before writing any of it: a full disk (or quota, or
-     * file size limit) is refused here, cleanly, with the file untouched. A write that fails
-     * half-way through HDF5's metadata is the one case that could damage the file. */
-    double need = diskspace_snapshot_bytes(o, p->n, k);
+    if (k >= o->capacity)
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "cannot write snapshot %llu (t = %g s) to '%s': the file was laid out for %llu snapshots",
+                           (unsigned long long)k, si->time, o->path, (unsigned long long)o->capacity);
+    if (p->n != o->n)
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "cannot write snapshot %llu to '%s': it has %zu particles but the file holds %zu per "
+                           "snapshot (the particle count must stay fixed)",
+                           (unsigned long long)k, o->path, p->n, o->n);
+    /* Every byte a snapshot writes lies in space allocated (and reserved on disk) when the file
+     * was created; only a solver state the creator did not declare makes its datasets now. */
+    int err = 0;
     if (state_bytes > 0) {
         long long w = state_width(o->file);
         h5io_forget();
@@ -746,38 +787,34 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
                                "cannot write snapshot %llu to '%s': its solver state has %zu bytes but the file's "
                                "/sphsim/restart datasets hold %lld per snapshot",
                                (unsigned long long)k, o->path, state_bytes, w);
-        if (w == 0) need += 2.0 * (double)state_bytes + 65536.0; /* created with this snapshot */
-    }
-    int err = diskspace_reserve(o->file, need);
-    if (err) {
-        diskspace_release(o->file);
-        return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                           "cannot write snapshot %llu (t = %g s) to '%s': %s (could not reserve %.3g MB for it); the "
-                           "%llu snapshot(s) written before are intact",
-                           (unsigned long long)k, si->time, o->path, strerror(err), need / 1e6, (unsigned long long)k);
+        if (w == 0 && (err = diskspace_reserve(o->file, 2.0 * (double)state_bytes + 65536.0)) != 0) {
+            diskspace_release(o->file);
+            return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                               "cannot write snapshot %llu (t = %g s) to '%s': %s; the %llu snapshot(s) written "
+                               "before are intact",
+                               (unsigned long long)k, si->time, o->path, strerror(err), (unsigned long long)k);
+        }
     }
     const int first = !o->have_topology; /* the first snapshot of the file */
-    if (first) o->n = p->n;
     int committed = 0;
     int rc = write_snapshot_rows(o, p, si, state, state_bytes, k);
     if (rc == 0 && output_fault_hook && output_fault_hook(k)) {
         h5io_set_reason("Input/output error (injected by a test)");
         rc = -1;
     }
-    /* 1. data and step entry on disk (their space reserved) before the commit point */
-    if (rc == 0 && (err = diskspace_reserve(o->file, 0)) != 0) rc = -1;
+    /* 1. the snapshot's raw data on disk before the commit point */
     if (rc == 0) rc = h5io_sync(o->file);
-    /* first snapshot: the part's counts, flushed just before the commit point */
+    /* first snapshot: the part's counts (raw data too), flushed just before the commit point */
     if (rc == 0 && first && (write_part_counts(o) < 0 || H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0)) rc = -1;
-    /* 2. the commit point (flushed; its fsync is the one after phase 3, which keeps a killed
-     *    process from leaving NSteps ahead of Steps/Values for long) */
+    /* 2. the commit point: NSteps rewritten in place, flushed */
     if (rc == 0) rc = set_nsteps(o->file, k + 1);
     if (rc == 0 && H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
     if (rc == 0) committed = 1;
-    /* 3. the time for VTK's Steps/Values, which must not run ahead of NSteps */
+    /* 3. the time for VTK's Steps/Values, which must not be longer than NSteps: its extent (in
+     *    its one preallocated chunk) grows to k + 1 after the commit */
     double t = si->time;
-    if (rc == 0) rc = h5io_ds_write_rows(o->file, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, &t, k, 1);
-    if (rc == 0 && (err = diskspace_reserve(o->file, 0)) != 0) rc = -1;
+    if (rc == 0)
+        rc = h5io_ds_io_rows(o->file, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, &t, k, 1, k > 0);
     if (rc == 0) rc = h5io_sync(o->file);
     if (committed) {
         o->times[k] = si->time;
@@ -798,7 +835,6 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
                            "are intact",
                            (unsigned long long)k, si->time, o->path, why, (unsigned long long)k);
     }
-    diskspace_release(o->file);
     return xdmf_write(o, e);
 }
 
@@ -848,23 +884,18 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
     hid_t f = o->file;
     sphsim_status r = SPHSIM_OK;
     hsize_t ns = 0;
-    /* A run killed while writing a snapshot can leave chunks past the end of allocation stored
-     * in the superblock (written, or listed by an index flushed before the superblock). Cutting
-     * the uncommitted rows frees them, and HDF5 would then reuse that space at or past the end
-     * of allocation ("addr overflow", 3 in 126 runs of the SIGKILL test). Move the end of
-     * allocation to the end of the file first, so that every such chunk lies within it. */
-    if (H5Fincrement_filesize(f, 0) < 0) {
-        char why[512];
-        h5io_reason(why, sizeof why);
-        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to append: %s", path, why);
+    long long lv = 0, cap = 0;
+    if (h5io_attr_read_i64(f, "/sphsim", "layout_version", &lv) < 0 || lv != OUT_LAYOUT_VERSION ||
+        h5io_attr_read_i64(f, "/sphsim", "snapshots_allocated", &cap) < 0 || cap < 1) {
+        h5io_forget();
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO,
+                        "cannot append to '%s': it has output layout version %lld, this sphsim appends to version %d "
+                        "only (files whose whole run is allocated at creation); rerun the scene, or resume it with "
+                        "the sphsim version that wrote it",
+                        path, lv, OUT_LAYOUT_VERSION);
         goto fail;
     }
-    int err = diskspace_reserve(o->file, 65536.0); /* room for the repairs and the provenance line */
-    if (err) {
-        poison(o); /* leave the file as it is */
-        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot append to '%s': %s", path, strerror(err));
-        goto fail;
-    }
+    o->capacity = (hsize_t)cap;
     if ((r = output_read_nsteps(f, path, &ns, e)) != SPHSIM_OK) goto fail;
     for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
         char p[128];
@@ -876,13 +907,15 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
         }
     }
     o->fields |= FIELD_POSITION;
-    if (ns > 0) {
-        int64_t n64 = 0;
-        if (h5io_ds_read_rows(f, "/VTKHDF/NumberOfPoints", H5T_NATIVE_INT64, &n64, 0, 1) < 0 || n64 < 0) {
-            r = output_bad_file(e, path, "cannot read NumberOfPoints");
+    {
+        long long rows = h5io_ds_rows(f, "/VTKHDF/Points");
+        if (rows < 0 || rows % cap) {
+            r = output_bad_file(e, path, "Points does not hold whole snapshots");
             goto fail;
         }
-        o->n = (size_t)n64;
+        o->n = (size_t)(rows / cap);
+    }
+    if (ns > 0) {
         o->have_topology = 1;
         o->times_cap = ns + 64;
         o->times = malloc(o->times_cap * sizeof *o->times);
@@ -896,27 +929,37 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
         }
     }
     o->nsteps = ns;
-    /* Drop rows of a snapshot that was never committed (a crash between data and NSteps), and
-     * write Steps/Values in full again (a crash after the commit can leave it one short). */
-    if (truncate_to(o, ns, s && s->n_total > 0 ? (size_t)s->n_total : 0) < 0 || set_nsteps(f, ns) < 0 ||
-        (ns > 0 && h5io_ds_write_rows(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0)) {
-        r = output_bad_file(e, path, "cannot cut uncommitted rows");
+    /* Rows past NSteps (a snapshot written but never committed) lie in allocated space and are
+     * simply written again. Steps/Values is set to the committed times in full (a kill right
+     * after a commit can leave it one short): its extent changes in place within its chunk. */
+    if (ns > 0 && h5io_ds_extend_rows(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0) {
+        r = output_bad_file(e, path, "cannot complete Steps/Values");
         goto fail;
     }
     {
-        /* Provenance of this continuation. */
+        /* Provenance of this continuation, in the fixed-size attribute made with the layout
+         * (rewritten in place; the oldest lines give way when it is full). */
         char *prev = h5io_attr_read_str(f, "/sphsim", "resumes");
         char line[1024];
-        snprintf(line, sizeof line, "%s%s resumed after snapshot %llu by sphsim %s on %s", prev && *prev ? "\n" : "",
+        snprintf(line, sizeof line, "%s resumed after snapshot %llu by sphsim %s on %s",
                  ri && ri->start_time ? ri->start_time : "?", (unsigned long long)ns,
                  ri && ri->version ? ri->version : "?", ri && ri->device_name ? ri->device_name : "?");
-        size_t len = (prev ? strlen(prev) : 0) + strlen(line) + 1;
-        char *all = malloc(len);
+        char *all = calloc(OUT_RESUMES_BYTES + 2 * sizeof line, 1);
         int bad = !all;
         if (all) {
-            snprintf(all, len, "%s%s", prev ? prev : "", line);
+            snprintf(all, OUT_RESUMES_BYTES + 2 * sizeof line, "%s%s%s", prev && *prev ? prev : "",
+                     prev && *prev ? "\n" : "", line);
+            char *keep = all;
+            while (strlen(keep) >= OUT_RESUMES_BYTES && strchr(keep, '\n')) keep = strchr(keep, '\n') + 1;
+            char fixed[OUT_RESUMES_BYTES];
+            memset(fixed, 0, sizeof fixed);
+            memcpy(fixed, keep, strlen(keep) < sizeof fixed ? strlen(keep) : sizeof fixed);
             hid_t g = H5Gopen2(f, "/sphsim", H5P_DEFAULT);
-            bad = g < 0 || h5io_attr_str(g, "resumes", all) < 0;
+            hid_t a = g >= 0 ? H5Aopen(g, "resumes", H5P_DEFAULT) : -1;
+            hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+            bad = t < 0 || H5Tget_size(t) != OUT_RESUMES_BYTES || H5Awrite(a, t, fixed) < 0;
+            if (t >= 0) H5Tclose(t);
+            if (a >= 0) H5Aclose(a);
             if (g >= 0) H5Gclose(g);
         }
         free(all);
@@ -934,12 +977,10 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
         r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write to '%s': %s", path, why);
         goto fail;
     }
-    diskspace_release(o->file);
     if ((r = xdmf_write(o, e)) != SPHSIM_OK) goto fail;
     *out = o;
     return SPHSIM_OK;
 fail:
-    diskspace_release(o->file);
     poison(o); /* leave the file as the last flush left it; H5Fclose must not fail */
     H5Fclose(o->file);
     h5io_forget();

@@ -13,7 +13,16 @@ typedef struct output_run_info {
     const char *version;     /* sphsim version */
     const char *device_name; /* OpenCL device */
     const char *start_time;  /* ISO 8601 UTC */
+    size_t state_bytes;      /* the solver state stored with each snapshot (output_write_state), bytes; 0: none.
+                                Its datasets are allocated with the layout. */
 } output_run_info;
+
+/* Snapshots a run of scene s writes (the rows every dataset of its output file is created with). */
+long output_snapshots(const scene *s);
+/* The size of the output file of scene s, bytes, with a solver state of `state_bytes` per
+ * snapshot: exact for its raw data, which the file allocates in full when it is created, plus
+ * an allowance for HDF5's metadata (within a few KB). */
+double output_file_bytes(const scene *s, size_t state_bytes);
 
 typedef struct output_snapshot_info {
     double time; /* s */

@@ -7,7 +7,8 @@
 #include "h5io.h"
 #include "output.h"
 
-#define OUT_LAYOUT_VERSION 1                    /* /sphsim attribute layout_version */
+#define OUT_LAYOUT_VERSION 2                    /* /sphsim attribute layout_version */
+#define OUT_RESUMES_BYTES 2048                  /* /sphsim attribute resumes: fixed size, rewritten in place */
 #define OUT_STEP_CHUNK 64                       /* rows per chunk of the per-step datasets */
 #define OUT_MIN_PARTICLE_CHUNK H5IO_DIRECT_ROWS /* and at least this many of the per-particle ones */
 #define OUT_TOPOS 4                             /* Vertices, Lines, Polygons, Strips */
@@ -48,6 +49,7 @@ struct output {
     int broken;        /* a write failed: nothing more reaches the file (see output.c, poison) */
     int sph;           /* SPH mode (particle_mass is taken from the first snapshot) */
     hsize_t nsteps;    /* committed snapshots */
+    hsize_t capacity;  /* snapshots the file's layout holds (allocated at creation) */
     double *times;     /* s, one per committed snapshot (for the sidecar) */
     size_t times_cap;
     void *buf; /* packing buffer */
@@ -72,10 +74,8 @@ long long output_state_width_of(hid_t f, const char *name, const char *name_byte
 sphsim_status xdmf_write(const output *o, sphsim_error *e);
 
 /* diskspace.c: reserve the file's disk space up to HDF5's end of allocation plus `extra`
- * bytes (0, or an errno value); give back what lies past that end; the bytes snapshot k of
- * n particles adds to the file, generously. */
+ * bytes (0, or an errno value); give back what lies past that end. */
 int diskspace_reserve(hid_t file, double extra);
 void diskspace_release(hid_t file);
-double diskspace_snapshot_bytes(const output *o, size_t n, hsize_t k);
 
 #endif

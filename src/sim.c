@@ -786,7 +786,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
 
     char start[32];
     iso_now(start, sizeof start);
-    output_run_info ri = { SPHSIM_VERSION, c->dev.name, start };
+    output_run_info ri = { SPHSIM_VERSION, c->dev.name, start, c->sv.ops->state_size(c->sv.impl, n) };
     if (o->resume_path) SPHSIM_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
     else SPHSIM_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));
     particles *staging[2] = { &c->sorted, slots == 2 ? &c->sorted2 : NULL };
