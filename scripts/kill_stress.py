@@ -8,8 +8,9 @@ SIGKILL at a random moment, and then checks the file:
   - VTK's vtkHDFReader loads the last committed step without an error;
   - `sphsim --resume` completes it, and the result equals the reference file.
 Modes:
-  random     kill moments uniform over the run's wall time (start-up to exit), first snapshot
-             included;
+  random     kill moments uniform from the moment the file appears (under its temporary name,
+             after the start-up, which writes nothing) to the end of the run as timed on a
+             reference run (timed again every 50 trials), first snapshot included;
   first      kill moments uniform over the window in which the file is created and its first
              snapshot written: from the moment the file appears under its temporary name to
              half as long again after the first commit (that span measured on the reference run);
@@ -18,7 +19,8 @@ Modes:
 
 Usage: scripts/kill_stress.py [--kills N] [--mode random|first|overwrite] [--seed S]
                               [--bin build/sphsim] [--work DIR] [--no-resume-every K]
-Exit status 0 when every trial passed; prints one JSON summary line.
+A run that ends before its kill moment is not counted (and is run again). Exit status 0 when
+every trial passed; prints one JSON summary line.
 """
 import argparse
 import hashlib
@@ -171,11 +173,13 @@ def main(argv=None):
     vtk = VtkCheck()
     rng = random.Random(a.seed)
     stats = {"mode": a.mode, "kills": 0, "unreadable": 0, "vtk_failures": 0, "wrong_snapshots": 0,
-             "resumes": 0, "failed_resumes": 0, "no_file": 0, "nsteps_0": 0, "old_file_kept": 0,
+             "resumes": 0, "failed_resumes": 0, "no_file": 0, "nsteps_0": 0, "ended_before_kill": 0, "old_file_kept": 0,
              "nsteps_hist": {}, "ref_wall_s": round(wall, 3), "first_commit_s": round(t_first, 3)}
     failures = []
     out = work / "run.h5"
-    for trial in range(a.kills):
+    trial = -1
+    while stats["kills"] < a.kills and trial < 3 * a.kills:  # runs that end before their kill do not count
+        trial += 1
         for p in (out, out.with_suffix(".xmf"), Path(str(out) + ".creating")):
             p.unlink(missing_ok=True)
         extra = []
@@ -185,22 +189,33 @@ def main(argv=None):
             shutil.copy(ref.with_suffix(".xmf"), out.with_suffix(".xmf"))
             old_sha = sha(out)
             extra = ["--overwrite"]
+        if trial and trial % 50 == 0:  # the machine's load changes: time the reference again
+            ref2 = work / "ref2.h5"
+            for p in (ref2, ref2.with_suffix(".xmf")):
+                p.unlink(missing_ok=True)
+            wall, t_file, t_first = run_ref(a.bin, scene, ref2)
         proc = subprocess.Popen([a.bin, str(scene), "-o", str(out), "--quiet", *extra], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
+        # The kill moments count from the moment the new file appears under its temporary name
+        # (the start-up before it, device and kernels, writes nothing): uniform up to the end
+        # of the run (random), or up to half as long again after the first commit (first), as
+        # timed on the reference run.
+        creating = Path(str(out) + ".creating")
+        t0 = time.monotonic()
+        while not creating.exists() and not (a.mode != "overwrite" and out.exists()) and proc.poll() is None \
+                and time.monotonic() - t0 < 30:
+            time.sleep(0.0005)
         if a.mode == "first":
-            # from the moment the new file (under its temporary name) appears to a little after
-            # the first commit, as measured on the reference run
-            creating = Path(str(out) + ".creating")
-            t0 = time.monotonic()
-            while not creating.exists() and not (a.mode != "overwrite" and out.exists()) and proc.poll() is None \
-                    and time.monotonic() - t0 < 30:
-                time.sleep(0.0005)
             delay = rng.uniform(0.0, 1.5 * max(t_first - t_file, 0.005))
         else:
-            delay = rng.uniform(0.0, wall)
+            delay = rng.uniform(0.0, max(wall - t_file, 0.01))
         time.sleep(delay)
+        ended = proc.poll() is not None
         proc.kill()
         proc.wait()
+        if ended:
+            stats["ended_before_kill"] += 1
+            continue
         stats["kills"] += 1
         what = f"trial {trial} (SIGKILL after {delay:.3f} s)"
         try:
@@ -240,8 +255,8 @@ def main(argv=None):
             keep = work / f"failed_{trial}.h5"
             if out.exists():
                 shutil.copy(out, keep)
-        if not a.quiet and (trial + 1) % 50 == 0:
-            print(f"{trial + 1} kills, {len(failures)} failures", file=sys.stderr, flush=True)
+        if not a.quiet and stats["kills"] % 50 == 0:
+            print(f"{stats['kills']} kills, {len(failures)} failures", file=sys.stderr, flush=True)
     stats["failures"] = len(failures)
     stats["nsteps_hist"] = {str(k): v for k, v in sorted(stats["nsteps_hist"].items())}
     for f in failures[:20]:
