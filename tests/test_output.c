@@ -1195,6 +1195,15 @@ static int writer_loop(const char *path)
     size_t n = ns ? (size_t)strtoul(ns, NULL, 10) : 20000;
     scene s;
     make_scene(&s, 3, 0xffu, (long)n);
+    const char *ms = getenv("SPHSIM_OUTPUT_WRITER_MAX");
+    long max = ms ? strtol(ms, NULL, 10) : -1;
+    /* the layout: room for the snapshots written (about 10^8 bytes of them when unbounded)
+     * and one more, which the resume loop appends */
+    long cap = max > 0 ? max + 1 : (long)(1e8 / (60.0 * (double)n));
+    if (cap < 4) cap = 4;
+    if (cap > 400) cap = 400;
+    s.n_steps = 1000L * (cap - 1);
+    if (max < 0) max = cap - 1;
     output *o = NULL;
     sphsim_error e;
     if (output_open(&o, path, 1, &s, NULL, &e) != SPHSIM_OK) {
@@ -1203,9 +1212,7 @@ static int writer_loop(const char *path)
     }
     particles p;
     if (particles_alloc(&p, n, &e) != SPHSIM_OK) return 1;
-    const char *ms = getenv("SPHSIM_OUTPUT_WRITER_MAX");
-    long max = ms ? strtol(ms, NULL, 10) : -1;
-    for (long k = 0; max < 0 || k < max; ++k) {
+    for (long k = 0; k < max; ++k) {
         for (size_t i = 0; i < n; ++i) {
             /* values the checker can recompute from (k, i) */
             p.pos[4 * i + 0] = (float)i;
