@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "contact.h"
 #include "device.h"
+#include "nlist.h"
 #include "output.h"
 #include "scene.h"
 #include "sim.h"
@@ -78,9 +80,12 @@ static void print_check(const scene *s, const sphsim_tuning *t)
     /* SPH neighbour lists, on top, when the device holds them (grid.neighbour_list) */
     size_t lists =
         s->mode == MODE_SPH && s->neighbour_list != NLIST_OFF ? sim_list_bytes(s, (size_t)s->n_total, 0, t) : 0;
-    /* per particle and snapshot: position, velocity (3 x 4 B each), density, pressure, mass,
-     * radius (4 B), id (4 B), type (1 B), at most */
-    double out = (double)snapshots_of(s) * (double)s->n_total * 37.0;
+    /* the output file: its layout, allocated in full at creation (output.c), with the solver
+     * state stored with each snapshot: the contact solver's, or the neighbour lists' skin level */
+    const size_t state = s->mode == MODE_PARTICLES         ? contact_state_size(s->dims, (size_t)s->n_total)
+                         : s->neighbour_list != NLIST_OFF ? nlist_state_size()
+                                                          : 0;
+    double out = output_file_bytes(s, state);
     const size_t host = sim_host_bytes(s, t);
     /* one JSON document on one line: the resolved scene and the derived values */
     cJSON *scene_doc = s->resolved_json ? cJSON_Parse(s->resolved_json) : NULL;
