@@ -158,6 +158,7 @@ def main(argv=None):
     ap.add_argument("--work", default=None, help="folder for the runs (default: a temporary one, removed)")
     ap.add_argument("--resume-every", type=int, default=1, help="resume every K-th killed file (1: all)")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--stats", default=None, help="also write the running figures (JSON) to this file after each trial")
     a = ap.parse_args(argv)
 
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="sphsim_kill_"))
@@ -255,6 +256,8 @@ def main(argv=None):
             keep = work / f"failed_{trial}.h5"
             if out.exists():
                 shutil.copy(out, keep)
+        if a.stats:
+            Path(a.stats).write_text(json.dumps(dict(stats, failures=len(failures), trials=trial + 1)) + "\n")
         if not a.quiet and stats["kills"] % 50 == 0:
             print(f"{stats['kills']} kills, {len(failures)} failures", file=sys.stderr, flush=True)
     stats["failures"] = len(failures)
