@@ -987,3 +987,223 @@ fail:
     output_free(o);
     return r;
 }
+
+/* ---------------------------------------------------------------- relayout (--resume) */
+
+/* Rows [0, rows) of dataset `path` from file `from` into the same dataset of file `to`, a block
+ * at a time, in the file's type (no conversion). */
+static int copy_rows(output *o, hid_t from, hid_t to, const char *path, hsize_t rows)
+{
+    if (rows == 0) return 0;
+    hid_t ds = H5Dopen2(from, path, H5P_DEFAULT);
+    if (ds < 0) return -1;
+    hid_t ft = H5Dget_type(ds), fs = H5Dget_space(ds);
+    hsize_t dims[2] = { 0, 1 };
+    int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
+    if (rank >= 1 && rank <= 2) H5Sget_simple_extent_dims(fs, dims, NULL);
+    const size_t row_bytes = ft >= 0 ? H5Tget_size(ft) * (rank == 2 ? (size_t)dims[1] : 1) : 0;
+    H5Sclose(fs);
+    H5Dclose(ds);
+    int rc = -1;
+    if (rank >= 1 && rank <= 2 && row_bytes > 0 && rows <= dims[0]) {
+        const hsize_t B = (hsize_t)(o->block_rows ? o->block_rows : OUT_BLOCK_ROWS);
+        rc = ensure_buf(o, (size_t)(rows < B ? rows : B) * row_bytes);
+        for (hsize_t r0 = 0; rc == 0 && r0 < rows; r0 += B) {
+            hsize_t m = rows - r0 < B ? rows - r0 : B;
+            if (h5io_ds_read_rows(from, path, ft, o->buf, r0, m) < 0 || h5io_ds_write_rows(to, path, ft, o->buf, r0, m) < 0)
+                rc = -1;
+        }
+    }
+    if (ft >= 0) H5Tclose(ft);
+    return rc;
+}
+
+/* The string attribute `name` of /sphsim in `from` written into `to` (a variable-length one as
+ * such; `resumes` into its fixed-size attribute, in place). */
+static int copy_str_attr(hid_t from, hid_t to, const char *name)
+{
+    char *v = h5io_attr_read_str(from, "/sphsim", name);
+    h5io_forget();
+    if (!v) return 0;
+    hid_t g = H5Gopen2(to, "/sphsim", H5P_DEFAULT);
+    int rc = -1;
+    if (g >= 0) {
+        if (strcmp(name, "resumes") == 0) {
+            char fixed[OUT_RESUMES_BYTES];
+            memset(fixed, 0, sizeof fixed);
+            const char *keep = v;
+            while (strlen(keep) >= OUT_RESUMES_BYTES && strchr(keep, '\n')) keep = strchr(keep, '\n') + 1;
+            memcpy(fixed, keep, strlen(keep) < sizeof fixed ? strlen(keep) : sizeof fixed);
+            hid_t a = H5Aopen(g, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : -1;
+            rc = t >= 0 && H5Awrite(a, t, fixed) >= 0 ? 0 : -1;
+            if (t >= 0) H5Tclose(t);
+            if (a >= 0) H5Aclose(a);
+        } else {
+            rc = h5io_attr_str(g, name, v);
+        }
+        H5Gclose(g);
+    }
+    free(v);
+    return rc;
+}
+
+sphsim_status output_relayout(const char *path, const scene *s, long keep, sphsim_error *e)
+{
+    h5io_quiet();
+    hid_t from = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (from < 0) {
+        char why[512];
+        h5io_reason(why, sizeof why);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to resume: %s", path, why);
+    }
+    sphsim_status r = SPHSIM_OK;
+    hsize_t ns = 0;
+    output *o = NULL;
+    char tmp[4096];
+    if (strlen(path) >= 4000) {
+        H5Fclose(from);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "output file name too long: %.64s...", path);
+    }
+    snprintf(tmp, sizeof tmp, "%.4000s.relayout", path);
+    if ((r = output_read_nsteps(from, path, &ns, e)) != SPHSIM_OK) goto done;
+    if (keep >= 0 && (hsize_t)keep < ns) ns = (hsize_t)keep;
+    if ((long long)ns > output_snapshots(s)) {
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "'%s' holds %llu snapshots, more than the %ld of the scene to resume", path,
+                        (unsigned long long)ns, output_snapshots(s));
+        goto done;
+    }
+    const char *sname, *sname_bytes;
+    output_state_names(from, &sname, &sname_bytes);
+    long long w = output_state_width_of(from, sname, sname_bytes);
+    h5io_forget();
+    char *version = h5io_attr_read_str(from, "/sphsim", "version");
+    char *device = h5io_attr_read_str(from, "/sphsim", "device");
+    char *start = h5io_attr_read_str(from, "/sphsim", "start_time");
+    h5io_forget();
+    output_run_info ri = { version, device, start, w > 0 ? (size_t)w : 0 };
+    /* the new file, laid out for the scene's whole run, under a temporary name */
+    o = output_alloc(tmp);
+    if (!o) {
+        r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
+    } else {
+        o->fields = output_fields(s);
+        o->sph = s->mode == MODE_SPH;
+        o->n = s->n_total > 0 ? (size_t)s->n_total : 0;
+        o->capacity = (hsize_t)output_snapshots(s);
+        hid_t fapl = output_fapl();
+        o->file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        if (fapl >= 0) H5Pclose(fapl);
+    }
+    if (r == SPHSIM_OK && o->file < 0) r = output_bad_file(e, tmp, "cannot create it");
+    int err = 0;
+    if (r == SPHSIM_OK) {
+        const double need = output_file_bytes(s, ri.state_bytes) + 65536.0;
+        hid_t f = o->file;
+        const hsize_t rows = ns * o->n;
+        int bad = (err = diskspace_reserve(f, need)) != 0 || create_layout(o, s, &ri) < 0 ||
+                  copy_rows(o, from, f, "/VTKHDF/Points", rows) < 0;
+        for (int i = 0; !bad && i < OUTPUT_N_FIELDS; ++i) {
+            if (!(o->fields & OUTPUT_FIELDS[i].bit)) continue;
+            char p[128];
+            snprintf(p, sizeof p, "/VTKHDF/PointData/%s", OUTPUT_FIELDS[i].name);
+            bad = copy_rows(o, from, f, p, rows) < 0;
+        }
+        for (int i = 0; !bad && i < OUTPUT_N_SPHSIM_STEP_I64; ++i) bad = copy_rows(o, from, f, OUTPUT_SPHSIM_STEP_I64[i], ns) < 0;
+        if (!bad) bad = copy_rows(o, from, f, "/sphsim/steps/time", ns) < 0;
+        if (!bad && ns > 0 && o->n > 0) bad = copy_rows(o, from, f, "/sphsim/restart/device_order", 2) < 0;
+        if (!bad && w > 0) {
+            hid_t d = H5Dopen2(f, RESTART_STATE, H5P_DEFAULT); /* made by create_layout */
+            if (d >= 0) H5Dclose(d);
+            else bad = 1;
+            /* from the old names' datasets too (older particle-mode files): the same rows */
+            if (!bad) {
+                size_t sz = 2 * (size_t)w;
+                void *b = malloc(sz);
+                int64_t len[2] = { 0, 0 };
+                bad = !b || h5io_ds_read_rows(from, sname, H5T_NATIVE_UINT8, b, 0, 2) < 0 ||
+                      h5io_ds_read_rows(from, sname_bytes, H5T_NATIVE_INT64, len, 0, 2) < 0 ||
+                      h5io_ds_write_rows(f, RESTART_STATE, H5T_NATIVE_UINT8, b, 0, 2) < 0 ||
+                      h5io_ds_write_rows(f, RESTART_STATE_BYTES, H5T_NATIVE_INT64, len, 0, 2) < 0;
+                free(b);
+            }
+        }
+        if (!bad && ns > 0) {
+            /* the masses the solver used, the committed snapshots' times and counts */
+            double m = 0;
+            hid_t g = H5Gopen2(f, "/sphsim", H5P_DEFAULT), gf = H5Gopen2(from, "/sphsim", H5P_DEFAULT);
+            const char *masses[] = { "particle_mass", "boundary_particle_mass" };
+            for (int i = 0; !bad && i < 2; ++i) {
+                if (H5Aexists(gf, masses[i]) <= 0 || H5Aexists(g, masses[i]) <= 0) continue;
+                hid_t a = H5Aopen(gf, masses[i], H5P_DEFAULT);
+                bad = a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, &m) < 0 ||
+                      h5io_attr_overwrite(g, masses[i], H5T_NATIVE_DOUBLE, &m) < 0;
+                if (a >= 0) H5Aclose(a);
+            }
+            if (g >= 0) H5Gclose(g);
+            if (gf >= 0) H5Gclose(gf);
+            o->times = malloc(ns * sizeof *o->times);
+            bad = bad || !o->times ||
+                  h5io_ds_read_rows(from, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0 ||
+                  h5io_ds_extend_rows(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0 ||
+                  write_part_counts(o) < 0;
+        }
+        if (!bad) bad = copy_str_attr(from, f, "resumes") < 0;
+        if (!bad) bad = (err = diskspace_reserve(f, 0)) != 0 || h5io_sync(f) < 0 || set_nsteps(f, ns) < 0 ||
+                        h5io_sync(f) < 0 || h5io_sync(f) < 0;
+        if (bad) {
+            char why[512];
+            if (err) snprintf(why, sizeof why, "%s", strerror(err));
+            else h5io_reason(why, sizeof why);
+            r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot lay '%s' out again for the longer run: %s; the file is unchanged",
+                            path, why);
+        }
+    }
+    free(version);
+    free(device);
+    free(start);
+done:
+    H5Fclose(from);
+    if (o && o->file >= 0) {
+        if (r != SPHSIM_OK) poison_to(o, 0);
+        else diskspace_release(o->file);
+        if (H5Fclose(o->file) < 0 && r == SPHSIM_OK) r = output_bad_file(e, tmp, "cannot close it");
+        o->file = -1;
+    }
+    if (o) output_free(o);
+    h5io_forget();
+    if (r == SPHSIM_OK) {
+        /* the new file replaces the old one only now, complete */
+        if (rename(tmp, path) != 0) r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot replace '%s': %s", path, strerror(errno));
+        else h5io_fsync_dir(path);
+    } else {
+        unlink(tmp);
+    }
+    return r;
+}
+
+sphsim_status output_resume_check(const char *path, const scene *s, long *keep, int *relayout, sphsim_error *e)
+{
+    *keep = -1;
+    *relayout = 0;
+    h5io_quiet();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return SPHSIM_OK; /* output_read_resume says why */
+    long long lv = 0, cap = 0;
+    hsize_t ns = 0;
+    if (h5io_attr_read_i64(f, "/sphsim", "layout_version", &lv) < 0) lv = 0;
+    if (h5io_attr_read_i64(f, "/sphsim", "snapshots_allocated", &cap) < 0) cap = 0;
+    sphsim_status r = output_read_nsteps(f, path, &ns, e);
+    if (r == SPHSIM_OK && ns > 0) {
+        /* a run stored with a shorter end whose last snapshot was at its last step, off the
+         * snapshot grid of the longer run: continue from the last snapshot on the grid */
+        int64_t step = 0;
+        if (h5io_ds_read_rows(f, "/sphsim/steps/step", H5T_NATIVE_INT64, &step, ns - 1, 1) == 0 &&
+            s->steps_per_output > 0 && step % s->steps_per_output != 0 && step < s->n_steps)
+            *keep = (long)ns - 1;
+    }
+    h5io_forget();
+    H5Fclose(f);
+    if (r != SPHSIM_OK) return r;
+    *relayout = lv != OUT_LAYOUT_VERSION || cap < output_snapshots(s) || *keep >= 0;
+    return SPHSIM_OK;
+}

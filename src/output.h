@@ -96,6 +96,18 @@ void output_resume_free(output_resume *r);
 sphsim_status output_open_append(output **o, const char *path, const scene *s, const output_run_info *ri,
                                  sphsim_error *e);
 
+/* For --resume of `path` with scene s (the stored scene, perhaps with a later time.end):
+ * whether the file must be laid out again first (*relayout: a file of an older layout version,
+ * or one laid out for fewer snapshots than s writes), and the committed snapshots to keep
+ * (*keep; -1: all; fewer when the last one lies off s's snapshot grid, at the shorter run's
+ * last step). */
+sphsim_status output_resume_check(const char *path, const scene *s, long *keep, int *relayout, sphsim_error *e);
+/* Lay `path` out again for scene s: a new file of s's whole run under a temporary name
+ * (`path`.relayout), the first `keep` committed snapshots (-1: all), their records, restart
+ * rows and provenance copied into it, then renamed over `path` (a kill before leaves the old
+ * file as it was). */
+sphsim_status output_relayout(const char *path, const scene *s, long keep, sphsim_error *e);
+
 /* The sidecar path for an output path. */
 void output_xmf_path(const char *h5_path, char *out, size_t out_size);
 

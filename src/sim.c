@@ -736,7 +736,15 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     uint32_t *order = NULL; /* --resume: the device order of the stored snapshot */
     void *state = NULL;     /* --resume: the solver state stored with it */
     size_t state_bytes = 0;
-    if (o->resume_path) SPHSIM_TRY(resume_from(c, o->resume_path, r, &order, &state, &state_bytes, e));
+    if (o->resume_path) {
+        /* a file of an older layout, or one laid out for a shorter run (--set time.end), is
+         * laid out again for this scene first */
+        long keep = -1;
+        int relayout = 0;
+        SPHSIM_TRY(output_resume_check(o->resume_path, s, &keep, &relayout, e));
+        if (relayout) SPHSIM_TRY(output_relayout(o->resume_path, s, keep, e));
+        SPHSIM_TRY(resume_from(c, o->resume_path, r, &order, &state, &state_bytes, e));
+    }
     const size_t n = c->hp.n;
     r->n_particles = (long)n;
     r->n_fluid = (long)c->hp.n_fluid;

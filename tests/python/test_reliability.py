@@ -463,6 +463,33 @@ def test_resume_sph_is_bit_identical(work, resume_ref):
     assert resolved[0] == resolved[1]
 
 
+@pytest.mark.parametrize("short_end", ["0.1", "0.0991"])
+def test_resume_with_later_end_is_bit_identical(work, resume_ref, short_end):
+    """A finished run extended with --resume --set time.end=LATER equals, bit for bit, the run
+    that had the later end from the start; the file is laid out again for the longer run and its
+    stored scene becomes the extended one. With an end off the snapshot grid (0.0991 s) the
+    shorter run's last snapshot, at its last step, is dropped and the run continues from the
+    one before."""
+    a = resume_ref
+    b = work / f"extend_{short_end}.h5"
+    sphsim(work / "resume.json", "-o", b, "--quiet", "--set", f"time.end={short_end}", check_rc=0)
+    p = sphsim("--resume", b, "--set", "time.end=0.2", check_rc=0)
+    assert summary(p.stdout)["last_step"] == 1300
+    check_output(b, N_TINY, clean=True)
+    assert_same_files(a, b, ignore_attrs=PROVENANCE_ATTRS | {"resolved_json"})
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        ra, rb = (json.loads(f["sphsim"].attrs["resolved_json"]) for f in (fa, fb))
+        assert rb["provenance"]["sets"] == ["time.end=0.2"]
+        ra.pop("provenance"), rb.pop("provenance")
+        assert ra == rb
+        assert fb["sphsim"].attrs["t_end"] == 0.2 and int(fb["sphsim"].attrs["snapshots_allocated"]) == 101
+    # only time.end, and only later
+    p = sphsim("--resume", b, "--set", "output.interval=0.001", check_rc=2)
+    assert "--set output.interval cannot change a resumed run" in p.stderr
+    p = sphsim("--resume", b, "--set", "time.end=0.05", check_rc=2)
+    assert "time.end can only be raised" in p.stderr
+
+
 @pytest.mark.parametrize("ahead", ["0", "1"])
 def test_resume_with_adaptive_skin_is_bit_identical(work, resume_ref, ahead):
     """The adaptive list skin (the default on GPUs, forced here with SPHSIM_SKIN_LEVELS=4, and
@@ -523,8 +550,8 @@ def test_resume_particles_is_bit_identical(work):
 def test_resume_refuses_other_options_and_missing_file(work, resume_ref):
     p = sphsim("--resume", work / "no-such.h5", check_rc=4)
     assert "no-such.h5" in p.stderr
-    p = sphsim("--resume", resume_ref, "--set", "time.end=1", check_rc=2)
-    assert "--set" in p.stderr
+    p = sphsim("--resume", resume_ref, "--set", "fluid.spacing=0.02", check_rc=2)
+    assert "--set fluid.spacing cannot change a resumed run" in p.stderr
     # a file whose stored scene resolves differently now (as with another sphsim's defaults)
     other = work / "other_version.h5"
     other.write_bytes(resume_ref.read_bytes())
