@@ -4,19 +4,20 @@
  * docs/output-format.md. The sidecar is xdmf.c's, reading back output_read.c's, disk-space
  * reservation diskspace.c's.
  *
- * Commit protocol per snapshot k (N particles), its disk space reserved first:
- *   1. data: Points and PointData rows [kN, kN+N), the restart order and solver state; then
- *      the step entry: Steps offsets and the /sphsim/steps records (time, step, ...) at row k;
- *      H5Fflush, fsync;
+ * The layout holds the whole run: every dataset is created at its final size (S snapshots of N
+ * rows, S from the scene) with its space allocated at once and never filled, and the file's
+ * disk space is reserved, before the file is renamed into place. Commit protocol per snapshot k:
+ *   1. data: Points and PointData rows [kN, kN+N), the restart order and solver state (row
+ *      k % 2), the /sphsim/steps records at row k; H5Fflush, fsync;
  *   2. (first snapshot only: the part's counts NumberOfPoints etc. = N; H5Fflush;)
- *      Steps attribute NSteps = k + 1: the commit point; H5Fflush;
- *   3. Steps/Values[k] = time (after the commit: VTK reads the whole of Steps/Values into an
- *      array of NSteps, so Values must never be longer than NSteps); H5Fflush, fsync;
+ *      NSteps = k + 1, the attribute rewritten in place: the commit point; H5Fflush;
+ *   3. Steps/Values extended to k + 1 within its one preallocated chunk (VTK reads all of
+ *      Steps/Values into an array of NSteps, so Values must never be longer than NSteps),
+ *      Values[k] = time; H5Fflush, fsync;
  *   4. the XDMF sidecar rewritten in full (temp file, fsync, rename).
- * On disk, at any moment: len(Steps/Values) <= NSteps <= rows of every other step dataset.
- * Readers take NSteps as the truth and the times from /sphsim/steps/time; rows past NSteps
- * (a crash in phase 1) are ignored, and output_open_append cuts them off (and completes
- * Steps/Values after a crash in phase 3) before appending. */
+ * No step allocates, frees or moves anything in the file: a snapshot changes raw data and two
+ * small metadata blocks in place (docs/output-format.md, "Crash safety"). Readers take NSteps
+ * as the truth; rows past it are ignored, and written over by --resume. */
 #define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <fcntl.h>
@@ -510,10 +511,7 @@ static void pack_xyz(const void *src, size_t first, size_t count, void *dst)
 
 /* Rows row .. row+n-1 of dataset `path` from n rows of src, packed into o->buf a block at a time
  * (so that the buffer stays small: packing all rows at once took 13 GB at 10^9 particles).
- * Blocks end on multiples of o->block_rows counted from the dataset's first row: with 65536
- * particles or more the chunks have 65536 rows (create_layout), which divides OUT_BLOCK_ROWS,
- * so no chunk is written in two parts by two blocks; fewer particles fit one block anyway, but
- * for the one snapshot that straddles a multiple of it. */
+ * Blocks end on multiples of o->block_rows counted from the dataset's first row. */
 static int write_rows_packed(output *o, const char *path, hid_t mtype, size_t row_bytes, hsize_t row, size_t n,
                              row_pack pack, const void *src)
 {

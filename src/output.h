@@ -1,6 +1,7 @@
 /* output: the HDF5 snapshot writer (time-stepped VTKHDF PolyData) and its XDMF sidecar.
- * Crash safety: a snapshot's data is written first, then its step entry, then the step
- * count (the commit point), then the file is flushed. */
+ * Crash safety: the file is laid out for the whole run when it is created; a snapshot's data is
+ * written into that space and made durable first, then the step count (the commit point) is
+ * rewritten in place (output.c). */
 #ifndef SPHSIM_OUTPUT_H
 #define SPHSIM_OUTPUT_H
 
@@ -90,9 +91,10 @@ typedef struct output_resume {
 sphsim_status output_read_resume(const char *path, output_resume *r, sphsim_error *e);
 void output_resume_free(output_resume *r);
 
-/* For --resume: reopen an existing output for appending after its last committed snapshot
- * (rows of an uncommitted one are cut first). The fields written are those already in the
- * file; `s` is not used to change them. */
+/* For --resume: reopen an existing output (of the current layout version, laid out for the
+ * run: see output_relayout) for appending after its last committed snapshot (rows of an
+ * uncommitted one are written over). The fields written are those already in the file; `s` is
+ * not used to change them. */
 sphsim_status output_open_append(output **o, const char *path, const scene *s, const output_run_info *ri,
                                  sphsim_error *e);
 

@@ -9,10 +9,8 @@
 
 #define OUT_LAYOUT_VERSION 2                    /* /sphsim attribute layout_version */
 #define OUT_RESUMES_BYTES 2048                  /* /sphsim attribute resumes: fixed size, rewritten in place */
-#define OUT_STEP_CHUNK 64                       /* rows per chunk of the per-step datasets */
-#define OUT_MIN_PARTICLE_CHUNK H5IO_DIRECT_ROWS /* and at least this many of the per-particle ones */
 #define OUT_TOPOS 4                             /* Vertices, Lines, Polygons, Strips */
-#define OUT_BLOCK_ROWS ((size_t)1 << 22)        /* rows packed at a time: a multiple of the 65536-row chunks */
+#define OUT_BLOCK_ROWS ((size_t)1 << 22)        /* rows packed and written at a time */
 
 enum { FK_F32, FK_U32, FK_U8 };
 
