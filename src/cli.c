@@ -21,7 +21,8 @@ const char cli_usage[] =
     "                          VALUE is JSON, or a string when it is not valid JSON)\n"
     "      --check             validate the scene and print it resolved, with derived values\n"
     "                          (particles, h, time step, steps, device memory, output size); runs nothing\n"
-    "      --resume OUT.h5     continue a stopped run from the last snapshot in OUT.h5\n"
+    "      --resume OUT.h5     continue a stopped run from the last snapshot in OUT.h5; with\n"
+    "                          --set time.end=T, run a finished one further, to a later end\n"
     "      --device SEL        OpenCL device: an index from --list-devices, gpu, cpu, or part of\n"
     "                          its name (default: $SPHSIM_DEVICE, else the first GPU, else the CPU)\n"
     "      --list-devices      list the OpenCL devices and exit\n"
@@ -149,10 +150,14 @@ sphsim_status cli_parse(int argc, char **argv, cli_args *a, sphsim_error *e)
     }
     if (a->resume_path) {
         if (check) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--check and --resume do not go together");
-        if (a->n_sets)
-            return SPHSIM_FAIL(e, SPHSIM_E_USAGE,
-                               "--set cannot change a resumed run: it continues with the scene stored in %s",
-                               a->resume_path);
+        for (int i = 0; i < a->n_sets; ++i)
+            if (strncmp(a->sets[i], "time.end=", 9) != 0) {
+                const char *eq = strchr(a->sets[i], '=');
+                return SPHSIM_FAIL(e, SPHSIM_E_USAGE,
+                                   "--set %.*s cannot change a resumed run: it continues with the scene stored in %s; "
+                                   "only time.end can be set, to run further",
+                                   eq ? (int)(eq - a->sets[i]) : (int)strlen(a->sets[i]), a->sets[i], a->resume_path);
+            }
         if (a->out_path && strcmp(a->out_path, a->resume_path))
             return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--resume appends to %s itself; -o %s is not allowed with it",
                                a->resume_path, a->out_path);

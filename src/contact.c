@@ -697,10 +697,22 @@ static sphsim_status op_counters(void *impl, solver_counters *c, sphsim_error *e
 
 static void op_destroy(void *impl) { contact_destroy(impl); }
 
+static size_t op_state_size(void *impl, size_t n)
+{
+    contact_solver *c = impl;
+    return state_words(n, c->cp.slots, omega_floats(&c->cp)) * 4;
+}
+
+size_t contact_state_size(int dims, size_t n)
+{
+    return state_words(n, dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D, dims == 3 ? 3 : 1) * 4;
+}
+
 sphsim_status contact_solver_open(solver *out, ocl_device *d, const scene *s, sphsim_error *e)
 {
     static const solver_ops ops = { op_begin_step,    op_prepare, op_advance,  op_snapshot, op_save_state,
-                                    op_restore_state, NULL,       op_counters, op_destroy,  op_angular_velocity };
+                                    op_restore_state, NULL,       op_counters, op_destroy,  op_angular_velocity,
+                                    op_state_size };
     contact_solver *c = NULL;
     SPHSIM_TRY(contact_create(&c, d, s, e));
     *out = (solver){ &ops, c };

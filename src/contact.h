@@ -78,6 +78,9 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
 /* Drop the impulses carried to the next step (e.g. after the state was replaced). */
 void contact_forget(contact_solver *c);
 
+/* The size of contact_state_save's blob for n particles in `dims` dimensions. */
+size_t contact_state_size(int dims, size_t n);
+
 /* ---- the carried state, for --resume (docs/reliability.md) ----
  * What the next contact step reads from the last one (the angular velocities, each contact's
  * partner id and accumulated impulses, per particle, and whether there are any) as an opaque

@@ -1,7 +1,7 @@
-/* diskspace: reserves an output file's disk space before a snapshot is written
- * (posix_fallocate), so that a full disk, a quota or a file size limit is refused before
- * anything of the snapshot reaches the file, and gives back what was reserved past HDF5's end
- * of allocation. */
+/* diskspace: reserves an output file's disk space (posix_fallocate) when it is created: the
+ * layout allocates the whole run's space, so a full disk, a quota or a file size limit is
+ * refused then, before the first step; and gives back what was reserved past HDF5's end of
+ * allocation. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -38,15 +38,4 @@ void diskspace_release(hid_t file)
     if (H5Fget_filesize(file, &size) < 0 || size == 0) return;
     if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) < 0 || !fd || *fd < 0) return;
     if (fstat(*fd, &st) == 0 && (hsize_t)st.st_size > size && ftruncate(*fd, (off_t)size) != 0) return;
-}
-
-/* Bytes snapshot k adds to the file, generously (data, restart order, step entries; the first
- * also the vertex cells and the chunk indexes of every dataset). */
-double diskspace_snapshot_bytes(const output *o, size_t n, hsize_t k)
-{
-    double per = 12 + 4; /* Points, device order */
-    for (int i = 0; i < OUTPUT_N_FIELDS; ++i)
-        if (o->fields & OUTPUT_FIELDS[i].bit) per += OUTPUT_FIELDS[i].ncomp * (OUTPUT_FIELDS[i].kind == FK_U8 ? 1 : 4);
-    if (k == 0 || !o->have_topology) per += 16 + 4; /* vertex offsets, connectivity; 2nd order row */
-    return per * (double)n * 1.05 + (k == 0 ? 262144.0 : 65536.0);
 }

@@ -109,6 +109,33 @@ int h5io_ds_create(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t c
     return rc;
 }
 
+/* Create a dataset of `rows` x `cols` (rank 1: rows only) whose whole storage is allocated in
+ * the file now (H5D_ALLOC_TIME_EARLY) and never filled: contiguous, or with `max_rows` > rows,
+ * chunked in one chunk of max_rows rows, extendable up to max_rows within that chunk (its
+ * extent is then the only thing an extension changes: the dataspace message, rewritten in
+ * place in the object header). */
+int h5io_ds_create_fixed(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t rows, hsize_t cols,
+                         hsize_t max_rows)
+{
+    const int chunked = max_rows > rows;
+    hsize_t dims[2] = { rows, cols }, maxd[2] = { chunked ? max_rows : rows, cols }, chunk[2] = { max_rows, cols };
+    hid_t sp = H5Screate_simple(rank, dims, maxd);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    int rc = -1;
+    if (sp >= 0 && dcpl >= 0 && (!chunked || H5Pset_chunk(dcpl, rank, chunk) >= 0) &&
+        (chunked || H5Pset_layout(dcpl, H5D_CONTIGUOUS) >= 0) && H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) >= 0 &&
+        H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) >= 0) {
+        hid_t ds = H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        if (ds >= 0) {
+            rc = 0;
+            H5Dclose(ds);
+        }
+    }
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (sp >= 0) H5Sclose(sp);
+    return rc;
+}
+
 /* Rows [start, start + rows) (all columns) of open dataset ds, rank 1 or 2, written from or
  * read into buf; with `extend`, the dataset's rows are set to start + rows first (rows == 0:
  * only that). */
@@ -143,15 +170,29 @@ done:
     return rc;
 }
 
+/* Write `rows` rows from `buf` at row `start` (all columns) of dataset `path`, within its
+ * extent (which is not changed). */
+int h5io_ds_write_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows)
+{
+    return h5io_ds_io_rows(file, path, mtype, buf, start, rows, 0);
+}
+
 /* Set the row count of dataset `path` to start + rows and write `rows` rows from `buf` at
  * row `start` (all columns). With rows == 0 this only sets the extent (grow or cut). */
-int h5io_ds_write_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows)
+int h5io_ds_extend_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows)
+{
+    return h5io_ds_io_rows(file, path, mtype, buf, start, rows, 1);
+}
+
+int h5io_ds_io_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows,
+                    int extend)
 {
     /* A write of at least H5IO_DIRECT_ROWS rows (a snapshot's per-particle rows, the
      * smallest of their chunks; or Steps/Values rewritten after 1024 snapshots) bypasses HDF5's
      * chunk cache: whole chunks then go from buf to the file in one write each instead of
      * through a copy in the cache, which took the writer's HDF5 time down by about a third
-     * (docs/performance.md, "the writer without the chunk cache"). The datasets are the same. */
+     * (docs/performance.md, "the writer without the chunk cache"). The datasets are the same.
+     * (The output's per-particle datasets are contiguous now, where the cache plays no part.) */
     hid_t dapl = H5P_DEFAULT;
     if (rows >= H5IO_DIRECT_ROWS) {
         dapl = H5Pcreate(H5P_DATASET_ACCESS);
@@ -163,7 +204,7 @@ int h5io_ds_write_rows(hid_t file, const char *path, hid_t mtype, const void *bu
     hid_t ds = H5Dopen2(file, path, dapl);
     if (dapl != H5P_DEFAULT) H5Pclose(dapl);
     if (ds < 0) return -1;
-    int rc = rows_io(ds, mtype, (void *)buf, start, rows, 1, 1);
+    int rc = rows_io(ds, mtype, (void *)buf, start, rows, 1, extend);
     H5Dclose(ds);
     return rc;
 }
@@ -259,6 +300,36 @@ int h5io_attr_fixed_str(hid_t loc, const char *name, const char *s)
     H5Tset_cset(t, H5T_CSET_ASCII);
     int rc = h5io_attr_write(loc, name, t, t, 0, 1, s);
     H5Tclose(t);
+    return rc;
+}
+
+/* Fixed-length string attribute of `size` bytes (null padded; s cut to fit), so that a later
+ * h5io_attr_overwrite_str rewrites it in place. */
+int h5io_attr_fixed_str_len(hid_t loc, const char *name, const char *s, size_t size)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0) return -1;
+    H5Tset_size(t, size);
+    H5Tset_strpad(t, H5T_STR_NULLPAD);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    char *buf = calloc(size, 1);
+    int rc = -1;
+    if (buf) {
+        strncpy(buf, s, size);
+        rc = h5io_attr_write(loc, name, t, t, 0, 1, buf);
+    }
+    free(buf);
+    H5Tclose(t);
+    return rc;
+}
+
+/* Rewrite the value of the existing attribute `name` of `loc` (its type and size unchanged, so
+ * that HDF5 writes it where it is). */
+int h5io_attr_overwrite(hid_t loc, const char *name, hid_t mtype, const void *v)
+{
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    int rc = a >= 0 && H5Awrite(a, mtype, v) >= 0 ? 0 : -1;
+    if (a >= 0) H5Aclose(a);
     return rc;
 }
 

@@ -22,7 +22,13 @@ void h5io_set_reason(const char *why);
 
 /* Datasets. Return 0, or -1 on an HDF5 failure. */
 int h5io_ds_create(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t cols, hsize_t chunk_rows);
+int h5io_ds_create_fixed(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t rows, hsize_t cols,
+                         hsize_t max_rows);
+/* Write rows within the extent; h5io_ds_extend_rows sets the extent to start + rows first. */
 int h5io_ds_write_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows);
+int h5io_ds_extend_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows);
+int h5io_ds_io_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows,
+                    int extend);
 long long h5io_ds_rows(hid_t file, const char *path);
 int h5io_ds_read_rows(hid_t file, const char *path, hid_t mtype, void *buf, hsize_t start, hsize_t rows);
 int h5io_ds_block(hid_t f, const char *path, hid_t mtype, int rank, const hsize_t *off, const hsize_t *cnt, void *buf,
@@ -36,6 +42,8 @@ int h5io_attr_f64v(hid_t loc, const char *name, const double *v, hsize_t n);
 int h5io_attr_i64(hid_t loc, const char *name, long long v);
 int h5io_attr_str(hid_t loc, const char *name, const char *s);
 int h5io_attr_fixed_str(hid_t loc, const char *name, const char *s);
+int h5io_attr_fixed_str_len(hid_t loc, const char *name, const char *s, size_t size);
+int h5io_attr_overwrite(hid_t loc, const char *name, hid_t mtype, const void *v);
 char *h5io_attr_read_str(hid_t loc, const char *obj, const char *name);
 int h5io_attr_read_i64(hid_t loc, const char *obj, const char *name, long long *v);
 

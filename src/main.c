@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "contact.h"
 #include "device.h"
+#include "nlist.h"
 #include "output.h"
 #include "scene.h"
 #include "sim.h"
@@ -78,9 +80,12 @@ static void print_check(const scene *s, const sphsim_tuning *t)
     /* SPH neighbour lists, on top, when the device holds them (grid.neighbour_list) */
     size_t lists =
         s->mode == MODE_SPH && s->neighbour_list != NLIST_OFF ? sim_list_bytes(s, (size_t)s->n_total, 0, t) : 0;
-    /* per particle and snapshot: position, velocity (3 x 4 B each), density, pressure, mass,
-     * radius (4 B), id (4 B), type (1 B), at most */
-    double out = (double)snapshots_of(s) * (double)s->n_total * 37.0;
+    /* the output file: its layout, allocated in full at creation (output.c), with the solver
+     * state stored with each snapshot: the contact solver's, or the neighbour lists' skin level */
+    const size_t state = s->mode == MODE_PARTICLES         ? contact_state_size(s->dims, (size_t)s->n_total)
+                         : s->neighbour_list != NLIST_OFF ? nlist_state_size()
+                                                          : 0;
+    double out = output_file_bytes(s, state);
     const size_t host = sim_host_bytes(s, t);
     /* one JSON document on one line: the resolved scene and the derived values */
     cJSON *scene_doc = s->resolved_json ? cJSON_Parse(s->resolved_json) : NULL;
@@ -156,7 +161,8 @@ static void print_summary(const char *out, const sim_result *r, sphsim_status st
  * defaults to it), so that the resolved scene is byte-identical to the stored one. A file
  * whose scene resolves differently (another sphsim version, other defaults) is refused: the
  * continuation would not be the same run. */
-static sphsim_status resume_scene(scene *s, const char *path, const char *stored, const char *resolved, sphsim_error *e)
+static sphsim_status resume_scene(scene *s, const char *path, const char *stored, const char *resolved,
+                                  const char *const *extra, int n_extra, sphsim_error *e)
 {
     /* its provenance names the scene file and the --set overrides the run started with: the
      * stored scene_json is the file as read, without them */
@@ -180,6 +186,32 @@ static sphsim_status resume_scene(scene *s, const char *path, const char *stored
                          "(other defaults or derived values); --resume would not continue the same run. Finish it "
                          "with the sphsim that started it, or start a new run",
                          path, SPHSIM_VERSION);
+    }
+    if (st == SPHSIM_OK && n_extra > 0) {
+        /* --resume --set time.end=T: the stored scene with the stored overrides, the earlier
+         * time.end ones replaced by this one, as if the run had started with it; only a later
+         * end that keeps every other resolved value is allowed */
+        const char *v2[SCENE_MAX_SETS];
+        int n2 = 0;
+        for (int i = 0; i < n_sets; ++i)
+            if (strncmp(set_v[i], "time.end=", 9) != 0) v2[n2++] = set_v[i];
+        for (int i = 0; i < n_extra && n2 < SCENE_MAX_SETS; ++i) v2[n2++] = extra[i];
+        scene s2;
+        st = scene_load_string(&s2, stored, hint, v2, n2, e);
+        if (st == SPHSIM_OK) {
+            if (s2.t_end < s->t_end || s2.dt != s->dt || s2.steps_per_output != s->steps_per_output ||
+                s2.n_total != s->n_total) {
+                st = SPHSIM_FAIL(e, SPHSIM_E_USAGE,
+                                 "--resume %s --set time.end=%g: time.end can only be raised (the stored run ends at "
+                                 "%g s) and must leave the time step and the snapshot interval as they are",
+                                 path, s2.t_end, s->t_end);
+                scene_free(&s2);
+            } else {
+                scene_free(s);
+                *s = s2;
+            }
+        }
+        if (st != SPHSIM_OK) scene_free(s);
     }
     cJSON_Delete(root);
     return st;
@@ -218,7 +250,7 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
     if (a->resume_path) {
         char *stored = NULL, *resolved = NULL;
         st = output_read_scene(a->resume_path, &stored, &resolved, e);
-        if (st == SPHSIM_OK) st = resume_scene(&s, a->resume_path, stored, resolved, e);
+        if (st == SPHSIM_OK) st = resume_scene(&s, a->resume_path, stored, resolved, a->sets, a->n_sets, e);
         free(stored);
         free(resolved);
     } else {

@@ -544,6 +544,8 @@ sphsim_status nlist_level(nlist *nl, int *level, sphsim_error *e)
 #define NLIST_STATE_MAGIC 0x4c485053u /* "SPHL" */
 #define NLIST_STATE_VERSION 1u
 
+size_t nlist_state_size(void) { return 4 * sizeof(uint32_t); }
+
 sphsim_status nlist_state_save(nlist *nl, void **blob, size_t *bytes, sphsim_error *e)
 {
     *blob = NULL;

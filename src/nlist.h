@@ -135,6 +135,8 @@ sphsim_status nlist_walkers(nlist *nl, long *walkers, sphsim_error *e);
  * first step, makes that step rebuild at the stored level, as the original run did at the
  * snapshot, so the resumed run continues bit for bit. A blob of another format starts at level 0
  * (SPHSIM_OK); a damaged one fails (SPHSIM_E_IO). */
+/* The size of what nlist_state_save returns. */
+size_t nlist_state_size(void);
 sphsim_status nlist_state_save(nlist *nl, void **blob, size_t *bytes, sphsim_error *e);
 sphsim_status nlist_state_restore(nlist *nl, const void *blob, size_t bytes, sphsim_error *e);
 

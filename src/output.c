@@ -4,19 +4,20 @@
  * docs/output-format.md. The sidecar is xdmf.c's, reading back output_read.c's, disk-space
  * reservation diskspace.c's.
  *
- * Commit protocol per snapshot k (N particles), its disk space reserved first:
- *   1. data: Points and PointData rows [kN, kN+N), the restart order and solver state; then
- *      the step entry: Steps offsets and the /sphsim/steps records (time, step, ...) at row k;
- *      H5Fflush, fsync;
+ * The layout holds the whole run: every dataset is created at its final size (S snapshots of N
+ * rows, S from the scene) with its space allocated at once and never filled, and the file's
+ * disk space is reserved, before the file is renamed into place. Commit protocol per snapshot k:
+ *   1. data: Points and PointData rows [kN, kN+N), the restart order and solver state (row
+ *      k % 2), the /sphsim/steps records at row k; H5Fflush, fsync;
  *   2. (first snapshot only: the part's counts NumberOfPoints etc. = N; H5Fflush;)
- *      Steps attribute NSteps = k + 1: the commit point; H5Fflush;
- *   3. Steps/Values[k] = time (after the commit: VTK reads the whole of Steps/Values into an
- *      array of NSteps, so Values must never be longer than NSteps); H5Fflush, fsync;
+ *      NSteps = k + 1, the attribute rewritten in place: the commit point; H5Fflush;
+ *   3. Steps/Values extended to k + 1 within its one preallocated chunk (VTK reads all of
+ *      Steps/Values into an array of NSteps, so Values must never be longer than NSteps),
+ *      Values[k] = time; H5Fflush, fsync;
  *   4. the XDMF sidecar rewritten in full (temp file, fsync, rename).
- * On disk, at any moment: len(Steps/Values) <= NSteps <= rows of every other step dataset.
- * Readers take NSteps as the truth and the times from /sphsim/steps/time; rows past NSteps
- * (a crash in phase 1) are ignored, and output_open_append cuts them off (and completes
- * Steps/Values after a crash in phase 3) before appending. */
+ * No step allocates, frees or moves anything in the file: a snapshot changes raw data and two
+ * small metadata blocks in place (docs/output-format.md, "Crash safety"). Readers take NSteps
+ * as the truth; rows past it are ignored, and written over by --resume. */
 #define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,8 +79,11 @@ const char *const OUTPUT_STEP_I64[] = {
     "/sphsim/steps/step",        "/sphsim/steps/n_contacts",    "/sphsim/steps/n_outside",
 };
 const int OUTPUT_N_STEP_I64 = (int)(sizeof OUTPUT_STEP_I64 / sizeof OUTPUT_STEP_I64[0]);
+/* The per-step records a snapshot writes (the Steps entries are written with the layout). */
+static const char *const OUTPUT_SPHSIM_STEP_I64[] = { "/sphsim/steps/step", "/sphsim/steps/n_contacts",
+                                                      "/sphsim/steps/n_outside" };
+#define OUTPUT_N_SPHSIM_STEP_I64 3
 /* Per-step datasets of other shapes. */
-static const char *const STEP_F64[] = { "/VTKHDF/Steps/Values", "/sphsim/steps/time" };
 static const char *const STEP_I64x4[] = { "/VTKHDF/Steps/CellOffsets", "/VTKHDF/Steps/ConnectivityIdOffsets" };
 
 /* Units of every field, dataset and attribute (stored as the /sphsim attribute `units`). */
@@ -134,15 +138,59 @@ static const char *visc_name(scene_visc v) { return v == VISC_LAPLACIAN ? "lapla
 static const char *density_name(scene_density d) { return d == DENSITY_CONTINUITY ? "continuity" : "summation"; }
 
 static void poison(output *o);
+static void poison_to(output *o, int null_sink);
 
 /* ---------------------------------------------------------------- layout creation */
 
-static hsize_t clamp_rows(long long n, long long lo, long long hi) { return (hsize_t)(n < lo ? lo : n > hi ? hi : n); }
+/* Snapshots a run of scene s writes: one every steps_per_output steps from step 0, and one at
+ * the last step when it is not a multiple. */
+long output_snapshots(const scene *s)
+{
+    long spo = s->steps_per_output > 0 ? s->steps_per_output : 1;
+    long n = s->n_steps / spo + 1;
+    if (s->n_steps % spo) ++n;
+    return n;
+}
+
+/* Bytes of the raw data of the layout create_layout makes for scene s (HDF5's metadata comes on
+ * top: about 30 KB, and the scene's JSON twice). */
+double output_layout_bytes(const scene *s, size_t state_bytes)
+{
+    const double N = s->n_total > 0 ? (double)s->n_total : 0, S = (double)output_snapshots(s);
+    const unsigned fields = output_fields(s);
+    double per = 12; /* Points */
+    int nf = 0;
+    for (int i = 0; i < OUTPUT_N_FIELDS; ++i)
+        if (fields & OUTPUT_FIELDS[i].bit) {
+            per += OUTPUT_FIELDS[i].ncomp * (OUTPUT_FIELDS[i].kind == FK_U8 ? 1 : 4);
+            ++nf;
+        }
+    return per * N * S                                          /* Points, PointData */
+           + 8 * (2 * N + 1) + 8 * (N_PART_I64 + 3)             /* vertex cells; the part's counts, other offsets */
+           + 8 * S * (nf + 3 + 2 * OUT_TOPOS + 1 + 4)           /* Steps entries, Values, /sphsim/steps */
+           + 8 * N                                              /* restart device order, 2 rows */
+           + 2.0 * (double)state_bytes + (state_bytes ? 16 : 0) /* the solver state */
+           + output_gauges_layout_bytes(s);
+}
+
+/* The layout's metadata besides the scene's JSON: groups, object headers, attributes. */
+#define OUT_METADATA_BYTES 32768.0
+
+double output_file_bytes(const scene *s, size_t state_bytes)
+{
+    return output_layout_bytes(s, state_bytes) + OUT_METADATA_BYTES +
+           (double)(s->source_json ? strlen(s->source_json) : 0) +
+           (double)(s->resolved_json ? strlen(s->resolved_json) : 0);
+}
+
+static int create_state(hid_t f, size_t width);
+/* Rows [0, rows) of the int64 dataset `path` set to a + b * row, written a block at a time. */
+static int write_i64_ramp(output *o, const char *path, hsize_t rows, int cols, int64_t a, int64_t b);
 
 static int create_layout(output *o, const scene *s, const output_run_info *ri)
 {
     hid_t f = o->file;
-    hsize_t prow = clamp_rows(s->n_total, OUT_MIN_PARTICLE_CHUNK, 65536); /* chunk rows of per-particle datasets */
+    const hsize_t N = o->n, S = o->capacity;
     int rc = -1;
     hid_t g = -1;
 
@@ -153,26 +201,34 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
     if (h5io_attr_fixed_str(g, "Type", "PolyData") < 0) goto done;
     H5Gclose(g);
     g = -1;
-    if (h5io_ds_create(f, "/VTKHDF/Points", H5T_IEEE_F32LE, 2, 3, prow) < 0) goto done;
+    /* every per-particle dataset holds the whole run: S snapshots of N rows */
+    if (h5io_ds_create_fixed(f, "/VTKHDF/Points", H5T_IEEE_F32LE, 2, S * N, 3, 0) < 0) goto done;
     for (int t = 0; t < OUT_TOPOS; ++t) {
-        char p[128];
+        char p[128], c[128];
         snprintf(p, sizeof p, "/VTKHDF/%s", TOPOS[t]);
         if ((g = H5Gcreate2(f, p, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
         H5Gclose(g);
         g = -1;
-        hsize_t crow = t == 0 ? clamp_rows(s->n_total + 1, 1024, 65536) : 16;
         snprintf(p, sizeof p, "/VTKHDF/%s/Offsets", TOPOS[t]);
-        if (h5io_ds_create(f, p, H5T_STD_I64LE, 1, 1, crow) < 0) goto done;
-        int64_t zero = 0; /* no cells (yet): offsets [0] */
-        if (h5io_ds_write_rows(f, p, H5T_NATIVE_INT64, &zero, 0, 1) < 0) goto done;
-        snprintf(p, sizeof p, "/VTKHDF/%s/Connectivity", TOPOS[t]);
-        if (h5io_ds_create(f, p, H5T_STD_I64LE, 1, 1, crow) < 0) goto done;
+        snprintf(c, sizeof c, "/VTKHDF/%s/Connectivity", TOPOS[t]);
+        if (t == 0) { /* the vertex cells: one per point, shared by every step */
+            if (h5io_ds_create_fixed(f, p, H5T_STD_I64LE, 1, N + 1, 1, 0) < 0 ||
+                h5io_ds_create_fixed(f, c, H5T_STD_I64LE, 1, N > 0 ? N : 1, 1, 0) < 0 ||
+                write_i64_ramp(o, p, N + 1, 1, 0, 1) < 0 || (N > 0 && write_i64_ramp(o, c, N, 1, 0, 1) < 0))
+                goto done;
+        } else { /* no cells: offsets [0], no connectivity */
+            int64_t zero = 0;
+            if (h5io_ds_create_fixed(f, p, H5T_STD_I64LE, 1, 1, 1, 0) < 0 ||
+                h5io_ds_write_rows(f, p, H5T_NATIVE_INT64, &zero, 0, 1) < 0 ||
+                h5io_ds_create(f, c, H5T_STD_I64LE, 1, 1, 16) < 0)
+                goto done;
+        }
     }
     /* Until the first snapshot the part is empty (0 points, 0 cells: a valid, empty PolyData
-     * for VTK); the first snapshot writes the vertex cells and the counts for its N. */
+     * for VTK); the first snapshot sets the counts to N just before its commit. */
     for (int i = 0; i < N_PART_I64; ++i) {
         int64_t zero = 0;
-        if (h5io_ds_create(f, PART_I64[i], H5T_STD_I64LE, 1, 1, 16) < 0 ||
+        if (h5io_ds_create_fixed(f, PART_I64[i], H5T_STD_I64LE, 1, 1, 1, 0) < 0 ||
             h5io_ds_write_rows(f, PART_I64[i], H5T_NATIVE_INT64, &zero, 0, 1) < 0)
             goto done;
     }
@@ -180,7 +236,7 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
     H5Gclose(g);
     g = -1;
     if ((g = H5Gcreate2(f, "/VTKHDF/Steps", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
-    if (h5io_attr_i64(g, "NSteps", 0) < 0) goto done;
+    if (h5io_attr_i64(g, "NSteps", 0) < 0) goto done; /* the commit counter, rewritten in place */
     H5Gclose(g);
     g = -1;
     if ((g = H5Gcreate2(f, "/VTKHDF/Steps/PointDataOffsets", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0) goto done;
@@ -191,10 +247,33 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         if (!(o->fields & fd->bit)) continue;
         char p[128];
         snprintf(p, sizeof p, "/VTKHDF/PointData/%s", fd->name);
-        if (h5io_ds_create(f, p, output_field_ftype(fd->kind), fd->ncomp == 1 ? 1 : 2, (hsize_t)fd->ncomp, prow) < 0)
+        if (h5io_ds_create_fixed(f, p, output_field_ftype(fd->kind), fd->ncomp == 1 ? 1 : 2, S * N, (hsize_t)fd->ncomp,
+                                 0) < 0)
             goto done;
         snprintf(p, sizeof p, "/VTKHDF/Steps/PointDataOffsets/%s", fd->name);
-        if (h5io_ds_create(f, p, H5T_STD_I64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
+        if (h5io_ds_create_fixed(f, p, H5T_STD_I64LE, 1, S, 1, 0) < 0 || write_i64_ramp(o, p, S, 1, 0, (int64_t)N) < 0)
+            goto done;
+    }
+    /* The step entries are known in advance (one part at offset 0, snapshot k's points at k N, the
+     * shared vertex cells at 0) and written now; a snapshot writes only its time and records. */
+    if (h5io_ds_create_fixed(f, "/VTKHDF/Steps/PartOffsets", H5T_STD_I64LE, 1, S, 1, 0) < 0 ||
+        write_i64_ramp(o, "/VTKHDF/Steps/PartOffsets", S, 1, 0, 0) < 0 ||
+        h5io_ds_create_fixed(f, "/VTKHDF/Steps/NumberOfParts", H5T_STD_I64LE, 1, S, 1, 0) < 0 ||
+        write_i64_ramp(o, "/VTKHDF/Steps/NumberOfParts", S, 1, 1, 0) < 0 ||
+        h5io_ds_create_fixed(f, "/VTKHDF/Steps/PointOffsets", H5T_STD_I64LE, 1, S, 1, 0) < 0 ||
+        write_i64_ramp(o, "/VTKHDF/Steps/PointOffsets", S, 1, 0, (int64_t)N) < 0)
+        goto done;
+    for (int i = 0; i < 2; ++i)
+        if (h5io_ds_create_fixed(f, STEP_I64x4[i], H5T_STD_I64LE, 2, S, OUT_TOPOS, 0) < 0 ||
+            write_i64_ramp(o, STEP_I64x4[i], S, OUT_TOPOS, 0, 0) < 0)
+            goto done;
+    /* Steps/Values: VTK reads all of it into an array of NSteps entries, so it is never longer
+     * than max(NSteps, 1): one chunk of S rows allocated now, extended after each commit. */
+    {
+        double t0 = 0;
+        if (h5io_ds_create_fixed(f, "/VTKHDF/Steps/Values", H5T_IEEE_F64LE, 1, 1, 1, S > 1 ? S : 2) < 0 ||
+            h5io_ds_write_rows(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, &t0, 0, 1) < 0)
+            goto done;
     }
 
     /* ---- sphsim ---- */
@@ -207,12 +286,12 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         if (sg < 0) goto done;
         H5Gclose(sg);
     }
-    for (int i = 0; i < OUTPUT_N_STEP_I64; ++i)
-        if (h5io_ds_create(f, OUTPUT_STEP_I64[i], H5T_STD_I64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
-    for (int i = 0; i < 2; ++i)
-        if (h5io_ds_create(f, STEP_F64[i], H5T_IEEE_F64LE, 1, 1, OUT_STEP_CHUNK) < 0) goto done;
-    for (int i = 0; i < 2; ++i)
-        if (h5io_ds_create(f, STEP_I64x4[i], H5T_STD_I64LE, 2, OUT_TOPOS, OUT_STEP_CHUNK) < 0) goto done;
+    for (int i = 0; i < OUTPUT_N_SPHSIM_STEP_I64; ++i)
+        if (h5io_ds_create_fixed(f, OUTPUT_SPHSIM_STEP_I64[i], H5T_STD_I64LE, 1, S, 1, 0) < 0) goto done;
+    if (h5io_ds_create_fixed(f, "/sphsim/steps/time", H5T_IEEE_F64LE, 1, S, 1, 0) < 0) goto done;
+    /* the restart rows: device order and the solver state (of the size the solver declared) */
+    if (N > 0 && h5io_ds_create_fixed(f, "/sphsim/restart/device_order", H5T_STD_U32LE, 2, 2, N, 0) < 0) goto done;
+    if (ri && ri->state_bytes > 0 && create_state(f, ri->state_bytes) < 0) goto done;
 
     int sph = s->mode == MODE_SPH;
     char fields[256] = "position";
@@ -251,7 +330,9 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         h5io_attr_f64(g, "t_end", s->t_end) < 0 || h5io_attr_f64(g, "output_interval", s->out_interval) < 0 ||
         h5io_attr_write(g, "particle_counts", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, 3, counts) < 0 ||
         h5io_attr_str(g, "particle_counts_order", "fluid, boundary, spheres (ids in that order)") < 0 ||
-        h5io_attr_str(g, "units", UNITS_JSON) < 0 || h5io_attr_str(g, "resumes", "") < 0)
+        h5io_attr_str(g, "units", UNITS_JSON) < 0 || h5io_attr_i64(g, "snapshots_allocated", (long long)S) < 0 ||
+        h5io_attr_fixed_str_len(g, "resumes", "", OUT_RESUMES_BYTES) < 0 ||
+        (sph && h5io_attr_f64(g, "boundary_particle_mass", 0) < 0))
         goto done;
     rc = 0;
 done:
@@ -316,6 +397,8 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
     o->fields = output_fields(s);
     o->sph = s->mode == MODE_SPH;
     o->scene = s;
+    o->n = s->n_total > 0 ? (size_t)s->n_total : 0;
+    o->capacity = (hsize_t)output_snapshots(s);
     /* The layout is built under a temporary name and moved into place once it is on disk, so
      * `path` never names a half-made file (a kill during creation leaves only the temporary
      * one), and --overwrite replaces the old file only when the new one is ready. */
@@ -332,16 +415,44 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
         return r;
     }
     sphsim_status r = SPHSIM_OK;
-    /* room for the empty layout first (as for every write: see output_write) */
-    int err = diskspace_reserve(o->file, 131072.0);
+    /* Room for the metadata first; then the layout allocates the whole run's space, and all of
+     * it is reserved on disk before the file is placed: a disk too small for the run fails
+     * here, before the first step. */
+    const double need = output_file_bytes(s, ri ? ri->state_bytes : 0) + 65536.0;
+    int err = diskspace_reserve(o->file, need);
+    if (err) {
+        /* refused before anything was written: the close has next to nothing to flush */
+        char why[512];
+        snprintf(why, sizeof why, "%s", strerror(err));
+        poison_to(o, 0);
+        H5Fclose(o->file);
+        h5io_forget();
+        unlink(tmp);
+        output_free(o);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "cannot create output file '%s': %s (could not reserve %.3g MB for the %lld snapshots of "
+                           "the run)",
+                           path, why, need / 1e6, (long long)output_snapshots(s));
+    }
+    hsize_t eoa = 0;
     if (err == 0 && create_layout(o, s, ri) == 0 && output_gauges_create(o, s) == 0 &&
-        (err = diskspace_reserve(o->file, 0)) == 0 && h5io_sync(o->file) == 0) {
+        (err = diskspace_reserve(o->file, 0)) == 0 &&
+        h5io_sync(o->file) == 0 && /* the second flush gives back the unused end of HDF5's metadata
+                                      block, which the first snapshot's flush would otherwise do
+                                      (moving the end of the file) */
+        h5io_sync(o->file) == 0) {
         /* on disk */
     } else {
         char why[512];
         if (err) snprintf(why, sizeof why, "%s", strerror(err));
         else h5io_reason(why, sizeof why);
-        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the layout of output file '%s': %s", path, why);
+        H5Fget_filesize(o->file, &eoa);
+        if (err && eoa > 0)
+            r = SPHSIM_FAIL(e, SPHSIM_E_IO,
+                            "cannot create output file '%s': %s (could not reserve %.3g MB for the %llu snapshots of "
+                            "the run)",
+                            path, why, (double)eoa / 1e6, (unsigned long long)o->capacity);
+        else r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the layout of output file '%s': %s", path, why);
     }
     if (r == SPHSIM_OK) diskspace_release(o->file);
     if (r == SPHSIM_OK) {
@@ -364,8 +475,10 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
     int placed = r == SPHSIM_OK;
     if (r == SPHSIM_OK) r = xdmf_write(o, e);
     if (r != SPHSIM_OK) {
-        poison(o); /* the file is removed: nothing more needs to reach it (and a full disk
-                      would make H5Fclose fail, which HDF5 1.10 follows with a crash at exit) */
+        /* the file is removed: nothing more needs to reach it (and a full disk would make
+         * H5Fclose fail, which HDF5 1.10 follows with a crash at exit); what the close flushes
+         * goes to /dev/null, which no file size limit applies to */
+        poison_to(o, 1);
         H5Fclose(o->file);
         h5io_forget();
         unlink(placed ? path : tmp);
@@ -399,19 +512,9 @@ static void pack_xyz(const void *src, size_t first, size_t count, void *dst)
         for (int c = 0; c < 3; ++c) xyz[3 * i + c] = v[4 * i + c];
 }
 
-static void pack_index(const void *src, size_t first, size_t count, void *dst)
-{
-    (void)src;
-    int64_t *v = dst;
-    for (size_t i = 0; i < count; ++i) v[i] = (int64_t)(first + i);
-}
-
 /* Rows row .. row+n-1 of dataset `path` from n rows of src, packed into o->buf a block at a time
  * (so that the buffer stays small: packing all rows at once took 13 GB at 10^9 particles).
- * Blocks end on multiples of o->block_rows counted from the dataset's first row: with 65536
- * particles or more the chunks have 65536 rows (create_layout), which divides OUT_BLOCK_ROWS,
- * so no chunk is written in two parts by two blocks; fewer particles fit one block anyway, but
- * for the one snapshot that straddles a multiple of it. */
+ * Blocks end on multiples of o->block_rows counted from the dataset's first row. */
 static int write_rows_packed(output *o, const char *path, hid_t mtype, size_t row_bytes, hsize_t row, size_t n,
                              row_pack pack, const void *src)
 {
@@ -433,70 +536,17 @@ void output_set_block_rows(output *o, size_t rows)
     if (o && rows > 0) o->block_rows = rows;
 }
 
-/* Set the rows of dataset `path` to `rows`, first growing it by `margin` past its current
- * rows and then shrinking it: the shrink makes HDF5 drop every chunk past `rows`. A kill in
- * the middle of a flush can leave the chunk index naming a chunk the file never got (past
- * its end of allocated space) while the extent stayed at the committed rows; without the
- * drop, the next write into that chunk would fail ("addr overflow"). */
-static int ds_cut(hid_t f, const char *path, hsize_t rows, hsize_t margin)
+static int write_i64_ramp(output *o, const char *path, hsize_t rows, int cols, int64_t a, int64_t b)
 {
-    long long cur = h5io_ds_rows(f, path);
-    if (cur < 0) return -1;
-    hsize_t high = ((hsize_t)cur > rows ? (hsize_t)cur : rows) + margin;
-    if (h5io_ds_write_rows(f, path, H5T_NATIVE_INT64, NULL, high, 0) < 0) return -1;
-    return h5io_ds_write_rows(f, path, H5T_NATIVE_INT64, NULL, rows, 0);
-}
-
-/* Cut every growing dataset to the rows of `k` committed snapshots (n_hint: particles per
- * snapshot when the file does not say yet). */
-static int truncate_to(output *o, hsize_t k, size_t n_hint)
-{
-    hid_t f = o->file;
-    int rc = 0;
-    hsize_t prow = k * o->n;
-    hsize_t pmargin = (hsize_t)(o->n > n_hint ? o->n : n_hint) + 2 * 65536, smargin = 2 * OUT_STEP_CHUNK;
-    rc |= ds_cut(f, "/VTKHDF/Points", prow, pmargin);
-    for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
-        if (!(o->fields & OUTPUT_FIELDS[i].bit)) continue;
-        char p[128];
-        snprintf(p, sizeof p, "/VTKHDF/PointData/%s", OUTPUT_FIELDS[i].name);
-        rc |= ds_cut(f, p, prow, pmargin);
-        snprintf(p, sizeof p, "/VTKHDF/Steps/PointDataOffsets/%s", OUTPUT_FIELDS[i].name);
-        rc |= ds_cut(f, p, k, smargin);
-    }
-    for (int i = 0; i < OUTPUT_N_STEP_I64; ++i) rc |= ds_cut(f, OUTPUT_STEP_I64[i], k, smargin);
-    for (int i = 0; i < 2; ++i) rc |= ds_cut(f, STEP_F64[i], k, smargin);
-    for (int i = 0; i < 2; ++i) rc |= ds_cut(f, STEP_I64x4[i], k, smargin);
-    if (k == 0) { /* the first snapshot's vertex cells may be half made too */
-        rc |= ds_cut(f, "/VTKHDF/Vertices/Offsets", 1, pmargin);
-        rc |= ds_cut(f, "/VTKHDF/Vertices/Connectivity", 0, pmargin);
-    }
-    return rc ? -1 : 0;
-}
-
-/* Vertex cells (one per point, written once and shared by every step) and the restart
- * order dataset, for n points. */
-static int write_topology(output *o)
-{
-    hid_t f = o->file;
-    size_t n = o->n;
-    if (write_rows_packed(o, "/VTKHDF/Vertices/Offsets", H5T_NATIVE_INT64, 8, 0, n + 1, pack_index, NULL) < 0 ||
-        write_rows_packed(o, "/VTKHDF/Vertices/Connectivity", H5T_NATIVE_INT64, 8, 0, n, pack_index, NULL) < 0)
-        return -1;
-    /* the part's counts (n points, n vertex cells) come with the first commit: write_part_counts */
-    if (h5io_link_exists(f, "/sphsim/restart/device_order") &&
-        H5Ldelete(f, "/sphsim/restart/device_order", H5P_DEFAULT) < 0)
-        return -1;
-    if (n > 0) {
-        /* Two rows: snapshot k writes row k % 2, so the committed one survives a crash. */
-        hsize_t dims[2] = { 2, n };
-        hid_t sp = H5Screate_simple(2, dims, NULL);
-        if (sp < 0) return -1;
-        hid_t ds =
-            H5Dcreate2(f, "/sphsim/restart/device_order", H5T_STD_U32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        H5Sclose(sp);
-        if (ds < 0) return -1;
-        H5Dclose(ds);
+    const hsize_t B = 65536;
+    if (rows == 0) return 0;
+    if (ensure_buf(o, (size_t)B * (size_t)cols * sizeof(int64_t)) < 0) return -1;
+    int64_t *v = o->buf;
+    for (hsize_t r0 = 0; r0 < rows; r0 += B) {
+        hsize_t m = rows - r0 < B ? rows - r0 : B;
+        for (hsize_t i = 0; i < m; ++i)
+            for (int c = 0; c < cols; ++c) v[i * (hsize_t)cols + (hsize_t)c] = a + b * (int64_t)(r0 + i);
+        if (h5io_ds_write_rows(o->file, path, H5T_NATIVE_INT64, v, r0, m) < 0) return -1;
     }
     return 0;
 }
@@ -525,9 +575,9 @@ static int write_used_masses(output *o, const particles *p)
     }
     hid_t g = H5Gopen2(o->file, "/sphsim", H5P_DEFAULT);
     if (g < 0) return -1;
-    int rc = 0;
-    if (m_fluid >= 0) rc |= h5io_attr_f64(g, "particle_mass", m_fluid);
-    if (m_boundary >= 0) rc |= h5io_attr_f64(g, "boundary_particle_mass", m_boundary);
+    int rc = 0; /* attributes made with the layout, rewritten in place (same type and size) */
+    if (m_fluid >= 0) rc |= h5io_attr_overwrite(g, "particle_mass", H5T_NATIVE_DOUBLE, &m_fluid);
+    if (m_boundary >= 0) rc |= h5io_attr_overwrite(g, "boundary_particle_mass", H5T_NATIVE_DOUBLE, &m_boundary);
     H5Gclose(g);
     return rc ? -1 : 0;
 }
@@ -625,7 +675,6 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
     size_t n = o->n;
     hsize_t row = k * n;
     if (!o->have_topology) {
-        if (write_topology(o) < 0) return -1;
         if (o->sph && write_used_masses(o, p) < 0) return -1;
         o->have_topology = 1;
     }
@@ -651,23 +700,9 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
         if (output_gauges_write(o, o->scene, &o->gauge_rows[q]) < 0) return -1;
     o->n_gauge_rows = 0;
 
-    /* ---- step entry ---- */
+    /* ---- step records (the Steps offsets were written with the layout) ---- */
     double t = si->time;
-    int64_t part = 0, one = 1, poff = (int64_t)row, zeros4[OUT_TOPOS] = { 0, 0, 0, 0 };
     int64_t step = si->step, ncont = si->n_contacts, nout = si->n_outside;
-    if (h5io_ds_write_rows(f, "/VTKHDF/Steps/PartOffsets", H5T_NATIVE_INT64, &part, k, 1) < 0 ||
-        h5io_ds_write_rows(f, "/VTKHDF/Steps/NumberOfParts", H5T_NATIVE_INT64, &one, k, 1) < 0 ||
-        h5io_ds_write_rows(f, "/VTKHDF/Steps/PointOffsets", H5T_NATIVE_INT64, &poff, k, 1) < 0 ||
-        /* every step reads the one vertex topology from its start */
-        h5io_ds_write_rows(f, "/VTKHDF/Steps/CellOffsets", H5T_NATIVE_INT64, zeros4, k, 1) < 0 ||
-        h5io_ds_write_rows(f, "/VTKHDF/Steps/ConnectivityIdOffsets", H5T_NATIVE_INT64, zeros4, k, 1) < 0)
-        return -1;
-    for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
-        if (!(o->fields & OUTPUT_FIELDS[i].bit)) continue;
-        char path[128];
-        snprintf(path, sizeof path, "/VTKHDF/Steps/PointDataOffsets/%s", OUTPUT_FIELDS[i].name);
-        if (h5io_ds_write_rows(f, path, H5T_NATIVE_INT64, &poff, k, 1) < 0) return -1;
-    }
     if (h5io_ds_write_rows(f, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, &t, k, 1) < 0 ||
         h5io_ds_write_rows(f, "/sphsim/steps/step", H5T_NATIVE_INT64, &step, k, 1) < 0 ||
         h5io_ds_write_rows(f, "/sphsim/steps/n_contacts", H5T_NATIVE_INT64, &ncont, k, 1) < 0 ||
@@ -696,11 +731,11 @@ static int set_nsteps(hid_t file, hsize_t nsteps)
  * the real end, "truncated file", would make it unreadable). The file keeps what the last
  * successful commit flushed; rows written since lie past the committed extents. (The close
  * itself must succeed: HDF5 1.10 crashes at exit on a file whose close failed.) */
-static void poison(output *o)
+static void poison_to(output *o, int null_sink)
 {
     int *fd = NULL;
     if (H5Fget_vfd_handle(o->file, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) {
-        int sink = memfd_create("sphsim-discarded-output", MFD_CLOEXEC);
+        int sink = null_sink ? -1 : memfd_create("sphsim-discarded-output", MFD_CLOEXEC);
         if (sink < 0) sink = open("/dev/null", O_RDWR);
         if (sink >= 0) {
             dup2(sink, *fd);
@@ -710,6 +745,8 @@ static void poison(output *o)
     o->broken = 1;
     h5io_forget();
 }
+
+static void poison(output *o) { poison_to(o, 0); }
 
 sphsim_status output_write(output *o, const particles *p, const output_snapshot_info *si, sphsim_error *e)
 {
@@ -727,11 +764,6 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
                            o->path, (unsigned long long)o->nsteps);
     h5io_quiet();
     hsize_t k = o->nsteps;
-    if (o->have_topology && p->n != o->n)
-        return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                           "cannot write snapshot %llu to '%s': it has %zu particles but the file holds %zu per "
-                           "snapshot (the particle count must stay fixed)",
-                           (unsigned long long)k, o->path, p->n, o->n);
     if (k + 1 > o->times_cap) {
         size_t cap = o->times_cap ? 2 * o->times_cap : 64;
         double *t = realloc(o->times, cap * sizeof *t);
@@ -739,10 +771,18 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
         o->times = t;
         o->times_cap = cap;
     }
-    /* Reserve the snapshot's disk space before writing any of it: a full disk (or quota, or
-     * file size limit) is refused here, cleanly, with the file untouched. A write that fails
-     * half-way through HDF5's metadata is the one case that could damage the file. */
-    double need = diskspace_snapshot_bytes(o, p->n, k) + output_gauges_bytes(o);
+    if (k >= o->capacity)
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "cannot write snapshot %llu (t = %g s) to '%s': the file was laid out for %llu snapshots",
+                           (unsigned long long)k, si->time, o->path, (unsigned long long)o->capacity);
+    if (p->n != o->n)
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "cannot write snapshot %llu to '%s': it has %zu particles but the file holds %zu per "
+                           "snapshot (the particle count must stay fixed)",
+                           (unsigned long long)k, o->path, p->n, o->n);
+    /* Every byte a snapshot writes lies in space allocated (and reserved on disk) when the file
+     * was created; only a solver state the creator did not declare makes its datasets now. */
+    int err = 0;
     if (state_bytes > 0) {
         long long w = state_width(o->file);
         h5io_forget();
@@ -751,38 +791,33 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
                                "cannot write snapshot %llu to '%s': its solver state has %zu bytes but the file's "
                                "/sphsim/restart datasets hold %lld per snapshot",
                                (unsigned long long)k, o->path, state_bytes, w);
-        if (w == 0) need += 2.0 * (double)state_bytes + 65536.0; /* created with this snapshot */
-    }
-    int err = diskspace_reserve(o->file, need);
-    if (err) {
-        diskspace_release(o->file);
-        return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                           "cannot write snapshot %llu (t = %g s) to '%s': %s (could not reserve %.3g MB for it); the "
-                           "%llu snapshot(s) written before are intact",
-                           (unsigned long long)k, si->time, o->path, strerror(err), need / 1e6, (unsigned long long)k);
+        if (w == 0 && (err = diskspace_reserve(o->file, 2.0 * (double)state_bytes + 65536.0)) != 0) {
+            diskspace_release(o->file);
+            return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                               "cannot write snapshot %llu (t = %g s) to '%s': %s; the %llu snapshot(s) written "
+                               "before are intact",
+                               (unsigned long long)k, si->time, o->path, strerror(err), (unsigned long long)k);
+        }
     }
     const int first = !o->have_topology; /* the first snapshot of the file */
-    if (first) o->n = p->n;
     int committed = 0;
     int rc = write_snapshot_rows(o, p, si, state, state_bytes, k);
     if (rc == 0 && output_fault_hook && output_fault_hook(k)) {
         h5io_set_reason("Input/output error (injected by a test)");
         rc = -1;
     }
-    /* 1. data and step entry on disk (their space reserved) before the commit point */
-    if (rc == 0 && (err = diskspace_reserve(o->file, 0)) != 0) rc = -1;
+    /* 1. the snapshot's raw data on disk before the commit point */
     if (rc == 0) rc = h5io_sync(o->file);
-    /* first snapshot: the part's counts, flushed just before the commit point */
+    /* first snapshot: the part's counts (raw data too), flushed just before the commit point */
     if (rc == 0 && first && (write_part_counts(o) < 0 || H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0)) rc = -1;
-    /* 2. the commit point (flushed; its fsync is the one after phase 3, which keeps a killed
-     *    process from leaving NSteps ahead of Steps/Values for long) */
+    /* 2. the commit point: NSteps rewritten in place, flushed */
     if (rc == 0) rc = set_nsteps(o->file, k + 1);
     if (rc == 0 && H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0) rc = -1;
     if (rc == 0) committed = 1;
-    /* 3. the time for VTK's Steps/Values, which must not run ahead of NSteps */
+    /* 3. the time for VTK's Steps/Values, which must not be longer than NSteps: its extent (in
+     *    its one preallocated chunk) grows to k + 1 after the commit */
     double t = si->time;
-    if (rc == 0) rc = h5io_ds_write_rows(o->file, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, &t, k, 1);
-    if (rc == 0 && (err = diskspace_reserve(o->file, 0)) != 0) rc = -1;
+    if (rc == 0) rc = h5io_ds_io_rows(o->file, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, &t, k, 1, k > 0);
     if (rc == 0) rc = h5io_sync(o->file);
     if (committed) {
         o->times[k] = si->time;
@@ -803,7 +838,6 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
                            "are intact",
                            (unsigned long long)k, si->time, o->path, why, (unsigned long long)k);
     }
-    diskspace_release(o->file);
     return xdmf_write(o, e);
 }
 
@@ -853,23 +887,18 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
     hid_t f = o->file;
     sphsim_status r = SPHSIM_OK;
     hsize_t ns = 0;
-    /* A run killed while writing a snapshot can leave chunks past the end of allocation stored
-     * in the superblock (written, or listed by an index flushed before the superblock). Cutting
-     * the uncommitted rows frees them, and HDF5 would then reuse that space at or past the end
-     * of allocation ("addr overflow", 3 in 126 runs of the SIGKILL test). Move the end of
-     * allocation to the end of the file first, so that every such chunk lies within it. */
-    if (H5Fincrement_filesize(f, 0) < 0) {
-        char why[512];
-        h5io_reason(why, sizeof why);
-        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to append: %s", path, why);
+    long long lv = 0, cap = 0;
+    if (h5io_attr_read_i64(f, "/sphsim", "layout_version", &lv) < 0 || lv != OUT_LAYOUT_VERSION ||
+        h5io_attr_read_i64(f, "/sphsim", "snapshots_allocated", &cap) < 0 || cap < 1) {
+        h5io_forget();
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO,
+                        "cannot append to '%s': it has output layout version %lld, this sphsim appends to version %d "
+                        "only (files whose whole run is allocated at creation); rerun the scene, or resume it with "
+                        "the sphsim version that wrote it",
+                        path, lv, OUT_LAYOUT_VERSION);
         goto fail;
     }
-    int err = diskspace_reserve(o->file, 65536.0); /* room for the repairs and the provenance line */
-    if (err) {
-        poison(o); /* leave the file as it is */
-        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot append to '%s': %s", path, strerror(err));
-        goto fail;
-    }
+    o->capacity = (hsize_t)cap;
     if ((r = output_read_nsteps(f, path, &ns, e)) != SPHSIM_OK) goto fail;
     for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
         char p[128];
@@ -881,13 +910,15 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
         }
     }
     o->fields |= FIELD_POSITION;
-    if (ns > 0) {
-        int64_t n64 = 0;
-        if (h5io_ds_read_rows(f, "/VTKHDF/NumberOfPoints", H5T_NATIVE_INT64, &n64, 0, 1) < 0 || n64 < 0) {
-            r = output_bad_file(e, path, "cannot read NumberOfPoints");
+    {
+        long long rows = h5io_ds_rows(f, "/VTKHDF/Points");
+        if (rows < 0 || rows % cap) {
+            r = output_bad_file(e, path, "Points does not hold whole snapshots");
             goto fail;
         }
-        o->n = (size_t)n64;
+        o->n = (size_t)(rows / cap);
+    }
+    if (ns > 0) {
         o->have_topology = 1;
         o->times_cap = ns + 64;
         o->times = malloc(o->times_cap * sizeof *o->times);
@@ -901,37 +932,38 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
         }
     }
     o->nsteps = ns;
-    /* Drop rows of a snapshot that was never committed (a crash between data and NSteps), and
-     * write Steps/Values in full again (a crash after the commit can leave it one short). */
     o->scene = s;
-    int64_t last_step = -1; /* the last committed snapshot's step: the gauges keep their rows up to it */
-    if (ns > 0 && h5io_ds_read_rows(f, "/sphsim/steps/step", H5T_NATIVE_INT64, &last_step, ns - 1, 1) < 0) {
-        r = output_bad_file(e, path, "cannot read /sphsim/steps/step");
-        goto fail;
-    }
-    if (s && s->n_gauges > 0 && output_gauges_cut(o, s, (long)last_step) < 0) {
-        r = output_bad_file(e, path, "cannot cut the gauges' uncommitted rows (/sphsim/gauges)");
-        goto fail;
-    }
-    if (truncate_to(o, ns, s && s->n_total > 0 ? (size_t)s->n_total : 0) < 0 || set_nsteps(f, ns) < 0 ||
-        (ns > 0 && h5io_ds_write_rows(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0)) {
-        r = output_bad_file(e, path, "cannot cut uncommitted rows");
+    /* Rows past NSteps (a snapshot written but never committed) lie in allocated space and are
+     * simply written again. Steps/Values is set to the committed times in full (a kill right
+     * after a commit can leave it one short): its extent changes in place within its chunk. */
+    if (ns > 0 && h5io_ds_extend_rows(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0) {
+        r = output_bad_file(e, path, "cannot complete Steps/Values");
         goto fail;
     }
     {
-        /* Provenance of this continuation. */
+        /* Provenance of this continuation, in the fixed-size attribute made with the layout
+         * (rewritten in place; the oldest lines give way when it is full). */
         char *prev = h5io_attr_read_str(f, "/sphsim", "resumes");
         char line[1024];
-        snprintf(line, sizeof line, "%s%s resumed after snapshot %llu by sphsim %s on %s", prev && *prev ? "\n" : "",
+        snprintf(line, sizeof line, "%s resumed after snapshot %llu by sphsim %s on %s",
                  ri && ri->start_time ? ri->start_time : "?", (unsigned long long)ns,
                  ri && ri->version ? ri->version : "?", ri && ri->device_name ? ri->device_name : "?");
-        size_t len = (prev ? strlen(prev) : 0) + strlen(line) + 1;
-        char *all = malloc(len);
+        char *all = calloc(OUT_RESUMES_BYTES + 2 * sizeof line, 1);
         int bad = !all;
         if (all) {
-            snprintf(all, len, "%s%s", prev ? prev : "", line);
+            snprintf(all, OUT_RESUMES_BYTES + 2 * sizeof line, "%s%s%s", prev && *prev ? prev : "",
+                     prev && *prev ? "\n" : "", line);
+            char *keep = all;
+            while (strlen(keep) >= OUT_RESUMES_BYTES && strchr(keep, '\n')) keep = strchr(keep, '\n') + 1;
+            char fixed[OUT_RESUMES_BYTES];
+            memset(fixed, 0, sizeof fixed);
+            memcpy(fixed, keep, strlen(keep) < sizeof fixed ? strlen(keep) : sizeof fixed);
             hid_t g = H5Gopen2(f, "/sphsim", H5P_DEFAULT);
-            bad = g < 0 || h5io_attr_str(g, "resumes", all) < 0;
+            hid_t a = g >= 0 ? H5Aopen(g, "resumes", H5P_DEFAULT) : -1;
+            hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+            bad = t < 0 || H5Tget_size(t) != OUT_RESUMES_BYTES || H5Awrite(a, t, fixed) < 0;
+            if (t >= 0) H5Tclose(t);
+            if (a >= 0) H5Aclose(a);
             if (g >= 0) H5Gclose(g);
         }
         free(all);
@@ -949,15 +981,240 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
         r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write to '%s': %s", path, why);
         goto fail;
     }
-    diskspace_release(o->file);
     if ((r = xdmf_write(o, e)) != SPHSIM_OK) goto fail;
     *out = o;
     return SPHSIM_OK;
 fail:
-    diskspace_release(o->file);
     poison(o); /* leave the file as the last flush left it; H5Fclose must not fail */
     H5Fclose(o->file);
     h5io_forget();
     output_free(o);
     return r;
+}
+
+/* ---------------------------------------------------------------- relayout (--resume) */
+
+/* Rows [0, rows) of dataset `path` from file `from` into the same dataset of file `to`, a block
+ * at a time, in the file's type (no conversion). */
+static int copy_rows(output *o, hid_t from, hid_t to, const char *path, hsize_t rows)
+{
+    if (rows == 0) return 0;
+    hid_t ds = H5Dopen2(from, path, H5P_DEFAULT);
+    if (ds < 0) return -1;
+    hid_t ft = H5Dget_type(ds), fs = H5Dget_space(ds);
+    hsize_t dims[2] = { 0, 1 };
+    int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
+    if (rank >= 1 && rank <= 2) H5Sget_simple_extent_dims(fs, dims, NULL);
+    const size_t row_bytes = ft >= 0 ? H5Tget_size(ft) * (rank == 2 ? (size_t)dims[1] : 1) : 0;
+    H5Sclose(fs);
+    H5Dclose(ds);
+    int rc = -1;
+    if (rank >= 1 && rank <= 2 && row_bytes > 0 && rows <= dims[0]) {
+        const hsize_t B = (hsize_t)(o->block_rows ? o->block_rows : OUT_BLOCK_ROWS);
+        rc = ensure_buf(o, (size_t)(rows < B ? rows : B) * row_bytes);
+        for (hsize_t r0 = 0; rc == 0 && r0 < rows; r0 += B) {
+            hsize_t m = rows - r0 < B ? rows - r0 : B;
+            if (h5io_ds_read_rows(from, path, ft, o->buf, r0, m) < 0 ||
+                h5io_ds_write_rows(to, path, ft, o->buf, r0, m) < 0)
+                rc = -1;
+        }
+    }
+    if (ft >= 0) H5Tclose(ft);
+    return rc;
+}
+
+/* The string attribute `name` of /sphsim in `from` written into `to` (a variable-length one as
+ * such; `resumes` into its fixed-size attribute, in place). */
+static int copy_str_attr(hid_t from, hid_t to, const char *name)
+{
+    char *v = h5io_attr_read_str(from, "/sphsim", name);
+    h5io_forget();
+    if (!v) return 0;
+    hid_t g = H5Gopen2(to, "/sphsim", H5P_DEFAULT);
+    int rc = -1;
+    if (g >= 0) {
+        if (strcmp(name, "resumes") == 0) {
+            char fixed[OUT_RESUMES_BYTES];
+            memset(fixed, 0, sizeof fixed);
+            const char *keep = v;
+            while (strlen(keep) >= OUT_RESUMES_BYTES && strchr(keep, '\n')) keep = strchr(keep, '\n') + 1;
+            memcpy(fixed, keep, strlen(keep) < sizeof fixed ? strlen(keep) : sizeof fixed);
+            hid_t a = H5Aopen(g, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : -1;
+            rc = t >= 0 && H5Awrite(a, t, fixed) >= 0 ? 0 : -1;
+            if (t >= 0) H5Tclose(t);
+            if (a >= 0) H5Aclose(a);
+        } else {
+            rc = h5io_attr_str(g, name, v);
+        }
+        H5Gclose(g);
+    }
+    free(v);
+    return rc;
+}
+
+sphsim_status output_relayout(const char *path, const scene *s, long keep, sphsim_error *e)
+{
+    h5io_quiet();
+    hid_t from = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (from < 0) {
+        char why[512];
+        h5io_reason(why, sizeof why);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to resume: %s", path, why);
+    }
+    sphsim_status r = SPHSIM_OK;
+    hsize_t ns = 0;
+    output *o = NULL;
+    char tmp[4096];
+    if (strlen(path) >= 4000) {
+        H5Fclose(from);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "output file name too long: %.64s...", path);
+    }
+    snprintf(tmp, sizeof tmp, "%.4000s.relayout", path);
+    if ((r = output_read_nsteps(from, path, &ns, e)) != SPHSIM_OK) goto done;
+    if (keep >= 0 && (hsize_t)keep < ns) ns = (hsize_t)keep;
+    if ((long long)ns > output_snapshots(s)) {
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO, "'%s' holds %llu snapshots, more than the %ld of the scene to resume", path,
+                        (unsigned long long)ns, output_snapshots(s));
+        goto done;
+    }
+    const char *sname, *sname_bytes;
+    output_state_names(from, &sname, &sname_bytes);
+    long long w = output_state_width_of(from, sname, sname_bytes);
+    h5io_forget();
+    char *version = h5io_attr_read_str(from, "/sphsim", "version");
+    char *device = h5io_attr_read_str(from, "/sphsim", "device");
+    char *start = h5io_attr_read_str(from, "/sphsim", "start_time");
+    h5io_forget();
+    output_run_info ri = { version, device, start, w > 0 ? (size_t)w : 0 };
+    /* the new file, laid out for the scene's whole run, under a temporary name */
+    o = output_alloc(tmp);
+    if (!o) {
+        r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
+    } else {
+        o->fields = output_fields(s);
+        o->sph = s->mode == MODE_SPH;
+        o->n = s->n_total > 0 ? (size_t)s->n_total : 0;
+        o->capacity = (hsize_t)output_snapshots(s);
+        hid_t fapl = output_fapl();
+        o->file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        if (fapl >= 0) H5Pclose(fapl);
+    }
+    if (r == SPHSIM_OK && o->file < 0) r = output_bad_file(e, tmp, "cannot create it");
+    int err = 0;
+    if (r == SPHSIM_OK) {
+        const double need = output_file_bytes(s, ri.state_bytes) + 65536.0;
+        hid_t f = o->file;
+        const hsize_t rows = ns * o->n;
+        int64_t last_step = -1; /* the last committed snapshot's: the gauges' rows up to it */
+        int bad = (err = diskspace_reserve(f, need)) != 0 || create_layout(o, s, &ri) < 0 ||
+                  output_gauges_create(o, s) < 0 || copy_rows(o, from, f, "/VTKHDF/Points", rows) < 0;
+        if (!bad && ns > 0)
+            bad = h5io_ds_read_rows(from, "/sphsim/steps/step", H5T_NATIVE_INT64, &last_step, ns - 1, 1) < 0 ||
+                  output_gauges_copy(o, s, from, (long)last_step, copy_rows) < 0;
+        for (int i = 0; !bad && i < OUTPUT_N_FIELDS; ++i) {
+            if (!(o->fields & OUTPUT_FIELDS[i].bit)) continue;
+            char p[128];
+            snprintf(p, sizeof p, "/VTKHDF/PointData/%s", OUTPUT_FIELDS[i].name);
+            bad = copy_rows(o, from, f, p, rows) < 0;
+        }
+        for (int i = 0; !bad && i < OUTPUT_N_SPHSIM_STEP_I64; ++i)
+            bad = copy_rows(o, from, f, OUTPUT_SPHSIM_STEP_I64[i], ns) < 0;
+        if (!bad) bad = copy_rows(o, from, f, "/sphsim/steps/time", ns) < 0;
+        if (!bad && ns > 0 && o->n > 0) bad = copy_rows(o, from, f, "/sphsim/restart/device_order", 2) < 0;
+        if (!bad && w > 0) {
+            hid_t d = H5Dopen2(f, RESTART_STATE, H5P_DEFAULT); /* made by create_layout */
+            if (d >= 0) H5Dclose(d);
+            else bad = 1;
+            /* from the old names' datasets too (older particle-mode files): the same rows */
+            if (!bad) {
+                size_t sz = 2 * (size_t)w;
+                void *b = malloc(sz);
+                int64_t len[2] = { 0, 0 };
+                bad = !b || h5io_ds_read_rows(from, sname, H5T_NATIVE_UINT8, b, 0, 2) < 0 ||
+                      h5io_ds_read_rows(from, sname_bytes, H5T_NATIVE_INT64, len, 0, 2) < 0 ||
+                      h5io_ds_write_rows(f, RESTART_STATE, H5T_NATIVE_UINT8, b, 0, 2) < 0 ||
+                      h5io_ds_write_rows(f, RESTART_STATE_BYTES, H5T_NATIVE_INT64, len, 0, 2) < 0;
+                free(b);
+            }
+        }
+        if (!bad && ns > 0) {
+            /* the masses the solver used, the committed snapshots' times and counts */
+            double m = 0;
+            hid_t g = H5Gopen2(f, "/sphsim", H5P_DEFAULT), gf = H5Gopen2(from, "/sphsim", H5P_DEFAULT);
+            const char *masses[] = { "particle_mass", "boundary_particle_mass" };
+            for (int i = 0; !bad && i < 2; ++i) {
+                if (H5Aexists(gf, masses[i]) <= 0 || H5Aexists(g, masses[i]) <= 0) continue;
+                hid_t a = H5Aopen(gf, masses[i], H5P_DEFAULT);
+                bad = a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, &m) < 0 ||
+                      h5io_attr_overwrite(g, masses[i], H5T_NATIVE_DOUBLE, &m) < 0;
+                if (a >= 0) H5Aclose(a);
+            }
+            if (g >= 0) H5Gclose(g);
+            if (gf >= 0) H5Gclose(gf);
+            o->times = malloc(ns * sizeof *o->times);
+            bad = bad || !o->times ||
+                  h5io_ds_read_rows(from, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0 ||
+                  h5io_ds_extend_rows(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0 ||
+                  write_part_counts(o) < 0;
+        }
+        if (!bad) bad = copy_str_attr(from, f, "resumes") < 0;
+        if (!bad)
+            bad = (err = diskspace_reserve(f, 0)) != 0 || h5io_sync(f) < 0 || set_nsteps(f, ns) < 0 ||
+                  h5io_sync(f) < 0 || h5io_sync(f) < 0;
+        if (bad) {
+            char why[512];
+            if (err) snprintf(why, sizeof why, "%s", strerror(err));
+            else h5io_reason(why, sizeof why);
+            r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot lay '%s' out again for the longer run: %s; the file is unchanged",
+                            path, why);
+        }
+    }
+    free(version);
+    free(device);
+    free(start);
+done:
+    H5Fclose(from);
+    if (o && o->file >= 0) {
+        if (r != SPHSIM_OK) poison_to(o, 0);
+        else diskspace_release(o->file);
+        if (H5Fclose(o->file) < 0 && r == SPHSIM_OK) r = output_bad_file(e, tmp, "cannot close it");
+        o->file = -1;
+    }
+    if (o) output_free(o);
+    h5io_forget();
+    if (r == SPHSIM_OK) {
+        /* the new file replaces the old one only now, complete */
+        if (rename(tmp, path) != 0) r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot replace '%s': %s", path, strerror(errno));
+        else h5io_fsync_dir(path);
+    } else {
+        unlink(tmp);
+    }
+    return r;
+}
+
+sphsim_status output_resume_check(const char *path, const scene *s, long *keep, int *relayout, sphsim_error *e)
+{
+    *keep = -1;
+    *relayout = 0;
+    h5io_quiet();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return SPHSIM_OK; /* output_read_resume says why */
+    long long lv = 0, cap = 0;
+    hsize_t ns = 0;
+    if (h5io_attr_read_i64(f, "/sphsim", "layout_version", &lv) < 0) lv = 0;
+    if (h5io_attr_read_i64(f, "/sphsim", "snapshots_allocated", &cap) < 0) cap = 0;
+    sphsim_status r = output_read_nsteps(f, path, &ns, e);
+    if (r == SPHSIM_OK && ns > 0) {
+        /* a run stored with a shorter end whose last snapshot was at its last step, off the
+         * snapshot grid of the longer run: continue from the last snapshot on the grid */
+        int64_t step = 0;
+        if (h5io_ds_read_rows(f, "/sphsim/steps/step", H5T_NATIVE_INT64, &step, ns - 1, 1) == 0 &&
+            s->steps_per_output > 0 && step % s->steps_per_output != 0 && step < s->n_steps)
+            *keep = (long)ns - 1;
+    }
+    h5io_forget();
+    H5Fclose(f);
+    if (r != SPHSIM_OK) return r;
+    *relayout = lv != OUT_LAYOUT_VERSION || cap < output_snapshots(s) || *keep >= 0;
+    return SPHSIM_OK;
 }

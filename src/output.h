@@ -1,6 +1,7 @@
 /* output: the HDF5 snapshot writer (time-stepped VTKHDF PolyData) and its XDMF sidecar.
- * Crash safety: a snapshot's data is written first, then its step entry, then the step
- * count (the commit point), then the file is flushed. */
+ * Crash safety: the file is laid out for the whole run when it is created; a snapshot's data is
+ * written into that space and made durable first, then the step count (the commit point) is
+ * rewritten in place (output.c). */
 #ifndef SPHSIM_OUTPUT_H
 #define SPHSIM_OUTPUT_H
 
@@ -13,7 +14,16 @@ typedef struct output_run_info {
     const char *version;     /* sphsim version */
     const char *device_name; /* OpenCL device */
     const char *start_time;  /* ISO 8601 UTC */
+    size_t state_bytes;      /* the solver state stored with each snapshot (output_write_state), bytes; 0: none.
+                                Its datasets are allocated with the layout. */
 } output_run_info;
+
+/* Snapshots a run of scene s writes (the rows every dataset of its output file is created with). */
+long output_snapshots(const scene *s);
+/* The size of the output file of scene s, bytes, with a solver state of `state_bytes` per
+ * snapshot: exact for its raw data, which the file allocates in full when it is created, plus
+ * an allowance for HDF5's metadata (within a few KB). */
+double output_file_bytes(const scene *s, size_t state_bytes);
 
 typedef struct output_snapshot_info {
     double time; /* s */
@@ -94,11 +104,24 @@ typedef struct output_resume {
 sphsim_status output_read_resume(const char *path, output_resume *r, sphsim_error *e);
 void output_resume_free(output_resume *r);
 
-/* For --resume: reopen an existing output for appending after its last committed snapshot
- * (rows of an uncommitted one are cut first). The fields written are those already in the
- * file; `s` is not used to change them. */
+/* For --resume: reopen an existing output (of the current layout version, laid out for the
+ * run: see output_relayout) for appending after its last committed snapshot (rows of an
+ * uncommitted one are written over). The fields written are those already in the file; `s` is
+ * not used to change them. */
 sphsim_status output_open_append(output **o, const char *path, const scene *s, const output_run_info *ri,
                                  sphsim_error *e);
+
+/* For --resume of `path` with scene s (the stored scene, perhaps with a later time.end):
+ * whether the file must be laid out again first (*relayout: a file of an older layout version,
+ * or one laid out for fewer snapshots than s writes), and the committed snapshots to keep
+ * (*keep; -1: all; fewer when the last one lies off s's snapshot grid, at the shorter run's
+ * last step). */
+sphsim_status output_resume_check(const char *path, const scene *s, long *keep, int *relayout, sphsim_error *e);
+/* Lay `path` out again for scene s: a new file of s's whole run under a temporary name
+ * (`path`.relayout), the first `keep` committed snapshots (-1: all), their records, restart
+ * rows and provenance copied into it, then renamed over `path` (a kill before leaves the old
+ * file as it was). */
+sphsim_status output_relayout(const char *path, const scene *s, long keep, sphsim_error *e);
 
 /* The sidecar path for an output path. */
 void output_xmf_path(const char *h5_path, char *out, size_t out_size);

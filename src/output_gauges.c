@@ -1,16 +1,15 @@
 /* output_gauges: the gauges' time series in the output file (docs/output-format.md, "Gauges"):
  * /sphsim/gauges/NAME, float64 [rows, 1 + cols], a row per sample (time, then the gauge's
- * columns), row r for step r * every. Rows are written with the snapshot whose commit covers
- * them (output_write_state writes them before it raises NSteps); rows past the last committed
- * step (a kill before the commit) are cut on --resume, and readers take the rows of steps up to
- * the last committed snapshot's. */
+ * columns), row r for step r * every, allocated for the whole run with the file's layout (as
+ * every dataset is: a snapshot changes no metadata but the commit). Rows are written with the
+ * snapshot whose commit covers them (output_write_state writes them before it raises NSteps);
+ * readers take the rows of steps up to the last committed snapshot's, and a resumed run writes
+ * the rows past it again. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gauges.h"
 #include "output_internal.h"
-
-#define GAUGE_CHUNK_ROWS 1024
 
 static void gauge_path(const scene_gauge *g, char *buf, size_t n) { snprintf(buf, n, "/sphsim/gauges/%s", g->name); }
 
@@ -30,7 +29,8 @@ int output_gauges_create(output *o, const scene *s)
     for (int k = 0; k < s->n_gauges && rc == 0; ++k) {
         const scene_gauge *g = &s->gauges[k];
         const int cols = gauge_cols(s, g);
-        if (h5io_ds_create(grp, g->name, H5T_IEEE_F64LE, 2, (hsize_t)cols + 1, GAUGE_CHUNK_ROWS) < 0) {
+        const hsize_t rows = (hsize_t)gauge_rows_to(g, s->n_steps);
+        if (h5io_ds_create_fixed(grp, g->name, H5T_IEEE_F64LE, 2, rows, (hsize_t)cols + 1, 0) < 0) {
             rc = -1;
             break;
         }
@@ -77,31 +77,24 @@ int output_gauges_write(output *o, const scene *s, const output_gauge_rows *r)
     return 0;
 }
 
-int output_gauges_cut(output *o, const scene *s, long last_step)
+double output_gauges_layout_bytes(const scene *s)
+{
+    double b = 0.0;
+    for (int k = 0; k < s->n_gauges; ++k)
+        b += 8.0 * (double)gauge_rows_to(&s->gauges[k], s->n_steps) * (gauge_cols(s, &s->gauges[k]) + 1) + 512.0;
+    return b;
+}
+
+int output_gauges_copy(output *o, const scene *s, hid_t from, long last_step,
+                       int (*copy)(output *, hid_t, hid_t, const char *, hsize_t))
 {
     for (int k = 0; k < s->n_gauges; ++k) {
         char path[128];
         gauge_path(&s->gauges[k], path, sizeof path);
-        if (!h5io_link_exists(o->file, path)) return -1;
-        const hsize_t keep = (hsize_t)gauge_rows_to(&s->gauges[k], last_step);
-        const long long cur = h5io_ds_rows(o->file, path);
-        if (cur < 0) return -1;
-        /* grown past any chunk a kill may have left listed, then cut (as output.c's ds_cut) */
-        const hsize_t high = ((hsize_t)cur > keep ? (hsize_t)cur : keep) + 2 * GAUGE_CHUNK_ROWS;
-        if (h5io_ds_write_rows(o->file, path, H5T_NATIVE_DOUBLE, NULL, high, 0) < 0 ||
-            h5io_ds_write_rows(o->file, path, H5T_NATIVE_DOUBLE, NULL, keep, 0) < 0)
-            return -1;
+        if (!h5io_link_exists(from, path)) continue; /* a file of a version without gauges */
+        if (copy(o, from, o->file, path, (hsize_t)gauge_rows_to(&s->gauges[k], last_step)) < 0) return -1;
     }
     return 0;
-}
-
-double output_gauges_bytes(const output *o)
-{
-    double b = 0.0;
-    for (int q = 0; q < o->n_gauge_rows && o->scene; ++q)
-        for (int k = 0; k < o->scene->n_gauges; ++k)
-            b += 8.0 * (double)o->gauge_rows[q].rows[k] * (gauge_cols(o->scene, &o->scene->gauges[k]) + 1);
-    return b;
 }
 
 sphsim_status output_write_gauges(output *o, const output_gauge_rows *r, sphsim_error *e)

@@ -7,11 +7,10 @@
 #include "h5io.h"
 #include "output.h"
 
-#define OUT_LAYOUT_VERSION 1                    /* /sphsim attribute layout_version */
-#define OUT_STEP_CHUNK 64                       /* rows per chunk of the per-step datasets */
-#define OUT_MIN_PARTICLE_CHUNK H5IO_DIRECT_ROWS /* and at least this many of the per-particle ones */
-#define OUT_TOPOS 4                             /* Vertices, Lines, Polygons, Strips */
-#define OUT_BLOCK_ROWS ((size_t)1 << 22)        /* rows packed at a time: a multiple of the 65536-row chunks */
+#define OUT_LAYOUT_VERSION 2             /* /sphsim attribute layout_version */
+#define OUT_RESUMES_BYTES 2048           /* /sphsim attribute resumes: fixed size, rewritten in place */
+#define OUT_TOPOS 4                      /* Vertices, Lines, Polygons, Strips */
+#define OUT_BLOCK_ROWS ((size_t)1 << 22) /* rows packed and written at a time */
 
 enum { FK_F32, FK_U32, FK_U8 };
 
@@ -48,6 +47,7 @@ struct output {
     int broken;        /* a write failed: nothing more reaches the file (see output.c, poison) */
     int sph;           /* SPH mode (particle_mass is taken from the first snapshot) */
     hsize_t nsteps;    /* committed snapshots */
+    hsize_t capacity;  /* snapshots the file's layout holds (allocated at creation) */
     double *times;     /* s, one per committed snapshot (for the sidecar) */
     size_t times_cap;
     void *buf; /* packing buffer */
@@ -58,14 +58,16 @@ struct output {
     int n_gauge_rows, cap_gauge_rows;
 };
 
-/* output_gauges.c: the gauges' datasets (/sphsim/gauges): created with the file, rows written
- * before a snapshot's commit, rows past the committed step `last_step` cut on --resume. -1 on
- * failure (h5io_reason says why). */
+/* output_gauges.c: the gauges' datasets (/sphsim/gauges): created with the file's layout for the
+ * whole run, rows written before a snapshot's commit; the committed rows (up to step last_step)
+ * of `from` copied into o's new layout by `copy` (output_relayout). -1 on failure (h5io_reason
+ * says why). */
 int output_gauges_create(output *o, const scene *s);
 int output_gauges_write(output *o, const scene *s, const output_gauge_rows *r);
-int output_gauges_cut(output *o, const scene *s, long last_step);
-/* Bytes the pending gauge rows take in the file. */
-double output_gauges_bytes(const output *o);
+int output_gauges_copy(output *o, const scene *s, hid_t from, long last_step,
+                       int (*copy)(output *, hid_t, hid_t, const char *, hsize_t));
+/* Bytes of the gauges' datasets in a file of scene s. */
+double output_gauges_layout_bytes(const scene *s);
 
 /* The solver's restart state (opaque bytes, see output.h) and its datasets' older names
  * (particle-mode files of versions before the SPH state; read and appended to under them). */
@@ -84,10 +86,8 @@ long long output_state_width_of(hid_t f, const char *name, const char *name_byte
 sphsim_status xdmf_write(const output *o, sphsim_error *e);
 
 /* diskspace.c: reserve the file's disk space up to HDF5's end of allocation plus `extra`
- * bytes (0, or an errno value); give back what lies past that end; the bytes snapshot k of
- * n particles adds to the file, generously. */
+ * bytes (0, or an errno value); give back what lies past that end. */
 int diskspace_reserve(hid_t file, double extra);
 void diskspace_release(hid_t file);
-double diskspace_snapshot_bytes(const output *o, size_t n, hsize_t k);
 
 #endif

@@ -162,9 +162,22 @@ static void read_state(hid_t f, hsize_t k, void **state, size_t *state_bytes)
     h5io_forget();
 }
 
+#define EXPECTED_FILE "expected an HDF5 file written by sphsim (with /sphsim and /VTKHDF)"
+
 static hid_t open_to_resume(const char *path, sphsim_error *e)
 {
     h5io_quiet();
+    FILE *fp = fopen(path, "rb");
+    if (fp) { /* a file that is there but not HDF5: say what was expected */
+        fclose(fp);
+        htri_t is = H5Fis_hdf5(path);
+        h5io_forget();
+        if (is == 0) {
+            SPHSIM_FAIL(e, SPHSIM_E_IO, "'%s' is not an sphsim output file: it is not an HDF5 file; " EXPECTED_FILE,
+                        path);
+            return -1;
+        }
+    }
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) {
         char why[512];
@@ -181,6 +194,12 @@ sphsim_status output_read_scene(const char *path, char **scene_json, char **reso
     hid_t f = open_to_resume(path, e);
     if (f < 0) return SPHSIM_E_IO;
     sphsim_status r = SPHSIM_OK;
+    if (!h5io_link_exists(f, "/sphsim") || !h5io_link_exists(f, "/VTKHDF")) {
+        h5io_forget();
+        H5Fclose(f);
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "'%s' is not an sphsim output file: it has no %s group; " EXPECTED_FILE,
+                           path, h5io_link_exists(f, "/sphsim") ? "/VTKHDF" : "/sphsim");
+    }
     *scene_json = h5io_attr_read_str(f, "/sphsim", "scene_json");
     if (!*scene_json) r = output_bad_file(e, path, "no /sphsim scene_json attribute");
     else if (resolved_json) *resolved_json = h5io_attr_read_str(f, "/sphsim", "resolved_json");

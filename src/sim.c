@@ -757,7 +757,15 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     uint32_t *order = NULL; /* --resume: the device order of the stored snapshot */
     void *state = NULL;     /* --resume: the solver state stored with it */
     size_t state_bytes = 0;
-    if (o->resume_path) SPHSIM_TRY(resume_from(c, o->resume_path, r, &order, &state, &state_bytes, e));
+    if (o->resume_path) {
+        /* a file of an older layout, or one laid out for a shorter run (--set time.end), is
+         * laid out again for this scene first */
+        long keep = -1;
+        int relayout = 0;
+        SPHSIM_TRY(output_resume_check(o->resume_path, s, &keep, &relayout, e));
+        if (relayout) SPHSIM_TRY(output_relayout(o->resume_path, s, keep, e));
+        SPHSIM_TRY(resume_from(c, o->resume_path, r, &order, &state, &state_bytes, e));
+    }
     const size_t n = c->hp.n;
     r->n_particles = (long)n;
     r->n_fluid = (long)c->hp.n_fluid;
@@ -813,7 +821,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
 
     char start[32];
     iso_now(start, sizeof start);
-    output_run_info ri = { SPHSIM_VERSION, c->dev.name, start };
+    output_run_info ri = { SPHSIM_VERSION, c->dev.name, start, c->sv.ops->state_size(c->sv.impl, n) };
     if (o->resume_path) SPHSIM_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
     else SPHSIM_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));
     particles *staging[2] = { &c->sorted, slots == 2 ? &c->sorted2 : NULL };

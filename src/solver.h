@@ -45,6 +45,9 @@ typedef struct solver_ops {
     /* the angular velocities (rad/s) in sorted order, 3 floats per particle (2D: 0, 0, w_z), into
      * `out` (n * 12 bytes); NULL: the solver has none */
     sphsim_status (*angular_velocity)(void *impl, dev_state *st, cl_mem out, sphsim_error *e);
+    /* the size of what save_state returns for n particles (0: none); the output file allocates
+     * room for it when it is created */
+    size_t (*state_size)(void *impl, size_t n);
 } solver_ops;
 
 typedef struct solver {

@@ -442,6 +442,8 @@ sphsim_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_me
     return device_run1d(s->d, s->k_pressure, st->n, s->local, e);
 }
 
+size_t sph_state_size(const sph_solver *s) { return s->nl ? nlist_state_size() : 0; }
+
 sphsim_status sph_state_save(sph_solver *s, void **blob, size_t *bytes, sphsim_error *e)
 {
     *blob = NULL;
@@ -507,11 +509,18 @@ static sphsim_status op_counters(void *impl, solver_counters *c, sphsim_error *e
 
 static void op_destroy(void *impl) { sph_destroy(impl); }
 
+static size_t op_state_size(void *impl, size_t n)
+{
+    (void)n;
+    return sph_state_size(impl);
+}
+
 sphsim_status sph_solver_open(solver *out, ocl_device *d, const scene *sc, size_t list_n, const sphsim_tuning *t,
                               const particles *p, grid *g, const dev_state *st, sphsim_error *e)
 {
     static const solver_ops ops = { op_begin_step,    op_prepare,       op_advance,  op_snapshot, op_save_state,
-                                    op_restore_state, op_output_fields, op_counters, op_destroy,  NULL };
+                                    op_restore_state, op_output_fields, op_counters, op_destroy,  NULL,
+                                    op_state_size };
     sph_solver *s = NULL;
     SPHSIM_TRY(sph_create(&s, d, sc, list_n, t, e));
     *out = (solver){ &ops, s }; /* the caller destroys it, also on failure below */

@@ -123,6 +123,8 @@ sphsim_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_me
 
 /* Restart state (the lists' skin level; NULL and 0 bytes without lists): nlist_state_save and
  * nlist_state_restore. */
+/* The size of what sph_state_save returns (0: none). */
+size_t sph_state_size(const sph_solver *s);
 sphsim_status sph_state_save(sph_solver *s, void **blob, size_t *bytes, sphsim_error *e);
 sphsim_status sph_state_restore(sph_solver *s, const void *blob, size_t bytes, sphsim_error *e);
 

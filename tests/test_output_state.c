@@ -33,6 +33,8 @@ static void make_scene(scene *s, long n)
     s->dt = 1e-3;
     s->t_end = 1;
     s->out_interval = 0.1;
+    s->n_steps = 1000; /* 11 snapshots */
+    s->steps_per_output = 100;
     s->restitution = 0.5;
     s->fields = FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE | FIELD_RADIUS;
     s->n_total = n;
@@ -163,14 +165,16 @@ static void test_state_rows(void **state)
     (void)state;
     scene s;
     make_scene(&s, 10);
-    output_run_info ri = { "9.9.9-test", "Test Device", "2024-01-02T03:04:05Z" };
+    /* the state's size declared at creation: its datasets are made with the layout */
+    output_run_info ri = { "9.9.9-test", "Test Device", "2024-01-02T03:04:05Z", 100 };
+    output_run_info ri0 = { "9.9.9-test", "Test Device", "2024-01-02T03:04:05Z", 0 };
     sphsim_error e;
     output *o = NULL;
     snprintf(g_path, sizeof g_path, "/tmp/sphsim_test_output_state_%d.h5", (int)getpid());
     assert_int_equal(output_open(&o, g_path, 1, &s, &ri, &e), SPHSIM_OK);
     unsigned char *b0 = blob_of(0, 100), *b1 = blob_of(1, 60), *b2 = blob_of(2, 100), *b3 = blob_of(3, 101);
     unsigned char *b4 = blob_of(4, 80), *b5 = blob_of(5, 90);
-    write_one(o, 0, b0, 100, SPHSIM_OK); /* creates the rows, 100 bytes wide */
+    write_one(o, 0, b0, 100, SPHSIM_OK); /* into the rows of 100 bytes made with the layout */
     write_one(o, 1, b1, 60, SPHSIM_OK);  /* a shorter one, zero-padded */
     write_one(o, 2, b2, 100, SPHSIM_OK);
     write_one(o, 3, b3, 101, SPHSIM_E_IO); /* wider than the rows: refused before anything is written */
@@ -234,7 +238,7 @@ static void test_state_rows(void **state)
     }
 
     /* a file written without any state has no such datasets, and reads none */
-    assert_int_equal(output_open(&o, g_path, 1, &s, &ri, &e), SPHSIM_OK);
+    assert_int_equal(output_open(&o, g_path, 1, &s, &ri0, &e), SPHSIM_OK);
     write_one(o, 0, NULL, 0, SPHSIM_OK);
     write_one(o, 1, NULL, 0, SPHSIM_OK);
     assert_int_equal(output_close(o, &e), SPHSIM_OK);

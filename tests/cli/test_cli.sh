@@ -130,9 +130,19 @@ else
     bad "tests/bad_scenes/expected.tsv missing"
 fi
 
+# --resume of a file that is not an sphsim output: what was expected, exit 4
+echo "not an output" >"$T/notes.txt"
+expect 4 "--resume of a text file" -- "$BIN" --resume "$T/notes.txt"
+has "$T/err" "is not an sphsim output file: it is not an HDF5 file; expected an HDF5 file written by sphsim (with /sphsim and /VTKHDF)" "--resume of a text file: message"
+if [ -s "$T/trial.h5" ] && command -v h5copy >/dev/null 2>&1; then
+    h5copy -i "$T/trial.h5" -o "$T/other.h5" -s /VTKHDF -d /VTKHDF >/dev/null 2>&1
+    expect 4 "--resume of an HDF5 file without /sphsim" -- "$BIN" --resume "$T/other.h5"
+    has "$T/err" "is not an sphsim output file: it has no /sphsim group; expected an HDF5 file written by sphsim" "--resume of a foreign HDF5 file: message"
+fi
+
 # signals: SIGTERM -> 143, SIGINT -> 130, file keeps finished snapshots
 for sig in TERM INT; do
-    "$BIN" "$T/tiny.json" -o "$T/sig$sig.h5" --set time.end=1000 --set output.interval=0.001 --quiet >"$T/out" 2>"$T/err" &
+    "$BIN" "$T/tiny.json" -o "$T/sig$sig.h5" --set time.end=10 --set output.interval=0.01 --quiet >"$T/out" 2>"$T/err" &
     pid=$!
     i=0
     while [ ! -s "$T/sig$sig.h5" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done

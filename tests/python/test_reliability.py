@@ -126,7 +126,7 @@ def check_h5(h5, n):
         assert f["VTKHDF"].attrs["Type"] in (b"PolyData", "PolyData")
         ns = int(f["VTKHDF/Steps"].attrs["NSteps"])
         nv = f["VTKHDF/Steps/Values"].shape[0]
-        assert nv in (ns, max(ns - 1, 0)), f"{h5}: Steps/Values has {nv} entries, NSteps is {ns}"
+        assert nv in (max(ns, 1), max(ns - 1, 1)), f"{h5}: Steps/Values has {nv} entries, NSteps is {ns}"
         for name in ("PointOffsets", "PartOffsets", "NumberOfParts"):
             assert f["VTKHDF/Steps"][name].shape[0] >= ns, f"{h5}: Steps/{name} shorter than NSteps {ns}"
         for name in ("step", "time", "n_outside", "n_contacts"):
@@ -221,10 +221,11 @@ def check_output(h5, n, clean):
     check_vtk(h5, ns, n)
     check_xmf(h5, ns, n, clean)
     if clean:
-        with h5py.File(h5, "r") as f:  # a clean close leaves no rows past the commit point
-            assert f["VTKHDF/Points"].shape[0] == ns * n
-            assert f["VTKHDF/Steps/Values"].shape[0] == ns
-            assert f["sphsim/steps/time"].shape[0] == ns
+        with h5py.File(h5, "r") as f:  # the datasets hold the whole run, allocated at creation
+            cap = int(f["sphsim"].attrs["snapshots_allocated"])
+            assert f["VTKHDF/Points"].shape[0] == cap * n
+            assert f["VTKHDF/Steps/Values"].shape[0] == max(ns, 1)
+            assert f["sphsim/steps/time"].shape[0] == cap
         for junk in (Path(str(h5) + ".creating"), Path(str(xmf_of(h5)) + ".tmp")):
             assert not junk.exists(), f"{junk} left behind"
     return ns
@@ -345,7 +346,7 @@ def test_sigkill_at_random_moments_leaves_readable_file(work, kill_ref):
             assert check_output(out, N_TINY, clean=False) == ns
             assert_same_snapshots(committed_snapshots(out, N_TINY), ref, what)
             if ns >= 1 and resumed < 2:
-                # a killed run resumes (the writer cuts rows past NSteps) and ends as if never stopped
+                # a killed run resumes (rows past NSteps are written again) and ends as if never stopped
                 resumed += 1
                 sphsim("--resume", out, "--quiet", check_rc=0)
                 check_output(out, N_TINY, clean=True)
@@ -458,8 +459,35 @@ def test_resume_sph_is_bit_identical(work, resume_ref):
             resolved.append({k: v for k, v in r.items() if k not in ("name", "provenance")})
             if path == b:
                 assert r["provenance"]["sets"] == ["time.end=0.2"]
-                assert "resumed after snapshot %d" % ns_b in f["sphsim"].attrs["resumes"]
+                assert "resumed after snapshot %d" % ns_b in f["sphsim"].attrs["resumes"].decode()
     assert resolved[0] == resolved[1]
+
+
+@pytest.mark.parametrize("short_end", ["0.1", "0.0991"])
+def test_resume_with_later_end_is_bit_identical(work, resume_ref, short_end):
+    """A finished run extended with --resume --set time.end=LATER equals, bit for bit, the run
+    that had the later end from the start; the file is laid out again for the longer run and its
+    stored scene becomes the extended one. With an end off the snapshot grid (0.0991 s) the
+    shorter run's last snapshot, at its last step, is dropped and the run continues from the
+    one before."""
+    a = resume_ref
+    b = work / f"extend_{short_end}.h5"
+    sphsim(work / "resume.json", "-o", b, "--quiet", "--set", f"time.end={short_end}", check_rc=0)
+    p = sphsim("--resume", b, "--set", "time.end=0.2", check_rc=0)
+    assert summary(p.stdout)["last_step"] == 1300
+    check_output(b, N_TINY, clean=True)
+    assert_same_files(a, b, ignore_attrs=PROVENANCE_ATTRS | {"resolved_json"})
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        ra, rb = (json.loads(f["sphsim"].attrs["resolved_json"]) for f in (fa, fb))
+        assert rb["provenance"]["sets"] == ["time.end=0.2"]
+        ra.pop("provenance"), rb.pop("provenance")
+        assert ra == rb
+        assert fb["sphsim"].attrs["t_end"] == 0.2 and int(fb["sphsim"].attrs["snapshots_allocated"]) == 101
+    # only time.end, and only later
+    p = sphsim("--resume", b, "--set", "output.interval=0.001", check_rc=2)
+    assert "--set output.interval cannot change a resumed run" in p.stderr
+    p = sphsim("--resume", b, "--set", "time.end=0.05", check_rc=2)
+    assert "time.end can only be raised" in p.stderr
 
 
 @pytest.mark.parametrize("ahead", ["0", "1"])
@@ -520,7 +548,8 @@ def test_gauges_are_committed_with_snapshots_and_resumed(work):
     """Gauges (/sphsim/gauges): rows at the multiples of their interval in steps, as many as the
     last committed snapshot covers; a run stopped (SIGTERM) or killed (SIGKILL, at random moments
     after its second snapshot) and resumed writes the same rows, bit for bit, as the
-    uninterrupted run (rows past the commit are cut on --resume)."""
+    uninterrupted run (a resumed run writes the rows past the commit again); a finished run
+    extended to a later end continues them, to the same bits."""
     scene = work / "gauges.json"
     scene.write_text(json.dumps(dict(RESUME, gauges=GAUGES)))
     a = work / "gaugesA.h5"
@@ -566,6 +595,12 @@ def test_gauges_are_committed_with_snapshots_and_resumed(work):
                 assert ds.shape[0] >= last // int(ds.attrs["every_steps"]) + 1
         sphsim("--resume", c, "--quiet", check_rc=0)
         assert_same_files(a, c)
+    # a finished run extended (--resume --set time.end=LATER): the file laid out again keeps the
+    # gauges' rows and continues them
+    d = work / "gaugesD.h5"
+    sphsim(scene, "-o", d, "--quiet", "--set", "time.end=0.0991", check_rc=0)
+    sphsim("--resume", d, "--quiet", "--set", "time.end=0.2", check_rc=0)
+    assert_same_files(a, d, ignore_attrs=PROVENANCE_ATTRS | {"resolved_json"})
 
 
 def test_resume_particles_is_bit_identical(work):
@@ -582,8 +617,8 @@ def test_resume_particles_is_bit_identical(work):
 def test_resume_refuses_other_options_and_missing_file(work, resume_ref):
     p = sphsim("--resume", work / "no-such.h5", check_rc=4)
     assert "no-such.h5" in p.stderr
-    p = sphsim("--resume", resume_ref, "--set", "time.end=1", check_rc=2)
-    assert "--set" in p.stderr
+    p = sphsim("--resume", resume_ref, "--set", "fluid.spacing=0.02", check_rc=2)
+    assert "--set fluid.spacing cannot change a resumed run" in p.stderr
     # a file whose stored scene resolves differently now (as with another sphsim's defaults)
     other = work / "other_version.h5"
     other.write_bytes(resume_ref.read_bytes())
@@ -802,10 +837,10 @@ def test_host_memory_follows_the_output_fields(work):
 
 # ---------------------------------------------------------------------------- disk full
 
-def test_disk_full_keeps_earlier_snapshots(work, kill_ref, tmp_path):
-    """A 1.5 MB tmpfs fills up after a few dozen snapshots of the kill scene: exit 4, a message
-    naming the cause, every snapshot committed before intact (bit for bit) and readable."""
-    _, ref, _ = kill_ref
+def test_disk_full_refused_at_creation(work, tmp_path):
+    """The kill scene's file needs about 1.9 MB, allocated and reserved when it is created: on a
+    1.5 MB tmpfs the run is refused then, before its first step (exit 4, a message naming the
+    cause and the size), and nothing is left behind."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1500k", "tmpfs", str(mnt)], capture_output=True, text=True)
@@ -814,13 +849,11 @@ def test_disk_full_keeps_earlier_snapshots(work, kill_ref, tmp_path):
     try:
         out = mnt / "full.h5"
         p = sphsim(work / "kill.json", "-o", out, check_rc=4)
-        assert "No space left on device" in p.stderr, p.stderr[-800:]
-        assert summary(p.stdout)["status"] == "io-error"
-        ns = check_output(out, N_TINY, clean=False)
-        assert ns >= 5
-        with h5py.File(out, "r") as f:  # closed cleanly: nothing past the commit point
-            assert f["VTKHDF/Points"].shape[0] == ns * N_TINY
-        assert_same_snapshots(committed_snapshots(out, N_TINY), ref, "disk-full run")
+        assert "No space left on device" in p.stderr and "could not reserve" in p.stderr, p.stderr[-800:]
+        assert "201 snapshots" in p.stderr, p.stderr[-800:]
+        s = summary(p.stdout)
+        assert s["status"] == "io-error" and s["snapshots"] == 0
+        assert sorted(x.name for x in mnt.iterdir()) == [], list(mnt.iterdir())
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
 
