@@ -38,28 +38,17 @@ int gauge_cols(const scene *s, const scene_gauge *g)
     }
 }
 
-const char *gauge_col_names(const scene *s, const scene_gauge *g)
-{
-    const int d3 = s->dims == 3;
-    switch (g->type) {
-    case GAUGE_PRESSURE: return "p";
-    case GAUGE_HEIGHT: return "height";
-    case GAUGE_VELOCITY: return d3 ? "vx,vy,vz" : "vx,vy";
-    default: return d3 ? "Fx,Fy,Fz,Mx,My,Mz" : "Fx,Fy,Mz";
-    }
-}
+/* Column names and units per type, [type][2D or 3D]; 2D forces per metre of depth, as the 2D
+ * masses are. */
+static const char *const COL_NAMES[4][2] = {
+    { "p", "p" }, { "vx,vy", "vx,vy,vz" }, { "height", "height" }, { "Fx,Fy,Mz", "Fx,Fy,Fz,Mx,My,Mz" }
+};
+static const char *const COL_UNITS[4][2] = {
+    { "Pa", "Pa" }, { "m/s,m/s", "m/s,m/s,m/s" }, { "m", "m" }, { "N/m,N/m,N m/m", "N,N,N,N m,N m,N m" }
+};
 
-const char *gauge_col_units(const scene *s, const scene_gauge *g)
-{
-    const int d3 = s->dims == 3;
-    switch (g->type) {
-    case GAUGE_PRESSURE: return "Pa";
-    case GAUGE_HEIGHT: return "m";
-    case GAUGE_VELOCITY: return d3 ? "m/s,m/s,m/s" : "m/s,m/s";
-    /* 2D: per metre of depth, as the 2D masses are */
-    default: return d3 ? "N,N,N,N m,N m,N m" : "N/m,N/m,N m/m";
-    }
-}
+const char *gauge_col_names(const scene *s, const scene_gauge *g) { return COL_NAMES[g->type][s->dims == 3]; }
+const char *gauge_col_units(const scene *s, const scene_gauge *g) { return COL_UNITS[g->type][s->dims == 3]; }
 
 long gauge_rows_to(const scene_gauge *g, long last) { return last < 0 ? 0 : last / g->every + 1; }
 
