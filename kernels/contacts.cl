@@ -31,6 +31,7 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 #include "contact_shared.h"
+#include "geom.h"
 #include "neighbours.h"
 #include "spread.h"
 
@@ -174,8 +175,13 @@ inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __
 {
     contact_geo g;
     const uint axis = face >> 1, side = face & 1u;
-    const float h0 = side ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
-    g.n = contact_axis(axis, side ? -1.0f : 1.0f);
+    float h0;
+    if (face >= CONTACT_OBJECT_FACE) { /* an object: its distance and normal (geom.h) */
+        h0 = geom_sdf(&cp->objects[face - CONTACT_OBJECT_FACE], x0, &g.n);
+    } else {
+        h0 = side ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
+        g.n = contact_axis(axis, side ? -1.0f : 1.0f);
+    }
     g.u0_n = dot(v0, g.n);
     g.s = cp->dt;
     if (g.u0_n < 0.0f && h0 < r) g.s = min((r - h0) / -g.u0_n, cp->dt);
@@ -190,6 +196,10 @@ inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __
 inline int contact_wall_touch(float4 x0, float r, uint face, __constant contact_params *cp)
 {
     const uint axis = face >> 1;
+    if (face >= CONTACT_OBJECT_FACE) {
+        float4 nrm;
+        return geom_sdf(&cp->objects[face - CONTACT_OBJECT_FACE], x0, &nrm) < r;
+    }
     const float h0 =
         (face & 1u) ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
     return h0 < r;
@@ -313,7 +323,8 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
     const float4 p0_i = pos0[i];
     const float r_i = radius[i];
     uint k = 0;
-    for (uint face = 0; face < 2u * cp->dims; ++face) {
+    for (uint f = 0; f < 2u * cp->dims + cp->n_objects; ++f) {
+        const uint face = f < 2u * cp->dims ? f : CONTACT_OBJECT_FACE + (f - 2u * cp->dims); /* walls, objects */
         if (!contact_wall_touch(p0_i, r_i, face, cp)) continue;
         const uint code = CONTACT_WALL + face;
         uint3 sl = (uint3)(code, 0u, 0u);
@@ -594,7 +605,14 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
     const float px = contact_wall_clamp(cp->tank_min[0] + r_i, cp->tank_max[0] - r_i, x.x);
     const float py = contact_wall_clamp(cp->tank_min[1] + r_i, cp->tank_max[1] - r_i, x.y);
     const float pz = cp->dims == 3u ? contact_wall_clamp(cp->tank_min[2] + r_i, cp->tank_max[2] - r_i, x.z) : x.z;
-    x_out[i] = (float4)(px, py, pz, 0.0f);
+    float4 xo = (float4)(px, py, pz, 0.0f);
+    /* the objects: a centre closer than r to a surface moves out along its normal */
+    for (uint o = 0; o < cp->n_objects; ++o) {
+        float4 nrm;
+        const float phi = geom_sdf(&cp->objects[o], xo, &nrm);
+        if (phi < r_i) xo += (r_i - phi) * nrm;
+    }
+    x_out[i] = xo;
 }
 
 /* End of the step, symplectic Euler: v' = v + g dt, x' = x + v' dt; the angular velocity is

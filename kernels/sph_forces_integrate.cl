@@ -28,6 +28,7 @@
  * which the next step's decision reads (nlist_state.need, step_max; kernels/nlist.cl).
  * A gather over the neighbour grid: no float atomics; only the flag words are OR-ed atomically. */
 #include "sph_common.h"
+#include "geom.h"
 
 /* The positions the in-range cell walk tests (no lists): pos_p's (x, p/rho^2), which the body
  * loads next, or pos beside 32-byte records (an integrated density), whose x sits at pos_p[2j]. */
@@ -130,6 +131,12 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
             else if (d_hi < d0) ac[a] -= K * (d0 - d_hi);
         }
     }
+    /* the same barrier at the surface of every object, along its normal (phi: geom.h) */
+    for (uint o = 0; o < P->n_objects; ++o) {
+        float4 nrm;
+        const float phi = geom_sdf(&P->objects[o], x_i, &nrm);
+        if (phi < P->wall_d0) acc += (P->wall_k * (P->wall_d0 - phi)) * nrm;
+    }
     acc.x += P->gravity[0];
     acc.y += P->gravity[1];
     acc.z += P->gravity[2];
@@ -166,6 +173,18 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
             } else if (xc[a] > P->tank_max[a]) {
                 xc[a] = P->tank_max[a];
                 vc[a] = fmin(vc[a], 0.0f);
+                outside = 1;
+            }
+        }
+        /* the same at the objects' surfaces: a particle that would end inside a solid is put
+         * back on its surface (phi = 0) with its velocity into the solid removed */
+        for (uint o = 0; o < P->n_objects; ++o) {
+            float4 nrm;
+            const float phi = geom_sdf(&P->objects[o], x_next, &nrm);
+            if (phi < 0.0f) {
+                x_next.xyz -= phi * nrm.xyz;
+                const float vn = dot(v_next.xyz, nrm.xyz);
+                if (vn < 0.0f) v_next.xyz -= vn * nrm.xyz;
                 outside = 1;
             }
         }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "geometry.h"
+
 #define CONTACT_LOCAL 64 /* work-group size of every contact kernel */
 
 struct contact_solver {
@@ -54,6 +56,7 @@ void contact_params_from_scene(const scene *s, contact_params *p)
     p->dims = (dev_u32)s->dims;
     p->n_groups = (dev_u32)(s->n_groups > 0 ? s->n_groups : 1);
     p->uniform = s->n_pairs == 0;
+    p->n_objects = geom_pack(s, p->objects);
 }
 
 void contact_materials(const scene *s, uint32_t *group_start, float *material)
@@ -364,7 +367,7 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
         const uint32_t code = sl[3 * s];
         float lam[2]; /* lambda_n; in 2D lambda_t (in 3D the word holds two 16-bit fractions) */
         memcpy(lam, &sl[3 * s + 1], sizeof lam);
-        const int ok = (code_is_sphere(code) ? code < n : code == CONTACT_NO_ID || code - CONTACT_WALL < 6) &&
+        const int ok = (code_is_sphere(code) ? code < n : code == CONTACT_NO_ID || code - CONTACT_WALL < CONTACT_OBJECT_FACE + c->cp.n_objects) &&
                        isfinite(lam[0]) && lam[0] >= 0.0f && (c->cp.dims == 3 || isfinite(lam[1]));
         if (!ok || (!head[5] && code != CONTACT_NO_ID)) {
             r = SPHSIM_FAIL(e, SPHSIM_E_IO,

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "geometry.h"
 #include "init.h"
 
 #define SCENE_MAX_PARTICLES 2e9          /* fluid + boundary + spheres */
@@ -64,7 +65,16 @@ const char *scene_mode_name(scene_mode m) { return enum_name(MODE_NAMES, MODE_VA
 
 /* Allowed keys per object, in schema order (the order in which they are validated). */
 static const char *const TOP_KEYS[] = { "format", "name",    "dimensions", "mode",   "tank", "gravity",
-                                        "fluid",  "spheres", "time",       "output", "grid" };
+                                        "objects", "fluid",  "spheres",    "time",   "output", "grid" };
+static const char *const OBJECT_KEYS[] = { "name", "shape", "role", "center", "size", "radius", "length", "axis", "transform" };
+static const char *const TRANSFORM_KEYS[] = { "translate", "rotate", "scale" };
+static const char *const ROTATE_KEYS[] = { "axis", "degrees" };
+static const char *const SHAPE_NAMES_3D[] = { "box", "sphere", "cylinder" };
+static const int SHAPE_VALUES_3D[] = { GEOM_BOX, GEOM_SPHERE, GEOM_CYLINDER };
+static const char *const SHAPE_NAMES_2D[] = { "rectangle", "circle" };
+static const int SHAPE_VALUES_2D[] = { GEOM_BOX, GEOM_SPHERE };
+static const char *const ROLE_NAMES[] = { "obstacle" };
+static const int ROLE_VALUES[] = { OBJ_OBSTACLE };
 static const char *const BOX_KEYS[] = { "min", "max" };
 static const char *const FLUID_KEYS[] = {
     "blocks", "spacing",   "particle_count",  "rest_density", "kernel", "smoothing_length", "smoothing_length_factor",
@@ -1111,6 +1121,144 @@ static void default_name(char name[128], const char *path)
 }
 
 /* The whole validation and resolution of a parsed scene. */
+/* "objects": solid obstacles (docs/scene-format.md, "Objects"), placed (geom_place) and written
+ * into the resolved JSON as given with their defaults. */
+static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *res)
+{
+    const cJSON *arr;
+    char got[160];
+    SPHSIM_TRY(varr(v, root, "objects", 0, 1, SCENE_MAX_OBJECTS, "objects", &arr));
+    s->n_objects = 0;
+    if (!arr) return SPHSIM_OK;
+    size_t old = vkey(v, "objects");
+    cJSON *ra = cJSON_AddArrayToObject(res, "objects");
+    int i = 0;
+    for (const cJSON *it = arr->child; it; it = it->next, ++i) {
+        size_t o1 = vidx(v, i);
+        scene_object *o = &s->objects[i];
+        memset(o, 0, sizeof *o);
+        if (!cJSON_IsObject(it)) {
+            describe(it, got, sizeof got);
+            return vfail(v, "expected an object {\"shape\": .., ...}, got %s", got);
+        }
+        SPHSIM_TRY(check_keys(v, it, OBJECT_KEYS, COUNT(OBJECT_KEYS)));
+        snprintf(o->name, sizeof o->name, "object%d", i);
+        const cJSON *nm = get(it, "name");
+        if (nm) {
+            size_t o2 = vkey(v, "name");
+            if (!cJSON_IsString(nm) || !nm->valuestring[0] || strlen(nm->valuestring) >= sizeof o->name) {
+                describe(nm, got, sizeof got);
+                return vfail(v, "expected a string of 1 to %zu characters, got %s", sizeof o->name - 1, got);
+            }
+            snprintf(o->name, sizeof o->name, "%s", nm->valuestring);
+            vpop(v, o2);
+        }
+        int shape = -1, role;
+        if (!get(it, "shape")) {
+            vkey(v, "shape");
+            return vfail(v, "required key missing (expected %s)",
+                         s->dims == 3 ? "\"box\", \"sphere\" or \"cylinder\"" : "\"rectangle\" or \"circle\"");
+        }
+        if (s->dims == 3)
+            SPHSIM_TRY(venum(v, it, "shape", SHAPE_NAMES_3D, SHAPE_VALUES_3D, COUNT(SHAPE_NAMES_3D), -1, &shape));
+        else SPHSIM_TRY(venum(v, it, "shape", SHAPE_NAMES_2D, SHAPE_VALUES_2D, COUNT(SHAPE_NAMES_2D), -1, &shape));
+        o->shape = (unsigned)shape;
+        SPHSIM_TRY(venum(v, it, "role", ROLE_NAMES, ROLE_VALUES, COUNT(ROLE_NAMES), OBJ_OBSTACLE, &role));
+        o->role = role;
+        const double zero[3] = { 0, 0, 0 }, ez[3] = { 0, 0, 1 };
+        SPHSIM_TRY(vvec(v, it, "center", 0, zero, o->center, NULL));
+        const char *allowed[3];
+        int n_allowed = 0;
+        if (shape == GEOM_BOX) {
+            SPHSIM_TRY(vvec(v, it, "size", 1, NULL, o->size, NULL));
+            size_t o2 = vkey(v, "size");
+            for (int k = 0; k < s->dims; ++k)
+                if (!(o->size[k] > 0)) {
+                    vidx(v, k);
+                    return vfail(v, "expected a size > 0 m, got %g m; the %s is degenerate", o->size[k],
+                                 s->dims == 3 ? "box" : "rectangle");
+                }
+            vpop(v, o2);
+            allowed[n_allowed++] = "size";
+        } else {
+            SPHSIM_TRY(vnum(v, it, "radius", 1, 0, R_POS, &o->radius, NULL));
+            allowed[n_allowed++] = "radius";
+        }
+        if (shape == GEOM_CYLINDER) {
+            SPHSIM_TRY(vnum(v, it, "length", 1, 0, R_POS, &o->length, NULL));
+            SPHSIM_TRY(vvec(v, it, "axis", 0, ez, o->axis, NULL));
+            if (o->axis[0] == 0 && o->axis[1] == 0 && o->axis[2] == 0) {
+                size_t o2 = vkey(v, "axis");
+                (void)o2;
+                return vfail(v, "the axis [0, 0, 0] has no direction");
+            }
+            allowed[n_allowed++] = "length";
+            allowed[n_allowed++] = "axis";
+        } else {
+            memcpy(o->axis, ez, sizeof ez);
+        }
+        /* keys of other shapes */
+        static const char *const SHAPE_KEYS[] = { "size", "radius", "length", "axis" };
+        for (int k = 0; k < COUNT(SHAPE_KEYS); ++k) {
+            int ok = 0;
+            for (int a = 0; a < n_allowed; ++a) ok |= strcmp(SHAPE_KEYS[k], allowed[a]) == 0;
+            if (!ok && get(it, SHAPE_KEYS[k])) {
+                size_t o2 = vkey(v, SHAPE_KEYS[k]);
+                (void)o2;
+                return vfail(v, "not a key of shape \"%s\"", cJSON_GetObjectItemCaseSensitive(it, "shape")->valuestring);
+            }
+        }
+        /* transform */
+        const cJSON *tr, *rot = NULL;
+        SPHSIM_TRY(vobj(v, it, "transform", 0, NULL, &tr));
+        size_t o2 = vkey(v, "transform");
+        if (tr) SPHSIM_TRY(check_keys(v, tr, TRANSFORM_KEYS, COUNT(TRANSFORM_KEYS)));
+        SPHSIM_TRY(vvec(v, tr, "translate", 0, zero, o->translate, NULL));
+        SPHSIM_TRY(vnum(v, tr, "scale", 0, 1.0, R_POS, &o->scale, NULL));
+        SPHSIM_TRY(vobj(v, tr, "rotate", 0, NULL, &rot));
+        size_t o3 = vkey(v, "rotate");
+        if (rot) SPHSIM_TRY(check_keys(v, rot, ROTATE_KEYS, COUNT(ROTATE_KEYS)));
+        memcpy(o->rot_axis, ez, sizeof ez);
+        if (s->dims == 3) {
+            SPHSIM_TRY(vvec(v, rot, "axis", 0, ez, o->rot_axis, NULL));
+            if (o->rot_axis[0] == 0 && o->rot_axis[1] == 0 && o->rot_axis[2] == 0) {
+                vkey(v, "axis");
+                return vfail(v, "the axis [0, 0, 0] has no direction");
+            }
+        } else if (get(rot, "axis")) {
+            vkey(v, "axis");
+            return vfail(v, "not allowed in 2D: a 2D object turns about z; give \"degrees\" only");
+        }
+        SPHSIM_TRY(vnum(v, rot, "degrees", 0, 0.0, R_ANY, &o->degrees, NULL));
+        vpop(v, o3);
+        vpop(v, o2);
+        geom_place(o, s->dims);
+
+        cJSON *ro = cJSON_CreateObject();
+        cJSON_AddItemToArray(ra, ro);
+        cJSON_AddStringToObject(ro, "name", o->name);
+        cJSON_AddStringToObject(ro, "shape", s->dims == 3 ? SHAPE_NAMES_3D[shape] : SHAPE_NAMES_2D[shape]);
+        cJSON_AddStringToObject(ro, "role", ROLE_NAMES[o->role]);
+        cJSON_AddItemToObject(ro, "center", vec_item(o->center, s->dims));
+        if (shape == GEOM_BOX) cJSON_AddItemToObject(ro, "size", vec_item(o->size, s->dims));
+        else add_num(ro, "radius", o->radius);
+        if (shape == GEOM_CYLINDER) {
+            add_num(ro, "length", o->length);
+            cJSON_AddItemToObject(ro, "axis", vec_item(o->axis, 3));
+        }
+        cJSON *rt = cJSON_AddObjectToObject(ro, "transform");
+        cJSON_AddItemToObject(rt, "translate", vec_item(o->translate, s->dims));
+        cJSON *rr = cJSON_AddObjectToObject(rt, "rotate");
+        if (s->dims == 3) cJSON_AddItemToObject(rr, "axis", vec_item(o->rot_axis, 3));
+        add_num(rr, "degrees", o->degrees);
+        add_num(rt, "scale", o->scale);
+        vpop(v, o1);
+        s->n_objects = i + 1;
+    }
+    vpop(v, old);
+    return SPHSIM_OK;
+}
+
 static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
 {
     char got[160], a[40], b[40];
@@ -1184,6 +1332,7 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     cJSON_AddItemToObject(rt, "min", vec_item(s->tank.min, s->dims));
     cJSON_AddItemToObject(rt, "max", vec_item(s->tank.max, s->dims));
     cJSON_AddItemToObject(res, "gravity", vec_item(s->gravity, s->dims));
+    SPHSIM_TRY(parse_objects(v, root, s, res));
 
     /* fluid | spheres */
     const cJSON *sec;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "status.h"
+#include "../kernels/geom_shared.h"
 
 #define SCENE_FORMAT_VERSION 1
 #define SCENE_MAX_BLOCKS 64
@@ -71,6 +72,30 @@ typedef struct scene_sphere_pair {
 } scene_sphere_pair;
 #define SCENE_WALLS (-1)
 
+/* A solid object of the scene ("objects", docs/scene-format.md): an obstacle that fluid and
+ * spheres stay out of. Its shape is given in its own coordinates (centre, sizes, cylinder
+ * axis), then placed by the transform: scaled by `scale` about the origin, rotated by `degrees`
+ * about `rot_axis` (right hand), then translated by `translate`. */
+#define SCENE_MAX_OBJECTS GEOM_MAX_OBJECTS
+typedef enum { OBJ_OBSTACLE = 0 } scene_object_role; /* "obstacle" */
+typedef struct scene_object {
+    char name[64];       /* "name"; default "object<i>" */
+    unsigned shape;      /* GEOM_BOX ("box", "rectangle"), GEOM_SPHERE ("sphere", "circle"),
+                            GEOM_CYLINDER ("cylinder") */
+    int role;            /* "role": scene_object_role; default obstacle */
+    double center[3];    /* m: "center"; default 0 */
+    double size[3];      /* m: "size" (box, rectangle) */
+    double radius;       /* m: "radius" (sphere, circle, cylinder) */
+    double length;       /* m: "length" (cylinder) */
+    double axis[3];      /* "axis" (cylinder): direction; default z */
+    double translate[3]; /* m: "transform.translate"; default 0 */
+    double rot_axis[3];  /* "transform.rotate.axis"; default z */
+    double degrees;      /* "transform.rotate.degrees"; default 0 */
+    double scale;        /* "transform.scale" > 0; default 1 */
+    /* derived: the placed shape (geom_shared.h's frame, in double) */
+    double origin[3], rot[9], ext[3];
+} scene_object;
+
 typedef struct scene {
     /* ---- as given (after --set overrides) ---- */
     int format;        /* "format": must be SCENE_FORMAT_VERSION */
@@ -114,6 +139,10 @@ typedef struct scene {
     int n_pairs;
     scene_sphere_pair pairs[SCENE_MAX_PAIRS]; /* "spheres.pairs": per group pair (and group-wall) */
     int contact_iterations;                   /* "spheres.iterations" >= 1; default 4 */
+
+    /* "objects" */
+    int n_objects;
+    scene_object objects[SCENE_MAX_OBJECTS];
 
     /* "time" */
     double t_end;     /* "time.end" s; required, >= 0 */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "geometry.h"
 #include "../kernels/sph_kernel_fns.h"
 
 _Static_assert(SPHK_POLY6 == KERNEL_POLY6 && SPHK_CUBIC == KERNEL_CUBIC && SPHK_WENDLAND == KERNEL_WENDLAND,
@@ -72,6 +73,7 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     p->diff_hydro = (float)(s->rest_density / ((double)p->c0 * p->c0));
     p->rho_floor = (float)(0.5 * s->rest_density);
     p->dims = (dev_u32)dims;
+    p->n_objects = geom_pack(s, p->objects);
     /* sph_set_masses sets both before the first step; until then NaN, so that a step without
      * them fails (FLAG_NONFINITE) instead of running without pressure or viscosity */
     p->mass_fluid = p->mass_wall = NAN;

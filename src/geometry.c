@@ -1,0 +1,150 @@
+/* geometry: placement and signed distance of the scene's objects (geometry.h). */
+#include "geometry.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Rotation matrix (row-major) of `deg` degrees about unit axis u (right hand, Rodrigues). */
+static void rot_axis_angle(const double u[3], double deg, double R[9])
+{
+    const double a = deg * M_PI / 180.0, c = cos(a), s = sin(a), t = 1.0 - c;
+    const double x = u[0], y = u[1], z = u[2];
+    const double M[9] = { t * x * x + c,     t * x * y - s * z, t * x * z + s * y, //
+                          t * x * y + s * z, t * y * y + c,     t * y * z - s * x, //
+                          t * x * z - s * y, t * y * z + s * x, t * z * z + c };
+    memcpy(R, M, sizeof M);
+}
+
+static void normalise(const double v[3], double u[3])
+{
+    const double l = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    for (int k = 0; k < 3; ++k) u[k] = l > 0 ? v[k] / l : (k == 2);
+}
+
+static void matmul(const double A[9], const double B[9], double C[9])
+{
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
+}
+
+void geom_place(scene_object *o, int dims)
+{
+    double R[9], Q[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 }, u[3];
+    normalise(o->rot_axis, u);
+    rot_axis_angle(u, o->degrees, R);
+    if (o->shape == GEOM_CYLINDER) { /* Q turns the frame's z onto the cylinder's axis */
+        double a[3];
+        normalise(o->axis, a);
+        const double c = a[2];
+        double w[3] = { -a[1], a[0], 0.0 }; /* z x a */
+        const double sw = sqrt(w[0] * w[0] + w[1] * w[1]);
+        if (sw > 1e-12) {
+            for (int k = 0; k < 3; ++k) w[k] /= sw;
+            rot_axis_angle(w, atan2(sw, c) * 180.0 / M_PI, Q);
+        } else if (c < 0) { /* -z: half a turn about x */
+            const double x[3] = { 1, 0, 0 };
+            rot_axis_angle(x, 180.0, Q);
+        }
+    }
+    matmul(R, Q, o->rot);
+    for (int i = 0; i < 3; ++i) {
+        const double rc = R[3 * i] * o->center[0] + R[3 * i + 1] * o->center[1] + R[3 * i + 2] * o->center[2];
+        o->origin[i] = o->translate[i] + o->scale * rc;
+    }
+    if (dims == 2) o->origin[2] = 0.0;
+    const double s = o->scale;
+    if (o->shape == GEOM_BOX) {
+        for (int k = 0; k < 3; ++k) o->ext[k] = 0.5 * s * o->size[k];
+        if (dims == 2) o->ext[2] = 1e30;
+    } else if (o->shape == GEOM_SPHERE) {
+        o->ext[0] = s * o->radius;
+        o->ext[1] = o->ext[2] = 0.0;
+    } else {
+        o->ext[0] = s * o->radius;
+        o->ext[1] = 0.5 * s * o->length;
+        o->ext[2] = 0.0;
+    }
+}
+
+double geom_sdf(const scene_object *o, int dims, const double x[3], double n[3])
+{
+    const double *R = o->rot;
+    const double d[3] = { x[0] - o->origin[0], x[1] - o->origin[1], dims == 3 ? x[2] - o->origin[2] : 0.0 };
+    double y[3];
+    for (int j = 0; j < 3; ++j) y[j] = R[j] * d[0] + R[3 + j] * d[1] + R[6 + j] * d[2];
+    double dist, g[3] = { 0, 0, 0 };
+    if (o->shape == GEOM_SPHERE) {
+        const double r = sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
+        dist = r - o->ext[0];
+        for (int k = 0; k < 3; ++k) g[k] = r > 0 ? y[k] / r : (k == 2);
+    } else if (o->shape == GEOM_CYLINDER) {
+        const double rr = hypot(y[0], y[1]);
+        const double rad[2] = { rr > 0 ? y[0] / rr : 1.0, rr > 0 ? y[1] / rr : 0.0 };
+        const double qr = rr - o->ext[0], qz = fabs(y[2]) - o->ext[1], sz = y[2] < 0 ? -1.0 : 1.0;
+        if (qr > 0 && qz > 0) {
+            dist = hypot(qr, qz);
+            g[0] = rad[0] * qr / dist;
+            g[1] = rad[1] * qr / dist;
+            g[2] = sz * qz / dist;
+        } else if (qr > qz) {
+            dist = qr;
+            g[0] = rad[0];
+            g[1] = rad[1];
+        } else {
+            dist = qz;
+            g[2] = sz;
+        }
+    } else {
+        double q[3], s[3], qo[3], lo = 0;
+        for (int k = 0; k < 3; ++k) {
+            q[k] = fabs(y[k]) - o->ext[k];
+            s[k] = y[k] < 0 ? -1.0 : 1.0;
+            qo[k] = q[k] > 0 ? q[k] : 0.0;
+            lo += qo[k] * qo[k];
+        }
+        lo = sqrt(lo);
+        if (lo > 0) {
+            dist = lo;
+            for (int k = 0; k < 3; ++k) g[k] = s[k] * qo[k] / lo;
+        } else {
+            const int a = q[0] >= q[1] && q[0] >= q[2] ? 0 : q[1] >= q[2] ? 1 : 2;
+            dist = q[a];
+            g[a] = s[a];
+        }
+    }
+    const double sg = 1.0; /* obstacles: solid inside the shape */
+    if (n)
+        for (int i = 0; i < 3; ++i) n[i] = sg * (R[3 * i] * g[0] + R[3 * i + 1] * g[1] + R[3 * i + 2] * g[2]);
+    return sg * dist;
+}
+
+double geom_phi(const scene *s, const double x[3], int *which)
+{
+    double best = INFINITY;
+    int w = -1;
+    for (int k = 0; k < s->n_objects; ++k) {
+        const double d = geom_sdf(&s->objects[k], s->dims, x, NULL);
+        if (d < best) {
+            best = d;
+            w = k;
+        }
+    }
+    if (which) *which = w;
+    return best;
+}
+
+unsigned geom_pack(const scene *s, geom_object out[GEOM_MAX_OBJECTS])
+{
+    memset(out, 0, GEOM_MAX_OBJECTS * sizeof *out);
+    for (int k = 0; k < s->n_objects; ++k) {
+        const scene_object *o = &s->objects[k];
+        for (int i = 0; i < 9; ++i) out[k].rot[i] = (float)o->rot[i];
+        for (int i = 0; i < 3; ++i) {
+            out[k].origin[i] = (float)o->origin[i];
+            out[k].ext[i] = (float)o->ext[i];
+        }
+        out[k].sign = 1.0f;
+        out[k].shape = o->shape;
+    }
+    return (unsigned)s->n_objects;
+}
