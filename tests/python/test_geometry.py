@@ -1,0 +1,101 @@
+"""Scenes with solid objects from the outside: no fluid particle ever inside an obstacle
+(2D and 3D dam breaks onto obstacles, every snapshot), and spheres bouncing off a sphere and a
+cylinder obstacle with the walls' restitution."""
+import json
+import math
+
+import numpy as np
+
+from conftest import REPO
+
+
+def sdf_box(x, center, size, degrees=0.0):
+    """Signed distance to a box turned by `degrees` about z (rows of x: points)."""
+    a = math.radians(degrees)
+    d = x - np.asarray(center, dtype=float)
+    c, s = math.cos(a), math.sin(a)
+    y = np.stack([c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1], d[:, 2]], axis=1)
+    q = np.abs(y) - np.asarray(size, dtype=float) / 2
+    return np.linalg.norm(np.maximum(q, 0), axis=1) + np.minimum(q.max(axis=1), 0)
+
+
+def sdf_sphere(x, center, r):
+    return np.linalg.norm(x - np.asarray(center, dtype=float), axis=1) - r
+
+
+def fluid_positions(reader, path):
+    with reader.open_run(path) as f:
+        for k in range(len(f)):
+            s = f.snapshot(k)
+            yield s["positions"][s["type"] == 0]
+
+
+def test_no_leak_2d_cylinder(run_scene, reader):
+    """The shipped 2D dam break onto a cylinder (circle of radius 0.08 m at (0.9, 0.1)), at
+    its own spacing until the flow has hit the cylinder and run up the far wall."""
+    scene = json.loads((REPO / "scenes" / "dam_break_cylinder_2d.json").read_text())
+    scene["time"]["end"] = 0.8
+    scene["output"]["interval"] = 0.02
+    run = run_scene(scene, name="cyl2d")
+    assert run.summary["particles_outside"] == 0
+    worst, hit = math.inf, False
+    for x in fluid_positions(reader, run.out):
+        x3 = np.c_[x[:, :2], np.zeros(len(x))]
+        phi = sdf_sphere(x3, [0.9, 0.1, 0.0], 0.08)
+        worst = min(worst, phi.min())
+        hit |= bool((phi < 0.03).any())
+    assert hit, "the flow never reached the cylinder"
+    assert worst > 0.0, worst
+
+
+def test_no_leak_3d_obstacles(run_scene, reader):
+    """A small 3D dam break onto a box turned 30 degrees about z and a sphere: no fluid
+    particle inside either at any snapshot."""
+    box = {"center": [0.25, 0.1, 0.05], "size": [0.08, 0.1, 0.1]}
+    sph = {"center": [0.4, 0.1, 0.0], "radius": 0.06}
+    scene = {"format": 1, "dimensions": 3,
+             "tank": {"min": [0, 0, 0], "max": [0.8, 0.2, 0.6]},
+             "objects": [
+                 {"name": "box", "shape": "box", "center": [0, 0, 0], "size": box["size"],
+                  "transform": {"rotate": {"axis": [0, 0, 1], "degrees": 30}, "translate": box["center"]}},
+                 {"name": "ball", "shape": "sphere", "center": sph["center"], "radius": sph["radius"]}],
+             "fluid": {"blocks": [{"min": [0.55, 0, 0], "max": [0.8, 0.2, 0.3]}], "spacing": 0.02},
+             "time": {"end": 0.5}, "output": {"interval": 0.025}}
+    run = run_scene(scene, name="obs3d")
+    assert run.summary["particles_outside"] == 0
+    worst_box = worst_sph = math.inf
+    for x in fluid_positions(reader, run.out):
+        worst_box = min(worst_box, sdf_box(x, box["center"], box["size"], 30.0).min())
+        worst_sph = min(worst_sph, sdf_sphere(x, sph["center"], sph["radius"]).min())
+    assert 0.0 < worst_box < 0.02, worst_box  # reached, never entered
+    assert 0.0 < worst_sph < 0.02, worst_sph
+
+
+def bounce(run_scene, reader, obj, e, name):
+    """One sphere (r = 0.02 m) moving down at 1 m/s without gravity onto `obj` below it: the
+    vertical velocity after the impact is e m/s."""
+    scene = {"format": 1, "dimensions": 3, "mode": "particles", "gravity": [0, 0, 0],
+             "tank": {"min": [0, 0, 0], "max": [1, 1, 1]}, "objects": [obj],
+             "spheres": {"groups": [{"count": 1, "radius": 0.02, "velocity": [0, 0, -1.0],
+                                     "region": {"min": [0.48, 0.48, 0.58], "max": [0.52, 0.52, 0.62]}}],
+                         "restitution": 0.9, "walls": {"restitution": e}, "friction": 0.0},
+             "time": {"end": 0.3, "dt": 1e-4}, "output": {"interval": 0.01}}
+    run = run_scene(scene, name=name)
+    with reader.open_run(run.out) as f:
+        first, last = f.snapshot(0), f.snapshot(-1)
+    assert math.isclose(first["velocity"][0][2], -1.0, abs_tol=1e-6)
+    v = last["velocity"][0]
+    assert abs(v[2] - e) < 1e-3, v
+    assert abs(v[0]) < 1e-6 and abs(v[1]) < 1e-6, v
+    assert last["positions"][0][2] > 0.43  # the contact at 0.42 m, then up at e m/s
+
+
+def test_bounce_on_sphere_obstacle(run_scene, reader):
+    bounce(run_scene, reader, {"shape": "sphere", "center": [0.5, 0.5, 0.3], "radius": 0.1}, 0.6, "bounce_sphere")
+
+
+def test_bounce_on_cylinder_obstacle(run_scene, reader):
+    """A cylinder lying along x (its axis turned from z by 90 degrees about y)."""
+    obj = {"shape": "cylinder", "radius": 0.1, "length": 0.8,
+           "transform": {"rotate": {"axis": [0, 1, 0], "degrees": 90}, "translate": [0.5, 0.5, 0.3]}}
+    bounce(run_scene, reader, obj, 0.4, "bounce_cylinder")
