@@ -7,10 +7,43 @@
 
 #include "geom_shared.h"
 
-/* phi of object o at world point x (m), and *n, its unit gradient (the normal into the free
- * space). Only x.xyz is read. */
-inline float geom_sdf(__constant const geom_object *o, float4 x, float4 *n)
+/* A mesh's phi: the trilinear interpolation of its grid (geom_shared.h), the gradient of the
+ * interpolant, normalised, as the normal; beyond the grid, outside the mesh. */
+inline float geom_grid_sdf(__constant const geom_object *o, __global const float *grid, float4 x, float4 *n)
 {
+    const float3 u = ((float3)(x.x, x.y, x.z) - (float3)(o->grid_origin[0], o->grid_origin[1], o->grid_origin[2])) /
+                     o->grid_cell;
+    const float3 top = (float3)((float)(o->grid_n[0] - 1u), (float)(o->grid_n[1] - 1u), (float)(o->grid_n[2] - 1u));
+    const float3 c = clamp(u, (float3)(0.0f), top);
+    const float3 out = u - c;
+    const float3 fl = fmin(floor(c), top - 1.0f);
+    const uint ix = (uint)fl.x, iy = (uint)fl.y, iz = (uint)fl.z;
+    const float3 f = c - fl;
+    const uint nx = o->grid_n[0], nxy = o->grid_n[0] * o->grid_n[1];
+    __global const float *g = grid + o->grid_offset + ix + nx * iy + nxy * iz;
+    const float c0_ = g[0], c1_ = g[1], c2_ = g[nx], c3_ = g[nx + 1u];
+    const float c4_ = g[nxy], c5_ = g[nxy + 1u], c6_ = g[nxy + nx], c7_ = g[nxy + nx + 1u];
+    const float c00 = c0_ + f.x * (c1_ - c0_), c10 = c2_ + f.x * (c3_ - c2_);
+    const float c01 = c4_ + f.x * (c5_ - c4_), c11 = c6_ + f.x * (c7_ - c6_);
+    const float d0 = c00 + f.y * (c10 - c00), d1 = c01 + f.y * (c11 - c01);
+    float phi = d0 + f.z * (d1 - d0);
+    const float gx = (1.0f - f.y) * (1.0f - f.z) * (c1_ - c0_) + f.y * (1.0f - f.z) * (c3_ - c2_) +
+                     (1.0f - f.y) * f.z * (c5_ - c4_) + f.y * f.z * (c7_ - c6_);
+    const float gy = (1.0f - f.x) * (1.0f - f.z) * (c2_ - c0_) + f.x * (1.0f - f.z) * (c3_ - c1_) +
+                     (1.0f - f.x) * f.z * (c6_ - c4_) + f.x * f.z * (c7_ - c5_);
+    const float gz = d1 - d0;
+    const float l = sqrt(gx * gx + gy * gy + gz * gz);
+    *n = l > 0.0f ? (float4)(gx / l, gy / l, gz / l, 0.0f) : (float4)(0.0f, 0.0f, 1.0f, 0.0f);
+    const float o2 = dot(out, out);
+    if (o2 > 0.0f) phi = fmax(phi, 0.0f) + sqrt(o2) * o->grid_cell;
+    return phi;
+}
+
+/* phi of object o at world point x (m), and *n, its unit gradient (the normal into the free
+ * space). Only x.xyz is read; grid: the meshes' grids (geom_shared.h). */
+inline float geom_sdf(__constant const geom_object *o, __global const float *grid, float4 x, float4 *n)
+{
+    if (o->shape == GEOM_MESH) return geom_grid_sdf(o, grid, x, n);
     const float3 d = (float3)(x.x - o->origin[0], x.y - o->origin[1], x.z - o->origin[2]);
     /* y = R^T d: the point in the object's frame */
     const float3 y = (float3)(o->rot[0] * d.x + o->rot[3] * d.y + o->rot[6] * d.z,

@@ -20,6 +20,8 @@
 #define GEOM_BOX 0u      /* half extents ext[0..2] about the origin */
 #define GEOM_SPHERE 1u   /* radius ext[0] */
 #define GEOM_CYLINDER 2u /* radius ext[0], half length ext[1], axis along the frame's z */
+#define GEOM_MESH 3u     /* a closed triangle mesh: its signed distance sampled on a grid (grid_*),
+                            interpolated trilinearly; the frame is the world's */
 
 typedef struct geom_object {
     float rot[9];    /* R, row-major: the object's axes in world coordinates are R's columns */
@@ -27,6 +29,13 @@ typedef struct geom_object {
     float ext[3];   /* m: the shape's sizes (see the shapes above); 2D boxes: ext[2] huge */
     float sign;      /* +1 obstacle (solid inside the shape), -1 container (solid outside) */
     dev_u32 shape;   /* GEOM_* */
+    /* GEOM_MESH: nodes origin + (i, j, k) cell, i < grid_n[0] ..., at geom_grid[grid_offset +
+     * i + grid_n[0] (j + grid_n[1] k)]; beyond the grid phi is band plus the distance to it */
+    float grid_origin[3]; /* m */
+    float grid_cell;      /* m */
+    dev_u32 grid_n[3];
+    dev_u32 grid_offset;
+    float grid_band; /* m: the largest |phi| the grid holds */
     dev_u32 pad[2];
 } geom_object;
 

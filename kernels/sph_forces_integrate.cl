@@ -48,7 +48,8 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
                            __constant const grid_params *gp, __constant const sph_params *P,
                            __global float4 *pos_next, /* m, out */
                            __global float4 *vel_next, /* m/s, out */
-                           __global uint *flags, NLIST_READ_ARGS, const int list_walk)
+                           __global uint *flags, __global const float *geom_grid, NLIST_READ_ARGS,
+                           const int list_walk)
 {
     if (!NLIST_MINE(i, list_walk)) return; /* the other kernel's (nlist_loop.h) */
     if (type[i] != PTYPE_FLUID) {
@@ -134,7 +135,7 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
     /* the same barrier at the surface of every object, along its normal (phi: geom.h) */
     for (uint o = 0; o < P->n_objects; ++o) {
         float4 nrm;
-        const float phi = geom_sdf(&P->objects[o], x_i, &nrm);
+        const float phi = geom_sdf(&P->objects[o], geom_grid, x_i, &nrm);
         if (phi < P->wall_d0) acc += (P->wall_k * (P->wall_d0 - phi)) * nrm;
     }
     acc.x += P->gravity[0];
@@ -180,7 +181,7 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
          * back on its surface (phi = 0) with its velocity into the solid removed */
         for (uint o = 0; o < P->n_objects; ++o) {
             float4 nrm;
-            const float phi = geom_sdf(&P->objects[o], x_next, &nrm);
+            const float phi = geom_sdf(&P->objects[o], geom_grid, x_next, &nrm);
             if (phi < 0.0f) {
                 x_next.xyz -= phi * nrm.xyz;
                 const float vn = dot(v_next.xyz, nrm.xyz);
@@ -236,11 +237,12 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
         __global float4 *pos_next,    /* m, out */                                                                     \
         __global float4 *vel_next,    /* m/s, out */                                                                   \
         __global uint *flags,         /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */                               \
+        __global const float *geom_grid, /* the meshes' signed distance grids (geom_shared.h) */                      \
         NLIST_READ_ARGS
 
 #define SPH_FORCES_ONE_(i, list_walk)                                                                                  \
-    sph_forces_one(i, n, pos, vel, type, pos_p, cell_start, cell_end, gp, P, pos_next, vel_next, flags, nl_list,       \
-                   nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, list_walk)
+    sph_forces_one(i, n, pos, vel, type, pos_p, cell_start, cell_end, gp, P, pos_next, vel_next, flags, geom_grid,     \
+                   nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, list_walk)
 
 __kernel void sph_forces(SPH_FORCES_ARGS)
 {

@@ -27,6 +27,7 @@ struct contact_solver {
     cl_mem info;        /* ushort per sphere (sorted): contacts and group of the step */
     cl_mem vb, wb;      /* the iterate's second buffer pair: float4 (v, w_z) and float2 (w_x, w_y) */
     int have_warm;      /* the slots hold what the last step carried, for this sphere count */
+    cl_mem geom_grid;   /* the meshes' signed distance grids (scene.geom_grid), or one float */
 };
 
 static size_t omega_floats(const contact_params *cp) { return cp->dims == 3 ? 3 : 1; }
@@ -113,6 +114,7 @@ void contact_destroy(contact_solver *c)
     release_mem(&c->params);
     release_mem(&c->group_start);
     release_mem(&c->material);
+    release_mem(&c->geom_grid);
     cl_kernel ks[] = { c->k_list,    c->k_warm,      c->k_resolve, c->k_displace,
                        c->k_project, c->k_integrate, c->k_pairs,   c->k_omega };
     device_release_kernels(ks, (int)(sizeof ks / sizeof *ks));
@@ -181,6 +183,11 @@ sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s
     contact_solver *c = calloc(1, sizeof *c);
     if (!c) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory creating the contact solver");
     sphsim_status st = create(c, d, s, e);
+    if (st == SPHSIM_OK)
+        st = device_alloc(d, s->geom_grid_n ? s->geom_grid_n * sizeof(float) : 4, "signed distance grids",
+                          &c->geom_grid, e);
+    if (st == SPHSIM_OK && s->geom_grid_n)
+        st = device_write(d, c->geom_grid, 0, s->geom_grid_n * sizeof(float), s->geom_grid, e);
     if (st != SPHSIM_OK) {
         contact_destroy(c);
         return st;
@@ -413,8 +420,8 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                           KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
                           KARG("pos0", st->pos), KARG("radius", st->radius),     KARG("id", st->id),
                           KARG("warm", warm),    KARG("idx", idx_arg),           KARG("group_start", c->group_start),
-                          KARG("slot", c->slot), KARG("info", c->info) };
-    SPHSIM_TRY(device_set_args(d, c->k_list, list, 14, e));
+                          KARG("slot", c->slot), KARG("info", c->info),           KARG("geom_grid", c->geom_grid) };
+    SPHSIM_TRY(device_set_args(d, c->k_list, list, 15, e));
     SPHSIM_TRY(device_run1d(d, c->k_list, n, CONTACT_LOCAL, e));
 
     /* The iterate (V, W) of the impulse passes lives in two buffer pairs: side 0 is (vel_next,
@@ -425,7 +432,7 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     int s = (c->iterations & 1) ? 0 : 1;
     /* the arguments contact_warm, contact_resolve and contact_displace share
      * (CONTACT_STEP_ARGS), then each one's own */
-    karg a[18] = { KARG("n", n),
+    karg a[19] = { KARG("n", n),
                    KARG("stride", stride),
                    KARG("gp", gp_buf),
                    KARG("cp", c->params),
@@ -438,35 +445,37 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                    KARG("id", st->id),
                    KARG("info", c->info),
                    KARG("slot", c->slot),
-                   KARG("material", c->material) };
-    a[14] = KARG("omega", c->omega);
-    a[15] = KARG("V_out", side_v[s]);
-    a[16] = KARG("W_out", side_w[s]);
-    SPHSIM_TRY(device_set_args(d, c->k_warm, a, 17, e));
+                   KARG("material", c->material),
+                   KARG("geom_grid", c->geom_grid) };
+    a[15] = KARG("omega", c->omega);
+    a[16] = KARG("V_out", side_v[s]);
+    a[17] = KARG("W_out", side_w[s]);
+    SPHSIM_TRY(device_set_args(d, c->k_warm, a, 18, e));
     SPHSIM_TRY(device_run1d(d, c->k_warm, n, CONTACT_LOCAL, e));
     for (int it = 0; it < c->iterations; ++it, s ^= 1) {
-        a[14] = KARG("V_in", side_v[s]);
-        a[15] = KARG("W_in", side_w[s]);
-        a[16] = KARG("V_out", side_v[s ^ 1]);
-        a[17] = KARG("W_out", side_w[s ^ 1]);
-        SPHSIM_TRY(device_set_args(d, c->k_resolve, a, 18, e));
+        a[15] = KARG("V_in", side_v[s]);
+        a[16] = KARG("W_in", side_w[s]);
+        a[17] = KARG("V_out", side_v[s ^ 1]);
+        a[18] = KARG("W_out", side_w[s ^ 1]);
+        SPHSIM_TRY(device_set_args(d, c->k_resolve, a, 19, e));
         SPHSIM_TRY(device_run1d(d, c->k_resolve, n, CONTACT_LOCAL, e));
     }
 
     /* positions: moved along the corrected paths, then the overlaps removed */
-    a[14] = KARG("x_out", st->pos_next);
-    SPHSIM_TRY(device_set_args(d, c->k_displace, a, 15, e));
+    a[15] = KARG("x_out", st->pos_next);
+    SPHSIM_TRY(device_set_args(d, c->k_displace, a, 16, e));
     SPHSIM_TRY(device_run1d(d, c->k_displace, n, CONTACT_LOCAL, e));
     cl_mem xs[2] = { st->pos_next, st->vel_next };
     int x = 0;
-    karg p[14] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
+    karg p[15] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
                    KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
                    KARG("pos0", st->pos), KARG("mass", st->mass),         KARG("radius", st->radius),
-                   KARG("id", st->id),    KARG("info", c->info),          KARG("slot", c->slot) };
+                   KARG("id", st->id),    KARG("info", c->info),          KARG("slot", c->slot),
+                   KARG("geom_grid", c->geom_grid) };
     for (int it = 0; it < c->iterations; ++it, x ^= 1) {
-        p[12] = KARG("x_in", xs[x]);
-        p[13] = KARG("x_out", xs[x ^ 1]);
-        SPHSIM_TRY(device_set_args(d, c->k_project, p, 14, e));
+        p[13] = KARG("x_in", xs[x]);
+        p[14] = KARG("x_out", xs[x ^ 1]);
+        SPHSIM_TRY(device_set_args(d, c->k_project, p, 15, e));
         SPHSIM_TRY(device_run1d(d, c->k_project, n, CONTACT_LOCAL, e));
     }
 

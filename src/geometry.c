@@ -66,6 +66,51 @@ void geom_place(scene_object *o, int dims)
     }
 }
 
+/* Trilinear interpolation of a mesh's grid (geom_shared.h) at x, and its gradient, normalised. */
+static double grid_sdf(const scene_object *o, const float *grid, const double x[3], double n[3])
+{
+    double u[3], f[3], out2 = 0;
+    long i[3];
+    for (int a = 0; a < 3; ++a) {
+        u[a] = (x[a] - o->grid_origin[a]) / o->grid_cell;
+        const double top = (double)(o->grid_n[a] - 1);
+        const double c = u[a] < 0 ? 0 : u[a] > top ? top : u[a]; /* beyond the grid: its face */
+        out2 += (u[a] - c) * (u[a] - c);
+        i[a] = (long)floor(c);
+        if (i[a] > o->grid_n[a] - 2) i[a] = o->grid_n[a] - 2;
+        f[a] = c - (double)i[a];
+    }
+    const float *g = grid + o->grid_offset;
+    const long nx = o->grid_n[0], nxy = o->grid_n[0] * o->grid_n[1];
+    double c[8];
+    for (int k = 0; k < 8; ++k)
+        c[k] = g[(i[0] + (k & 1)) + nx * (i[1] + ((k >> 1) & 1)) + nxy * (i[2] + ((k >> 2) & 1))];
+    const double fx = f[0], fy = f[1], fz = f[2];
+    const double c00 = c[0] + fx * (c[1] - c[0]), c10 = c[2] + fx * (c[3] - c[2]);
+    const double c01 = c[4] + fx * (c[5] - c[4]), c11 = c[6] + fx * (c[7] - c[6]);
+    const double c0 = c00 + fy * (c10 - c00), c1 = c01 + fy * (c11 - c01);
+    double phi = c0 + fz * (c1 - c0);
+    if (n) {
+        double gx = (1 - fy) * (1 - fz) * (c[1] - c[0]) + fy * (1 - fz) * (c[3] - c[2]) + (1 - fy) * fz * (c[5] - c[4]) +
+                    fy * fz * (c[7] - c[6]);
+        double gy = (1 - fx) * (1 - fz) * (c[2] - c[0]) + fx * (1 - fz) * (c[3] - c[1]) + (1 - fx) * fz * (c[6] - c[4]) +
+                    fx * fz * (c[7] - c[5]);
+        double gz = c1 - c0;
+        const double l = sqrt(gx * gx + gy * gy + gz * gz);
+        n[0] = l > 0 ? gx / l : 0;
+        n[1] = l > 0 ? gy / l : 0;
+        n[2] = l > 0 ? gz / l : 1;
+    }
+    if (out2 > 0) phi = fmax(phi, 0.0) + sqrt(out2) * o->grid_cell; /* outside the grid: outside the mesh */
+    return phi;
+}
+
+double geom_sdf_grid(const scene_object *o, const float *grid, int dims, const double x[3], double n[3])
+{
+    if (o->shape == GEOM_MESH) return grid_sdf(o, grid, x, n);
+    return geom_sdf(o, dims, x, n);
+}
+
 double geom_sdf(const scene_object *o, int dims, const double x[3], double n[3])
 {
     const double *R = o->rot;
@@ -123,7 +168,7 @@ double geom_phi(const scene *s, const double x[3], int *which)
     double best = INFINITY;
     int w = -1;
     for (int k = 0; k < s->n_objects; ++k) {
-        const double d = geom_sdf(&s->objects[k], s->dims, x, NULL);
+        const double d = geom_sdf_grid(&s->objects[k], s->geom_grid, s->dims, x, NULL);
         if (d < best) {
             best = d;
             w = k;
@@ -145,6 +190,18 @@ unsigned geom_pack(const scene *s, geom_object out[GEOM_MAX_OBJECTS])
         }
         out[k].sign = 1.0f;
         out[k].shape = o->shape;
+        if (o->shape == GEOM_MESH) { /* the frame is the world's: the grid is placed already */
+            memset(out[k].rot, 0, sizeof out[k].rot);
+            out[k].rot[0] = out[k].rot[4] = out[k].rot[8] = 1.0f;
+            for (int i = 0; i < 3; ++i) {
+                out[k].origin[i] = 0.0f;
+                out[k].grid_origin[i] = (float)o->grid_origin[i];
+                out[k].grid_n[i] = (dev_u32)o->grid_n[i];
+            }
+            out[k].grid_cell = (float)o->grid_cell;
+            out[k].grid_offset = (dev_u32)o->grid_offset;
+            out[k].grid_band = (float)o->grid_band;
+        }
     }
     return (unsigned)s->n_objects;
 }

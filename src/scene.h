@@ -81,7 +81,15 @@ typedef enum { OBJ_OBSTACLE = 0 } scene_object_role; /* "obstacle" */
 typedef struct scene_object {
     char name[64];       /* "name"; default "object<i>" */
     unsigned shape;      /* GEOM_BOX ("box", "rectangle"), GEOM_SPHERE ("sphere", "circle"),
-                            GEOM_CYLINDER ("cylinder") */
+                            GEOM_CYLINDER ("cylinder"), GEOM_MESH ("mesh") */
+    char file[512];      /* "file" (mesh): STL or OBJ, relative to the scene file's directory */
+    uint64_t file_hash;  /* FNV-1a of the mesh file's bytes (in the resolved JSON: --resume
+                            refuses a changed mesh) */
+    long n_triangles;    /* mesh */
+    double grid_origin[3], grid_cell; /* mesh: the grid of its signed distance (geom_shared.h) */
+    long grid_n[3];
+    size_t grid_offset;
+    double grid_band;
     int role;            /* "role": scene_object_role; default obstacle */
     double center[3];    /* m: "center"; default 0 */
     double size[3];      /* m: "size" (box, rectangle) */
@@ -143,6 +151,8 @@ typedef struct scene {
     /* "objects" */
     int n_objects;
     scene_object objects[SCENE_MAX_OBJECTS];
+    float *geom_grid;     /* the meshes' signed distance grids, one after another (malloc'd) */
+    size_t geom_grid_n;   /* floats in geom_grid */
 
     /* "time" */
     double t_end;     /* "time.end" s; required, >= 0 */

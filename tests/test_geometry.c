@@ -17,6 +17,7 @@
 
 #include "geometry.h"
 #include "init.h"
+#include "mesh.h"
 #include "scene.h"
 
 static char *dq(const char *sq)
@@ -351,6 +352,277 @@ static void test_bad_geometry(void **state)
     }
 }
 
+/* ---- meshes ---- */
+
+/* A cube [-0.1, 0.1]^3 as 12 triangles facing outwards (vertices 0..7: bit 0 x, bit 1 y, bit 2 z). */
+static const int CUBE[12][3] = { { 0, 2, 3 }, { 0, 3, 1 }, { 4, 5, 7 }, { 4, 7, 6 }, { 0, 1, 5 }, { 0, 5, 4 },
+                                 { 2, 6, 7 }, { 2, 7, 3 }, { 0, 4, 6 }, { 0, 6, 2 }, { 1, 3, 7 }, { 1, 7, 5 } };
+static void cube_vertex(int v, double s, float out[3])
+{
+    for (int a = 0; a < 3; ++a) out[a] = (float)((v >> a & 1) ? s : -s);
+}
+
+static char g_dir[256];
+
+static void path_of(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", g_dir, name); }
+
+/* Write the cube as binary STL, leaving out triangle `skip` (-1: none) and turning triangle
+ * `flip` around (-1: none). */
+static void write_cube_stl_binary(const char *name, int skip, int flip)
+{
+    char path[512];
+    path_of(path, sizeof path, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    unsigned char head[80] = "solid cube written as binary (the header may say solid)";
+    fwrite(head, 1, 80, f);
+    uint32_t n = skip >= 0 ? 11 : 12;
+    fwrite(&n, 4, 1, f);
+    for (int t = 0; t < 12; ++t) {
+        if (t == skip) continue;
+        float rec[12] = { 0 };
+        for (int k = 0; k < 3; ++k) cube_vertex(CUBE[t][t == flip ? 2 - k : k], 0.1, rec + 3 + 3 * k);
+        fwrite(rec, 4, 12, f);
+        const uint16_t attr = 0;
+        fwrite(&attr, 2, 1, f);
+    }
+    fclose(f);
+}
+
+static void write_cube_stl_ascii(const char *name)
+{
+    char path[512];
+    path_of(path, sizeof path, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "solid cube\n");
+    for (int t = 0; t < 12; ++t) {
+        fprintf(f, "  facet normal 0 0 0\n    outer loop\n");
+        for (int k = 0; k < 3; ++k) {
+            float v[3];
+            cube_vertex(CUBE[t][k], 0.1, v);
+            fprintf(f, "      vertex %.9g %.9g %.9g\n", v[0], v[1], v[2]);
+        }
+        fprintf(f, "    endloop\n  endfacet\n");
+    }
+    fprintf(f, "endsolid cube\n");
+    fclose(f);
+}
+
+/* The cube as OBJ with quads (two triangles of CUBE each), 1-based and negative indices. */
+static void write_cube_obj(const char *name)
+{
+    char path[512];
+    path_of(path, sizeof path, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "# cube\no cube\n");
+    for (int v = 0; v < 8; ++v) {
+        float x[3];
+        cube_vertex(v, 0.1, x);
+        fprintf(f, "v %g %g %g\n", x[0], x[1], x[2]);
+    }
+    for (int t = 0; t < 12; t += 2) /* CUBE[t], CUBE[t+1] share the quad (a, b, c, d) = (t0, t1, t2, t+1's 2) */
+        fprintf(f, "f %d/1/1 %d//1 %d %d\n", CUBE[t][0] + 1, CUBE[t][1] - 8, CUBE[t][2] + 1, CUBE[t + 1][2] + 1);
+    fclose(f);
+}
+
+/* An icosphere of radius r (subdivided `levels` times), as ASCII OBJ. */
+static void write_icosphere_obj(const char *name, double r, int levels)
+{
+    const double p = (1 + sqrt(5.0)) / 2;
+    double V[20000][3];
+    int F[20000][3], nv = 12, nf = 20;
+    const double v0[12][3] = { { -1, p, 0 }, { 1, p, 0 }, { -1, -p, 0 }, { 1, -p, 0 }, { 0, -1, p }, { 0, 1, p },
+                               { 0, -1, -p }, { 0, 1, -p }, { p, 0, -1 }, { p, 0, 1 }, { -p, 0, -1 }, { -p, 0, 1 } };
+    const int f0[20][3] = { { 0, 11, 5 }, { 0, 5, 1 },  { 0, 1, 7 },   { 0, 7, 10 }, { 0, 10, 11 },
+                            { 1, 5, 9 },  { 5, 11, 4 }, { 11, 10, 2 }, { 10, 7, 6 }, { 7, 1, 8 },
+                            { 3, 9, 4 },  { 3, 4, 2 },  { 3, 2, 6 },   { 3, 6, 8 },  { 3, 8, 9 },
+                            { 4, 9, 5 },  { 2, 4, 11 }, { 6, 2, 10 },  { 8, 6, 7 },  { 9, 8, 1 } };
+    memcpy(V, v0, sizeof v0);
+    memcpy(F, f0, sizeof f0);
+    for (int l = 0; l < levels; ++l) {
+        int nf2 = 0;
+        static int F2[20000][3];
+        for (int f = 0; f < nf; ++f) {
+            int mid[3];
+            for (int k = 0; k < 3; ++k) { /* midpoints, duplicated per face: the reader merges nothing for OBJ, */
+                const int a = F[f][k], b = F[f][(k + 1) % 3]; /* so look the midpoint up among the vertices */
+                double m[3];
+                for (int c = 0; c < 3; ++c) m[c] = (V[a][c] + V[b][c]) / 2;
+                int found = -1;
+                for (int q = 0; q < nv && found < 0; ++q)
+                    if (V[q][0] == m[0] && V[q][1] == m[1] && V[q][2] == m[2]) found = q;
+                if (found < 0) {
+                    memcpy(V[nv], m, sizeof m);
+                    found = nv++;
+                }
+                mid[k] = found;
+            }
+            const int t4[4][3] = { { F[f][0], mid[0], mid[2] }, { F[f][1], mid[1], mid[0] },
+                                   { F[f][2], mid[2], mid[1] }, { mid[0], mid[1], mid[2] } };
+            memcpy(F2[nf2], t4, sizeof t4);
+            nf2 += 4;
+        }
+        memcpy(F, F2, sizeof(int) * 3 * (size_t)nf2);
+        nf = nf2;
+    }
+    char path[512];
+    path_of(path, sizeof path, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int v = 0; v < nv; ++v) {
+        const double l = sqrt(V[v][0] * V[v][0] + V[v][1] * V[v][1] + V[v][2] * V[v][2]);
+        fprintf(f, "v %.17g %.17g %.17g\n", r * V[v][0] / l, r * V[v][1] / l, r * V[v][2] / l);
+    }
+    for (int t = 0; t < nf; ++t) fprintf(f, "f %d %d %d\n", F[t][0] + 1, F[t][1] + 1, F[t][2] + 1);
+    fclose(f);
+}
+
+static void test_mesh_readers(void **state)
+{
+    (void)state;
+    write_cube_stl_binary("cube_bin.stl", -1, -1);
+    write_cube_stl_ascii("cube_ascii.stl");
+    write_cube_obj("cube.obj");
+    const char *names[] = { "cube_bin.stl", "cube_ascii.stl", "cube.obj" };
+    for (int i = 0; i < 3; ++i) {
+        char path[512];
+        path_of(path, sizeof path, names[i]);
+        mesh m;
+        sphsim_error e;
+        if (mesh_read(&m, path, "objects[0].file", NULL, &e) != SPHSIM_OK) fail_msg("%s", e.msg);
+        assert_int_equal(m.n_vert, 8); /* STL's repeated vertices merged */
+        assert_int_equal(m.n_tri, 12);
+        long open, flipped;
+        mesh_check(&m, &open, &flipped);
+        assert_int_equal(open, 0);
+        assert_int_equal(flipped, 0);
+        assert_true(fabs(mesh_volume(&m) - 0.008) < 1e-9); /* faces outwards: positive */
+        mesh_free(&m);
+    }
+}
+
+/* A scene with mesh object `file` in a 1 m tank with fluid below. */
+static sphsim_status mesh_scene(scene *s, const char *file, const char *transform, sphsim_error *e)
+{
+    char json[2048], path[512];
+    path_of(path, sizeof path, file);
+    snprintf(json, sizeof json,
+             "{'format': 1, 'dimensions': 3, 'tank': {'min': [0, 0, 0], 'max': [1, 1, 1]},"
+             " 'objects': [{'shape': 'mesh', 'file': '%s'%s}],"
+             " 'fluid': {'blocks': [{'min': [0, 0, 0], 'max': [1, 1, 0.5]}], 'spacing': 0.02},"
+             " 'time': {'end': 0.1}}",
+             path, transform);
+    return load(s, json, e);
+}
+
+static void test_mesh_errors(void **state)
+{
+    (void)state;
+    write_cube_stl_binary("cube_open.stl", 5, -1);
+    write_cube_stl_binary("cube_flipped.stl", -1, 7);
+    char path[512];
+    path_of(path, sizeof path, "bad.obj");
+    FILE *f = fopen(path, "w");
+    fprintf(f, "v 0 0 0\nv 1 0 0\nf 1 2 3\n");
+    fclose(f);
+    path_of(path, sizeof path, "short.stl");
+    f = fopen(path, "w");
+    fprintf(f, "not a mesh");
+    fclose(f);
+    static const struct {
+        const char *file, *part;
+    } cases[] = {
+        { "missing.stl", "objects[0].file: cannot open '" },
+        { "cube_open.stl", "objects[0]: mesh '" },
+        { "cube_flipped.stl", "is inconsistently oriented: 3 edges" },
+        { "bad.obj", "line 3: a face refers to vertex 3, but 2 vertices are defined before it" },
+        { "short.stl", "is not a valid STL file: 10 bytes" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        scene s;
+        sphsim_error e;
+        assert_int_equal(mesh_scene(&s, cases[i].file, "", &e), SPHSIM_E_SCENE);
+        if (!strstr(e.msg, cases[i].part)) fail_msg("%s: message \"%s\" lacks \"%s\"", cases[i].file, e.msg, cases[i].part);
+        if (i == 1 && !strstr(e.msg, "is not closed: 3 open edges")) fail_msg("%s", e.msg);
+    }
+}
+
+/* The grid's signed distance of a mesh against the shape it approximates: a placed cube against
+ * the box primitive, an icosphere (5120 faces) against the sphere, at random points near the
+ * surface: within the grid's error (a cell) plus, for the sphere, the facets' sag. */
+static void mesh_vs_primitive(const char *file, const char *transform, const scene_object *prim, double tol)
+{
+    scene s;
+    sphsim_error e;
+    if (mesh_scene(&s, file, transform, &e) != SPHSIM_OK) fail_msg("%s", e.msg);
+    const scene_object *o = &s.objects[0];
+    assert_int_equal(o->shape, GEOM_MESH);
+    double worst = 0, worst_n = 0;
+    for (int t = 0; t < 2000; ++t) {
+        double x[3], n1[3], n2[3];
+        for (int a = 0; a < 3; ++a) x[a] = 0.5 + (uni() - 0.5) * 0.5;
+        const double pa = geom_sdf(prim, 3, x, n1), pm = geom_sdf_grid(o, s.geom_grid, 3, x, n2);
+        if (fabs(pa) > o->grid_band - 2 * o->grid_cell) continue; /* the grid clamps beyond its band */
+        worst = fmax(worst, fabs(pa - pm));
+        if (fabs(pa) > 2 * o->grid_cell && fabs(pa) < o->grid_band - 3 * o->grid_cell)
+            worst_n = fmax(worst_n, 1 - (n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2]));
+    }
+    printf("%s: grid cell %.3g m, band %.3g m, largest |phi_mesh - phi_shape| %.3g m (tolerance %.3g m), "
+           "largest 1 - cos(normals) %.3g away from the surface\n",
+           file, o->grid_cell, o->grid_band, worst, tol, worst_n);
+    assert_true(worst < tol);
+    scene_free(&s);
+}
+
+static void test_mesh_sdf(void **state)
+{
+    (void)state;
+    write_cube_stl_binary("cube_sdf.stl", -1, -1);
+    scene_object box;
+    memset(&box, 0, sizeof box);
+    box.shape = GEOM_BOX;
+    box.size[0] = box.size[1] = box.size[2] = 0.3; /* the cube scaled by 1.5 */
+    box.translate[0] = box.translate[1] = box.translate[2] = 0.5;
+    box.rot_axis[0] = 1;
+    box.rot_axis[1] = 2;
+    box.rot_axis[2] = 3;
+    box.degrees = 25;
+    box.scale = 1;
+    geom_place(&box, 3);
+    mesh_vs_primitive("cube_sdf.stl",
+                      ", 'transform': {'scale': 1.5, 'rotate': {'axis': [1, 2, 3], 'degrees': 25},"
+                      " 'translate': [0.5, 0.5, 0.5]}",
+                      &box, 0.005); /* half a cell */
+    write_icosphere_obj("ball.obj", 0.2, 4);
+    scene_object ball;
+    memset(&ball, 0, sizeof ball);
+    ball.shape = GEOM_SPHERE;
+    ball.radius = 0.2;
+    ball.translate[0] = ball.translate[1] = ball.translate[2] = 0.5;
+    ball.rot_axis[2] = 1;
+    ball.scale = 1;
+    geom_place(&ball, 3);
+    /* facets of an icosphere of 5120 faces sag by r (1 - cos(pi / 80)) about 1.5e-4 m */
+    mesh_vs_primitive("ball.obj", ", 'transform': {'translate': [0.5, 0.5, 0.5]}", &ball, 0.002);
+}
+
+static int make_dir(void **state)
+{
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/sphsim_test_geometry_XXXXXX");
+    return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int remove_dir(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -358,6 +630,9 @@ int main(void)
         cmocka_unit_test(test_transform_order),
         cmocka_unit_test(test_boundary_sampling),
         cmocka_unit_test(test_bad_geometry),
+        cmocka_unit_test(test_mesh_readers),
+        cmocka_unit_test(test_mesh_errors),
+        cmocka_unit_test(test_mesh_sdf),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }
