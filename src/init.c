@@ -93,8 +93,9 @@ static long objects_fluid(const scene *s, int b, particles *p, size_t *i)
     return count;
 }
 
-/* The same for the objects' boundary particles, on the tank lattice in z, y, x order. */
-static long objects_boundary(const scene *s, particles *p, size_t *i)
+/* The same for the objects' boundary particles, on the tank lattice in z, y, x order; obj (may
+ * be NULL): each one's object. */
+static long objects_boundary_of(const scene *s, particles *p, size_t *i, int8_t *obj)
 {
     double dx[3] = { 0, 0, 0 };
     long n[3] = { 1, 1, 1 }, count = 0;
@@ -106,6 +107,7 @@ static long objects_boundary(const scene *s, particles *p, size_t *i)
                 double x[3];
                 int which;
                 if (!object_point(s, dx, l, j, k, x, &which)) continue;
+                if (obj) obj[count] = (int8_t)which;
                 ++count;
                 if (p) set_particle(p, (*i)++, x, zero, s->rest_density * dvol, s->rest_density, 0.0, PTYPE_BOUNDARY);
             }
@@ -129,6 +131,14 @@ static long sphere_lattice_room(const scene *s, const scene_sphere_group *g, con
     double x[3];
     for (long c = 0; c < sites; ++c) room += sphere_site(s, g, n, c, x);
     return room;
+}
+
+static long objects_boundary(const scene *s, particles *p, size_t *i) { return objects_boundary_of(s, p, i, NULL); }
+
+long init_boundary_objects(const scene *s, int8_t *obj)
+{
+    if (s->mode != MODE_SPH || s->n_objects == 0) return 0;
+    return objects_boundary_of(s, NULL, NULL, obj);
 }
 
 sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *n_spheres, sphsim_error *e)

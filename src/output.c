@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "output_geometry.h"
 #include "output_internal.h"
 
 /* Test-only fault injection: the test binaries link tests/output_fault.c, which defines this
@@ -251,7 +252,8 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         h5io_attr_f64(g, "t_end", s->t_end) < 0 || h5io_attr_f64(g, "output_interval", s->out_interval) < 0 ||
         h5io_attr_write(g, "particle_counts", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, 3, counts) < 0 ||
         h5io_attr_str(g, "particle_counts_order", "fluid, boundary, spheres (ids in that order)") < 0 ||
-        h5io_attr_str(g, "units", UNITS_JSON) < 0 || h5io_attr_str(g, "resumes", "") < 0)
+        h5io_attr_str(g, "units", UNITS_JSON) < 0 || h5io_attr_str(g, "resumes", "") < 0 ||
+        output_write_geometry(f, s) < 0)
         goto done;
     rc = 0;
 done:

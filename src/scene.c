@@ -1217,7 +1217,9 @@ static sphsim_status load_mesh_object(vctx *v, scene *s, scene_object *o, int i)
     memcpy(o->grid_n, n, sizeof n);
     o->grid_band = band;
     o->n_triangles = (long)m.n_tri;
-    mesh_free(&m);
+    o->n_vertices = (long)m.n_vert;
+    o->mesh_vert = m.vert; /* kept for the output's /sphsim/geometry */
+    o->mesh_tri = m.tri;
     return SPHSIM_OK;
 }
 
@@ -1345,6 +1347,7 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
         vpop(v, o3);
         vpop(v, o2);
         geom_place(o, s->dims);
+        s->n_objects = i + 1; /* scene_free frees its mesh from here on */
         if (shape == GEOM_MESH) SPHSIM_TRY(load_mesh_object(v, s, o, i));
 
         cJSON *ro = cJSON_CreateObject();
@@ -2005,6 +2008,12 @@ void scene_free(scene *s)
     free(s->geom_grid);
     s->geom_grid = NULL;
     s->geom_grid_n = 0;
+    for (int k = 0; k < s->n_objects && k < SCENE_MAX_OBJECTS; ++k) {
+        free(s->objects[k].mesh_vert);
+        free(s->objects[k].mesh_tri);
+        s->objects[k].mesh_vert = NULL;
+        s->objects[k].mesh_tri = NULL;
+    }
     s->source_json = NULL;
     s->resolved_json = NULL;
 }

@@ -86,6 +86,9 @@ typedef struct scene_object {
     uint64_t file_hash;  /* FNV-1a of the mesh file's bytes (in the resolved JSON: --resume
                             refuses a changed mesh) */
     long n_triangles;    /* mesh */
+    long n_vertices;     /* mesh */
+    double *mesh_vert;   /* mesh: 3 per vertex, placed (m; malloc'd, freed by scene_free) */
+    uint32_t *mesh_tri;  /* mesh: 3 vertex indices per triangle (malloc'd) */
     double grid_origin[3], grid_cell; /* mesh: the grid of its signed distance (geom_shared.h) */
     long grid_n[3];
     size_t grid_offset;
