@@ -43,7 +43,11 @@ inline float geom_grid_sdf(__constant const geom_object *o, __global const float
  * space). Only x.xyz is read; grid: the meshes' grids (geom_shared.h). */
 inline float geom_sdf(__constant const geom_object *o, __global const float *grid, float4 x, float4 *n)
 {
-    if (o->shape == GEOM_MESH) return geom_grid_sdf(o, grid, x, n);
+    if (o->shape == GEOM_MESH) {
+        const float d = geom_grid_sdf(o, grid, x, n);
+        *n *= o->sign;
+        return o->sign * d;
+    }
     const float3 d = (float3)(x.x - o->origin[0], x.y - o->origin[1], x.z - o->origin[2]);
     /* y = R^T d: the point in the object's frame */
     const float3 y = (float3)(o->rot[0] * d.x + o->rot[3] * d.y + o->rot[6] * d.z,

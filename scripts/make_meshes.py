@@ -6,6 +6,8 @@ dependencies. Each mesh is closed and its triangles face outwards.
   pillar.stl  binary STL: a cylinder of radius 0.1 m and height 0.4 m standing on z = 0, 48 sides
   wedge.stl   ASCII STL: a wedge (triangular prism) 0.3 m long, 0.15 m high, 0.6 m wide (y)
   ball.obj    Wavefront OBJ: an icosphere of radius 0.1 m about the origin, 1280 faces
+  tank_cylinder.stl  binary STL: a cylinder of radius 0.3 m and height 0.7 m standing on z = 0,
+              64 sides (a container: scenes/tank_cylinder_3d.json)
 """
 import math
 import pathlib
@@ -105,6 +107,7 @@ def main(argv):
     write_stl_binary(d / "pillar.stl", *cylinder(0.1, 0.4, 48))
     write_stl_ascii(d / "wedge.stl", *wedge(0.3, 0.15, 0.6), "wedge")
     write_obj(d / "ball.obj", *icosphere(0.1, 3))
+    write_stl_binary(d / "tank_cylinder.stl", *cylinder(0.3, 0.7, 64))
     return 0
 
 

@@ -107,8 +107,11 @@ static double grid_sdf(const scene_object *o, const float *grid, const double x[
 
 double geom_sdf_grid(const scene_object *o, const float *grid, int dims, const double x[3], double n[3])
 {
-    if (o->shape == GEOM_MESH) return grid_sdf(o, grid, x, n);
-    return geom_sdf(o, dims, x, n);
+    const double sg = o->role == OBJ_CONTAINER ? -1.0 : 1.0;
+    const double d = o->shape == GEOM_MESH ? grid_sdf(o, grid, x, n) : geom_sdf(o, dims, x, n);
+    if (n && sg < 0)
+        for (int k = 0; k < 3; ++k) n[k] = -n[k];
+    return sg * d;
 }
 
 double geom_sdf(const scene_object *o, int dims, const double x[3], double n[3])
@@ -157,7 +160,7 @@ double geom_sdf(const scene_object *o, int dims, const double x[3], double n[3])
             g[a] = s[a];
         }
     }
-    const double sg = 1.0; /* obstacles: solid inside the shape */
+    const double sg = 1.0; /* the shape's own distance; geom_sdf_grid applies a container's sign */
     if (n)
         for (int i = 0; i < 3; ++i) n[i] = sg * (R[3 * i] * g[0] + R[3 * i + 1] * g[1] + R[3 * i + 2] * g[2]);
     return sg * dist;
@@ -188,7 +191,7 @@ unsigned geom_pack(const scene *s, geom_object out[GEOM_MAX_OBJECTS])
             out[k].origin[i] = (float)o->origin[i];
             out[k].ext[i] = (float)o->ext[i];
         }
-        out[k].sign = 1.0f;
+        out[k].sign = o->role == OBJ_CONTAINER ? -1.0f : 1.0f;
         out[k].shape = o->shape;
         if (o->shape == GEOM_MESH) { /* the frame is the world's: the grid is placed already */
             memset(out[k].rot, 0, sizeof out[k].rot);

@@ -9,11 +9,13 @@
 /* Fill o's derived frame (origin, rot, half) from its shape and transform (dims 2 or 3). */
 void geom_place(scene_object *o, int dims);
 
-/* phi of object o at x (m; negative inside its solid), and *n (may be NULL) its unit gradient
- * (the normal into the free space); primitives only (geom_sdf_grid takes meshes too). */
+/* The signed distance of primitive o's shape at x (m; negative inside the shape), and *n (may be
+ * NULL) its unit gradient. */
 double geom_sdf(const scene_object *o, int dims, const double x[3], double n[3]);
 
-/* geom_sdf for any shape: meshes interpolate the scene's grid (scene.geom_grid). */
+/* phi of object o at x (m; negative inside its solid: inside an obstacle's shape, outside a
+ * container's) and *n (may be NULL) its unit gradient, the normal into the free space; meshes
+ * interpolate the scene's grid (scene.geom_grid). */
 double geom_sdf_grid(const scene_object *o, const float *grid, int dims, const double x[3], double n[3]);
 
 /* The least phi over the scene's objects at x (+inf without objects); *which (may be NULL):

@@ -153,7 +153,7 @@ int output_write_geometry(hid_t f, const scene *sc)
         surf s = { 0 };
         rc = h5io_attr_str(og, "name", o->name) < 0 ||
                      h5io_attr_str(og, "shape", sc->dims == 3 ? SHAPES3[o->shape] : SHAPES2[o->shape]) < 0 ||
-                     h5io_attr_str(og, "role", "obstacle") < 0 || tessellate(sc, o, &s) < 0 ||
+                     h5io_attr_str(og, "role", o->role == OBJ_CONTAINER ? "container" : "obstacle") < 0 || tessellate(sc, o, &s) < 0 ||
                      write_2d(og, "points", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, s.v, (hsize_t)s.nv, 3) < 0 ||
                      write_2d(og, "triangles", H5T_STD_I64LE, H5T_NATIVE_INT64, s.t, (hsize_t)s.nt, 3) < 0
                  ? -1

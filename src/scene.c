@@ -75,8 +75,8 @@ static const char *const SHAPE_NAMES_3D[] = { "box", "sphere", "cylinder", "mesh
 static const int SHAPE_VALUES_3D[] = { GEOM_BOX, GEOM_SPHERE, GEOM_CYLINDER, GEOM_MESH };
 static const char *const SHAPE_NAMES_2D[] = { "rectangle", "circle" };
 static const int SHAPE_VALUES_2D[] = { GEOM_BOX, GEOM_SPHERE };
-static const char *const ROLE_NAMES[] = { "obstacle" };
-static const int ROLE_VALUES[] = { OBJ_OBSTACLE };
+static const char *const ROLE_NAMES[] = { "obstacle", "container" };
+static const int ROLE_VALUES[] = { OBJ_OBSTACLE, OBJ_CONTAINER };
 static const char *const BOX_KEYS[] = { "min", "max" };
 static const char *const FLUID_KEYS[] = {
     "blocks", "spacing",   "particle_count",  "rest_density", "kernel", "smoothing_length", "smoothing_length_factor",

@@ -73,11 +73,11 @@ typedef struct scene_sphere_pair {
 #define SCENE_WALLS (-1)
 
 /* A solid object of the scene ("objects", docs/scene-format.md): an obstacle that fluid and
- * spheres stay out of. Its shape is given in its own coordinates (centre, sizes, cylinder
+ * spheres stay out of, or a container they stay inside (within the tank box). Its shape is given in its own coordinates (centre, sizes, cylinder
  * axis), then placed by the transform: scaled by `scale` about the origin, rotated by `degrees`
  * about `rot_axis` (right hand), then translated by `translate`. */
 #define SCENE_MAX_OBJECTS GEOM_MAX_OBJECTS
-typedef enum { OBJ_OBSTACLE = 0 } scene_object_role; /* "obstacle" */
+typedef enum { OBJ_OBSTACLE = 0, OBJ_CONTAINER = 1 } scene_object_role; /* "obstacle" | "container" */
 typedef struct scene_object {
     char name[64];       /* "name"; default "object<i>" */
     unsigned shape;      /* GEOM_BOX ("box", "rectangle"), GEOM_SPHERE ("sphere", "circle"),
