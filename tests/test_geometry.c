@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "geometry.h"
 #include "init.h"
 #include "mesh.h"
@@ -608,6 +609,86 @@ static void test_mesh_sdf(void **state)
     mesh_vs_primitive("ball.obj", ", 'transform': {'translate': [0.5, 0.5, 0.5]}", &ball, 0.002);
 }
 
+/* ---- the device's signed distance against the host's (kernels/geom.h vs src/geometry.c) ---- */
+
+static void test_device_sdf_vs_host(void **state)
+{
+    (void)state;
+    write_icosphere_obj("ball_dev.obj", 0.15, 3);
+    char path[512], json[4096];
+    path_of(path, sizeof path, "ball_dev.obj");
+    snprintf(json, sizeof json,
+             "{'format': 1, 'dimensions': 3, 'tank': {'min': [0, 0, 0], 'max': [1, 1, 1]}, 'objects': ["
+             "{'shape': 'box', 'size': [0.2, 0.3, 0.1], 'transform': {'rotate': {'axis': [1, 1, 0], 'degrees': 30},"
+             " 'translate': [0.5, 0.5, 0.5]}},"
+             "{'shape': 'sphere', 'center': [0.5, 0.5, 0.5], 'radius': 0.2},"
+             "{'shape': 'cylinder', 'radius': 0.1, 'length': 0.4, 'axis': [1, 0, 1], 'center': [0.5, 0.5, 0.5]},"
+             "{'shape': 'mesh', 'file': '%s', 'transform': {'translate': [0.5, 0.5, 0.5]}},"
+             "{'shape': 'sphere', 'role': 'container', 'center': [0.5, 0.5, 0.5], 'radius': 0.45}],"
+             " 'fluid': {'blocks': [{'min': [0, 0, 0], 'max': [1, 1, 0.3]}], 'spacing': 0.02}, 'time': {'end': 0.1}}",
+             path);
+    scene s;
+    sphsim_error e;
+    if (load(&s, json, &e) != SPHSIM_OK) fail_msg("%s", e.msg);
+    geom_object objs[GEOM_MAX_OBJECTS];
+    const cl_uint n_obj = geom_pack(&s, objs);
+    assert_int_equal(n_obj, 5);
+    ocl_device d;
+    sphsim_tuning tt;
+    tuning_defaults(&tt);
+    tt.kernel_dir = "tests/kernels";
+    if (device_open(&d, "cpu", 0, &tt, &e) != SPHSIM_OK) fail_msg("%s", e.msg);
+    cl_program prog;
+    if (device_build(&d, "geom_eval.cl", "", &prog, &e) != SPHSIM_OK) fail_msg("%s", e.msg);
+    cl_kernel k;
+    assert_int_equal(device_kernel(prog, "geom_eval", &k, &e), SPHSIM_OK);
+    enum { N = 5000 };
+    static float x[4 * N], out[4 * N];
+    for (int i = 0; i < N; ++i) {
+        for (int a = 0; a < 3; ++a) x[4 * i + a] = (float)(0.5 + (uni() - 0.5) * 0.8);
+        x[4 * i + 3] = 0;
+    }
+    cl_mem bo, bg, bx, bout;
+    const size_t ng = s.geom_grid_n ? s.geom_grid_n : 1;
+    assert_int_equal(device_alloc(&d, sizeof objs, "objects", &bo, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&d, ng * sizeof(float), "grid", &bg, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&d, sizeof x, "x", &bx, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(&d, sizeof out, "out", &bout, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&d, bo, 0, sizeof objs, objs, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&d, bg, 0, s.geom_grid_n * sizeof(float), s.geom_grid, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&d, bx, 0, sizeof x, x, &e), SPHSIM_OK);
+    const cl_uint n = N;
+    const karg args[] = { KARG("n", n),          KARG("objects", bo), KARG("n_objects", n_obj),
+                          KARG("geom_grid", bg), KARG("x", bx),       KARG("out", bout) };
+    assert_int_equal(device_set_args(&d, k, args, 6, &e), SPHSIM_OK);
+    assert_int_equal(device_run1d(&d, k, N, 64, &e), SPHSIM_OK);
+    assert_int_equal(device_read(&d, bout, 0, sizeof out, out, &e), SPHSIM_OK);
+    double worst[5] = { 0 }, worst_n[5] = { 0 };
+    for (int i = 0; i < N; ++i) {
+        const int o = i % (int)n_obj;
+        const double xi[3] = { x[4 * i], x[4 * i + 1], x[4 * i + 2] };
+        double nrm[3];
+        const double phi = geom_sdf_grid(&s.objects[o], s.geom_grid, 3, xi, nrm);
+        worst[o] = fmax(worst[o], fabs(phi - out[4 * i + 3]));
+        if (fabs(phi) > 1e-3) /* away from the surface's kinks the normals agree */
+            worst_n[o] = fmax(worst_n[o], fabs(nrm[0] - out[4 * i]) + fabs(nrm[1] - out[4 * i + 1]) +
+                                              fabs(nrm[2] - out[4 * i + 2]));
+    }
+    for (int o = 0; o < (int)n_obj; ++o) {
+        printf("object %d: device vs host |phi| difference %.3g m, normal %.3g\n", o, worst[o], worst_n[o]);
+        assert_true(worst[o] < 5e-7);  /* float rounding of coordinates about 1 m */
+        assert_true(worst_n[o] < 1e-3); /* a mesh's normal: a gradient of float differences */
+    }
+    clReleaseMemObject(bo);
+    clReleaseMemObject(bg);
+    clReleaseMemObject(bx);
+    clReleaseMemObject(bout);
+    clReleaseKernel(k);
+    clReleaseProgram(prog);
+    device_close(&d);
+    scene_free(&s);
+}
+
 static int make_dir(void **state)
 {
     (void)state;
@@ -633,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_mesh_readers),
         cmocka_unit_test(test_mesh_errors),
         cmocka_unit_test(test_mesh_sdf),
+        cmocka_unit_test(test_device_sdf_vs_host),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }
