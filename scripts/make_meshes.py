@@ -6,6 +6,8 @@ dependencies. Each mesh is closed and its triangles face outwards.
   pillar.stl  binary STL: a cylinder of radius 0.1 m and height 0.4 m standing on z = 0, 48 sides
   wedge.stl   ASCII STL: a wedge (triangular prism) 0.3 m long, 0.15 m high, 0.6 m wide (y)
   ball.obj    Wavefront OBJ: an icosphere of radius 0.1 m about the origin, 1280 faces
+  funnel.stl  binary STL: a funnel (a cone wall 8 mm thick, revolved, 64 sides): 0.25 m across
+              at the top (z = 0.2 m), a 0.06 m hole at the bottom (z = 0)
   tank_cylinder.stl  binary STL: a cylinder of radius 0.3 m and height 0.7 m standing on z = 0,
               64 sides (a container: scenes/tank_cylinder_3d.json)
 """
@@ -63,6 +65,22 @@ def icosphere(r, levels):
     return v, f
 
 
+def revolve(profile, sides):
+    """A closed solid of revolution about z: `profile` a closed polygon of (r, z) points (r > 0),
+    counter-clockwise in the (r, z) plane; its edges swept around in `sides` steps."""
+    m = len(profile)
+    v = [(r * math.cos(2 * math.pi * k / sides), r * math.sin(2 * math.pi * k / sides), z)
+         for k in range(sides) for (r, z) in profile]
+    f = []
+    for k in range(sides):
+        k1 = (k + 1) % sides
+        for i in range(m):
+            i1 = (i + 1) % m
+            a, b, c, d = k * m + i, k * m + i1, k1 * m + i1, k1 * m + i
+            f += [(a, d, c), (a, c, b)]
+    return v, f
+
+
 def normal(a, b, c):
     u = [b[i] - a[i] for i in range(3)]
     w = [c[i] - a[i] for i in range(3)]
@@ -108,6 +126,8 @@ def main(argv):
     write_stl_ascii(d / "wedge.stl", *wedge(0.3, 0.15, 0.6), "wedge")
     write_obj(d / "ball.obj", *icosphere(0.1, 3))
     write_stl_binary(d / "tank_cylinder.stl", *cylinder(0.3, 0.7, 64))
+    t = 0.008  # wall thickness (horizontal)
+    write_stl_binary(d / "funnel.stl", *revolve([(0.03, 0.0), (0.03 + t, 0.0), (0.125 + t, 0.2), (0.125, 0.2)], 64))
     return 0
 
 
