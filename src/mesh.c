@@ -375,11 +375,11 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void mesh_sdf_grid(const mesh *m, const double o[3], double h, const long n[3], double band, float *out)
+int mesh_sdf_grid(const mesh *m, const double o[3], double h, const long n[3], double band, float *out)
 {
     const size_t N = (size_t)n[0] * (size_t)n[1] * (size_t)n[2];
     double *d = malloc(N * sizeof *d);
-    if (!d) return;
+    if (!d) return -1;
     for (size_t i = 0; i < N; ++i) d[i] = band;
     /* unsigned distance in the band: each triangle updates the nodes of its box grown by band */
     for (size_t t = 0; t < m->n_tri; ++t) {
@@ -410,7 +410,7 @@ void mesh_sdf_grid(const mesh *m, const double o[3], double h, const long n[3], 
     size_t total = 0;
     if (!cnt) {
         free(d);
-        return;
+        return -1;
     }
     const double sy = 1.1102230246251565e-7 * h * 1.41421356, sz = 1.1102230246251565e-7 * h * 1.7320508;
     for (int pass = 0; pass < 2; ++pass) {
@@ -456,10 +456,10 @@ void mesh_sdf_grid(const mesh *m, const double o[3], double h, const long n[3], 
                 out[i] = (float)(inside ? -d[i] : d[i]);
             }
         }
-    } else {
-        for (size_t i = 0; i < N; ++i) out[i] = (float)d[i];
     }
+    const int rc = xs ? 0 : -1;
     free(xs);
     free(cnt);
     free(d);
+    return rc;
 }

@@ -34,8 +34,9 @@ double mesh_volume(const mesh *m);
 
 /* The signed distance of closed mesh m (negative inside) at the nodes of a grid of n[0] x n[1]
  * x n[2] points at origin + (i, j, k) cell, written to `out` (x fastest): exact within `band`
- * of the surface, +-band beyond (the sign from the parity of crossings along x). */
-void mesh_sdf_grid(const mesh *m, const double origin[3], double cell, const long n[3], double band, float *out);
+ * of the surface, +-band beyond (the sign from the parity of crossings along x). 0, or -1 when
+ * out of memory. */
+int mesh_sdf_grid(const mesh *m, const double origin[3], double cell, const long n[3], double band, float *out);
 
 /* Distance from p to triangle (a, b, c) (closest point, Ericson 2005, 5.1.5). */
 double mesh_point_triangle(const double p[3], const double a[3], const double b[3], const double c[3]);

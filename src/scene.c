@@ -1209,7 +1209,10 @@ static sphsim_status load_mesh_object(vctx *v, scene *s, scene_object *o, int i)
         return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory for the signed distance of objects[%d]", i);
     }
     s->geom_grid = g;
-    mesh_sdf_grid(&m, origin, cell, n, band, g + s->geom_grid_n);
+    if (mesh_sdf_grid(&m, origin, cell, n, band, g + s->geom_grid_n) != 0) {
+        mesh_free(&m);
+        return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory for the signed distance of objects[%d]", i);
+    }
     o->grid_offset = s->geom_grid_n;
     s->geom_grid_n += N;
     memcpy(o->grid_origin, origin, sizeof origin);

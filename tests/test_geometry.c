@@ -136,7 +136,7 @@ static int inside(unsigned shape, const double y[3], const double sz[3], double 
 }
 
 /* geom_sdf of a placed shape against the brute-force distance at random points around it. */
-static void sdf_case(const char *shape_name, unsigned shape, const double sz[3], double r, double L, const double ax[3])
+static void sdf_case(const char *shape_name, unsigned shape, const double sz[3], double r, double L)
 {
     scene_object o;
     memset(&o, 0, sizeof o);
@@ -152,7 +152,6 @@ static void sdf_case(const char *shape_name, unsigned shape, const double sz[3],
     memcpy(o.rot_axis, rax, sizeof rax);
     o.degrees = 37.0;
     o.scale = 1.5;
-    (void)ax;
     geom_place(&o, 3);
     placed p;
     rodrigues(rax, 37.0, p.R);
@@ -205,10 +204,10 @@ static void sdf_case(const char *shape_name, unsigned shape, const double sz[3],
 static void test_sdf_vs_brute_force(void **state)
 {
     (void)state;
-    const double box[3] = { 0.2, 0.4, 0.6 }, none[3] = { 0, 0, 0 }, z[3] = { 0, 0, 1 };
-    sdf_case("box", GEOM_BOX, box, 0, 0, z);
-    sdf_case("sphere", GEOM_SPHERE, none, 0.25, 0, z);
-    sdf_case("cylinder", GEOM_CYLINDER, none, 0.15, 0.5, z);
+    const double box[3] = { 0.2, 0.4, 0.6 }, none[3] = { 0, 0, 0 };
+    sdf_case("box", GEOM_BOX, box, 0, 0);
+    sdf_case("sphere", GEOM_SPHERE, none, 0.25, 0);
+    sdf_case("cylinder", GEOM_CYLINDER, none, 0.15, 0.5);
 }
 
 /* The transform's order: scale, then rotate, then translate. A box of size 1 x 2 x 1 at centre
