@@ -381,15 +381,25 @@ int mesh_sdf_grid(const mesh *m, const double o[3], double h, const long n[3], d
     double *d = malloc(N * sizeof *d);
     if (!d) return -1;
     for (size_t i = 0; i < N; ++i) d[i] = band;
-    /* unsigned distance in the band: each triangle updates the nodes of its box grown by band */
+    /* Unsigned distance (Bridson's construction, as in his makelevelset3): the exact distance
+     * to each triangle at the nodes within a cell of its box, remembering the nearest
+     * triangle; then sweeps in the 8 diagonal orders pass every node the nearest triangle of
+     * its neighbours, whose exact distance it takes when smaller, out to the band. The cost is
+     * a few distances per node and per triangle, not the band's volume per triangle. */
+    uint32_t *near = malloc(N * sizeof *near);
+    if (!near) {
+        free(d);
+        return -1;
+    }
+    for (size_t i = 0; i < N; ++i) near[i] = UINT32_MAX;
     for (size_t t = 0; t < m->n_tri; ++t) {
         const double *a = m->vert + 3 * m->tri[3 * t], *b = m->vert + 3 * m->tri[3 * t + 1],
                      *c = m->vert + 3 * m->tri[3 * t + 2];
         long lo[3], hi[3];
         for (int k = 0; k < 3; ++k) {
-            const double mn = fmin(a[k], fmin(b[k], c[k])) - band, mx = fmax(a[k], fmax(b[k], c[k])) + band;
-            lo[k] = (long)floor((mn - o[k]) / h);
-            hi[k] = (long)ceil((mx - o[k]) / h);
+            const double mn = fmin(a[k], fmin(b[k], c[k])), mx = fmax(a[k], fmax(b[k], c[k]));
+            lo[k] = (long)floor((mn - o[k]) / h) - 1;
+            hi[k] = (long)ceil((mx - o[k]) / h) + 1;
             if (lo[k] < 0) lo[k] = 0;
             if (hi[k] > n[k] - 1) hi[k] = n[k] - 1;
         }
@@ -399,9 +409,42 @@ int mesh_sdf_grid(const mesh *m, const double o[3], double h, const long n[3], d
                     const double p[3] = { o[0] + x * h, o[1] + y * h, o[2] + z * h };
                     const size_t i = (size_t)x + (size_t)n[0] * ((size_t)y + (size_t)n[1] * (size_t)z);
                     const double dist = mesh_point_triangle(p, a, b, c);
-                    if (dist < d[i]) d[i] = dist;
+                    if (dist < d[i]) {
+                        d[i] = dist;
+                        near[i] = (uint32_t)t;
+                    }
                 }
     }
+    for (int pass = 0; pass < 2; ++pass)
+        for (int sw = 0; sw < 8; ++sw) {
+            const long dx = sw & 1 ? -1 : 1, dy = sw & 2 ? -1 : 1, dz = sw & 4 ? -1 : 1;
+            for (long zi = 0; zi < n[2]; ++zi)
+                for (long yi = 0; yi < n[1]; ++yi)
+                    for (long xi = 0; xi < n[0]; ++xi) {
+                        const long x = dx > 0 ? xi : n[0] - 1 - xi, y = dy > 0 ? yi : n[1] - 1 - yi,
+                                   z = dz > 0 ? zi : n[2] - 1 - zi;
+                        const size_t i = (size_t)x + (size_t)n[0] * ((size_t)y + (size_t)n[1] * (size_t)z);
+                        const long q[3][3] = { { x - dx, y, z }, { x, y - dy, z }, { x, y, z - dz } };
+                        for (int k = 0; k < 3; ++k) {
+                            if (q[k][0] < 0 || q[k][0] >= n[0] || q[k][1] < 0 || q[k][1] >= n[1] || q[k][2] < 0 ||
+                                q[k][2] >= n[2])
+                                continue;
+                            const size_t j =
+                                (size_t)q[k][0] + (size_t)n[0] * ((size_t)q[k][1] + (size_t)n[1] * (size_t)q[k][2]);
+                            const uint32_t t = near[j];
+                            if (t == UINT32_MAX || t == near[i] || d[j] >= band) continue;
+                            const double p[3] = { o[0] + x * h, o[1] + y * h, o[2] + z * h };
+                            const double dist = mesh_point_triangle(p, m->vert + 3 * m->tri[3 * t],
+                                                                    m->vert + 3 * m->tri[3 * t + 1],
+                                                                    m->vert + 3 * m->tri[3 * t + 2]);
+                            if (dist < d[i]) {
+                                d[i] = dist < band ? dist : band;
+                                near[i] = t;
+                            }
+                        }
+                    }
+        }
+    free(near);
     /* the sign: crossings of each grid line along x (shifted off the grid by a tiny irrational
      * fraction of a cell so that a line meets no edge or vertex exactly) */
     const size_t lines = (size_t)n[1] * (size_t)n[2];

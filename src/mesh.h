@@ -33,8 +33,10 @@ void mesh_check(const mesh *m, long *open_edges, long *flipped_edges);
 double mesh_volume(const mesh *m);
 
 /* The signed distance of closed mesh m (negative inside) at the nodes of a grid of n[0] x n[1]
- * x n[2] points at origin + (i, j, k) cell, written to `out` (x fastest): exact within `band`
- * of the surface, +-band beyond (the sign from the parity of crossings along x). 0, or -1 when
+ * x n[2] points at origin + (i, j, k) cell, written to `out` (x fastest): the distance to the
+ * nearest triangle within `band` of the surface (that triangle found by sweeps from the nodes
+ * next to each triangle, Bridson's construction), +-band beyond; the sign from the parity of
+ * crossings along x. 0, or -1 when
  * out of memory. */
 int mesh_sdf_grid(const mesh *m, const double origin[3], double cell, const long n[3], double band, float *out);
 
