@@ -388,7 +388,7 @@ inline int contact_slot_kept(uint code, uint d_i, __global const ushort *info, u
     const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,                        \
         __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,                   \
         __global const float4 *v0, __global const float *mass, __global const float *radius, __global const uint *id,  \
-        __global const ushort *info, __global uint *slot, __global const float2 *material,  \
+        __global const ushort *info, __global uint *slot, __global const float2 *material,                             \
         __global const float *geom_grid
 
 /* Warm start: V, W = (v0, w0) plus the impulses the slots carried. A sphere pair is solved with
@@ -562,8 +562,8 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
                               __constant contact_params *cp, __global const uint *cell_start,
                               __global const uint *cell_end, __global const float4 *pos0, __global const float *mass,
                               __global const float *radius, __global const uint *id, __global const ushort *info,
-                              __global const uint *slot, __global const float *geom_grid,
-                              __global const float4 *x_in, __global float4 *x_out)
+                              __global const uint *slot, __global const float *geom_grid, __global const float4 *x_in,
+                              __global float4 *x_out)
 {
     const uint i = spread_item(stride);
     if (i >= n) return;

@@ -11,8 +11,8 @@
  * interpolant, normalised, as the normal; beyond the grid, outside the mesh. */
 inline float geom_grid_sdf(__constant const geom_object *o, __global const float *grid, float4 x, float4 *n)
 {
-    const float3 u = ((float3)(x.x, x.y, x.z) - (float3)(o->grid_origin[0], o->grid_origin[1], o->grid_origin[2])) /
-                     o->grid_cell;
+    const float3 u =
+        ((float3)(x.x, x.y, x.z) - (float3)(o->grid_origin[0], o->grid_origin[1], o->grid_origin[2])) / o->grid_cell;
     const float3 top = (float3)((float)(o->grid_n[0] - 1u), (float)(o->grid_n[1] - 1u), (float)(o->grid_n[2] - 1u));
     const float3 c = clamp(u, (float3)(0.0f), top);
     const float3 out = u - c;

@@ -20,13 +20,14 @@
 #define GEOM_BOX 0u      /* half extents ext[0..2] about the origin */
 #define GEOM_SPHERE 1u   /* radius ext[0] */
 #define GEOM_CYLINDER 2u /* radius ext[0], half length ext[1], axis along the frame's z */
-#define GEOM_MESH 3u     /* a closed triangle mesh: its signed distance sampled on a grid (grid_*),
+#define GEOM_MESH                                                                                                      \
+    3u /* a closed triangle mesh: its signed distance sampled on a grid (grid_*),
                             interpolated trilinearly; the frame is the world's */
 
 typedef struct geom_object {
     float rot[9];    /* R, row-major: the object's axes in world coordinates are R's columns */
     float origin[3]; /* m: the frame's origin in the world (the shape's centre) */
-    float ext[3];   /* m: the shape's sizes (see the shapes above); 2D boxes: ext[2] huge */
+    float ext[3];    /* m: the shape's sizes (see the shapes above); 2D boxes: ext[2] huge */
     float sign;      /* +1 obstacle (solid inside the shape), -1 container (solid outside) */
     dev_u32 shape;   /* GEOM_* */
     /* GEOM_MESH: nodes origin + (i, j, k) cell, i < grid_n[0] ..., at geom_grid[grid_offset +

@@ -48,8 +48,7 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
                            __constant const grid_params *gp, __constant const sph_params *P,
                            __global float4 *pos_next, /* m, out */
                            __global float4 *vel_next, /* m/s, out */
-                           __global uint *flags, __global const float *geom_grid, NLIST_READ_ARGS,
-                           const int list_walk)
+                           __global uint *flags, __global const float *geom_grid, NLIST_READ_ARGS, const int list_walk)
 {
     if (!NLIST_MINE(i, list_walk)) return; /* the other kernel's (nlist_loop.h) */
     if (type[i] != PTYPE_FLUID) {
@@ -232,12 +231,12 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
         __global const uchar *type,           /* PTYPE_* */                                                            \
         __global const uint *cell_start, __global const uint *cell_end, __constant const grid_params *gp,              \
         __constant const sph_params *P,                                                                                \
-        __global const float4 *pos_p, /* (x, p/rho^2) [, (v, rho)] (sph_density, sph_boundary) */                      \
-        const uint stride,            /* work-group spread (spread_item) */                                            \
-        __global float4 *pos_next,    /* m, out */                                                                     \
-        __global float4 *vel_next,    /* m/s, out */                                                                   \
-        __global uint *flags,         /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */                               \
-        __global const float *geom_grid, /* the meshes' signed distance grids (geom_shared.h) */                      \
+        __global const float4 *pos_p,    /* (x, p/rho^2) [, (v, rho)] (sph_density, sph_boundary) */                   \
+        const uint stride,               /* work-group spread (spread_item) */                                         \
+        __global float4 *pos_next,       /* m, out */                                                                  \
+        __global float4 *vel_next,       /* m/s, out */                                                                \
+        __global uint *flags,            /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */                            \
+        __global const float *geom_grid, /* the meshes' signed distance grids (geom_shared.h) */                       \
         NLIST_READ_ARGS
 
 #define SPH_FORCES_ONE_(i, list_walk)                                                                                  \

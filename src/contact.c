@@ -374,7 +374,9 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
         const uint32_t code = sl[3 * s];
         float lam[2]; /* lambda_n; in 2D lambda_t (in 3D the word holds two 16-bit fractions) */
         memcpy(lam, &sl[3 * s + 1], sizeof lam);
-        const int ok = (code_is_sphere(code) ? code < n : code == CONTACT_NO_ID || code - CONTACT_WALL < CONTACT_OBJECT_FACE + c->cp.n_objects) &&
+        const int ok = (code_is_sphere(code)
+                            ? code < n
+                            : code == CONTACT_NO_ID || code - CONTACT_WALL < CONTACT_OBJECT_FACE + c->cp.n_objects) &&
                        isfinite(lam[0]) && lam[0] >= 0.0f && (c->cp.dims == 3 || isfinite(lam[1]));
         if (!ok || (!head[5] && code != CONTACT_NO_ID)) {
             r = SPHSIM_FAIL(e, SPHSIM_E_IO,
@@ -420,7 +422,7 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                           KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
                           KARG("pos0", st->pos), KARG("radius", st->radius),     KARG("id", st->id),
                           KARG("warm", warm),    KARG("idx", idx_arg),           KARG("group_start", c->group_start),
-                          KARG("slot", c->slot), KARG("info", c->info),           KARG("geom_grid", c->geom_grid) };
+                          KARG("slot", c->slot), KARG("info", c->info),          KARG("geom_grid", c->geom_grid) };
     SPHSIM_TRY(device_set_args(d, c->k_list, list, 15, e));
     SPHSIM_TRY(device_run1d(d, c->k_list, n, CONTACT_LOCAL, e));
 
@@ -467,10 +469,18 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     SPHSIM_TRY(device_run1d(d, c->k_displace, n, CONTACT_LOCAL, e));
     cl_mem xs[2] = { st->pos_next, st->vel_next };
     int x = 0;
-    karg p[15] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
-                   KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
-                   KARG("pos0", st->pos), KARG("mass", st->mass),         KARG("radius", st->radius),
-                   KARG("id", st->id),    KARG("info", c->info),          KARG("slot", c->slot),
+    karg p[15] = { KARG("n", n),
+                   KARG("stride", stride),
+                   KARG("gp", gp_buf),
+                   KARG("cp", c->params),
+                   KARG("cell_start", cell_start),
+                   KARG("cell_end", cell_end),
+                   KARG("pos0", st->pos),
+                   KARG("mass", st->mass),
+                   KARG("radius", st->radius),
+                   KARG("id", st->id),
+                   KARG("info", c->info),
+                   KARG("slot", c->slot),
                    KARG("geom_grid", c->geom_grid) };
     for (int it = 0; it < c->iterations; ++it, x ^= 1) {
         p[13] = KARG("x_in", xs[x]);

@@ -91,10 +91,10 @@ static double grid_sdf(const scene_object *o, const float *grid, const double x[
     const double c0 = c00 + fy * (c10 - c00), c1 = c01 + fy * (c11 - c01);
     double phi = c0 + fz * (c1 - c0);
     if (n) {
-        double gx = (1 - fy) * (1 - fz) * (c[1] - c[0]) + fy * (1 - fz) * (c[3] - c[2]) + (1 - fy) * fz * (c[5] - c[4]) +
-                    fy * fz * (c[7] - c[6]);
-        double gy = (1 - fx) * (1 - fz) * (c[2] - c[0]) + fx * (1 - fz) * (c[3] - c[1]) + (1 - fx) * fz * (c[6] - c[4]) +
-                    fx * fz * (c[7] - c[5]);
+        double gx = (1 - fy) * (1 - fz) * (c[1] - c[0]) + fy * (1 - fz) * (c[3] - c[2]) +
+                    (1 - fy) * fz * (c[5] - c[4]) + fy * fz * (c[7] - c[6]);
+        double gy = (1 - fx) * (1 - fz) * (c[2] - c[0]) + fx * (1 - fz) * (c[3] - c[1]) +
+                    (1 - fx) * fz * (c[6] - c[4]) + fx * fz * (c[7] - c[5]);
         double gz = c1 - c0;
         const double l = sqrt(gx * gx + gy * gy + gz * gz);
         n[0] = l > 0 ? gx / l : 0;

@@ -434,9 +434,9 @@ int mesh_sdf_grid(const mesh *m, const double o[3], double h, const long n[3], d
                             const uint32_t t = near[j];
                             if (t == UINT32_MAX || t == near[i] || d[j] >= band) continue;
                             const double p[3] = { o[0] + x * h, o[1] + y * h, o[2] + z * h };
-                            const double dist = mesh_point_triangle(p, m->vert + 3 * m->tri[3 * t],
-                                                                    m->vert + 3 * m->tri[3 * t + 1],
-                                                                    m->vert + 3 * m->tri[3 * t + 2]);
+                            const double dist =
+                                mesh_point_triangle(p, m->vert + 3 * m->tri[3 * t], m->vert + 3 * m->tri[3 * t + 1],
+                                                    m->vert + 3 * m->tri[3 * t + 2]);
                             if (dist < d[i]) {
                                 d[i] = dist < band ? dist : band;
                                 near[i] = t;

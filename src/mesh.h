@@ -14,7 +14,7 @@
 
 typedef struct mesh {
     size_t n_vert, n_tri;
-    double *vert; /* 3 per vertex (m) */
+    double *vert;  /* 3 per vertex (m) */
     uint32_t *tri; /* 3 vertex indices per triangle, counter-clockwise seen from outside */
 } mesh;
 

@@ -28,7 +28,8 @@ static void put_v(surf *s, const scene_object *o, double x, double y, double z)
 {
     /* the object's frame: world = origin + R (x, y, z) */
     const double *R = o->rot, p[3] = { x, y, z };
-    for (int i = 0; i < 3; ++i) s->v[3 * s->nv + i] = o->origin[i] + R[3 * i] * p[0] + R[3 * i + 1] * p[1] + R[3 * i + 2] * p[2];
+    for (int i = 0; i < 3; ++i)
+        s->v[3 * s->nv + i] = o->origin[i] + R[3 * i] * p[0] + R[3 * i + 1] * p[1] + R[3 * i + 2] * p[2];
     ++s->nv;
 }
 
@@ -153,7 +154,8 @@ int output_write_geometry(hid_t f, const scene *sc)
         surf s = { 0 };
         rc = h5io_attr_str(og, "name", o->name) < 0 ||
                      h5io_attr_str(og, "shape", sc->dims == 3 ? SHAPES3[o->shape] : SHAPES2[o->shape]) < 0 ||
-                     h5io_attr_str(og, "role", o->role == OBJ_CONTAINER ? "container" : "obstacle") < 0 || tessellate(sc, o, &s) < 0 ||
+                     h5io_attr_str(og, "role", o->role == OBJ_CONTAINER ? "container" : "obstacle") < 0 ||
+                     tessellate(sc, o, &s) < 0 ||
                      write_2d(og, "points", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, s.v, (hsize_t)s.nv, 3) < 0 ||
                      write_2d(og, "triangles", H5T_STD_I64LE, H5T_NATIVE_INT64, s.t, (hsize_t)s.nt, 3) < 0
                  ? -1

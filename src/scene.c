@@ -65,10 +65,10 @@ const char *scene_density_name(scene_density k) { return enum_name(DENSITY_NAMES
 const char *scene_mode_name(scene_mode m) { return enum_name(MODE_NAMES, MODE_VALUES, 2, (int)m); }
 
 /* Allowed keys per object, in schema order (the order in which they are validated). */
-static const char *const TOP_KEYS[] = { "format", "name",    "dimensions", "mode",   "tank", "gravity",
-                                        "objects", "fluid",  "spheres",    "time",   "output", "grid" };
-static const char *const OBJECT_KEYS[] = { "name",   "shape", "role", "center",   "size",
-                                           "radius", "length", "axis", "file", "transform" };
+static const char *const TOP_KEYS[] = { "format",  "name",  "dimensions", "mode", "tank",   "gravity",
+                                        "objects", "fluid", "spheres",    "time", "output", "grid" };
+static const char *const OBJECT_KEYS[] = { "name",   "shape",  "role", "center", "size",
+                                           "radius", "length", "axis", "file",   "transform" };
 static const char *const TRANSFORM_KEYS[] = { "translate", "rotate", "scale" };
 static const char *const ROTATE_KEYS[] = { "axis", "degrees" };
 static const char *const SHAPE_NAMES_3D[] = { "box", "sphere", "cylinder", "mesh" };
@@ -1322,7 +1322,8 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
             if (!ok && get(it, SHAPE_KEYS[k])) {
                 size_t o2 = vkey(v, SHAPE_KEYS[k]);
                 (void)o2;
-                return vfail(v, "not a key of shape \"%s\"", cJSON_GetObjectItemCaseSensitive(it, "shape")->valuestring);
+                return vfail(v, "not a key of shape \"%s\"",
+                             cJSON_GetObjectItemCaseSensitive(it, "shape")->valuestring);
             }
         }
         /* transform */

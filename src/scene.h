@@ -79,16 +79,16 @@ typedef struct scene_sphere_pair {
 #define SCENE_MAX_OBJECTS GEOM_MAX_OBJECTS
 typedef enum { OBJ_OBSTACLE = 0, OBJ_CONTAINER = 1 } scene_object_role; /* "obstacle" | "container" */
 typedef struct scene_object {
-    char name[64];       /* "name"; default "object<i>" */
-    unsigned shape;      /* GEOM_BOX ("box", "rectangle"), GEOM_SPHERE ("sphere", "circle"),
+    char name[64];                    /* "name"; default "object<i>" */
+    unsigned shape;                   /* GEOM_BOX ("box", "rectangle"), GEOM_SPHERE ("sphere", "circle"),
                             GEOM_CYLINDER ("cylinder"), GEOM_MESH ("mesh") */
-    char file[512];      /* "file" (mesh): STL or OBJ, relative to the scene file's directory */
-    uint64_t file_hash;  /* FNV-1a of the mesh file's bytes (in the resolved JSON: --resume
+    char file[512];                   /* "file" (mesh): STL or OBJ, relative to the scene file's directory */
+    uint64_t file_hash;               /* FNV-1a of the mesh file's bytes (in the resolved JSON: --resume
                             refuses a changed mesh) */
-    long n_triangles;    /* mesh */
-    long n_vertices;     /* mesh */
-    double *mesh_vert;   /* mesh: 3 per vertex, placed (m; malloc'd, freed by scene_free) */
-    uint32_t *mesh_tri;  /* mesh: 3 vertex indices per triangle (malloc'd) */
+    long n_triangles;                 /* mesh */
+    long n_vertices;                  /* mesh */
+    double *mesh_vert;                /* mesh: 3 per vertex, placed (m; malloc'd, freed by scene_free) */
+    uint32_t *mesh_tri;               /* mesh: 3 vertex indices per triangle (malloc'd) */
     double grid_origin[3], grid_cell; /* mesh: the grid of its signed distance (geom_shared.h) */
     long grid_n[3];
     size_t grid_offset;
@@ -154,8 +154,8 @@ typedef struct scene {
     /* "objects" */
     int n_objects;
     scene_object objects[SCENE_MAX_OBJECTS];
-    float *geom_grid;     /* the meshes' signed distance grids, one after another (malloc'd) */
-    size_t geom_grid_n;   /* floats in geom_grid */
+    float *geom_grid;   /* the meshes' signed distance grids, one after another (malloc'd) */
+    size_t geom_grid_n; /* floats in geom_grid */
 
     /* "time" */
     double t_end;     /* "time.end" s; required, >= 0 */

@@ -21,12 +21,12 @@ struct sph_solver {
     /* with lists: the density of a step known to keep them (no list-build code), the particles
      * over list_cap (nlist_loop.h), and the densities after nlist_build (build apart) */
     cl_kernel k_density_kept, k_density_walk, k_density_walk_built, k_boundary_walk, k_forces_walk;
-    size_t local;    /* work-group size of the SPH kernels (the host rounds the global size up) */
-    nlist *nl;       /* neighbour lists, or NULL: the loops walk the grid's cells */
-    int continuity;  /* the density is integrated (scene.density): 32-byte records */
-    cl_uint advance; /* continuity: the density stage advances the state's density; 0 until the
+    size_t local;     /* work-group size of the SPH kernels (the host rounds the global size up) */
+    nlist *nl;        /* neighbour lists, or NULL: the loops walk the grid's cells */
+    int continuity;   /* the density is integrated (scene.density): 32-byte records */
+    cl_uint advance;  /* continuity: the density stage advances the state's density; 0 until the
                         first step has run (a run starts from the density it was given) */
-    cl_mem dummy;    /* one uint, for the lists' arguments without lists */
+    cl_mem dummy;     /* one uint, for the lists' arguments without lists */
     cl_mem geom_grid; /* the meshes' signed distance grids (scene.geom_grid), or one float */
 };
 

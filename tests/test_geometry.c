@@ -259,8 +259,7 @@ static void sampling_case(int dims, const char *obj, double area, int layers)
 {
     char json[2048];
     const double dx = 0.01;
-    if (dims == 2)
-        snprintf(json, sizeof json, SPH_OBSTACLE, 2, "[0, 0]", "[1, 0.6]", obj, "[0, 0]", "[1, 0.4]", dx);
+    if (dims == 2) snprintf(json, sizeof json, SPH_OBSTACLE, 2, "[0, 0]", "[1, 0.6]", obj, "[0, 0]", "[1, 0.4]", dx);
     else
         snprintf(json, sizeof json, SPH_OBSTACLE, 3, "[0, 0, 0]", "[0.6, 0.4, 0.4]", obj, "[0, 0, 0]",
                  "[0.6, 0.4, 0.3]", dx);
@@ -433,8 +432,8 @@ static void write_icosphere_obj(const char *name, double r, int levels)
     const double p = (1 + sqrt(5.0)) / 2;
     double V[20000][3];
     int F[20000][3], nv = 12, nf = 20;
-    const double v0[12][3] = { { -1, p, 0 }, { 1, p, 0 }, { -1, -p, 0 }, { 1, -p, 0 }, { 0, -1, p }, { 0, 1, p },
-                               { 0, -1, -p }, { 0, 1, -p }, { p, 0, -1 }, { p, 0, 1 }, { -p, 0, -1 }, { -p, 0, 1 } };
+    const double v0[12][3] = { { -1, p, 0 },  { 1, p, 0 },  { -1, -p, 0 }, { 1, -p, 0 }, { 0, -1, p },  { 0, 1, p },
+                               { 0, -1, -p }, { 0, 1, -p }, { p, 0, -1 },  { p, 0, 1 },  { -p, 0, -1 }, { -p, 0, 1 } };
     const int f0[20][3] = { { 0, 11, 5 }, { 0, 5, 1 },  { 0, 1, 7 },   { 0, 7, 10 }, { 0, 10, 11 },
                             { 1, 5, 9 },  { 5, 11, 4 }, { 11, 10, 2 }, { 10, 7, 6 }, { 7, 1, 8 },
                             { 3, 9, 4 },  { 3, 4, 2 },  { 3, 2, 6 },   { 3, 6, 8 },  { 3, 8, 9 },
@@ -459,8 +458,10 @@ static void write_icosphere_obj(const char *name, double r, int levels)
                 }
                 mid[k] = found;
             }
-            const int t4[4][3] = { { F[f][0], mid[0], mid[2] }, { F[f][1], mid[1], mid[0] },
-                                   { F[f][2], mid[2], mid[1] }, { mid[0], mid[1], mid[2] } };
+            const int t4[4][3] = { { F[f][0], mid[0], mid[2] },
+                                   { F[f][1], mid[1], mid[0] },
+                                   { F[f][2], mid[2], mid[1] },
+                                   { mid[0], mid[1], mid[2] } };
             memcpy(F2[nf2], t4, sizeof t4);
             nf2 += 4;
         }
@@ -544,7 +545,8 @@ static void test_mesh_errors(void **state)
         scene s;
         sphsim_error e;
         assert_int_equal(mesh_scene(&s, cases[i].file, "", &e), SPHSIM_E_SCENE);
-        if (!strstr(e.msg, cases[i].part)) fail_msg("%s: message \"%s\" lacks \"%s\"", cases[i].file, e.msg, cases[i].part);
+        if (!strstr(e.msg, cases[i].part))
+            fail_msg("%s: message \"%s\" lacks \"%s\"", cases[i].file, e.msg, cases[i].part);
         if (i == 1 && !strstr(e.msg, "is not closed: 3 open edges")) fail_msg("%s", e.msg);
     }
 }
@@ -675,7 +677,7 @@ static void test_device_sdf_vs_host(void **state)
     }
     for (int o = 0; o < (int)n_obj; ++o) {
         printf("object %d: device vs host |phi| difference %.3g m, normal %.3g\n", o, worst[o], worst_n[o]);
-        assert_true(worst[o] < 5e-7);  /* float rounding of coordinates about 1 m */
+        assert_true(worst[o] < 5e-7);   /* float rounding of coordinates about 1 m */
         assert_true(worst_n[o] < 1e-3); /* a mesh's normal: a gradient of float differences */
     }
     clReleaseMemObject(bo);
@@ -706,14 +708,10 @@ static int remove_dir(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sdf_vs_brute_force),
-        cmocka_unit_test(test_transform_order),
-        cmocka_unit_test(test_boundary_sampling),
-        cmocka_unit_test(test_bad_geometry),
-        cmocka_unit_test(test_mesh_readers),
-        cmocka_unit_test(test_mesh_errors),
-        cmocka_unit_test(test_mesh_sdf),
-        cmocka_unit_test(test_device_sdf_vs_host),
+        cmocka_unit_test(test_sdf_vs_brute_force), cmocka_unit_test(test_transform_order),
+        cmocka_unit_test(test_boundary_sampling),  cmocka_unit_test(test_bad_geometry),
+        cmocka_unit_test(test_mesh_readers),       cmocka_unit_test(test_mesh_errors),
+        cmocka_unit_test(test_mesh_sdf),           cmocka_unit_test(test_device_sdf_vs_host),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }
