@@ -46,6 +46,12 @@ def test_no_leak_2d_cylinder(run_scene, reader):
         hit |= bool((phi < 0.03).any())
     assert hit, "the flow never reached the cylinder"
     assert worst > 0.0, worst
+    # scripts/check_leaks.py finds the same
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("check_leaks", REPO / "scripts" / "check_leaks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main([str(run.out)]) == 0
 
 
 def test_no_leak_3d_obstacles(run_scene, reader):
