@@ -31,7 +31,7 @@ $(MESH_STAMP): scripts/make_meshes.py
 	python3 scripts/make_meshes.py && touch $@
 
 # The quick start's main job: the default scene on whatever OpenCL device is there.
-run: $(B)/sphsim
+run: $(B)/sphsim meshes
 	$(B)/sphsim scenes/default.json -o out.h5 --overwrite
 
 $(B):
