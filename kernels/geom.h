@@ -39,12 +39,41 @@ inline float geom_grid_sdf(__constant const geom_object *o, __global const float
     return phi;
 }
 
+/* A polygon's distance (the nearest of its edges) and sign (crossings of the ray along +x),
+ * *n the unit vector from the nearest point to x, turned outwards when x is inside. */
+inline float geom_polygon_sdf(__constant const geom_object *o, __global const float *grid, float4 x, float4 *n)
+{
+    __global const float *v = grid + o->grid_offset;
+    const uint m = o->grid_n[0];
+    float best = INFINITY;
+    float2 g = (float2)(1.0f, 0.0f);
+    int inside = 0;
+    for (uint k = 0; k < m; ++k) {
+        const float2 a = (float2)(v[2u * k], v[2u * k + 1u]);
+        const uint k1 = k + 1u == m ? 0u : k + 1u;
+        const float2 b = (float2)(v[2u * k1], v[2u * k1 + 1u]);
+        const float2 ab = b - a, ap = (float2)(x.x, x.y) - a;
+        const float tt = clamp(dot(ap, ab) / dot(ab, ab), 0.0f, 1.0f);
+        const float2 dd = ap - tt * ab;
+        const float d2 = dot(dd, dd);
+        if (d2 < best) {
+            best = d2;
+            g = d2 > 0.0f ? dd : (float2)(ab.y, -ab.x);
+        }
+        if ((a.y > x.y) != (b.y > x.y) && x.x < a.x + (x.y - a.y) * ab.x / ab.y) inside = !inside;
+    }
+    const float dist = sqrt(best), l = length(g);
+    const float s = inside ? -1.0f : 1.0f;
+    *n = (float4)(s * g.x / l, s * g.y / l, 0.0f, 0.0f);
+    return s * dist;
+}
+
 /* phi of object o at world point x (m), and *n, its unit gradient (the normal into the free
  * space). Only x.xyz is read; grid: the meshes' grids (geom_shared.h). */
 inline float geom_sdf(__constant const geom_object *o, __global const float *grid, float4 x, float4 *n)
 {
-    if (o->shape == GEOM_MESH) {
-        const float d = geom_grid_sdf(o, grid, x, n);
+    if (o->shape == GEOM_MESH || o->shape == GEOM_POLYGON) {
+        const float d = o->shape == GEOM_MESH ? geom_grid_sdf(o, grid, x, n) : geom_polygon_sdf(o, grid, x, n);
         *n *= o->sign;
         return o->sign * d;
     }

@@ -20,9 +20,11 @@
 #define GEOM_BOX 0u      /* half extents ext[0..2] about the origin */
 #define GEOM_SPHERE 1u   /* radius ext[0] */
 #define GEOM_CYLINDER 2u /* radius ext[0], half length ext[1], axis along the frame's z */
-#define GEOM_MESH                                                                                                      \
-    3u /* a closed triangle mesh: its signed distance sampled on a grid (grid_*),
-                            interpolated trilinearly; the frame is the world's */
+/* GEOM_MESH: a closed triangle mesh, its signed distance sampled on a grid (grid_*) and
+ * interpolated trilinearly; GEOM_POLYGON (2D): a simple polygon, its grid_n[0] vertices (x, y)
+ * at geom_grid[grid_offset ...], its distance exact. Both in the world's frame. */
+#define GEOM_MESH 3u
+#define GEOM_POLYGON 4u
 
 typedef struct geom_object {
     float rot[9];    /* R, row-major: the object's axes in world coordinates are R's columns */

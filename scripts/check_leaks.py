@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check an sphsim output for leaks through its objects: the least signed distance of any fluid
 particle (SPH) or sphere surface (particle mode) to the solids of the scene's primitive objects
-(box, sphere, cylinder, rectangle, circle; meshes are skipped), at every snapshot.
+(box, sphere, cylinder, rectangle, circle, polygon; meshes are skipped), at every snapshot.
 
 usage: scripts/check_leaks.py OUT.h5 [--every K]
 
@@ -60,7 +60,30 @@ def frame(o, dims):
     return origin, R @ Q, ext
 
 
+def polygon_phi(o, x):
+    """Signed distance to a placed 2D polygon (as src/geometry.c's polygon_sdf)."""
+    tr = o.get("transform", {})
+    R = rotation([0, 0, 1], tr.get("rotate", {}).get("degrees", 0.0))[:2, :2]
+    c = np.asarray(o.get("center", [0, 0]), dtype=float)
+    t = np.asarray(tr.get("translate", [0, 0]), dtype=float)
+    v = np.array([t + tr.get("scale", 1.0) * R @ (c + np.asarray(p, dtype=float)) for p in o["points"]])
+    best = np.full(len(x), np.inf)
+    inside = np.zeros(len(x), dtype=bool)
+    for k in range(len(v)):
+        a, b = v[k], v[(k + 1) % len(v)]
+        ab, ap = b - a, x[:, :2] - a
+        s = np.clip(ap @ ab / (ab @ ab), 0, 1)
+        best = np.minimum(best, np.linalg.norm(ap - s[:, None] * ab, axis=1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = ((a[1] > x[:, 1]) != (b[1] > x[:, 1])) & (x[:, 0] < a[0] + (x[:, 1] - a[1]) * ab[0] / ab[1])
+        inside ^= cross
+    return np.where(inside, -best, best)
+
+
 def phi(o, dims, x):
+    if o["shape"] == "polygon":
+        d = polygon_phi(o, x)
+        return -d if o.get("role") == "container" else d
     origin, M, ext = frame(o, dims)
     y = (x - origin) @ M  # rows: R^T (x - origin)
     if o["shape"] in ("sphere", "circle"):

@@ -105,8 +105,48 @@ static double grid_sdf(const scene_object *o, const float *grid, const double x[
     return phi;
 }
 
+/* A polygon's distance, sign and normal (kernels/geom.h, geom_polygon_sdf), from the same float
+ * vertices. */
+static double polygon_sdf(const scene_object *o, const float *grid, const double x[3], double n[3])
+{
+    const float *v = grid + o->grid_offset;
+    const long m = o->n_vertices;
+    double best = INFINITY, g[2] = { 1, 0 };
+    int inside = 0;
+    for (long k = 0; k < m; ++k) {
+        const long k1 = k + 1 == m ? 0 : k + 1;
+        const double a[2] = { v[2 * k], v[2 * k + 1] }, b[2] = { v[2 * k1], v[2 * k1 + 1] };
+        const double ab[2] = { b[0] - a[0], b[1] - a[1] }, ap[2] = { x[0] - a[0], x[1] - a[1] };
+        double t = (ap[0] * ab[0] + ap[1] * ab[1]) / (ab[0] * ab[0] + ab[1] * ab[1]);
+        t = t < 0 ? 0 : t > 1 ? 1 : t;
+        const double dd[2] = { ap[0] - t * ab[0], ap[1] - t * ab[1] }, d2 = dd[0] * dd[0] + dd[1] * dd[1];
+        if (d2 < best) {
+            best = d2;
+            g[0] = d2 > 0 ? dd[0] : ab[1];
+            g[1] = d2 > 0 ? dd[1] : -ab[0];
+        }
+        if ((a[1] > x[1]) != (b[1] > x[1]) && x[0] < a[0] + (x[1] - a[1]) * ab[0] / ab[1]) inside = !inside;
+    }
+    const double l = hypot(g[0], g[1]), s = inside ? -1.0 : 1.0;
+    if (n) {
+        n[0] = s * g[0] / l;
+        n[1] = s * g[1] / l;
+        n[2] = 0;
+    }
+    return s * sqrt(best);
+}
+
 double geom_sdf_grid(const scene_object *o, const float *grid, int dims, const double x[3], double n[3])
 {
+    if (o->shape == GEOM_POLYGON) {
+        const double d = polygon_sdf(o, grid, x, n);
+        if (o->role == OBJ_CONTAINER) {
+            if (n)
+                for (int k = 0; k < 3; ++k) n[k] = -n[k];
+            return -d;
+        }
+        return d;
+    }
     const double sg = o->role == OBJ_CONTAINER ? -1.0 : 1.0;
     const double d = o->shape == GEOM_MESH ? grid_sdf(o, grid, x, n) : geom_sdf(o, dims, x, n);
     if (n && sg < 0)
@@ -193,6 +233,12 @@ unsigned geom_pack(const scene *s, geom_object out[GEOM_MAX_OBJECTS])
         }
         out[k].sign = o->role == OBJ_CONTAINER ? -1.0f : 1.0f;
         out[k].shape = o->shape;
+        if (o->shape == GEOM_POLYGON) { /* the world's frame: the vertices are placed already */
+            memset(out[k].rot, 0, sizeof out[k].rot);
+            out[k].rot[0] = out[k].rot[4] = out[k].rot[8] = 1.0f;
+            out[k].grid_n[0] = (dev_u32)o->n_vertices;
+            out[k].grid_offset = (dev_u32)o->grid_offset;
+        }
         if (o->shape == GEOM_MESH) { /* the frame is the world's: the grid is placed already */
             memset(out[k].rot, 0, sizeof out[k].rot);
             out[k].rot[0] = out[k].rot[4] = out[k].rot[8] = 1.0f;

@@ -47,6 +47,24 @@ static void put_t(surf *s, long a, long b, long c)
 static int tessellate(const scene *sc, const scene_object *o, surf *s)
 {
     const int N = 48;
+    if (o->shape == GEOM_POLYGON) { /* its outline twice at z = 0, side quads between them */
+        const long m = o->n_vertices;
+        if (surf_alloc(s, 2 * m, 2 * m)) return -1;
+        const float *v = sc->geom_grid + o->grid_offset;
+        for (long k = 0; k < m; ++k)
+            for (int c = 0; c < 2; ++c) {
+                s->v[3 * s->nv] = v[2 * k];
+                s->v[3 * s->nv + 1] = v[2 * k + 1];
+                s->v[3 * s->nv + 2] = 0.0;
+                ++s->nv;
+            }
+        for (long k = 0; k < m; ++k) {
+            const long a = 2 * k, b = 2 * ((k + 1) % m);
+            put_t(s, a, b, b + 1);
+            put_t(s, a, b + 1, a + 1);
+        }
+        return 0;
+    }
     if (o->shape == GEOM_MESH) {
         if (surf_alloc(s, o->n_vertices, o->n_triangles)) return -1;
         memcpy(s->v, o->mesh_vert, (size_t)o->n_vertices * 3 * sizeof *s->v);
@@ -150,7 +168,8 @@ int output_write_geometry(hid_t f, const scene *sc)
             rc = -1;
             break;
         }
-        static const char *SHAPES3[] = { "box", "sphere", "cylinder", "mesh" }, *SHAPES2[] = { "rectangle", "circle" };
+        static const char *SHAPES3[] = { "box", "sphere", "cylinder", "mesh" },
+                          *SHAPES2[] = { "rectangle", "circle", "", "", "polygon" };
         surf s = { 0 };
         rc = h5io_attr_str(og, "name", o->name) < 0 ||
                      h5io_attr_str(og, "shape", sc->dims == 3 ? SHAPES3[o->shape] : SHAPES2[o->shape]) < 0 ||

@@ -67,14 +67,14 @@ const char *scene_mode_name(scene_mode m) { return enum_name(MODE_NAMES, MODE_VA
 /* Allowed keys per object, in schema order (the order in which they are validated). */
 static const char *const TOP_KEYS[] = { "format",  "name",  "dimensions", "mode", "tank",   "gravity",
                                         "objects", "fluid", "spheres",    "time", "output", "grid" };
-static const char *const OBJECT_KEYS[] = { "name",   "shape",  "role", "center", "size",
-                                           "radius", "length", "axis", "file",   "transform" };
+static const char *const OBJECT_KEYS[] = { "name",   "shape", "role", "center", "size",     "radius",
+                                           "length", "axis",  "file", "points", "transform" };
 static const char *const TRANSFORM_KEYS[] = { "translate", "rotate", "scale" };
 static const char *const ROTATE_KEYS[] = { "axis", "degrees" };
 static const char *const SHAPE_NAMES_3D[] = { "box", "sphere", "cylinder", "mesh" };
 static const int SHAPE_VALUES_3D[] = { GEOM_BOX, GEOM_SPHERE, GEOM_CYLINDER, GEOM_MESH };
-static const char *const SHAPE_NAMES_2D[] = { "rectangle", "circle" };
-static const int SHAPE_VALUES_2D[] = { GEOM_BOX, GEOM_SPHERE };
+static const char *const SHAPE_NAMES_2D[] = { "rectangle", "circle", "polygon" };
+static const int SHAPE_VALUES_2D[] = { GEOM_BOX, GEOM_SPHERE, GEOM_POLYGON };
 static const char *const ROLE_NAMES[] = { "obstacle", "container" };
 static const int ROLE_VALUES[] = { OBJ_OBSTACLE, OBJ_CONTAINER };
 static const char *const BOX_KEYS[] = { "min", "max" };
@@ -1226,6 +1226,79 @@ static sphsim_status load_mesh_object(vctx *v, scene *s, scene_object *o, int i)
     return SPHSIM_OK;
 }
 
+/* Do segments p0-p1 and q0-q1 cross (proper intersection or touching)? */
+static int segments_meet(const double *p0, const double *p1, const double *q0, const double *q1)
+{
+    const double d1 = (p1[0] - p0[0]) * (q0[1] - p0[1]) - (p1[1] - p0[1]) * (q0[0] - p0[0]);
+    const double d2 = (p1[0] - p0[0]) * (q1[1] - p0[1]) - (p1[1] - p0[1]) * (q1[0] - p0[0]);
+    const double d3 = (q1[0] - q0[0]) * (p0[1] - q0[1]) - (q1[1] - q0[1]) * (p0[0] - q0[0]);
+    const double d4 = (q1[0] - q0[0]) * (p1[1] - q0[1]) - (q1[1] - q0[1]) * (p1[0] - q0[0]);
+    return ((d1 > 0) != (d2 > 0) || d1 == 0 || d2 == 0) && ((d3 > 0) != (d4 > 0) || d3 == 0 || d4 == 0);
+}
+
+/* "points" of a 2D polygon: 3 to SCENE_MAX_POLYGON points [x, y], a simple polygon (no edge
+ * meets another but its neighbours at their shared point) of non-zero area. */
+static sphsim_status parse_polygon_points(vctx *v, const cJSON *it, scene_object *o)
+{
+    const cJSON *pts;
+    char got[160];
+    SPHSIM_TRY(varr(v, it, "points", 1, 3, SCENE_MAX_POLYGON, "points [x, y]", &pts));
+    size_t old = vkey(v, "points");
+    long n = 0;
+    for (const cJSON *p = pts->child; p; p = p->next, ++n) {
+        size_t o2 = vidx(v, (int)n);
+        if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2) {
+            describe(p, got, sizeof got);
+            return vfail(v, "expected a point [x, y], got %s", got);
+        }
+        for (int k = 0; k < 2; ++k) {
+            size_t o3 = vidx(v, k);
+            SPHSIM_TRY(check_num(v, cJSON_GetArrayItem(p, k), R_ANY, 0, &o->poly[2 * n + k]));
+            vpop(v, o3);
+        }
+        vpop(v, o2);
+    }
+    o->n_vertices = n;
+    double area = 0;
+    for (long k = 0; k < n; ++k) {
+        const double *a = o->poly + 2 * k, *b = o->poly + 2 * ((k + 1) % n);
+        area += a[0] * b[1] - a[1] * b[0];
+    }
+    if (!(fabs(area) > 0)) return vfail(v, "the polygon encloses no area (degenerate)");
+    for (long i = 0; i < n; ++i)
+        for (long j = i + 1; j < n; ++j) {
+            if (j == i + 1 || (i == 0 && j == n - 1)) continue; /* neighbours share a point */
+            if (segments_meet(o->poly + 2 * i, o->poly + 2 * ((i + 1) % n), o->poly + 2 * j,
+                              o->poly + 2 * ((j + 1) % n)))
+                return vfail(v, "the polygon is not simple: edge %ld (points %ld-%ld) meets edge %ld (points %ld-%ld)",
+                             i, i, (i + 1) % n, j, j, (j + 1) % n);
+        }
+    vpop(v, old);
+    return SPHSIM_OK;
+}
+
+/* Place polygon o's points (world = translate + scale R (center + point)) into the scene's
+ * geom_grid as floats, where the kernels read them (geom_shared.h). */
+static sphsim_status place_polygon(vctx *v, scene *s, scene_object *o)
+{
+    float *g = realloc(s->geom_grid, (s->geom_grid_n + 2 * (size_t)o->n_vertices) * sizeof *g);
+    if (!g) return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory placing a polygon");
+    s->geom_grid = g;
+    o->grid_offset = s->geom_grid_n;
+    scene_object tmp = *o;
+    tmp.shape = GEOM_BOX;
+    geom_place(&tmp, 2);
+    const double *R = tmp.rot;
+    for (long k = 0; k < o->n_vertices; ++k) {
+        const double p[2] = { o->center[0] + o->poly[2 * k], o->center[1] + o->poly[2 * k + 1] };
+        for (int a = 0; a < 2; ++a)
+            g[s->geom_grid_n + 2 * (size_t)k + (size_t)a] =
+                (float)(o->translate[a] + o->scale * (R[3 * a] * p[0] + R[3 * a + 1] * p[1]));
+    }
+    s->geom_grid_n += 2 * (size_t)o->n_vertices;
+    return SPHSIM_OK;
+}
+
 /* "objects": solid obstacles (docs/scene-format.md, "Objects"), placed (geom_place) and written
  * into the resolved JSON as given with their defaults. */
 static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *res)
@@ -1263,7 +1336,7 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
             vkey(v, "shape");
             return vfail(v, "required key missing (expected %s)",
                          s->dims == 3 ? "\"box\", \"sphere\", \"cylinder\" or \"mesh\""
-                                      : "\"rectangle\" or \"circle\"");
+                                      : "\"rectangle\", \"circle\" or \"polygon\"");
         }
         if (s->dims == 3)
             SPHSIM_TRY(venum(v, it, "shape", SHAPE_NAMES_3D, SHAPE_VALUES_3D, COUNT(SHAPE_NAMES_3D), -1, &shape));
@@ -1286,6 +1359,9 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
                 }
             vpop(v, o2);
             allowed[n_allowed++] = "size";
+        } else if (shape == GEOM_POLYGON) {
+            SPHSIM_TRY(parse_polygon_points(v, it, o));
+            allowed[n_allowed++] = "points";
         } else if (shape == GEOM_MESH) {
             const cJSON *fi = get(it, "file");
             size_t o2 = vkey(v, "file");
@@ -1315,7 +1391,7 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
             memcpy(o->axis, ez, sizeof ez);
         }
         /* keys of other shapes */
-        static const char *const SHAPE_KEYS[] = { "size", "radius", "length", "axis", "file" };
+        static const char *const SHAPE_KEYS[] = { "size", "radius", "length", "axis", "file", "points" };
         for (int k = 0; k < COUNT(SHAPE_KEYS); ++k) {
             int ok = 0;
             for (int a = 0; a < n_allowed; ++a) ok |= strcmp(SHAPE_KEYS[k], allowed[a]) == 0;
@@ -1353,15 +1429,20 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
         geom_place(o, s->dims);
         s->n_objects = i + 1; /* scene_free frees its mesh from here on */
         if (shape == GEOM_MESH) SPHSIM_TRY(load_mesh_object(v, s, o, i));
+        if (shape == GEOM_POLYGON) SPHSIM_TRY(place_polygon(v, s, o));
 
         cJSON *ro = cJSON_CreateObject();
         cJSON_AddItemToArray(ra, ro);
         cJSON_AddStringToObject(ro, "name", o->name);
-        cJSON_AddStringToObject(ro, "shape", s->dims == 3 ? SHAPE_NAMES_3D[shape] : SHAPE_NAMES_2D[shape]);
+        cJSON_AddStringToObject(
+            ro, "shape", s->dims == 3 ? SHAPE_NAMES_3D[shape] : SHAPE_NAMES_2D[shape == GEOM_POLYGON ? 2 : shape]);
         cJSON_AddStringToObject(ro, "role", ROLE_NAMES[o->role]);
         cJSON_AddItemToObject(ro, "center", vec_item(o->center, s->dims));
         if (shape == GEOM_BOX) cJSON_AddItemToObject(ro, "size", vec_item(o->size, s->dims));
-        else if (shape == GEOM_MESH) {
+        else if (shape == GEOM_POLYGON) {
+            cJSON *pts = cJSON_AddArrayToObject(ro, "points");
+            for (long k = 0; k < o->n_vertices; ++k) cJSON_AddItemToArray(pts, vec_item(o->poly + 2 * k, 2));
+        } else if (shape == GEOM_MESH) {
             char hx[20];
             snprintf(hx, sizeof hx, "%016llx", (unsigned long long)o->file_hash);
             cJSON_AddStringToObject(ro, "file", o->file);

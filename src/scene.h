@@ -77,6 +77,7 @@ typedef struct scene_sphere_pair {
  * axis), then placed by the transform: scaled by `scale` about the origin, rotated by `degrees`
  * about `rot_axis` (right hand), then translated by `translate`. */
 #define SCENE_MAX_OBJECTS GEOM_MAX_OBJECTS
+#define SCENE_MAX_POLYGON 64                                            /* points of a 2D polygon */
 typedef enum { OBJ_OBSTACLE = 0, OBJ_CONTAINER = 1 } scene_object_role; /* "obstacle" | "container" */
 typedef struct scene_object {
     char name[64];                    /* "name"; default "object<i>" */
@@ -86,7 +87,8 @@ typedef struct scene_object {
     uint64_t file_hash;               /* FNV-1a of the mesh file's bytes (in the resolved JSON: --resume
                             refuses a changed mesh) */
     long n_triangles;                 /* mesh */
-    long n_vertices;                  /* mesh */
+    long n_vertices;                  /* mesh; polygon: its points */
+    double poly[2 * 64];              /* polygon (2D): "points" as given (m; SCENE_MAX_POLYGON) */
     double *mesh_vert;                /* mesh: 3 per vertex, placed (m; malloc'd, freed by scene_free) */
     uint32_t *mesh_tri;               /* mesh: 3 vertex indices per triangle (malloc'd) */
     double grid_origin[3], grid_cell; /* mesh: the grid of its signed distance (geom_shared.h) */

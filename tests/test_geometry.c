@@ -612,28 +612,16 @@ static void test_mesh_sdf(void **state)
 
 /* ---- the device's signed distance against the host's (kernels/geom.h vs src/geometry.c) ---- */
 
-static void test_device_sdf_vs_host(void **state)
+/* The device's phi and normal of every object of scene `json` (dims) at random points against
+ * geom_sdf_grid. */
+static void device_vs_host(const char *json, int dims, cl_uint want_objects)
 {
-    (void)state;
-    write_icosphere_obj("ball_dev.obj", 0.15, 3);
-    char path[512], json[4096];
-    path_of(path, sizeof path, "ball_dev.obj");
-    snprintf(json, sizeof json,
-             "{'format': 1, 'dimensions': 3, 'tank': {'min': [0, 0, 0], 'max': [1, 1, 1]}, 'objects': ["
-             "{'shape': 'box', 'size': [0.2, 0.3, 0.1], 'transform': {'rotate': {'axis': [1, 1, 0], 'degrees': 30},"
-             " 'translate': [0.5, 0.5, 0.5]}},"
-             "{'shape': 'sphere', 'center': [0.5, 0.5, 0.5], 'radius': 0.2},"
-             "{'shape': 'cylinder', 'radius': 0.1, 'length': 0.4, 'axis': [1, 0, 1], 'center': [0.5, 0.5, 0.5]},"
-             "{'shape': 'mesh', 'file': '%s', 'transform': {'translate': [0.5, 0.5, 0.5]}},"
-             "{'shape': 'sphere', 'role': 'container', 'center': [0.5, 0.5, 0.5], 'radius': 0.45}],"
-             " 'fluid': {'blocks': [{'min': [0, 0, 0], 'max': [1, 1, 0.3]}], 'spacing': 0.02}, 'time': {'end': 0.1}}",
-             path);
     scene s;
     sphsim_error e;
     if (load(&s, json, &e) != SPHSIM_OK) fail_msg("%s", e.msg);
     geom_object objs[GEOM_MAX_OBJECTS];
     const cl_uint n_obj = geom_pack(&s, objs);
-    assert_int_equal(n_obj, 5);
+    assert_int_equal(n_obj, want_objects);
     ocl_device d;
     sphsim_tuning tt;
     tuning_defaults(&tt);
@@ -646,7 +634,7 @@ static void test_device_sdf_vs_host(void **state)
     enum { N = 5000 };
     static float x[4 * N], out[4 * N];
     for (int i = 0; i < N; ++i) {
-        for (int a = 0; a < 3; ++a) x[4 * i + a] = (float)(0.5 + (uni() - 0.5) * 0.8);
+        for (int a = 0; a < 3; ++a) x[4 * i + a] = a < dims ? (float)(0.5 + (uni() - 0.5) * 0.8) : 0.0f;
         x[4 * i + 3] = 0;
     }
     cl_mem bo, bg, bx, bout;
@@ -664,12 +652,12 @@ static void test_device_sdf_vs_host(void **state)
     assert_int_equal(device_set_args(&d, k, args, 6, &e), SPHSIM_OK);
     assert_int_equal(device_run1d(&d, k, N, 64, &e), SPHSIM_OK);
     assert_int_equal(device_read(&d, bout, 0, sizeof out, out, &e), SPHSIM_OK);
-    double worst[5] = { 0 }, worst_n[5] = { 0 };
+    double worst[GEOM_MAX_OBJECTS] = { 0 }, worst_n[GEOM_MAX_OBJECTS] = { 0 };
     for (int i = 0; i < N; ++i) {
         const int o = i % (int)n_obj;
         const double xi[3] = { x[4 * i], x[4 * i + 1], x[4 * i + 2] };
         double nrm[3];
-        const double phi = geom_sdf_grid(&s.objects[o], s.geom_grid, 3, xi, nrm);
+        const double phi = geom_sdf_grid(&s.objects[o], s.geom_grid, dims, xi, nrm);
         worst[o] = fmax(worst[o], fabs(phi - out[4 * i + 3]));
         if (fabs(phi) > 1e-3) /* away from the surface's kinks the normals agree */
             worst_n[o] = fmax(worst_n[o], fabs(nrm[0] - out[4 * i]) + fabs(nrm[1] - out[4 * i + 1]) +
@@ -688,6 +676,35 @@ static void test_device_sdf_vs_host(void **state)
     clReleaseProgram(prog);
     device_close(&d);
     scene_free(&s);
+}
+
+static void test_device_sdf_vs_host(void **state)
+{
+    (void)state;
+    write_icosphere_obj("ball_dev.obj", 0.15, 3);
+    char path[512], json[4096];
+    path_of(path, sizeof path, "ball_dev.obj");
+    snprintf(json, sizeof json,
+             "{'format': 1, 'dimensions': 3, 'tank': {'min': [0, 0, 0], 'max': [1, 1, 1]}, 'objects': ["
+             "{'shape': 'box', 'size': [0.2, 0.3, 0.1], 'transform': {'rotate': {'axis': [1, 1, 0], 'degrees': 30},"
+             " 'translate': [0.5, 0.5, 0.5]}},"
+             "{'shape': 'sphere', 'center': [0.5, 0.5, 0.5], 'radius': 0.2},"
+             "{'shape': 'cylinder', 'radius': 0.1, 'length': 0.4, 'axis': [1, 0, 1], 'center': [0.5, 0.5, 0.5]},"
+             "{'shape': 'mesh', 'file': '%s', 'transform': {'translate': [0.5, 0.5, 0.5]}},"
+             "{'shape': 'sphere', 'role': 'container', 'center': [0.5, 0.5, 0.5], 'radius': 0.45}],"
+             " 'fluid': {'blocks': [{'min': [0, 0, 0], 'max': [1, 1, 0.3]}], 'spacing': 0.02}, 'time': {'end': 0.1}}",
+             path);
+    device_vs_host(json, 3, 5);
+    /* 2D: a turned rectangle, a circle, a concave polygon (turned, scaled) and a polygon container */
+    device_vs_host(
+        "{'format': 1, 'dimensions': 2, 'tank': {'min': [0, 0], 'max': [1, 1]}, 'objects': ["
+        "{'shape': 'rectangle', 'size': [0.2, 0.3], 'center': [0.5, 0.5], 'transform': {'rotate': {'degrees': 20}}},"
+        "{'shape': 'circle', 'center': [0.4, 0.6], 'radius': 0.1},"
+        "{'shape': 'polygon', 'points': [[0, 0], [0.2, 0], [0.2, 0.1], [0.1, 0.03], [0, 0.1]],"
+        " 'transform': {'rotate': {'degrees': 33}, 'scale': 1.5, 'translate': [0.45, 0.4]}},"
+        "{'shape': 'polygon', 'role': 'container', 'points': [[0.05, 0.05], [0.95, 0.1], [0.9, 0.95], [0.1, 0.9]]}],"
+        " 'fluid': {'blocks': [{'min': [0, 0], 'max': [1, 0.3]}], 'spacing': 0.01}, 'time': {'end': 0.1}}",
+        2, 4);
 }
 
 static int make_dir(void **state)
