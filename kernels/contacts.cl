@@ -12,7 +12,8 @@
  *                       within the Coulomb cone)
  *   contact_displace  : the positions moved along the corrected paths since each contact's touch
  *   contact_project   : one Jacobi pass of overlap removal (positions only)
- *   contact_integrate : kick and drift -> pos_next, vel_next; the angular velocity kept
+ *   contact_spin      : the angular velocity of the last impulse pass stored at the sphere's id
+ *   contact_integrate : kick and drift -> pos_next, vel_next
  *   contact_pairs     : touching pairs per sphere (count, and optionally the partners)
  *   contact_omega_out : angular velocities in sorted order (snapshots)
  *
@@ -619,16 +620,34 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
     x_out[i] = xo;
 }
 
-/* End of the step, symplectic Euler: v' = v + g dt, x' = x + v' dt; the angular velocity is
- * stored at the sphere's id (no torque but the contacts'). A free sphere (no contact: the other
- * stages skip it) moves from (pos0, v0) with its angular velocity unchanged. Flags NaN/Inf
+/* The angular velocity of the last impulse pass's iterate (V, W) stored at the sphere's id (no
+ * torque but the contacts'), so that the iterate's buffers are free for the positions. A free
+ * sphere (no contact: the other stages skip it) keeps its own. */
+__kernel void contact_spin(const uint n, const uint stride, __constant contact_params *cp,
+                           __global const ushort *info, __global const float4 *V_in, __global const float2 *W_in,
+                           __global const uint *id, __global float *omega)
+{
+    const uint i = spread_item(stride);
+    if (i >= n || CONTACT_DEGREE(info[i]) == 0u) return;
+    const float4 V = V_in[i];
+    if (cp->dims == 3u) {
+        const float2 W = W_in[i];
+        vstore3((float3)(W.x, W.y, V.w), id[i], omega);
+    } else {
+        omega[id[i]] = V.w;
+    }
+}
+
+/* End of the step, symplectic Euler: v' = v + g dt, x' = x + v' dt; the angular velocity is the
+ * one at the sphere's id (contact_spin). A free sphere moves from (pos0, v0). Flags NaN/Inf
  * (FLAG_NONFINITE) and speeds over the scene limit (FLAG_RUNAWAY) in `flags` (may be NULL).
- * x_in may be pos_next or vel_next: each work-item reads its own entry before writing it. */
+ * x_in and V_in may be pos_next or vel_next: each work-item reads its own entries before
+ * writing them. */
 __kernel void contact_integrate(const uint n, const uint stride, __constant contact_params *cp,
                                 __global const float4 *pos0, __global const float4 *v0, __global const ushort *info,
-                                __global const float4 *x_in, __global const float4 *V_in, __global const float2 *W_in,
-                                __global const uint *id, __global float *omega, __global float4 *pos_next,
-                                __global float4 *vel_next, __global uint *flags)
+                                __global const float4 *x_in, __global const float4 *V_in, __global const uint *id,
+                                __global const float *omega, __global float4 *pos_next, __global float4 *vel_next,
+                                __global uint *flags)
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
@@ -640,18 +659,7 @@ __kernel void contact_integrate(const uint n, const uint stride, __constant cont
     const float4 x = (float4)(x_i.x, x_i.y, x_i.z, 0.0f) + v * dt;
     pos_next[i] = x;
     vel_next[i] = v;
-    const uint id_i = id[i];
-    float4 w;
-    if (free) {
-        w = contact_w_load(omega, id_i, cp->dims);
-    } else if (cp->dims == 3u) {
-        const float2 W = W_in[i];
-        w = (float4)(W.x, W.y, V.w, 0.0f);
-        vstore3((float3)(w.x, w.y, w.z), id_i, omega);
-    } else {
-        w = (float4)(0.0f, 0.0f, V.w, 0.0f);
-        omega[id_i] = w.z;
-    }
+    const float4 w = contact_w_load(omega, id[i], cp->dims);
     if (flags) {
         const int finite = isfinite(x.x) && isfinite(x.y) && isfinite(x.z) && isfinite(v.x) && isfinite(v.y) &&
                            isfinite(v.z) && isfinite(w.x) && isfinite(w.y) && isfinite(w.z);

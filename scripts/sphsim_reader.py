@@ -14,6 +14,8 @@ As a module:
     s["velocity"]        # (N, 3) float32, m/s; "density", "pressure", "id", "type", "radius", "mass",
                          # "angular_velocity" (rad/s, spheres) when the run wrote them; s["time"], s["step"], s["n_contacts"], s["n_outside"]
     rho = sphsim_reader.density_from_positions(run, s)   # recompute SPH density (small runs)
+    g = run.gauges()     # {name: Gauge}: the scene's gauges' time series (docs/output-format.md)
+    g["p1"].time, g["p1"].values, g["p1"].columns, g["p1"].units
 
 As a command: python3 scripts/sphsim_reader.py out.h5 [--snapshot K] [--json]
 prints a summary of the file (and field statistics of one snapshot).
@@ -33,7 +35,7 @@ try:
 except ImportError:  # pragma: no cover - reported when used
     h5py = None
 
-__all__ = ["open_run", "Run", "kernel_w", "density_from_positions", "pressure_from_density"]
+__all__ = ["open_run", "Run", "Gauge", "kernel_w", "density_from_positions", "pressure_from_density"]
 
 POINT_FIELDS = ("velocity", "density", "pressure", "id", "type", "radius", "mass", "angular_velocity")
 TYPE_NAMES = {0: "fluid", 1: "boundary", 2: "sphere"}
@@ -66,6 +68,30 @@ def _open_h5(path):
         if "lock" in str(ex).lower():
             return h5py.File(path, "r", locking=False)
         raise
+
+
+class Gauge:
+    """One gauge's committed samples: time (s, [rows]), values ([rows, len(columns)]), columns
+    and units (lists of names), type, point (m), every (steps between samples)."""
+
+    def __init__(self, name, ds, last_step):
+        a = {k: _attr(v) for k, v in ds.attrs.items()}
+        self.name = name
+        self.type = a.get("type")
+        self.every = int(a.get("every_steps", 1))
+        self.point = np.asarray(a.get("point", []), dtype=np.float64)
+        cols = str(a.get("columns", "")).split(",")
+        units = str(a.get("units", "")).split(",")
+        # rows of steps up to the last committed snapshot's: later rows are not committed
+        rows = min(int(ds.shape[0]), last_step // self.every + 1) if last_step >= 0 else 0
+        data = np.asarray(ds[:rows], dtype=np.float64)
+        self.time = data[:, 0]
+        self.values = data[:, 1:]
+        self.columns = cols[1:]
+        self.units = units[1:]
+
+    def __repr__(self):
+        return f"Gauge({self.name!r}, {self.type}, {len(self.time)} samples, columns {self.columns})"
 
 
 class Run:
@@ -159,6 +185,16 @@ class Run:
         out["n_outside"] = int(self.n_outside[k])
         return out
 
+    def gauges(self):
+        """The scene's gauges (/sphsim/gauges), in scene order: {name: Gauge}, each cut to the
+        samples the last committed snapshot covers ({} when the scene has none)."""
+        g = self._f["sphsim"].get("gauges")
+        if g is None:
+            return {}
+        last = int(self.steps[-1]) if self.nsteps else -1
+        order = [n for n in str(_attr(g.attrs.get("order", ""))).split(",") if n] or sorted(g)
+        return {name: Gauge(name, g[name], last) for name in order if name in g}
+
     def summary(self):
         """A dict describing the file (what the command line prints)."""
         p = self.params
@@ -176,6 +212,9 @@ class Run:
             "device": p.get("device"),
             "start_time": p.get("start_time"),
         }
+        if "gauges" in self._f["sphsim"]:
+            d["gauges"] = {name: {"type": g.type, "samples": len(g.time), "columns": g.columns, "units": g.units}
+                           for name, g in self.gauges().items()}
         if p.get("mode") == "sph":
             for key in ("kernel", "smoothing_length", "support_radius", "particle_mass", "rest_density", "eos",
                         "sound_speed", "gamma", "stiffness", "dt"):

@@ -17,7 +17,7 @@ struct contact_solver {
     int iterations; /* Jacobi passes per step, of the impulses and of the positions each */
     double r_max;   /* m: largest sphere radius of the scene (0 when the scene has no groups) */
     cl_program prog;
-    cl_kernel k_list, k_warm, k_resolve, k_displace, k_project, k_integrate, k_pairs, k_omega;
+    cl_kernel k_list, k_warm, k_resolve, k_displace, k_project, k_integrate, k_pairs, k_omega, k_spin;
     cl_mem params;      /* contact_params (__constant) */
     cl_mem group_start; /* uint per group: its first sphere id */
     cl_mem material;    /* float2 (e, mu) per (group, group or walls) */
@@ -25,7 +25,14 @@ struct contact_solver {
     cl_mem slot;        /* 3 words per slot, `slots` per sphere, by id: code, lambda_n, lambda_t */
     cl_mem omega;       /* float, 3 (3D) or 1 (2D) per sphere, by id: angular velocity (rad/s) */
     cl_mem info;        /* ushort per sphere (sorted): contacts and group of the step */
-    cl_mem vb, wb;      /* the iterate's second buffer pair: float4 (v, w_z) and float2 (w_x, w_y) */
+    size_t align;         /* bytes: the device's sub-buffer alignment */
+    cl_mem scratch;       /* contact_step: the grid's scratch (grid_scratch), else NULL */
+    size_t scratch_bytes; /* its size */
+    cl_mem own;           /* scratch of our own where no grid scratch is given (contact_enqueue) */
+    size_t own_bytes;
+    cl_mem w_sub[2];      /* 3D: the iterate's W of each side, sub-buffers of w_parent */
+    cl_mem w_parent;
+    size_t w_n;           /* the sphere count they were made for */
     int have_warm;      /* the slots hold what the last step carried, for this sphere count */
     cl_mem geom_grid;   /* the meshes' signed distance grids (scene.geom_grid), or one float */
 };
@@ -89,8 +96,9 @@ size_t contact_bytes(const scene *s, size_t n)
 {
     const size_t slots = s->dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D;
     const size_t w = s->dims == 3 ? 3 : 1;
-    return n * (slots * 12 /* slots */ + w * 4 /* angular velocity */ + 2 /* info */ + 16 /* vb */ +
-                (s->dims == 3 ? 8 : 0) /* wb */);
+    /* the impulse passes' iterates and the position passes' live in pos_next, vel_next and the
+     * grid's scratch (contact_enqueue) */
+    return n * (slots * 12 /* slots */ + w * 4 /* angular velocity */ + 2 /* info */);
 }
 
 static void release_mem(cl_mem *m)
@@ -101,10 +109,12 @@ static void release_mem(cl_mem *m)
 
 static void release_buffers(contact_solver *c)
 {
-    cl_mem *all[] = { &c->slot, &c->omega, &c->info, &c->vb, &c->wb };
+    cl_mem *all[] = { &c->slot, &c->omega, &c->info, &c->w_sub[0], &c->w_sub[1], &c->own };
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k) release_mem(all[k]);
     c->cap = 0;
     c->have_warm = 0;
+    c->own_bytes = 0;
+    c->w_parent = NULL;
 }
 
 void contact_destroy(contact_solver *c)
@@ -115,8 +125,8 @@ void contact_destroy(contact_solver *c)
     release_mem(&c->group_start);
     release_mem(&c->material);
     release_mem(&c->geom_grid);
-    cl_kernel ks[] = { c->k_list,    c->k_warm,      c->k_resolve, c->k_displace,
-                       c->k_project, c->k_integrate, c->k_pairs,   c->k_omega };
+    cl_kernel ks[] = { c->k_list,      c->k_warm,  c->k_resolve, c->k_displace, c->k_project,
+                       c->k_integrate, c->k_pairs, c->k_omega,   c->k_spin };
     device_release_kernels(ks, (int)(sizeof ks / sizeof *ks));
     if (c->prog) clReleaseProgram(c->prog);
     free(c);
@@ -157,8 +167,13 @@ static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, sp
     } ks[] = { { "contact_list", &c->k_list },       { "contact_warm", &c->k_warm },
                { "contact_resolve", &c->k_resolve }, { "contact_displace", &c->k_displace },
                { "contact_project", &c->k_project }, { "contact_integrate", &c->k_integrate },
-               { "contact_pairs", &c->k_pairs },     { "contact_omega_out", &c->k_omega } };
+               { "contact_pairs", &c->k_pairs },     { "contact_omega_out", &c->k_omega },
+               { "contact_spin", &c->k_spin } };
     for (size_t k = 0; k < sizeof ks / sizeof *ks; ++k) SPHSIM_TRY(device_kernel(c->prog, ks[k].name, ks[k].k, e));
+    cl_uint align_bits = 0;
+    if (clGetDeviceInfo(d->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL) != CL_SUCCESS)
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact solver: the device's sub-buffer alignment is unknown");
+    c->align = align_bits >= 8 ? align_bits / 8 : 1;
     SPHSIM_TRY(device_alloc(d, sizeof c->cp, "contact parameters", &c->params, e));
     SPHSIM_TRY(device_write(d, c->params, 0, sizeof c->cp, &c->cp, e));
     const size_t g = c->cp.n_groups, w = g + 1;
@@ -206,8 +221,6 @@ static sphsim_status reserve(contact_solver *c, size_t n, sphsim_error *e)
     SPHSIM_TRY(device_alloc(c->d, m * slots * 12, "contact slots", &c->slot, e));
     SPHSIM_TRY(device_alloc(c->d, m * omega_floats(&c->cp) * 4, "angular velocities", &c->omega, e));
     SPHSIM_TRY(device_alloc(c->d, m * 2, "contact counts", &c->info, e));
-    SPHSIM_TRY(device_alloc(c->d, m * 16, "contact velocities (scratch)", &c->vb, e));
-    SPHSIM_TRY(device_alloc(c->d, (c->cp.dims == 3 ? m : 1) * 8, "contact angular velocities (scratch)", &c->wb, e));
     const float zero = 0.0f;
     CL_CHECK(e, clEnqueueFillBuffer(c->d->queue, c->omega, &zero, 4, 0, m * omega_floats(&c->cp) * 4, 0, NULL, NULL));
     c->cap = n;
@@ -416,6 +429,33 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     const cl_uint warm = c->have_warm && idx;
     cl_mem idx_arg = warm ? idx : c->info; /* not read when warm == 0 */
     const int three = c->cp.dims == 3;
+    /* Scratch of at least 16 bytes per sphere, its second half (W of side 1) at an offset a
+     * sub-buffer may take: the grid's when contact_step gives one (it also holds the
+     * permutation idx, which contact_list is the last to read), else our own. */
+    const size_t half = ((size_t)n * 8 + c->align - 1) / c->align * c->align, need = half + (size_t)n * 8;
+    cl_mem scr = c->scratch && c->scratch_bytes >= need ? c->scratch : NULL;
+    if (!scr) {
+        if (c->own_bytes < need) {
+            release_mem(&c->own);
+            c->own_bytes = 0;
+            SPHSIM_TRY(device_alloc(d, need, "contact iterates (scratch)", &c->own, e));
+            c->own_bytes = need;
+        }
+        scr = c->own;
+    }
+    if (three && (c->w_parent != scr || c->w_n != n)) {
+        release_mem(&c->w_sub[0]);
+        release_mem(&c->w_sub[1]);
+        c->w_parent = NULL;
+        for (int k = 0; k < 2; ++k) {
+            cl_buffer_region r = { k ? half : 0, (size_t)n * 8 };
+            cl_int err;
+            c->w_sub[k] = clCreateSubBuffer(scr, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+            CL_CHECK_ERR(e, err, "clCreateSubBuffer (contact iterates)");
+        }
+        c->w_parent = scr;
+        c->w_n = n;
+    }
 
     /* contacts at the start of the step and what they carried */
     const karg list[] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
@@ -426,11 +466,13 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     SPHSIM_TRY(device_set_args(d, c->k_list, list, 15, e));
     SPHSIM_TRY(device_run1d(d, c->k_list, n, CONTACT_LOCAL, e));
 
-    /* The iterate (V, W) of the impulse passes lives in two buffer pairs: side 0 is (vel_next,
-     * pos_next), which the step writes only at its end, side 1 the solver's own (vb, wb). The
-     * warm start writes the side that lets the last pass end on side 1, so that pos_next and
-     * vel_next are free for the positions afterwards. */
-    cl_mem side_v[2] = { st->vel_next, c->vb }, side_w[2] = { three ? st->pos_next : c->wb, c->wb };
+    /* The iterate (V, W) of the impulse passes lives in two buffer pairs: V in vel_next (side 0)
+     * and pos_next (side 1), which the step writes only at its end, W (3D) in the two halves of
+     * the scratch. The warm start writes the side that lets the last pass end on side 1; the
+     * angular velocity then goes to `omega` (contact_spin), so that vel_next and the scratch
+     * are free for the positions while pos_next keeps the velocities. */
+    cl_mem side_v[2] = { st->vel_next, st->pos_next };
+    cl_mem side_w[2] = { three ? c->w_sub[0] : scr, three ? c->w_sub[1] : scr };
     int s = (c->iterations & 1) ? 0 : 1;
     /* the arguments contact_warm, contact_resolve and contact_displace share
      * (CONTACT_STEP_ARGS), then each one's own */
@@ -463,11 +505,17 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
         SPHSIM_TRY(device_run1d(d, c->k_resolve, n, CONTACT_LOCAL, e));
     }
 
+    const karg spin[] = { KARG("n", n),           KARG("stride", stride),   KARG("cp", c->params),
+                          KARG("info", c->info),  KARG("V_in", side_v[1]),  KARG("W_in", side_w[1]),
+                          KARG("id", st->id),     KARG("omega", c->omega) };
+    SPHSIM_TRY(device_set_args(d, c->k_spin, spin, 8, e));
+    SPHSIM_TRY(device_run1d(d, c->k_spin, n, CONTACT_LOCAL, e));
+
     /* positions: moved along the corrected paths, then the overlaps removed */
-    a[15] = KARG("x_out", st->pos_next);
+    a[15] = KARG("x_out", st->vel_next);
     SPHSIM_TRY(device_set_args(d, c->k_displace, a, 16, e));
     SPHSIM_TRY(device_run1d(d, c->k_displace, n, CONTACT_LOCAL, e));
-    cl_mem xs[2] = { st->pos_next, st->vel_next };
+    cl_mem xs[2] = { st->vel_next, scr };
     int x = 0;
     karg p[15] = { KARG("n", n),
                    KARG("stride", stride),
@@ -496,14 +544,13 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                                KARG("v0", st->vel),
                                KARG("info", c->info),
                                KARG("x_in", xs[x]),
-                               KARG("V_in", c->vb),
-                               KARG("W_in", c->wb),
+                               KARG("V_in", side_v[1]),
                                KARG("id", st->id),
                                KARG("omega", c->omega),
                                KARG("pos_next", st->pos_next),
                                KARG("vel_next", st->vel_next),
                                KARG("flags", st->flags) };
-    SPHSIM_TRY(device_set_args(d, c->k_integrate, integrate, 14, e));
+    SPHSIM_TRY(device_set_args(d, c->k_integrate, integrate, 13, e));
     SPHSIM_TRY(device_run1d(d, c->k_integrate, n, CONTACT_LOCAL, e));
     c->have_warm = 1;
     return SPHSIM_OK;
@@ -611,7 +658,11 @@ static sphsim_status check_grid(const contact_solver *c, const grid *g, sphsim_e
 sphsim_status contact_step(contact_solver *c, grid *g, dev_state *st, sphsim_error *e)
 {
     SPHSIM_TRY(check_grid(c, g, e));
-    return contact_enqueue(c, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), grid_index(g), st, e);
+    c->scratch = grid_scratch(g, &c->scratch_bytes);
+    const sphsim_status r =
+        contact_enqueue(c, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), grid_index(g), st, e);
+    c->scratch = NULL;
+    return r;
 }
 
 sphsim_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_contacts, sphsim_error *e)

@@ -10,14 +10,18 @@
  *                       normal of its time of touch, drives its normal velocity to the target
  *                       (impact: bounce with restitution e; resting: stop) and its contact point's
  *                       tangential velocity to zero within the Coulomb cone
+ *   contact_spin      : the angular velocities of the last pass stored (by id)
  *   contact_displace  : positions moved along the corrected paths since each contact's touch
  *   contact_project   : `iterations` Jacobi passes removing the remaining overlaps
- *   contact_integrate : v += g dt; x += v dt -> pos_next, vel_next; angular velocity kept.
+ *   contact_integrate : v += g dt; x += v dt -> pos_next, vel_next.
  * Contacts are thus resolved on exactly the positions the grid was built on (the drifted state
  * of the previous step), as the seed's "rebuild the grid, then resolve". No float atomics;
  * results do not depend on thread order. The solver keeps per sphere, by particle id, the
  * angular velocity and the contact slots; pos_next and vel_next serve as scratch during a step
- * and a snapshot (they hold nothing the next step reads until the step writes them). */
+ * and a snapshot (they hold nothing the next step reads until the step writes them), and so does
+ * the grid's scratch (grid_scratch: the sort's buffers, dead once contact_list has read the
+ * permutation) in contact_step: the impulse passes' iterates and the position passes' live in
+ * these three (docs/contacts.md, "Memory"). */
 #ifndef SPHSIM_CONTACT_H
 #define SPHSIM_CONTACT_H
 
@@ -41,7 +45,9 @@ sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s
 void contact_destroy(contact_solver *c);
 
 /* Enqueue one step on `st` (sorted) using grid `g`. Never blocks the host. Fails
- * (SPHSIM_E_SCENE) when the grid's search radius is below 2 * the largest sphere radius. */
+ * (SPHSIM_E_SCENE) when the grid's search radius is below 2 * the largest sphere radius. The
+ * step uses the grid's scratch: grid_index() and grid_keys() hold nothing afterwards until the
+ * next grid_build (contact_state_save takes the index before the step). */
 sphsim_status contact_step(contact_solver *c, grid *g, dev_state *st, sphsim_error *e);
 
 /* Number of touching pairs (distance < r_i + r_j) in st->pos, the sorted positions the grid
@@ -49,7 +55,8 @@ sphsim_status contact_step(contact_solver *c, grid *g, dev_state *st, sphsim_err
  * as scratch. */
 sphsim_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_contacts, sphsim_error *e);
 
-/* Device bytes the solver allocates for n particles (slots, angular velocities, scratch). */
+/* Device bytes the solver allocates for n particles in a run (slots, angular velocities,
+ * contact counts; its scratch is the grid's, contact_step). */
 size_t contact_bytes(const scene *s, size_t n);
 
 /* Angular velocities (rad/s) of st's spheres in st's sorted order into `out` (n * 3 floats;
@@ -63,7 +70,8 @@ sphsim_status contact_set_angular_velocity(contact_solver *c, dev_state *st, con
  * built on st->pos; gp_buf: a grid_params (__constant) with radius >= 2 * max sphere radius;
  * idx: uint per particle, sorted slot -> slot in the order the last contact_enqueue wrote
  * (pos_next), or NULL: then no impulses are carried into this step.
- * st needs pos, vel, pos_next, vel_next, mass, radius, id (flags may be NULL). */
+ * st needs pos, vel, pos_next, vel_next, mass, radius, id (flags may be NULL). The solver
+ * allocates its own scratch (16 B per sphere) for this. */
 sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
                               dev_state *st, sphsim_error *e);
 

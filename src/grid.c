@@ -297,6 +297,7 @@ sphsim_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, siz
 
 cl_mem grid_index(const grid *g) { return grid_sort_index(g->sort); }
 cl_mem grid_keys(const grid *g) { return grid_sort_keys_out(g->sort); }
+cl_mem grid_scratch(const grid *g, size_t *bytes) { return grid_sort_pool(g->sort, bytes); }
 cl_mem grid_cell_start(const grid *g) { return g->cell_start; }
 cl_mem grid_cell_end(const grid *g) { return g->cell_end; }
 cl_mem grid_params_buffer(const grid *g) { return g->params; }

@@ -39,6 +39,11 @@ cl_mem grid_cell_start(const grid *g);
 cl_mem grid_cell_end(const grid *g);
 cl_mem grid_params_buffer(const grid *g);
 const grid_params *grid_get_params(const grid *g);
+/* The buffer behind grid_index() and grid_keys() (*bytes: its size, at least 16 bytes per
+ * particle): scratch for others once they have read the index and the keys of the last
+ * grid_build (both are lost then) until the next grid_build (the contact solver: docs/contacts.md,
+ * "Memory"). */
+cl_mem grid_scratch(const grid *g, size_t *bytes);
 
 /* Statistics of the current grid; `pos` holds the positions in sorted order (gathered through
  * grid_index() after grid_build, as the solvers read them): mean number of

@@ -12,7 +12,9 @@ struct grid_sort {
     size_t n_max;
     cl_program prog;
     cl_kernel k_count, k_scan, k_scatter;
-    cl_mem keys[2], idx[2]; /* ping-pong; keys[0] is the input */
+    cl_mem pool;            /* one buffer behind keys and idx (grid_sort_pool) */
+    size_t pool_bytes;
+    cl_mem keys[2], idx[2]; /* ping-pong, sub-buffers of pool; keys[0] is the input */
     cl_mem hist;            /* uint [radix][groups] */
     cl_mem digit_total;     /* uint [radix] */
 };
@@ -99,9 +101,28 @@ sphsim_status grid_sort_create(grid_sort **out, ocl_device *d, int key64, unsign
     if (st == SPHSIM_OK) st = device_kernel(s->prog, "sort_scan", &s->k_scan, e);
     if (st == SPHSIM_OK) st = device_kernel(s->prog, "sort_scatter", &s->k_scatter, e);
     size_t n = n_max ? n_max : 1, key_size = key64 ? 8 : 4;
-    for (int b = 0; b < 2 && st == SPHSIM_OK; ++b) {
-        st = device_alloc(d, n * key_size, "grid sort keys", &s->keys[b], e);
-        if (st == SPHSIM_OK) st = device_alloc(d, n * 4, "grid sort index", &s->idx[b], e);
+    /* the keys and indices of both sides in one buffer, each at an offset the device accepts
+     * for a sub-buffer, so that others can use the whole of it as scratch between sorts */
+    cl_uint align_bits = 0;
+    if (st == SPHSIM_OK && clGetDeviceInfo(d->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits,
+                                           NULL) != CL_SUCCESS)
+        st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: the device's sub-buffer alignment is unknown");
+    const size_t align = align_bits >= 8 ? align_bits / 8 : 1;
+    const size_t seg[4] = { n * key_size, n * key_size, n * 4, n * 4 };
+    size_t at[4], total = 0;
+    for (int k = 0; k < 4; ++k) {
+        at[k] = total;
+        total += (seg[k] + align - 1) / align * align;
+    }
+    if (st == SPHSIM_OK) st = device_alloc(d, total, "grid sort keys and index", &s->pool, e);
+    s->pool_bytes = total;
+    cl_mem *sub[4] = { &s->keys[0], &s->keys[1], &s->idx[0], &s->idx[1] };
+    for (int k = 0; k < 4 && st == SPHSIM_OK; ++k) {
+        cl_buffer_region r = { at[k], seg[k] };
+        cl_int err;
+        *sub[k] = clCreateSubBuffer(s->pool, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+        if (err != CL_SUCCESS)
+            st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid sort: clCreateSubBuffer failed: %s", cl_error_name(err));
     }
     size_t radix = (size_t)1 << bits;
     if (st == SPHSIM_OK)
@@ -126,11 +147,17 @@ void grid_sort_destroy(grid_sort *s)
         if (s->keys[b]) clReleaseMemObject(s->keys[b]);
         if (s->idx[b]) clReleaseMemObject(s->idx[b]);
     }
+    if (s->pool) clReleaseMemObject(s->pool);
     if (s->hist) clReleaseMemObject(s->hist);
     if (s->digit_total) clReleaseMemObject(s->digit_total);
     free(s);
 }
 
+cl_mem grid_sort_pool(const grid_sort *s, size_t *bytes)
+{
+    *bytes = s->pool_bytes;
+    return s->pool;
+}
 cl_mem grid_sort_keys_in(const grid_sort *s) { return s->keys[0]; }
 cl_mem grid_sort_keys_out(const grid_sort *s) { return s->keys[s->passes & 1]; }
 cl_mem grid_sort_index(const grid_sort *s) { return s->idx[s->passes & 1]; }

@@ -37,6 +37,11 @@ sphsim_status grid_sort_run(grid_sort *s, size_t n, cl_event *first, cl_event *l
 cl_mem grid_sort_keys_out(const grid_sort *s);
 cl_mem grid_sort_index(const grid_sort *s);
 
+/* The one buffer behind the keys and the index of both sides (at least n_max * 2 * (key
+ * size + 4) bytes; *bytes its size). Its content matters only from grid_sort_run until the
+ * caller has read the sorted keys and index: in between sorts it may serve as scratch. */
+cl_mem grid_sort_pool(const grid_sort *s, size_t *bytes);
+
 /* Passes (digits) per sort, and the keys per tile. */
 unsigned grid_sort_passes(const grid_sort *s);
 unsigned grid_sort_tile(const grid_sort *s);

@@ -289,6 +289,7 @@ static void output_free(output *o)
     if (!o) return;
     free(o->times);
     free(o->buf);
+    free(o->gauge_rows);
     free(o);
 }
 
@@ -316,6 +317,7 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
     }
     o->fields = output_fields(s);
     o->sph = s->mode == MODE_SPH;
+    o->scene = s;
     /* The layout is built under a temporary name and moved into place once it is on disk, so
      * `path` never names a half-made file (a kill during creation leaves only the temporary
      * one), and --overwrite replaces the old file only when the new one is ready. */
@@ -334,8 +336,8 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
     sphsim_status r = SPHSIM_OK;
     /* room for the empty layout first (as for every write: see output_write) */
     int err = diskspace_reserve(o->file, 131072.0);
-    if (err == 0 && create_layout(o, s, ri) == 0 && (err = diskspace_reserve(o->file, 0)) == 0 &&
-        h5io_sync(o->file) == 0) {
+    if (err == 0 && create_layout(o, s, ri) == 0 && output_gauges_create(o, s) == 0 &&
+        (err = diskspace_reserve(o->file, 0)) == 0 && h5io_sync(o->file) == 0) {
         /* on disk */
     } else {
         char why[512];
@@ -647,6 +649,9 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
     }
     if (write_device_order(o, si->device_order, k) < 0) return -1;
     if (write_state(o, state, state_bytes, k) < 0) return -1;
+    for (int q = 0; q < o->n_gauge_rows; ++q)
+        if (output_gauges_write(o, o->scene, &o->gauge_rows[q]) < 0) return -1;
+    o->n_gauge_rows = 0;
 
     /* ---- step entry ---- */
     double t = si->time;
@@ -739,7 +744,7 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
     /* Reserve the snapshot's disk space before writing any of it: a full disk (or quota, or
      * file size limit) is refused here, cleanly, with the file untouched. A write that fails
      * half-way through HDF5's metadata is the one case that could damage the file. */
-    double need = diskspace_snapshot_bytes(o, p->n, k);
+    double need = diskspace_snapshot_bytes(o, p->n, k) + output_gauges_bytes(o);
     if (state_bytes > 0) {
         long long w = state_width(o->file);
         h5io_forget();
@@ -900,6 +905,16 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
     o->nsteps = ns;
     /* Drop rows of a snapshot that was never committed (a crash between data and NSteps), and
      * write Steps/Values in full again (a crash after the commit can leave it one short). */
+    o->scene = s;
+    int64_t last_step = -1; /* the last committed snapshot's step: the gauges keep their rows up to it */
+    if (ns > 0 && h5io_ds_read_rows(f, "/sphsim/steps/step", H5T_NATIVE_INT64, &last_step, ns - 1, 1) < 0) {
+        r = output_bad_file(e, path, "cannot read /sphsim/steps/step");
+        goto fail;
+    }
+    if (s && s->n_gauges > 0 && output_gauges_cut(o, s, (long)last_step) < 0) {
+        r = output_bad_file(e, path, "cannot cut the gauges' uncommitted rows (/sphsim/gauges)");
+        goto fail;
+    }
     if (truncate_to(o, ns, s && s->n_total > 0 ? (size_t)s->n_total : 0) < 0 || set_nsteps(f, ns) < 0 ||
         (ns > 0 && h5io_ds_write_rows(f, "/VTKHDF/Steps/Values", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0)) {
         r = output_bad_file(e, path, "cannot cut uncommitted rows");

@@ -55,6 +55,19 @@ sphsim_status output_write(output *o, const particles *p, const output_snapshot_
 sphsim_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
                                  size_t state_bytes, sphsim_error *e);
 
+/* Rows of the scene's gauges for the steps from step0 on: gauge k's rows[k] rows (its samples at
+ * the multiples of its every_steps from step0 on) of its columns (floats) at data + offset[k]. */
+typedef struct output_gauge_rows {
+    long step0;
+    const long *rows;
+    const size_t *offset;
+    const float *data;
+} output_gauge_rows;
+
+/* Gauge rows (/sphsim/gauges, docs/output-format.md) to go with the next snapshot: the next
+ * output_write_state writes them (r's arrays must live until then) before its commit. */
+sphsim_status output_write_gauges(output *o, const output_gauge_rows *r, sphsim_error *e);
+
 /* Close the file (also frees `o`); safe with NULL. */
 sphsim_status output_close(output *o, sphsim_error *e);
 

@@ -52,8 +52,20 @@ struct output {
     size_t times_cap;
     void *buf; /* packing buffer */
     size_t buf_size;
-    size_t block_rows; /* rows packed and written at a time (OUT_BLOCK_ROWS; tests set fewer) */
+    size_t block_rows;             /* rows packed and written at a time (OUT_BLOCK_ROWS; tests set fewer) */
+    const scene *scene;            /* the run's scene (its gauges; NULL: none) */
+    output_gauge_rows *gauge_rows; /* gauge rows for the next snapshot (output_write_gauges) */
+    int n_gauge_rows, cap_gauge_rows;
 };
+
+/* output_gauges.c: the gauges' datasets (/sphsim/gauges): created with the file, rows written
+ * before a snapshot's commit, rows past the committed step `last_step` cut on --resume. -1 on
+ * failure (h5io_reason says why). */
+int output_gauges_create(output *o, const scene *s);
+int output_gauges_write(output *o, const scene *s, const output_gauge_rows *r);
+int output_gauges_cut(output *o, const scene *s, long last_step);
+/* Bytes the pending gauge rows take in the file. */
+double output_gauges_bytes(const output *o);
 
 /* The solver's restart state (opaque bytes, see output.h) and its datasets' older names
  * (particle-mode files of versions before the SPH state; read and appended to under them). */

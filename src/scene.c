@@ -65,8 +65,8 @@ const char *scene_density_name(scene_density k) { return enum_name(DENSITY_NAMES
 const char *scene_mode_name(scene_mode m) { return enum_name(MODE_NAMES, MODE_VALUES, 2, (int)m); }
 
 /* Allowed keys per object, in schema order (the order in which they are validated). */
-static const char *const TOP_KEYS[] = { "format",  "name",  "dimensions", "mode", "tank",   "gravity",
-                                        "objects", "fluid", "spheres",    "time", "output", "grid" };
+static const char *const TOP_KEYS[] = { "format", "name",    "dimensions", "mode",   "tank", "gravity", "objects",
+                                        "fluid",  "spheres", "time",       "output", "grid", "gauges" };
 static const char *const OBJECT_KEYS[] = { "name",   "shape", "role", "center", "size",     "radius",
                                            "length", "axis",  "file", "points", "transform" };
 static const char *const TRANSFORM_KEYS[] = { "translate", "rotate", "scale" };
@@ -93,6 +93,9 @@ static const char *const PAIR_KEYS[] = { "groups", "restitution", "friction" };
 static const char *const TIME_KEYS[] = { "end", "dt", "cfl", "max_speed" };
 static const char *const OUTPUT_KEYS[] = { "interval", "fields" };
 static const char *const GRID_KEYS[] = { "cell_ratio", "neighbour_list", "skin" };
+static const char *const GAUGE_KEYS[] = { "name", "type", "point", "object", "interval" };
+static const char *const GAUGE_NAMES[] = { "pressure", "velocity", "height", "force" };
+static const int GAUGE_VALUES[] = { GAUGE_PRESSURE, GAUGE_VELOCITY, GAUGE_HEIGHT, GAUGE_FORCE };
 static const char *const NLIST_NAMES[] = { "auto", "on", "off" };
 static const int NLIST_VALUES[] = { NLIST_AUTO, NLIST_ON, NLIST_OFF };
 
@@ -114,6 +117,7 @@ static const section SECTIONS[] = {
     { "time", TIME_KEYS, COUNT(TIME_KEYS) },
     { "output", OUTPUT_KEYS, COUNT(OUTPUT_KEYS) },
     { "grid", GRID_KEYS, COUNT(GRID_KEYS) },
+    { "gauges[]", GAUGE_KEYS, COUNT(GAUGE_KEYS) },
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1465,6 +1469,88 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
     return SPHSIM_OK;
 }
 
+/* One gauge of "gauges" (SPH mode): its name, type, point and object; the interval's steps come
+ * later, with the time step (resolve). */
+static sphsim_status parse_gauge(vctx *v, const cJSON *it, scene *s, scene_gauge *gg)
+{
+    char got[160];
+    if (!cJSON_IsObject(it)) {
+        describe(it, got, sizeof got);
+        return vfail(v, "expected an object {\"name\": ..., \"type\": ..., \"point\": [...]}, got %s", got);
+    }
+    SPHSIM_TRY(check_keys(v, it, GAUGE_KEYS, COUNT(GAUGE_KEYS)));
+    const cJSON *nm = get(it, "name");
+    size_t old = vkey(v, "name");
+    if (!nm) return vfail(v, "required key missing (expected a name of letters, digits, '_', '-' or '.')");
+    if (!cJSON_IsString(nm) || !nm->valuestring[0] || strlen(nm->valuestring) >= SCENE_GAUGE_NAME) {
+        describe(nm, got, sizeof got);
+        return vfail(v, "expected a name of 1 to %d letters, digits, '_', '-' or '.', got %s", SCENE_GAUGE_NAME - 1,
+                     got);
+    }
+    for (const char *c = nm->valuestring; *c; ++c)
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-' && *c != '.')
+            return vfail(v,
+                         "\"%.80s\": a gauge's name (an HDF5 dataset's) takes letters, digits, '_', '-' and '.' "
+                         "only",
+                         nm->valuestring);
+    for (int k = 0; k < s->n_gauges; ++k)
+        if (strcmp(s->gauges[k].name, nm->valuestring) == 0)
+            return vfail(v, "\"%.80s\" is already the name of gauges[%d]", nm->valuestring, k);
+    snprintf(gg->name, sizeof gg->name, "%s", nm->valuestring);
+    vpop(v, old);
+    if (!get(it, "type")) {
+        old = vkey(v, "type");
+        return vfail(v, "required key missing (expected one of \"pressure\", \"velocity\", \"height\", \"force\")");
+    }
+    int type = 0;
+    SPHSIM_TRY(venum(v, it, "type", GAUGE_NAMES, GAUGE_VALUES, COUNT(GAUGE_NAMES), 0, &type));
+    gg->type = (scene_gauge_type)type;
+    double centre[3] = { 0, 0, 0 };
+    for (int a = 0; a < s->dims; ++a) centre[a] = 0.5 * (s->tank.min[a] + s->tank.max[a]);
+    int given = 0;
+    SPHSIM_TRY(vvec(v, it, "point", gg->type != GAUGE_FORCE, centre, gg->point, &given));
+    /* a probe inside the tank; a height gauge's line through it (its vertical coordinate aside) */
+    const int axes = gg->type == GAUGE_HEIGHT ? s->dims - 1 : s->dims;
+    for (int a = 0; a < axes && gg->type != GAUGE_FORCE; ++a)
+        if (!(gg->point[a] >= s->tank.min[a] && gg->point[a] <= s->tank.max[a])) {
+            char x[40], lo[40], hi[40];
+            old = vkey(v, "point");
+            return vfail(v, "%c = %s m lies outside the tank (%s to %s m)", AXIS[a], fmt_num(x, gg->point[a]),
+                         fmt_num(lo, s->tank.min[a]), fmt_num(hi, s->tank.max[a]));
+        }
+    if (gg->type == GAUGE_HEIGHT) gg->point[s->dims - 1] = s->tank.min[s->dims - 1];
+    const cJSON *ob = get(it, "object");
+    old = vkey(v, "object");
+    snprintf(gg->object, sizeof gg->object, "tank");
+    if (ob && gg->type != GAUGE_FORCE) return vfail(v, "only a \"force\" gauge takes an object");
+    if (ob && !(cJSON_IsString(ob) && strcmp(ob->valuestring, "tank") == 0)) {
+        describe(ob, got, sizeof got);
+        return vfail(v, "expected \"tank\" (the walls are the scene's one object), got %s", got);
+    }
+    vpop(v, old);
+    SPHSIM_TRY(vnum(v, it, "interval", 0, 0.0, R_NONNEG, &gg->interval, NULL));
+    return SPHSIM_OK;
+}
+
+static sphsim_status parse_gauges(vctx *v, const cJSON *root, scene *s)
+{
+    const cJSON *arr;
+    s->n_gauges = 0;
+    SPHSIM_TRY(varr(v, root, "gauges", 0, 0, SCENE_MAX_GAUGES, "gauges", &arr));
+    if (!arr) return SPHSIM_OK;
+    size_t old = vkey(v, "gauges");
+    if (s->mode != MODE_SPH && cJSON_GetArraySize(arr) > 0)
+        return vfail(v, "gauges measure the fluid: mode \"sph\" only");
+    for (const cJSON *it = arr->child; it; it = it->next) {
+        size_t o2 = vidx(v, s->n_gauges);
+        SPHSIM_TRY(parse_gauge(v, it, s, &s->gauges[s->n_gauges]));
+        vpop(v, o2);
+        s->n_gauges++;
+    }
+    vpop(v, old);
+    return SPHSIM_OK;
+}
+
 static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
 {
     char got[160], a[40], b[40];
@@ -1642,6 +1728,8 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     SPHSIM_TRY(vnum(v, grid, "skin", 0, 0.1, rng(0, 1, 1, 1), &s->skin, NULL));
     vpop(v, old);
 
+    SPHSIM_TRY(parse_gauges(v, root, s));
+
     /* ---- time step (docs/scene-format.md, "Time step") ---- */
     double g = hypot(hypot(s->gravity[0], s->gravity[1]), s->gravity[2]);
     if (s->mode == MODE_SPH) {
@@ -1751,6 +1839,23 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     add_num(rgr, "cell_ratio", s->cell_ratio);
     cJSON_AddStringToObject(rgr, "neighbour_list", NLIST_NAMES[s->neighbour_list]);
     add_num(rgr, "skin", s->skin);
+
+    if (s->n_gauges > 0) {
+        cJSON *rga = cJSON_AddArrayToObject(res, "gauges");
+        for (int k = 0; k < s->n_gauges; ++k) {
+            scene_gauge *gg = &s->gauges[k];
+            /* samples every `every` steps: the interval rounded to whole steps */
+            gg->every = gg->interval > 0.0 ? (long)fmax(1.0, floor(gg->interval / s->dt + 0.5)) : 1;
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "name", gg->name);
+            cJSON_AddStringToObject(o, "type", GAUGE_NAMES[gg->type]);
+            cJSON_AddItemToObject(o, "point", vec_item(gg->point, s->dims));
+            if (gg->type == GAUGE_FORCE) cJSON_AddStringToObject(o, "object", gg->object);
+            add_num(o, "interval", gg->interval);
+            add_num(o, "every_steps", (double)gg->every);
+            cJSON_AddItemToArray(rga, o);
+        }
+    }
 
     cJSON *d = cJSON_AddObjectToObject(res, "derived");
     add_num(d, "n_fluid", (double)s->n_fluid);

@@ -15,6 +15,8 @@
 #define SCENE_MAX_GROUPS 64
 #define SCENE_MAX_SETS 256
 #define SCENE_MAX_PAIRS 256
+#define SCENE_MAX_GAUGES 64
+#define SCENE_GAUGE_NAME 64
 
 /* "grid.neighbour_list" (docs/scene-format.md): neighbour lists with a skin for the SPH loops;
  * auto = on when the device memory holds them. */
@@ -108,6 +110,24 @@ typedef struct scene_object {
     /* derived: the placed shape (geom_shared.h's frame, in double) */
     double origin[3], rot[9], ext[3];
 } scene_object;
+/* A gauge (SPH mode, "gauges"): a time series measured on the device (docs/scene-format.md,
+ * "Gauges"; src/gauges.c). */
+typedef enum {
+    GAUGE_PRESSURE = 0, /* "pressure": Shepard-normalised kernel interpolation of the fluid's p at `point` */
+    GAUGE_VELOCITY = 1, /* "velocity": the same of the fluid's velocity */
+    GAUGE_HEIGHT = 2,   /* "height": the free surface's elevation on the vertical line through `point` */
+    GAUGE_FORCE = 3     /* "force": force and moment (about `point`) of the fluid's pressure on `object` */
+} scene_gauge_type;
+typedef struct scene_gauge {
+    char name[SCENE_GAUGE_NAME];   /* "name": letters, digits, '_', '-', '.'; unique; required */
+    scene_gauge_type type;         /* "type"; required */
+    double point[3];               /* "point" m: pressure/velocity: the probe; height: the line's
+                                    horizontal position (its vertical coordinate is ignored);
+                                    force: the moment's reference point (default: the tank's centre) */
+    char object[SCENE_GAUGE_NAME]; /* "object" (force): "tank" (every wall particle); default "tank" */
+    double interval;               /* "interval" s: sampling interval, 0 = every step (default) */
+    long every;                    /* derived: steps between samples, round(interval / dt) >= 1 */
+} scene_gauge;
 
 typedef struct scene {
     /* ---- as given (after --set overrides) ---- */
@@ -169,6 +189,10 @@ typedef struct scene {
     /* "output" */
     double out_interval; /* "output.interval" s; default t_end / 50 (0 when t_end == 0) */
     unsigned fields;     /* "output.fields": FIELD_* bits; default all that apply */
+
+    /* "gauges" (SPH mode) */
+    int n_gauges;
+    scene_gauge gauges[SCENE_MAX_GAUGES];
 
     /* "grid" */
     double cell_ratio;  /* "grid.cell_ratio": cell size / search radius; default 1, range (0, 4] */

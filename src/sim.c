@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "contact.h"
+#include "gauges.h"
 #include "grid.h"
 #include "init.h"
 #include "output.h"
@@ -46,11 +47,11 @@ sphsim_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sphs
 /* Bytes per particle of dev_state (see state.h). */
 static size_t state_bytes_per_particle(const scene *s)
 {
-    size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */ + 2 * 4 /* id */ + 2 * 1 /* type */;
+    size_t b = 4 * 16 /* pos, vel, pos_next, vel_next */;
     if (s->mode == MODE_SPH)
-        b += sph_record_bytes(s, 0);                   /* pos_p (m and rho ride in pos.w and vel.w;
-                                                        lists widen it, sph_list_bytes) */
-    if (s->mode == MODE_PARTICLES) b += 2 * 4 + 2 * 4; /* mass, radius */
+        b += 2 * 4 /* id */ + 2 * 1 /* type */ + sph_record_bytes(s, 0); /* pos_p (m and rho ride in pos.w
+                                                                and vel.w; lists widen it, sph_list_bytes) */
+    if (s->mode == MODE_PARTICLES) b += 4 + 1 + 4 + 4; /* id, type, mass, radius (gathered through pos_next) */
     return b;
 }
 
@@ -73,6 +74,9 @@ size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc, co
     return sph_list_bytes(s, n, cells, max_alloc, t ? t->list_parts : TUNE_AUTO);
 }
 
+/* Steps whose gauge rows one device chunk holds (gauges.h). */
+#define GAUGE_CHUNK_STEPS 4096
+
 /* Samples of (time, step) for the ETA (recent_rate). */
 #define RATE_SAMPLES 64
 typedef struct progress_rate {
@@ -87,6 +91,7 @@ typedef struct sim_ctx {
     ocl_device dev;
     grid *g;
     solver sv;
+    gauges *gauges; /* the scene's gauges (NULL: none) */
     dev_state st;
     particles hp;      /* host, id order */
     particles sorted;  /* host staging, device order (upload; snapshots: writer slot 0) */
@@ -225,16 +230,17 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
     SPHSIM_TRY(device_alloc(d, n * 16, "next positions", &st->pos_next, e));
     SPHSIM_TRY(device_alloc(d, n * 16, "next velocities", &st->vel_next, e));
     SPHSIM_TRY(device_alloc(d, n * 4, "ids", &st->id, e));
-    SPHSIM_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
     SPHSIM_TRY(device_alloc(d, n, "types", &st->type, e));
-    SPHSIM_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
-    if (c->s->mode == MODE_SPH)
+    if (c->s->mode == MODE_SPH) {
+        /* SPH's snapshots use id_tmp as scratch (enqueue_read_back); particle mode gathers
+         * through pos_next instead (rebuild_grid) */
+        SPHSIM_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
+        SPHSIM_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
         SPHSIM_TRY(device_alloc(d, n * sph_record_bytes(c->s, lists), "SPH positions with pressures", &st->pos_p, e));
+    }
     if (c->s->mode == MODE_PARTICLES) {
         SPHSIM_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
-        SPHSIM_TRY(device_alloc(d, n * 4, "masses (scratch)", &st->mass_tmp, e));
         SPHSIM_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
-        SPHSIM_TRY(device_alloc(d, n * 4, "radii (scratch)", &st->radius_tmp, e));
     }
     SPHSIM_TRY(device_alloc(d, 8, "flags", &st->flags, e));
     cl_uint zero[2] = { 0, 0 };
@@ -291,8 +297,27 @@ static void swap_mem(cl_mem *a, cl_mem *b)
     *b = t;
 }
 
+/* One per-particle array into the new order: through its own scratch `tmp` (swapped), or, with
+ * none, through `via` (a buffer of at least n * size bytes whose content is dead) and copied
+ * back. */
+static sphsim_status gather_array(sim_ctx *c, cl_mem *buf, cl_mem *tmp, cl_mem via, size_t size, sphsim_error *e)
+{
+    const size_t n = c->st.n;
+    if (*tmp) {
+        SPHSIM_TRY(grid_gather(c->g, *buf, *tmp, size, n, e));
+        swap_mem(buf, tmp);
+        return SPHSIM_OK;
+    }
+    SPHSIM_TRY(grid_gather(c->g, *buf, via, size, n, e));
+    if (n) CL_CHECK(e, clEnqueueCopyBuffer(c->dev.queue, via, *buf, 0, 0, n * size, 0, NULL, NULL));
+    return SPHSIM_OK;
+}
+
 /* The grid rebuilt on pos_next (the last step's output), then every per-particle array gathered
- * into the new order (state.h). */
+ * into the new order (state.h). Particle mode has no scratch arrays of its own: once pos_next
+ * is gathered into pos its content is dead until the step writes it, so ids, types, masses and
+ * radii go through it one at a time (13 B per sphere of device memory saved for a copy of as
+ * many bytes per step; docs/contacts.md, "Memory"). */
 static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
 {
     dev_state *st = &c->st;
@@ -300,18 +325,11 @@ static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
     SPHSIM_TRY(grid_build(c->g, st->pos_next, n, st->flags, e));
     SPHSIM_TRY(grid_gather(c->g, st->pos_next, st->pos, 16, n, e));
     SPHSIM_TRY(grid_gather(c->g, st->vel_next, st->vel, 16, n, e));
-    SPHSIM_TRY(grid_gather(c->g, st->id, st->id_tmp, 4, n, e));
-    swap_mem(&st->id, &st->id_tmp);
-    SPHSIM_TRY(grid_gather(c->g, st->type, st->type_tmp, 1, n, e));
-    swap_mem(&st->type, &st->type_tmp);
-    if (st->mass) { /* particle mode (SPH carries the mass in pos.w) */
-        SPHSIM_TRY(grid_gather(c->g, st->mass, st->mass_tmp, 4, n, e));
-        swap_mem(&st->mass, &st->mass_tmp);
-    }
-    if (st->radius) {
-        SPHSIM_TRY(grid_gather(c->g, st->radius, st->radius_tmp, 4, n, e));
-        swap_mem(&st->radius, &st->radius_tmp);
-    }
+    SPHSIM_TRY(gather_array(c, &st->id, &st->id_tmp, st->pos_next, 4, e));
+    SPHSIM_TRY(gather_array(c, &st->type, &st->type_tmp, st->pos_next, 1, e));
+    if (st->mass) /* particle mode (SPH carries the mass in pos.w) */
+        SPHSIM_TRY(gather_array(c, &st->mass, &st->mass_tmp, st->pos_next, 4, e));
+    if (st->radius) SPHSIM_TRY(gather_array(c, &st->radius, &st->radius_tmp, st->pos_next, 4, e));
     return SPHSIM_OK;
 }
 
@@ -612,10 +630,13 @@ static sphsim_status write_snapshot(sim_ctx *c, long step, const cl_uint flags[2
     /* what the next step carries (contact impulses, the lists' skin level), so that a run resumed
      * from this snapshot continues exactly */
     SPHSIM_TRY(c->sv.ops->save_state(c->sv.impl, c->g, &c->st, &job.state, &job.state_bytes, e));
-    sphsim_status st = enqueue_read_back(c, q, &job.ready, e);
+    /* the gauges' rows up to this step, which the snapshot's commit covers */
+    sphsim_status st = gauges_take(c->gauges, step + 1, &job.gauges, e);
+    if (st == SPHSIM_OK) st = enqueue_read_back(c, q, &job.ready, e);
     if (st != SPHSIM_OK) {
         if (job.ready) clReleaseEvent(job.ready);
         free(job.state);
+        gauge_blocks_free(job.gauges);
         return st;
     }
     writer_submit(c->writer, &job);
@@ -772,6 +793,12 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     }
     free(state);
     SPHSIM_TRY(st);
+    /* the gauges read the SPH solver's state with its build options; a chunk of rows holds an
+     * output interval's (at most GAUGE_CHUNK_STEPS steps: more go to the host in between) */
+    if (s->n_gauges > 0 && s->mode == MODE_SPH)
+        SPHSIM_TRY(gauges_create(&c->gauges, &c->dev, s, sph_build_options(c->sv.impl), sph_params_buffer(c->sv.impl),
+                                 c->first_step, o->resume_path != NULL,
+                                 s->steps_per_output < GAUGE_CHUNK_STEPS ? s->steps_per_output : GAUGE_CHUNK_STEPS, e));
     /* From here on the host holds only what snapshots take (staging_arrays): the id-order copy
      * drops the rest, and the two staging buffers get only those arrays (zeroed, so a field
      * the device does not hold, such as SPH radii, reads 0). */
@@ -844,6 +871,8 @@ static sphsim_status run_steps(sim_ctx *c, sim_result *r, long *last, sphsim_err
         if (rebuild) SPHSIM_TRY(rebuild_grid(c, e));
         else keep_grid(&c->st);
         if (!prepared) SPHSIM_TRY(ops->prepare(c->sv.impl, c->g, &c->st, e));
+        SPHSIM_TRY(gauges_sample(c->gauges, step, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g),
+                                 &c->st, e));
         if (step >= s->n_steps) timer_stop(c, &tm, step, r);
         if (is_output && !(resumed && step == c->first_step)) {
             cl_uint flags[2] = { 0, 0 };
@@ -931,6 +960,7 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
             st = cst;
         }
     }
+    gauges_destroy(c.gauges);
     if (c.sv.ops) c.sv.ops->destroy(c.sv.impl);
     state_release(&c.st);
     if (c.g) grid_destroy(c.g);

@@ -21,13 +21,14 @@ struct sph_solver {
     /* with lists: the density of a step known to keep them (no list-build code), the particles
      * over list_cap (nlist_loop.h), and the densities after nlist_build (build apart) */
     cl_kernel k_density_kept, k_density_walk, k_density_walk_built, k_boundary_walk, k_forces_walk;
-    size_t local;     /* work-group size of the SPH kernels (the host rounds the global size up) */
-    nlist *nl;        /* neighbour lists, or NULL: the loops walk the grid's cells */
-    int continuity;   /* the density is integrated (scene.density): 32-byte records */
-    cl_uint advance;  /* continuity: the density stage advances the state's density; 0 until the
+    size_t local;      /* work-group size of the SPH kernels (the host rounds the global size up) */
+    nlist *nl;         /* neighbour lists, or NULL: the loops walk the grid's cells */
+    int continuity;    /* the density is integrated (scene.density): 32-byte records */
+    cl_uint advance;   /* continuity: the density stage advances the state's density; 0 until the
                         first step has run (a run starts from the density it was given) */
-    cl_mem dummy;     /* one uint, for the lists' arguments without lists */
-    cl_mem geom_grid; /* the meshes' signed distance grids (scene.geom_grid), or one float */
+    cl_mem dummy;      /* one uint, for the lists' arguments without lists */
+    char options[512]; /* the build options of the forces program (sph_build_options) */
+    cl_mem geom_grid;  /* the meshes' signed distance grids (scene.geom_grid), or one float */
 };
 
 /* Tank-face barrier (docs/physics.md): range d0 = SPH_WALL_D0 dx; stiffness K = (c0 / (2 d0))^2,
@@ -206,8 +207,8 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
     }
     /* native_sqrt and native_divide in the pair loops on NVIDIA's GPUs (kernels/sph_common.h) */
     const int native = resolve(t->native_math, d, device_is_nvidia_gpu(d), 0);
-    char opts[512];
-    snprintf(opts, sizeof opts, "-DDIMS=%d -D%s -D%s -D%s%s%s%s", sc->dims, kernel_opt[sc->kernel],
+    char *opts = s->options;
+    snprintf(opts, sizeof s->options, "-DDIMS=%d -D%s -D%s -D%s%s%s%s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
              sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL",
              sc->density == DENSITY_CONTINUITY ? " -DDENSITY_CONTINUITY" : "", list_opt,
@@ -275,6 +276,8 @@ void sph_destroy(sph_solver *s)
 }
 
 const sph_params *sph_get_params(const sph_solver *s) { return &s->params; }
+const char *sph_build_options(const sph_solver *s) { return s->options; }
+cl_mem sph_params_buffer(const sph_solver *s) { return s->params_buf; }
 nlist *sph_nlist(const sph_solver *s) { return s->nl; }
 
 sphsim_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, const uint8_t *type, size_t n,

@@ -69,6 +69,10 @@ void sph_destroy(sph_solver *s);
 
 /* The solver's parameters as uploaded, and its lists (NULL without). */
 const sph_params *sph_get_params(const sph_solver *s);
+/* The build options of its programs (scheme, records, lists; kernels/sph_common.h), which other
+ * programs that read its state take (src/gauges.c), and its __constant sph_params buffer. */
+const char *sph_build_options(const sph_solver *s);
+cl_mem sph_params_buffer(const sph_solver *s);
 nlist *sph_nlist(const sph_solver *s);
 
 /* The masses of the particles in the solver's parameters (before the first step; `pos` (4 floats

@@ -7,8 +7,9 @@
  *      neighbour lists, whose decision the host reads: solver.h, begin_step) steps 1 and 2 are
  *      skipped and the host swaps its handles pos <-> pos_next and vel <-> vel_next instead.
  *   2. sim gathers every per-particle array through idx: pos_next -> pos, vel_next -> vel,
- *      id -> id_tmp then swaps, and the same for type, mass and radius (the last two in
- *      particle mode only).
+ *      id -> id_tmp then swaps, and the same for type (SPH); particle mode has no _tmp arrays
+ *      and gathers id, type, mass and radius through pos_next (dead once gathered into pos),
+ *      copying each back.
  *   3. the solver reads pos/vel (sorted) and writes pos_next/vel_next for every particle
  *      (fixed boundary particles: the same position and zero velocity; SPH writes them only in
  *      a step that re-sorted, since in a kept step the pair it writes was read the step before
@@ -41,6 +42,7 @@ typedef struct dev_state {
     cl_mem radius, radius_tmp; /* float, m (particle mode only, else NULL) */
     cl_mem id, id_tmp;         /* uint */
     cl_mem type, type_tmp;     /* uchar */
+    /* the _tmp arrays: gather scratch (NULL: sim.c gathers through pos_next; particle mode) */
     cl_mem flags; /* two uints: [0] FLAG_* bits OR-ed by kernels, [1] wall put-backs (the SPH forces stage) */
 } dev_state;
 

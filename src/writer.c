@@ -85,6 +85,11 @@ static sphsim_status write_one(snapshot_writer *w, particles *q, snapshot_job *j
     *n_outside = si.n_outside;
     phase_s[1] += (t1 = now_s()) - t;
     t = t1;
+    SPHSIM_TRY(gauge_blocks_wait(job->gauges, e));
+    for (const gauge_block *b = job->gauges; b; b = b->next) {
+        const output_gauge_rows rows = { b->step0, b->rows, b->offset, b->data };
+        SPHSIM_TRY(output_write_gauges(w->out, &rows, e));
+    }
     const sphsim_status st = output_write_state(w->out, p, &si, job->state, job->state_bytes, e);
     phase_s[2] += now_s() - t;
     return st;
@@ -112,6 +117,7 @@ static void *writer_main(void *arg)
         const double busy = now_s() - t0;
         clReleaseEvent(job->ready);
         free(job->state);
+        gauge_blocks_free(job->gauges);
         memset(job, 0, sizeof *job);
 
         pthread_mutex_lock(&w->mu);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "device.h"
+#include "gauges.h"
 #include "output.h"
 #include "particles.h"
 #include "scene.h"
@@ -27,6 +28,7 @@ typedef struct snapshot_job {
     long put_backs;  /* wall put-backs counted on the device in this run so far */
     void *state;     /* solver state stored with the snapshot (owned, may be NULL) */
     size_t state_bytes;
+    gauge_block *gauges; /* the gauges' rows up to this snapshot's step (owned, may be NULL) */
 } snapshot_job;
 
 /* Start the writer thread. `staging[2]`: the host buffers in device order the snapshots are
@@ -42,7 +44,7 @@ sphsim_status writer_start(snapshot_writer **out, output *o, const scene *s, par
 sphsim_status writer_acquire(snapshot_writer *w, particles **staging, sphsim_error *e);
 
 /* Hand the buffer returned by writer_acquire over to the writer, with its job (the writer owns
- * job->ready and job->state from here, also on failure). */
+ * job->ready, job->state and job->gauges from here, also on failure). */
 void writer_submit(snapshot_writer *w, const snapshot_job *job);
 
 /* Wait until every submitted snapshot is written (or failed); the first failure, if any. */

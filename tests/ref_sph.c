@@ -349,3 +349,92 @@ double ref_sph_rand(uint64_t *state)
     const uint64_t r = x * 0x2545F4914F6CDD1DULL;
     return (double)(r >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
+
+/* Kernel sums at point x over the fluid: S = sum V W, and the V W-weighted p and v. */
+static void ref_probe(const scene *s, const particles *p, const double *rho, const double *pressure, const double x[3],
+                      double *S, double *sp, double sv[3])
+{
+    const double H = 2.0 * s->h;
+    *S = *sp = sv[0] = sv[1] = sv[2] = 0.0;
+    for (size_t j = 0; j < p->n; ++j) {
+        if (p->type[j] != PTYPE_FLUID) continue;
+        double r2 = 0.0;
+        for (int k = 0; k < 3; ++k) {
+            const double d = x[k] - (double)p->pos[4 * j + k];
+            r2 += d * d;
+        }
+        if (r2 >= H * H) continue;
+        const double w = sphk_w((int)s->kernel, s->dims, s->h, sqrt(r2)) * p->mass[j] / rho[j];
+        *S += w;
+        *sp += w * pressure[j];
+        for (int k = 0; k < 3; ++k) sv[k] += w * p->vel[4 * j + k];
+    }
+}
+
+void ref_sph_gauges(const scene *s, const particles *p, const double *rho, const double *pressure, double *rows)
+{
+    const int dims = s->dims, up = dims - 1;
+    const double H = 2.0 * s->h;
+    for (int g = 0; g < s->n_gauges; ++g) {
+        const scene_gauge *gg = &s->gauges[g];
+        double *out = rows + 6 * g;
+        double S, sp, sv[3];
+        if (gg->type == GAUGE_PRESSURE || gg->type == GAUGE_VELOCITY) {
+            ref_probe(s, p, rho, pressure, gg->point, &S, &sp, sv);
+            const int dry = !(S >= 0.1);
+            if (gg->type == GAUGE_PRESSURE) out[0] = dry ? NAN : sp / S;
+            else
+                for (int k = 0; k < dims; ++k) out[k] = dry ? NAN : sv[k] / S;
+        } else if (gg->type == GAUGE_HEIGHT) {
+            /* samples every dx / 2 up the tank; the highest with S >= 1/2, and its crossing */
+            const double dz = 0.5 * s->spacing, height = s->tank.max[up] - s->tank.min[up];
+            const int m = (int)floor(height / dz) + 1;
+            double *Sm = malloc(sizeof *Sm * (size_t)m);
+            for (int q = 0; q < m; ++q) {
+                double x[3] = { gg->point[0], gg->point[1], gg->point[2] };
+                x[up] = s->tank.min[up] + q * dz;
+                ref_probe(s, p, rho, pressure, x, &Sm[q], &sp, sv);
+            }
+            out[0] = 0.0;
+            for (int q = m - 1; q >= 0; --q)
+                if (Sm[q] >= 0.5) {
+                    out[0] = (q + (q + 1 < m ? (Sm[q] - 0.5) / (Sm[q] - Sm[q + 1]) : 0.0)) * dz;
+                    break;
+                }
+            free(Sm);
+        } else {
+            /* F_w = -m_w sum_f m_f (p_w / rho_w^2 + p_f / rho_f^2) F(r) (x_w - x_f); the moment
+             * about the gauge's point */
+            double F[3] = { 0, 0, 0 }, M[3] = { 0, 0, 0 };
+            for (size_t w = 0; w < p->n; ++w) {
+                if (p->type[w] != PTYPE_BOUNDARY) continue;
+                double fw[3] = { 0, 0, 0 };
+                for (size_t f = 0; f < p->n; ++f) {
+                    if (p->type[f] != PTYPE_FLUID) continue;
+                    double d[3], r2 = 0.0;
+                    for (int k = 0; k < 3; ++k) {
+                        d[k] = (double)p->pos[4 * w + k] - (double)p->pos[4 * f + k];
+                        r2 += d[k] * d[k];
+                    }
+                    if (r2 >= H * H || r2 == 0.0) continue;
+                    const double c = -(double)p->mass[w] * p->mass[f] *
+                                     (pressure[w] / (rho[w] * rho[w]) + pressure[f] / (rho[f] * rho[f])) *
+                                     sphk_f((int)s->kernel, dims, s->h, sqrt(r2));
+                    for (int k = 0; k < 3; ++k) fw[k] += c * d[k];
+                }
+                double r[3];
+                for (int k = 0; k < 3; ++k) {
+                    F[k] += fw[k];
+                    r[k] = (double)p->pos[4 * w + k] - gg->point[k];
+                }
+                M[0] += r[1] * fw[2] - r[2] * fw[1];
+                M[1] += r[2] * fw[0] - r[0] * fw[2];
+                M[2] += r[0] * fw[1] - r[1] * fw[0];
+            }
+            for (int k = 0; k < dims; ++k) out[k] = F[k];
+            if (dims == 3)
+                for (int k = 0; k < 3; ++k) out[3 + k] = M[k];
+            else out[2] = M[2];
+        }
+    }
+}

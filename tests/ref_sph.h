@@ -48,6 +48,12 @@ void ref_sph_scene(scene *s, int dims, scene_kernel kernel, scene_eos eos, scene
  * x = min - (k + 1/2) dx and max + (k + 1/2) dx. Masses: rho0 dx^dims (call sph_prepare after). */
 sphsim_status ref_sph_particles(const scene *s, particles *p, sphsim_error *e);
 
+/* The gauges of s (s->gauges) measured on particles p (any order) whose fluid density and
+ * pressure, and the walls' extrapolated ones, are rho and pressure (ref_sph_step's): 6 values per
+ * gauge in rows (the gauge's columns, src/gauges.h), as kernels/gauges.cl defines them, in
+ * double. */
+void ref_sph_gauges(const scene *s, const particles *p, const double *rho, const double *pressure, double *rows);
+
 /* Deterministic pseudo-random numbers in [-1, 1) (xorshift64*). */
 double ref_sph_rand(uint64_t *state);
 

@@ -57,6 +57,7 @@ static void assert_starts(const char *msg, const char *part)
 #define HEAD2 "{'format':1,'dimensions':2,'tank':{'min':[0,0],'max':[1,1]},"
 #define BLK "'blocks':[{'min':[0,0],'max':[0.4,0.5]}]"
 #define TAIL "'time':{'end':1}}"
+#define GH HEAD2 "'fluid':{" BLK ",'spacing':0.01},'gauges':["
 #define GOOD2 HEAD2 "'fluid':{" BLK ",'spacing':0.01}," TAIL
 #define PHEAD2 "{'format':1,'dimensions':2,'mode':'particles','tank':{'min':[0,0],'max':[1,1]},"
 #define GROUP "{'count':100,'radius':0.01}"
@@ -282,6 +283,29 @@ static void test_density_continuity(void **state)
     const char *sets3[] = { "output.fields=[\"position\"]" };
     assert_int_equal(load(&s, GOOD2, sets3, 1, &e), SPHSIM_OK);
     assert_true((output_fields(&s) & FIELD_DENSITY) == 0);
+    scene_free(&s);
+}
+
+/* gauges: the interval in whole steps (every step by default), a force gauge's point the tank's
+ * centre by default, a height gauge's line from the floor, all in the resolved JSON */
+static void test_gauges(void **state)
+{
+    (void)state;
+    scene s;
+    sphsim_error e;
+    const char *json = GH "{'name':'p1','type':'pressure','point':[0.2,0.1],'interval':0.01},"
+                          "{'name':'h.1','type':'height','point':[0.3,0.7]},{'name':'F-tank','type':'force'}]," TAIL;
+    assert_int_equal(load(&s, json, NULL, 0, &e), SPHSIM_OK);
+    assert_int_equal(s.n_gauges, 3);
+    assert_string_equal(s.gauges[0].name, "p1");
+    assert_int_equal(s.gauges[0].type, GAUGE_PRESSURE);
+    assert_true(s.gauges[0].every == (long)floor(0.01 / s.dt + 0.5) && s.gauges[0].every > 1);
+    assert_int_equal(s.gauges[1].every, 1);
+    assert_true(s.gauges[1].point[0] == 0.3 && s.gauges[1].point[1] == 0.0);
+    assert_true(s.gauges[2].point[0] == 0.5 && s.gauges[2].point[1] == 0.5);
+    assert_string_equal(s.gauges[2].object, "tank");
+    assert_non_null(strstr(s.resolved_json, "\"gauges\""));
+    assert_non_null(strstr(s.resolved_json, "\"every_steps\""));
     scene_free(&s);
 }
 
@@ -953,6 +977,23 @@ static const bad_case BAD[] = {
       "'max':[1,1,1]}],'spacing':0.5}," TAIL,
       "fluid.spacing: spacing 0.5 m gives about", "more than the limit of 2e9" },
     { PHEAD2 "'spheres':{'groups':[1]}," TAIL, "spheres.groups[0]: expected an object (a sphere group), got 1", "" },
+    { GH "{'name':'a','point':[0.5,0.5]}]," TAIL, "gauges[0].type: required key missing", "" },
+    { GH "{'name':'a b','type':'pressure','point':[0.5,0.5]}]," TAIL, "gauges[0].name: \"a b\": a gauge's name", "" },
+    { GH "{'name':'a','type':'pressure','point':[0.5,0.5]},{'name':'a','type':'height','point':[0.5,0]}]," TAIL,
+      "gauges[1].name: \"a\" is already the name of gauges[0]", "" },
+    { GH "{'name':'a','type':'pressure','point':[1.5,0.5]}]," TAIL,
+      "gauges[0].point: x = 1.5 m lies outside the tank (0 to 1 m)", "" },
+    { GH "{'name':'a','type':'pressure'}]," TAIL, "gauges[0].point: required key missing", "" },
+    { GH "{'name':'a','type':'pressure','point':[0.5,0.5],'object':'tank'}]," TAIL,
+      "gauges[0].object: only a \"force\" gauge takes an object", "" },
+    { GH "{'name':'a','type':'force','object':'box'}]," TAIL, "gauges[0].object: expected \"tank\"", "" },
+    { GH "{'name':'a','type':'presure','point':[0.5,0.5]}]," TAIL, "gauges[0].type: unknown value \"presure\"",
+      "did you mean \"pressure\"?" },
+    { GH "{'name':'a','type':'pressure','point':[0.5,0.5],'interval':-1}]," TAIL,
+      "gauges[0].interval: expected a number >= 0, got -1", "" },
+    { GH "{'name':'a','type':'pressure','point':[0.5,0.5],'every':2}]," TAIL, "gauges[0].every: unknown key", "" },
+    { PHEAD2 "'spheres':{'groups':[" GROUP "]},'gauges':[{'name':'a','type':'height','point':[0.5,0]}]," TAIL,
+      "gauges: gauges measure the fluid: mode \"sph\" only", "" },
 };
 
 static void test_bad_inline(void **state)
@@ -998,6 +1039,7 @@ int main(void)
         cmocka_unit_test(test_particle_count_3d),
         cmocka_unit_test(test_linear_eos_default_stiffness),
         cmocka_unit_test(test_density_continuity),
+        cmocka_unit_test(test_gauges),
         cmocka_unit_test(test_fluid_height_axis),
         cmocka_unit_test(test_particles_mode),
         cmocka_unit_test(test_contact_keys),

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "device.h"
+#include "gauges.h"
 #include "init.h"
 #include "ref_sph.h"
 #include "sim.h"
@@ -2255,6 +2256,116 @@ static void test_set_masses(void **state)
     sph_destroy(sol);
 }
 
+/* The gauges (kernels/gauges.cl) on the state of a density stage against the double reference
+ * (ref_sph_gauges): a pressure probe inside the fluid, one near its surface and one in the dry
+ * part of the tank (NaN), a velocity probe, a height gauge and the walls' force and moment, in 2D
+ * and 3D, with and without neighbour lists, for two schemes. */
+static void gauges_case(fixture *f, int dims, int lists, const scheme *sc)
+{
+    scene s;
+    particles p;
+    perturbed_scene(&s, &p, dims, sc, 900 + (uint64_t)dims);
+    const int up = dims - 1;
+    const double *bm = s.blocks[0].max;
+    static const double at[5][3] = {
+        { 0.5, 0.5, 0.5 }, { 0.5, 0.5, 0.9 }, { 0, 0, 0 }, { 0.4, 0.4, 0.4 }, { 0.6, 0.6, 0 }
+    };
+    static const scene_gauge_type types[6] = { GAUGE_PRESSURE, GAUGE_PRESSURE, GAUGE_PRESSURE,
+                                               GAUGE_VELOCITY, GAUGE_HEIGHT,   GAUGE_FORCE };
+    s.n_gauges = 6;
+    for (int k = 0; k < 6; ++k) {
+        scene_gauge *g = &s.gauges[k];
+        memset(g, 0, sizeof *g);
+        snprintf(g->name, sizeof g->name, "g%d", k);
+        g->type = types[k];
+        g->every = 1;
+        for (int a = 0; a < dims; ++a) {
+            const double frac = k < 5 ? at[k][a == up ? 2 : a] : 0.3;
+            g->point[a] = k == 2 ? s.tank.max[a] - 0.3 * s.spacing : frac * bm[a];
+        }
+        if (k == 4) g->point[up] = s.tank.min[up];
+    }
+    sph_solver *sol = make_solver_lists(&f->d, &s, lists, p.n);
+    run r;
+    run_alloc(&f->d, &r, p.n, &s);
+    run_upload(&f->d, sol, &r, &p);
+    sphsim_error e;
+    assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
+    gauges *g = NULL;
+    sphsim_status st = gauges_create(&g, &f->d, &s, sph_build_options(sol), sph_params_buffer(sol), 0, 0, 1, &e);
+    if (st != SPHSIM_OK) fprintf(stderr, "gauges_create: %s\n", e.msg);
+    assert_int_equal(st, SPHSIM_OK);
+    assert_int_equal(gauges_sample(g, 0, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
+    gauge_block *b = NULL;
+    assert_int_equal(gauges_take(g, 1, &b, &e), SPHSIM_OK);
+    assert_non_null(b);
+    assert_int_equal(gauge_blocks_wait(b, &e), SPHSIM_OK);
+
+    const size_t n = p.n;
+    double *rho_r = malloc(8 * n), *p_r = malloc(8 * n), *x_r = malloc(32 * n), *v_r = malloc(32 * n);
+    double want[6 * 6];
+    assert_true(rho_r && p_r && x_r && v_r);
+    unsigned flags;
+    ref_sph_step(&s, &p, rho_r, p_r, x_r, v_r, &flags);
+    ref_sph_gauges(&s, &p, rho_r, p_r, want);
+    double p_max = 0.0, v_max = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+        p_max = fmax(p_max, p_r[i]);
+        for (int a = 0; a < 3; ++a) v_max = fmax(v_max, fabs(p.vel[4 * i + a]));
+    }
+    double err[4] = { 0, 0, 0, 0 }; /* pressure / p_max, velocity / v_max, height (m), force / |F| */
+    for (int k = 0; k < 6; ++k) {
+        const int cols = gauge_cols(&s, &s.gauges[k]);
+        assert_int_equal(b->rows[k], 1);
+        const float *got = b->data + b->offset[k];
+        if (k == 2) { /* dry */
+            assert_true(isnan(got[0]) && isnan(want[6 * k]));
+            continue;
+        }
+        double fmag = 0.0;
+        if (k == 5)
+            for (int a = 0; a < dims; ++a) fmag = hypot(fmag, want[6 * k + a]);
+        for (int c = 0; c < cols; ++c) {
+            const double d = fabs(got[c] - want[6 * k + c]);
+            if (s.gauges[k].type == GAUGE_PRESSURE) err[0] = fmax(err[0], d / p_max);
+            if (s.gauges[k].type == GAUGE_VELOCITY) err[1] = fmax(err[1], d / v_max);
+            if (s.gauges[k].type == GAUGE_HEIGHT) err[2] = fmax(err[2], d);
+            /* moments against |F| times the tank's size */
+            if (s.gauges[k].type == GAUGE_FORCE) err[3] = fmax(err[3], d / (fmag * (c < dims ? 1.0 : 0.1)));
+        }
+    }
+    const double h = b->data[b->offset[4]], fy = b->data[b->offset[5] + up];
+    print_message("  %dD %s lists %d: p %.3g Pa (surface %.3g), height %.4g m (block top %.4g), F_up %.4g: "
+                  "errors p %.2g, v %.2g, h %.2g m, F %.2g\n",
+                  dims, kname[sc->kernel], lists, (double)b->data[b->offset[0]], (double)b->data[b->offset[1]], h,
+                  bm[up], fy, err[0], err[1], err[2], err[3]);
+    assert_true(fabs(h - bm[up]) < 1.5 * s.spacing); /* the surface, near the block's top */
+    assert_true(fy < 0.0);                           /* the fluid pushes the floor down */
+    assert_true(err[0] < 1e-4);
+    assert_true(err[1] < 1e-4);
+    assert_true(err[2] < 1e-5);
+    assert_true(err[3] < 1e-4);
+    gauge_blocks_free(b);
+    gauges_destroy(g);
+    free(rho_r);
+    free(p_r);
+    free(x_r);
+    free(v_r);
+    run_free(&r);
+    sph_destroy(sol);
+    particles_free(&p);
+}
+
+static void test_gauges_vs_reference(void **state)
+{
+    fixture *f = *state;
+    static const scheme two[2] = { { KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL },
+                                   { KERNEL_CUBIC, EOS_LINEAR, VISC_LAPLACIAN } };
+    for (int dims = 2; dims <= 3; ++dims)
+        for (int lists = 0; lists <= 1; ++lists)
+            for (int k = 0; k < 2; ++k) gauges_case(f, dims, lists, &two[k]);
+}
+
 int main(void)
 {
     tuning_defaults(&T);
@@ -2270,6 +2381,7 @@ int main(void)
         cmocka_unit_test(test_step_vs_reference),
         cmocka_unit_test(test_continuity_vs_reference),
         cmocka_unit_test(test_continuity_hydrostatic),
+        cmocka_unit_test(test_gauges_vs_reference),
         cmocka_unit_test(test_walls_beside_dry_cells),
         cmocka_unit_test(test_list_keep),
         cmocka_unit_test(test_go_ahead),

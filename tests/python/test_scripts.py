@@ -1,5 +1,5 @@
 """Tests of the post-processing scripts (scripts/plot_snapshot.py, animate.py, plot_surge_front.py,
-surface.py, martin_moyce.py), of sweep.sh's device slots and interruption, and of the benchmark's
+surface.py, martin_moyce.py, gauges.py), of sweep.sh's device slots and interruption, and of the benchmark's
 developed-flow mode (bench.py --until) on real sphsim runs of tiny scenes: a 2D dam break (200 fluid
 particles), a 3D block (1000 fluid particles) and 16 discs in particle mode. Each script runs as
 a command, headless (no DISPLAY, MPLBACKEND unset), and its output is opened and checked.
@@ -24,6 +24,7 @@ SCRIPTS = REPO / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
 import animate  # noqa: E402
+import gauges as gauges_script  # noqa: E402
 import bench  # noqa: E402
 import martin_moyce  # noqa: E402
 import plot_snapshot  # noqa: E402
@@ -127,7 +128,7 @@ def distinct_colours(im):
 # ---------------------------------------------------------------------------------- --help
 
 @pytest.mark.parametrize("name", ["plot_snapshot.py", "animate.py", "plot_surge_front.py", "surface.py",
-                                  "martin_moyce.py"])
+                                  "martin_moyce.py", "gauges.py"])
 def test_help(name):
     p = script(name, "--help")
     assert p.stdout.startswith("usage:"), p.stdout[:200]
@@ -244,7 +245,7 @@ print(json.dumps({"status": "ok", "output": out, "device": dev, "particles": 1, 
 
 @pytest.fixture
 def fake_sphsim(tmp_path):
-    """(environment that makes sweep.sh run the stand-in sphsim, scene file)."""
+    """(environment that makes sweep.sh run the fake sphsim, scene file)."""
     fake = tmp_path / "fake_sphsim"
     fake.write_text(f"#!{sys.executable}\n" + FAKE_SPHSIM)
     fake.chmod(0o755)
@@ -288,7 +289,7 @@ def test_sweep_interrupt_and_rerun(tmp_path, fake_sphsim):
         while not all((d / ".sweep" / "runs" / f"k=slow{i}.json").exists() for i in (1, 2)):
             assert time.time() < deadline and proc.poll() is None, "the slow runs did not start"
             time.sleep(0.05)
-        time.sleep(0.3)  # let the stand-ins set their handlers
+        time.sleep(0.3)  # let the fake runs set their handlers
         proc.send_signal(signal.SIGINT)  # to the sweep alone (its runs have process groups of their own)
         _, err = proc.communicate(timeout=30)
     finally:
@@ -738,3 +739,35 @@ def test_surface_2d(run2d, tmp_path):
 def test_surface_refuses_particle_mode(run_discs, tmp_path):
     p = script("surface.py", run_discs, "-o", tmp_path / "s", ok=False)
     assert p.returncode == 1 and "particle-mode" in p.stderr
+
+
+def test_gauges_csv_png_and_reference(tmp_path, capsys):
+    """gauges.py: a CSV per gauge (time and the gauge's columns, as the file holds them), a PNG
+    per gauge with a reference overlaid, and clear errors for a file without gauges and an
+    unknown gauge."""
+    scene = dict(SCENE_2D, gauges=[{"name": "p1", "type": "pressure", "point": [0.05, 0.02]},
+                                   {"name": "wall", "type": "force"}])
+    h5 = simulate(tmp_path, scene)
+    ref = tmp_path / "ref.csv"
+    ref.write_text("# a measurement\ntime,p\n0,1000\n0.05,1500\n0.1,1200\n")
+    out = tmp_path / "g"
+    assert gauges_script.main([str(h5), "--csv", str(out), "--png", str(out), "--ref", f"p1={ref}"]) == 0
+    printed = capsys.readouterr().out
+    assert "p1: pressure" in printed and "wall: force" in printed
+    with sphsim_reader.open_run(h5) as run:
+        g = run.gauges()
+    assert list(g) == ["p1", "wall"] and g["wall"].columns == ["Fx", "Fy", "Mz"]
+    with open(out / "wall.csv") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["time_s", "Fx_N/m", "Fy_N/m", "Mz_Nm/m"]
+    data = np.array(rows[1:], dtype=float)
+    assert data.shape == (len(g["wall"].time), 4)
+    assert np.allclose(data[:, 1:], g["wall"].values, rtol=1e-6, atol=1e-6)
+    for name in ("p1", "wall"):
+        assert (out / f"{name}.png").stat().st_size > 5000
+    assert gauges_script.main([str(h5), "--gauge", "nope"]) == 1
+    assert "no gauge 'nope'" in capsys.readouterr().err
+    (tmp_path / "plain").mkdir()
+    plain = simulate(tmp_path / "plain", SCENE_3D)
+    assert gauges_script.main([str(plain)]) == 1
+    assert "has no gauges" in capsys.readouterr().err
