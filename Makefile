@@ -21,11 +21,17 @@ TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/%)
 TEST_HELPERS := $(sort $(wildcard tests/ref_*.c tests/testutil.c tests/output_fault.c))
 
-.PHONY: all run test sanitize unit-tests bench clean install format
-all: $(B)/sphsim
+.PHONY: all run test sanitize unit-tests bench clean install format meshes
+all: $(B)/sphsim meshes
+
+# The triangle meshes the shipped scenes and tests use, generated (scripts/make_meshes.py).
+MESH_STAMP := scenes/meshes/.made
+meshes: $(MESH_STAMP)
+$(MESH_STAMP): scripts/make_meshes.py
+	python3 scripts/make_meshes.py && touch $@
 
 # The quick start's main job: the default scene on whatever OpenCL device is there.
-run: $(B)/sphsim
+run: $(B)/sphsim meshes
 	$(B)/sphsim scenes/default.json -o out.h5 --overwrite
 
 $(B):
@@ -80,4 +86,4 @@ format:
 	clang-format -i src/*.c src/*.h tests/*.c tests/*.h tests/fuzz/*.c kernels/*.cl kernels/*.h
 
 clean:
-	rm -rf $(B) build-asan build-tsan
+	rm -rf $(B) build-asan build-tsan scenes/meshes

@@ -5,6 +5,7 @@
 #define SPHSIM_CONTACT_SHARED_H
 
 #include "shared.h"
+#include "geom_shared.h"
 
 /* Contact slots per sphere: the state a contact carries through the passes of a step and into
  * the next step (warm start): its code (partner or wall), its normal impulse and its two
@@ -30,6 +31,7 @@
 #define CONTACT_INDEX 0x7fffffffu
 #define CONTACT_WALL 0x7ffffff0u
 #define CONTACT_NO_ID 0x7fffffffu
+#define CONTACT_OBJECT_FACE 6u /* the first face code of an object (the tank has 6 faces) */
 
 /* The per-sphere info word of a step: bits 0-7 the number of contacts d (at most 255), bits
  * 8-15 the sphere's group (material table index). */
@@ -55,6 +57,9 @@ typedef struct contact_params {
     dev_u32 n_groups;       /* sphere groups (materials: group_start, material) */
     dev_u32 uniform;        /* 1: every pair has (restitution, friction) and every wall contact
                                (wall_restitution, wall_friction); the tables are not read */
+    dev_u32 n_objects;      /* the scene's solid objects; a sphere meets them as it meets a wall */
+    dev_u32 pad_[3];
+    geom_object objects[GEOM_MAX_OBJECTS]; /* their shapes (geom_shared.h) */
 } contact_params;
 
 #endif

@@ -32,6 +32,7 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 #include "contact_shared.h"
+#include "geom.h"
 #include "neighbours.h"
 #include "spread.h"
 
@@ -171,12 +172,18 @@ inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float
 /* Sphere at x0 (radius r, velocity v0) against wall `face` (2 axis + side; side 0: the min
  * wall). h0, the centre's distance from the wall plane, was r when it touched: s = (r - h0) /
  * (-v0_n) when that lies within the last drift, else s = dt. */
-inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __constant contact_params *cp)
+inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __constant contact_params *cp,
+                                    __global const float *geom_grid)
 {
     contact_geo g;
     const uint axis = face >> 1, side = face & 1u;
-    const float h0 = side ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
-    g.n = contact_axis(axis, side ? -1.0f : 1.0f);
+    float h0;
+    if (face >= CONTACT_OBJECT_FACE) { /* an object: its distance and normal (geom.h) */
+        h0 = geom_sdf(&cp->objects[face - CONTACT_OBJECT_FACE], geom_grid, x0, &g.n);
+    } else {
+        h0 = side ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
+        g.n = contact_axis(axis, side ? -1.0f : 1.0f);
+    }
     g.u0_n = dot(v0, g.n);
     g.s = cp->dt;
     if (g.u0_n < 0.0f && h0 < r) g.s = min((r - h0) / -g.u0_n, cp->dt);
@@ -188,9 +195,14 @@ inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __
 }
 
 /* Does sphere (x0, r) touch wall `face`? (The same test in every kernel.) */
-inline int contact_wall_touch(float4 x0, float r, uint face, __constant contact_params *cp)
+inline int contact_wall_touch(float4 x0, float r, uint face, __constant contact_params *cp,
+                              __global const float *geom_grid)
 {
     const uint axis = face >> 1;
+    if (face >= CONTACT_OBJECT_FACE) {
+        float4 nrm;
+        return geom_sdf(&cp->objects[face - CONTACT_OBJECT_FACE], geom_grid, x0, &nrm) < r;
+    }
     const float h0 =
         (face & 1u) ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
     return h0 < r;
@@ -298,7 +310,7 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
                            __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,
                            __global const float *radius, __global const uint *id, const uint warm,
                            __global const uint *idx, __global const uint *group_start, __global uint *slot,
-                           __global ushort *info)
+                           __global ushort *info, __global const float *geom_grid)
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
@@ -314,8 +326,9 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
     const float4 p0_i = pos0[i];
     const float r_i = radius[i];
     uint k = 0;
-    for (uint face = 0; face < 2u * cp->dims; ++face) {
-        if (!contact_wall_touch(p0_i, r_i, face, cp)) continue;
+    for (uint f = 0; f < 2u * cp->dims + cp->n_objects; ++f) {
+        const uint face = f < 2u * cp->dims ? f : CONTACT_OBJECT_FACE + (f - 2u * cp->dims); /* walls, objects */
+        if (!contact_wall_touch(p0_i, r_i, face, cp, geom_grid)) continue;
         const uint code = CONTACT_WALL + face;
         uint3 sl = (uint3)(code, 0u, 0u);
         for (uint q = 0; q < n_old; ++q)
@@ -347,13 +360,13 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
 inline contact_geo contact_slot_geo(uint code, float4 p0_i, float4 v0_i, float r_i, uint g_i,
                                     __global const float4 *pos0, __global const float4 *v0,
                                     __global const float *radius, __global const ushort *info,
-                                    __global const float2 *material, __constant contact_params *cp, int *first,
-                                    float2 *mat)
+                                    __global const float2 *material, __constant contact_params *cp,
+                                    __global const float *geom_grid, int *first, float2 *mat)
 {
     if (contact_is_wall(code)) {
         *first = 1;
         *mat = contact_material(cp, material, g_i, cp->n_groups);
-        return contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp);
+        return contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp, geom_grid);
     }
     const uint j = code & CONTACT_INDEX, g_j = CONTACT_GROUP(info[j]);
     const float4 p0_j = pos0[j], v0_j = v0[j];
@@ -376,7 +389,8 @@ inline int contact_slot_kept(uint code, uint d_i, __global const ushort *info, u
     const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,                        \
         __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,                   \
         __global const float4 *v0, __global const float *mass, __global const float *radius, __global const uint *id,  \
-        __global const ushort *info, __global uint *slot, __global const float2 *material
+        __global const ushort *info, __global uint *slot, __global const float2 *material,                             \
+        __global const float *geom_grid
 
 /* Warm start: V, W = (v0, w0) plus the impulses the slots carried. A sphere pair is solved with
  * state only when both spheres have at most `slots` contacts; otherwise its carried impulse is
@@ -403,7 +417,7 @@ __kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __glo
         int first;
         float2 mat;
         const contact_geo g =
-            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, &first, &mat);
+            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, geom_grid, &first, &mat);
         const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
         dv += first ? P : -P; /* impulse sums, divided by m_i and I_i at the end */
         dw += (first ? g.a_a : g.a_b) * cross(g.n, P);
@@ -446,7 +460,7 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         int first;
         float2 mat;
         const contact_geo g =
-            contact_slot_geo(code, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, &first, &mat);
+            contact_slot_geo(code, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, geom_grid, &first, &mat);
         const float target = contact_target(g.u0_n, mat.x, v_rest);
         float4 dP;
         if (wall) {
@@ -524,7 +538,7 @@ __kernel void contact_displace(CONTACT_STEP_ARGS, __global float4 *x_out)
         int first;
         float2 mat;
         const contact_geo g =
-            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, &first, &mat);
+            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, geom_grid, &first, &mat);
         const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
         dx += g.s * (first ? P : -P);
     }
@@ -549,7 +563,8 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
                               __constant contact_params *cp, __global const uint *cell_start,
                               __global const uint *cell_end, __global const float4 *pos0, __global const float *mass,
                               __global const float *radius, __global const uint *id, __global const ushort *info,
-                              __global const uint *slot, __global const float4 *x_in, __global float4 *x_out)
+                              __global const uint *slot, __global const float *geom_grid, __global const float4 *x_in,
+                              __global float4 *x_out)
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
@@ -595,7 +610,14 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
     const float px = contact_wall_clamp(cp->tank_min[0] + r_i, cp->tank_max[0] - r_i, x.x);
     const float py = contact_wall_clamp(cp->tank_min[1] + r_i, cp->tank_max[1] - r_i, x.y);
     const float pz = cp->dims == 3u ? contact_wall_clamp(cp->tank_min[2] + r_i, cp->tank_max[2] - r_i, x.z) : x.z;
-    x_out[i] = (float4)(px, py, pz, 0.0f);
+    float4 xo = (float4)(px, py, pz, 0.0f);
+    /* the objects: a centre closer than r to a surface moves out along its normal */
+    for (uint o = 0; o < cp->n_objects; ++o) {
+        float4 nrm;
+        const float phi = geom_sdf(&cp->objects[o], geom_grid, xo, &nrm);
+        if (phi < r_i) xo += (r_i - phi) * nrm;
+    }
+    x_out[i] = xo;
 }
 
 /* The angular velocity of the last impulse pass's iterate (V, W) stored at the sphere's id (no

@@ -28,6 +28,7 @@
  * which the next step's decision reads (nlist_state.need, step_max; kernels/nlist.cl).
  * A gather over the neighbour grid: no float atomics; only the flag words are OR-ed atomically. */
 #include "sph_common.h"
+#include "geom.h"
 
 /* The positions the in-range cell walk tests (no lists): pos_p's (x, p/rho^2), which the body
  * loads next, or pos beside 32-byte records (an integrated density), whose x sits at pos_p[2j]. */
@@ -47,7 +48,7 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
                            __constant const grid_params *gp, __constant const sph_params *P,
                            __global float4 *pos_next, /* m, out */
                            __global float4 *vel_next, /* m/s, out */
-                           __global uint *flags, NLIST_READ_ARGS, const int list_walk)
+                           __global uint *flags, __global const float *geom_grid, NLIST_READ_ARGS, const int list_walk)
 {
     if (!NLIST_MINE(i, list_walk)) return; /* the other kernel's (nlist_loop.h) */
     if (type[i] != PTYPE_FLUID) {
@@ -130,6 +131,12 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
             else if (d_hi < d0) ac[a] -= K * (d0 - d_hi);
         }
     }
+    /* the same barrier at the surface of every object, along its normal (phi: geom.h) */
+    for (uint o = 0; o < P->n_objects; ++o) {
+        float4 nrm;
+        const float phi = geom_sdf(&P->objects[o], geom_grid, x_i, &nrm);
+        if (phi < P->wall_d0) acc += (P->wall_k * (P->wall_d0 - phi)) * nrm;
+    }
     acc.x += P->gravity[0];
     acc.y += P->gravity[1];
     acc.z += P->gravity[2];
@@ -166,6 +173,18 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
             } else if (xc[a] > P->tank_max[a]) {
                 xc[a] = P->tank_max[a];
                 vc[a] = fmin(vc[a], 0.0f);
+                outside = 1;
+            }
+        }
+        /* the same at the objects' surfaces: a particle that would end inside a solid is put
+         * back on its surface (phi = 0) with its velocity into the solid removed */
+        for (uint o = 0; o < P->n_objects; ++o) {
+            float4 nrm;
+            const float phi = geom_sdf(&P->objects[o], geom_grid, x_next, &nrm);
+            if (phi < 0.0f) {
+                x_next.xyz -= phi * nrm.xyz;
+                const float vn = dot(v_next.xyz, nrm.xyz);
+                if (vn < 0.0f) v_next.xyz -= vn * nrm.xyz;
                 outside = 1;
             }
         }
@@ -212,16 +231,17 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
         __global const uchar *type,           /* PTYPE_* */                                                            \
         __global const uint *cell_start, __global const uint *cell_end, __constant const grid_params *gp,              \
         __constant const sph_params *P,                                                                                \
-        __global const float4 *pos_p, /* (x, p/rho^2) [, (v, rho)] (sph_density, sph_boundary) */                      \
-        const uint stride,            /* work-group spread (spread_item) */                                            \
-        __global float4 *pos_next,    /* m, out */                                                                     \
-        __global float4 *vel_next,    /* m/s, out */                                                                   \
-        __global uint *flags,         /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */                               \
+        __global const float4 *pos_p,    /* (x, p/rho^2) [, (v, rho)] (sph_density, sph_boundary) */                   \
+        const uint stride,               /* work-group spread (spread_item) */                                         \
+        __global float4 *pos_next,       /* m, out */                                                                  \
+        __global float4 *vel_next,       /* m/s, out */                                                                \
+        __global uint *flags,            /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */                            \
+        __global const float *geom_grid, /* the meshes' signed distance grids (geom_shared.h) */                       \
         NLIST_READ_ARGS
 
 #define SPH_FORCES_ONE_(i, list_walk)                                                                                  \
-    sph_forces_one(i, n, pos, vel, type, pos_p, cell_start, cell_end, gp, P, pos_next, vel_next, flags, nl_list,       \
-                   nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, list_walk)
+    sph_forces_one(i, n, pos, vel, type, pos_p, cell_start, cell_end, gp, P, pos_next, vel_next, flags, geom_grid,     \
+                   nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, list_walk)
 
 __kernel void sph_forces(SPH_FORCES_ARGS)
 {

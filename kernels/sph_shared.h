@@ -8,6 +8,7 @@
 #define SPHSIM_SPH_SHARED_H
 
 #include "shared.h"
+#include "geom_shared.h"
 
 typedef struct sph_params {
     float h;           /* m: smoothing length */
@@ -41,6 +42,9 @@ typedef struct sph_params {
                            density difference that the diffusion leaves alone */
     float rho_floor;   /* kg/m^3: the least density the continuity equation may reach, rho0 / 2 */
     dev_u32 dims;      /* 2 or 3 (also -DDIMS) */
+    dev_u32 n_objects; /* the scene's solid objects (0: none; the wall guards see the tank faces only) */
+    dev_u32 pad_[2];
+    geom_object objects[GEOM_MAX_OBJECTS]; /* their shapes (geom_shared.h), objects[0 .. n_objects-1] */
 } sph_params;
 
 #endif

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "geometry.h"
+
 #define CONTACT_LOCAL 64 /* work-group size of every contact kernel */
 
 struct contact_solver {
@@ -32,6 +34,7 @@ struct contact_solver {
     cl_mem w_parent;
     size_t w_n;           /* the sphere count they were made for */
     int have_warm;      /* the slots hold what the last step carried, for this sphere count */
+    cl_mem geom_grid;   /* the meshes' signed distance grids (scene.geom_grid), or one float */
 };
 
 static size_t omega_floats(const contact_params *cp) { return cp->dims == 3 ? 3 : 1; }
@@ -61,6 +64,7 @@ void contact_params_from_scene(const scene *s, contact_params *p)
     p->dims = (dev_u32)s->dims;
     p->n_groups = (dev_u32)(s->n_groups > 0 ? s->n_groups : 1);
     p->uniform = s->n_pairs == 0;
+    p->n_objects = geom_pack(s, p->objects);
 }
 
 void contact_materials(const scene *s, uint32_t *group_start, float *material)
@@ -120,6 +124,7 @@ void contact_destroy(contact_solver *c)
     release_mem(&c->params);
     release_mem(&c->group_start);
     release_mem(&c->material);
+    release_mem(&c->geom_grid);
     cl_kernel ks[] = { c->k_list,      c->k_warm,  c->k_resolve, c->k_displace, c->k_project,
                        c->k_integrate, c->k_pairs, c->k_omega,   c->k_spin };
     device_release_kernels(ks, (int)(sizeof ks / sizeof *ks));
@@ -193,6 +198,11 @@ sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s
     contact_solver *c = calloc(1, sizeof *c);
     if (!c) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory creating the contact solver");
     sphsim_status st = create(c, d, s, e);
+    if (st == SPHSIM_OK)
+        st = device_alloc(d, s->geom_grid_n ? s->geom_grid_n * sizeof(float) : 4, "signed distance grids",
+                          &c->geom_grid, e);
+    if (st == SPHSIM_OK && s->geom_grid_n)
+        st = device_write(d, c->geom_grid, 0, s->geom_grid_n * sizeof(float), s->geom_grid, e);
     if (st != SPHSIM_OK) {
         contact_destroy(c);
         return st;
@@ -377,7 +387,9 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
         const uint32_t code = sl[3 * s];
         float lam[2]; /* lambda_n; in 2D lambda_t (in 3D the word holds two 16-bit fractions) */
         memcpy(lam, &sl[3 * s + 1], sizeof lam);
-        const int ok = (code_is_sphere(code) ? code < n : code == CONTACT_NO_ID || code - CONTACT_WALL < 6) &&
+        const int ok = (code_is_sphere(code)
+                            ? code < n
+                            : code == CONTACT_NO_ID || code - CONTACT_WALL < CONTACT_OBJECT_FACE + c->cp.n_objects) &&
                        isfinite(lam[0]) && lam[0] >= 0.0f && (c->cp.dims == 3 || isfinite(lam[1]));
         if (!ok || (!head[5] && code != CONTACT_NO_ID)) {
             r = SPHSIM_FAIL(e, SPHSIM_E_IO,
@@ -450,8 +462,8 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                           KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
                           KARG("pos0", st->pos), KARG("radius", st->radius),     KARG("id", st->id),
                           KARG("warm", warm),    KARG("idx", idx_arg),           KARG("group_start", c->group_start),
-                          KARG("slot", c->slot), KARG("info", c->info) };
-    SPHSIM_TRY(device_set_args(d, c->k_list, list, 14, e));
+                          KARG("slot", c->slot), KARG("info", c->info),          KARG("geom_grid", c->geom_grid) };
+    SPHSIM_TRY(device_set_args(d, c->k_list, list, 15, e));
     SPHSIM_TRY(device_run1d(d, c->k_list, n, CONTACT_LOCAL, e));
 
     /* The iterate (V, W) of the impulse passes lives in two buffer pairs: V in vel_next (side 0)
@@ -464,7 +476,7 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     int s = (c->iterations & 1) ? 0 : 1;
     /* the arguments contact_warm, contact_resolve and contact_displace share
      * (CONTACT_STEP_ARGS), then each one's own */
-    karg a[18] = { KARG("n", n),
+    karg a[19] = { KARG("n", n),
                    KARG("stride", stride),
                    KARG("gp", gp_buf),
                    KARG("cp", c->params),
@@ -477,18 +489,19 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                    KARG("id", st->id),
                    KARG("info", c->info),
                    KARG("slot", c->slot),
-                   KARG("material", c->material) };
-    a[14] = KARG("omega", c->omega);
-    a[15] = KARG("V_out", side_v[s]);
-    a[16] = KARG("W_out", side_w[s]);
-    SPHSIM_TRY(device_set_args(d, c->k_warm, a, 17, e));
+                   KARG("material", c->material),
+                   KARG("geom_grid", c->geom_grid) };
+    a[15] = KARG("omega", c->omega);
+    a[16] = KARG("V_out", side_v[s]);
+    a[17] = KARG("W_out", side_w[s]);
+    SPHSIM_TRY(device_set_args(d, c->k_warm, a, 18, e));
     SPHSIM_TRY(device_run1d(d, c->k_warm, n, CONTACT_LOCAL, e));
     for (int it = 0; it < c->iterations; ++it, s ^= 1) {
-        a[14] = KARG("V_in", side_v[s]);
-        a[15] = KARG("W_in", side_w[s]);
-        a[16] = KARG("V_out", side_v[s ^ 1]);
-        a[17] = KARG("W_out", side_w[s ^ 1]);
-        SPHSIM_TRY(device_set_args(d, c->k_resolve, a, 18, e));
+        a[15] = KARG("V_in", side_v[s]);
+        a[16] = KARG("W_in", side_w[s]);
+        a[17] = KARG("V_out", side_v[s ^ 1]);
+        a[18] = KARG("W_out", side_w[s ^ 1]);
+        SPHSIM_TRY(device_set_args(d, c->k_resolve, a, 19, e));
         SPHSIM_TRY(device_run1d(d, c->k_resolve, n, CONTACT_LOCAL, e));
     }
 
@@ -499,19 +512,28 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     SPHSIM_TRY(device_run1d(d, c->k_spin, n, CONTACT_LOCAL, e));
 
     /* positions: moved along the corrected paths, then the overlaps removed */
-    a[14] = KARG("x_out", st->vel_next);
-    SPHSIM_TRY(device_set_args(d, c->k_displace, a, 15, e));
+    a[15] = KARG("x_out", st->vel_next);
+    SPHSIM_TRY(device_set_args(d, c->k_displace, a, 16, e));
     SPHSIM_TRY(device_run1d(d, c->k_displace, n, CONTACT_LOCAL, e));
     cl_mem xs[2] = { st->vel_next, scr };
     int x = 0;
-    karg p[14] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
-                   KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
-                   KARG("pos0", st->pos), KARG("mass", st->mass),         KARG("radius", st->radius),
-                   KARG("id", st->id),    KARG("info", c->info),          KARG("slot", c->slot) };
+    karg p[15] = { KARG("n", n),
+                   KARG("stride", stride),
+                   KARG("gp", gp_buf),
+                   KARG("cp", c->params),
+                   KARG("cell_start", cell_start),
+                   KARG("cell_end", cell_end),
+                   KARG("pos0", st->pos),
+                   KARG("mass", st->mass),
+                   KARG("radius", st->radius),
+                   KARG("id", st->id),
+                   KARG("info", c->info),
+                   KARG("slot", c->slot),
+                   KARG("geom_grid", c->geom_grid) };
     for (int it = 0; it < c->iterations; ++it, x ^= 1) {
-        p[12] = KARG("x_in", xs[x]);
-        p[13] = KARG("x_out", xs[x ^ 1]);
-        SPHSIM_TRY(device_set_args(d, c->k_project, p, 14, e));
+        p[13] = KARG("x_in", xs[x]);
+        p[14] = KARG("x_out", xs[x ^ 1]);
+        SPHSIM_TRY(device_set_args(d, c->k_project, p, 15, e));
         SPHSIM_TRY(device_run1d(d, c->k_project, n, CONTACT_LOCAL, e));
     }
 

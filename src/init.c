@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "geometry.h"
 #include "jobs.h"
 #include "sph.h"
 
@@ -46,6 +47,100 @@ static void sphere_lattice_dims(const scene *s, const scene_sphere_group *g, lon
     }
 }
 
+static void set_particle(particles *p, size_t i, const double x[3], const double v[3], double mass, double rho,
+                         double radius, uint8_t type);
+
+/* ---- objects (SPH): the fluid lattice minus the solids, and the solids' boundary layers ---- */
+
+/* Is fluid block b's lattice point at (l, j, k) free of the objects? A fluid particle needs
+ * phi >= dx / 2: half a spacing from the surface, as from a tank face. */
+static int fluid_point(const scene *s, const scene_box *bx, long l, long j, long k, double x[3])
+{
+    const long idx[3] = { l, j, k };
+    x[0] = x[1] = x[2] = 0.0;
+    for (int a = 0; a < s->dims; ++a) x[a] = bx->min[a] + (idx[a] + 0.5) * s->spacing;
+    return geom_phi(s, x, NULL) >= 0.5 * s->spacing;
+}
+
+/* Is the tank lattice's point (l, j, k) (spacing dx[a], as the tank's boundary shell) a
+ * boundary particle of an object: inside a solid within boundary_layers spacings of its
+ * surface, -L dx < phi <= 0? *which: the object. */
+static int object_point(const scene *s, const double dx[3], long l, long j, long k, double x[3], int *which)
+{
+    const long idx[3] = { l, j, k };
+    x[0] = x[1] = x[2] = 0.0;
+    for (int a = 0; a < s->dims; ++a) x[a] = s->tank.min[a] + (idx[a] + 0.5) * dx[a];
+    const double phi = geom_phi(s, x, which);
+    return phi <= 0.0 && phi > -s->boundary_layers * s->spacing;
+}
+
+/* Visit the fluid points of block b (count them when p is NULL, else write them from index
+ * *i on). */
+static long objects_fluid(const scene *s, int b, particles *p, size_t *i)
+{
+    const scene_box *bx = &s->blocks[b];
+    long n[3], count = 0;
+    fluid_block_dims(s, bx, n);
+    const double zero[3] = { 0, 0, 0 };
+    for (long k = 0; k < n[2]; ++k)
+        for (long j = 0; j < n[1]; ++j)
+            for (long l = 0; l < n[0]; ++l) {
+                double x[3];
+                if (!fluid_point(s, bx, l, j, k, x)) continue;
+                ++count;
+                if (p) set_particle(p, (*i)++, x, zero, s->particle_mass, s->rest_density, 0.0, PTYPE_FLUID);
+            }
+    return count;
+}
+
+/* The same for the objects' boundary particles, on the tank lattice in z, y, x order; obj (may
+ * be NULL): each one's object. */
+static long objects_boundary_of(const scene *s, particles *p, size_t *i, int8_t *obj)
+{
+    double dx[3] = { 0, 0, 0 };
+    long n[3] = { 1, 1, 1 }, count = 0;
+    for (int a = 0; a < s->dims; ++a) n[a] = tank_cells(s, a, &dx[a]);
+    const double zero[3] = { 0, 0, 0 }, dvol = pow(s->spacing, s->dims);
+    for (long k = 0; k < n[2]; ++k)
+        for (long j = 0; j < n[1]; ++j)
+            for (long l = 0; l < n[0]; ++l) {
+                double x[3];
+                int which;
+                if (!object_point(s, dx, l, j, k, x, &which)) continue;
+                if (obj) obj[count] = (int8_t)which;
+                ++count;
+                if (p) set_particle(p, (*i)++, x, zero, s->rest_density * dvol, s->rest_density, 0.0, PTYPE_BOUNDARY);
+            }
+    return count;
+}
+
+/* Lattice site c of a sphere group (n sites per axis) at x; whether it is clear of the objects
+ * (phi >= r). */
+static int sphere_site(const scene *s, const scene_sphere_group *g, const long n[3], long c, double x[3])
+{
+    const long idx[3] = { c % n[0], (c / n[0]) % n[1], c / (n[0] * n[1]) };
+    x[0] = x[1] = x[2] = 0.0;
+    for (int a = 0; a < s->dims; ++a) x[a] = g->region.min[a] + g->radius + idx[a] * sphere_pitch(g);
+    return s->n_objects == 0 || geom_phi(s, x, NULL) >= g->radius;
+}
+
+/* The sites of a group's lattice (`sites` of them) clear of the objects. */
+static long sphere_lattice_room(const scene *s, const scene_sphere_group *g, const long n[3], long sites)
+{
+    long room = 0;
+    double x[3];
+    for (long c = 0; c < sites; ++c) room += sphere_site(s, g, n, c, x);
+    return room;
+}
+
+static long objects_boundary(const scene *s, particles *p, size_t *i) { return objects_boundary_of(s, p, i, NULL); }
+
+long init_boundary_objects(const scene *s, int8_t *obj)
+{
+    if (s->mode != MODE_SPH || s->n_objects == 0) return 0;
+    return objects_boundary_of(s, NULL, NULL, obj);
+}
+
 sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *n_spheres, sphsim_error *e)
 {
     *n_fluid = *n_boundary = *n_spheres = 0;
@@ -53,7 +148,15 @@ sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *
         for (int b = 0; b < s->n_blocks; ++b) {
             long n[3];
             fluid_block_dims(s, &s->blocks[b], n);
-            *n_fluid += n[0] * n[1] * n[2];
+            if (s->n_objects > 0) {
+                const long kept = objects_fluid(s, b, NULL, NULL);
+                if (kept == 0 && n[0] * n[1] * n[2] > 0)
+                    return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
+                                       "fluid.blocks[%d]: holds no particle: the objects cover all of its %ld lattice "
+                                       "points (a fluid particle needs half a spacing, %g m, of room from a solid)",
+                                       b, n[0] * n[1] * n[2], 0.5 * s->spacing);
+                *n_fluid += kept;
+            } else *n_fluid += n[0] * n[1] * n[2];
         }
         long L = s->boundary_layers, inner = 1, outer = 1;
         for (int a = 0; a < s->dims; ++a) {
@@ -63,6 +166,7 @@ sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *
             outer *= n + 2 * L;
         }
         *n_boundary = outer - inner;
+        if (s->n_objects > 0) *n_boundary += objects_boundary(s, NULL, NULL);
     } else {
         for (int g = 0; g < s->n_groups; ++g) {
             const scene_sphere_group *gr = &s->groups[g];
@@ -70,6 +174,7 @@ sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *
                 long n[3];
                 sphere_lattice_dims(s, gr, n);
                 long room = n[0] * n[1] * n[2];
+                if (s->n_objects > 0) room = sphere_lattice_room(s, gr, n, room);
                 if (room < gr->count)
                     return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                                        "spheres.groups[%d].count: %ld spheres of radius %g m do not fit on a lattice "
@@ -206,6 +311,17 @@ static void *gen_rows(void *arg)
  * the one a single pass in that order gives it. */
 static void generate_sph(const scene *s, particles *p, int threads)
 {
+    if (s->n_objects > 0) { /* one thread: the fluid blocks minus the solids, the shell, the objects */
+        size_t i = 0;
+        for (int b = 0; b < s->n_blocks; ++b) objects_fluid(s, b, p, &i);
+        const shell_dims d = shell_of(s);
+        const long rows = (d.hi[1] - d.lo[1]) * (d.hi[2] - d.lo[2]);
+        gen_job job = { s, p, -1, 0, rows, i };
+        gen_rows(&job);
+        i += shell_before(&d, rows);
+        objects_boundary(s, p, &i);
+        return;
+    }
     const unsigned t = jobs_threads(p->n, threads, 1, JOBS_MAX);
     gen_job jobs[JOBS_MAX];
     size_t first = 0;
@@ -393,11 +509,12 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
         long n[3];
         sphere_lattice_dims(s, gr, n);
         int dense = 0; /* random sequential addition gave up: the rest goes in at random, then relax */
+        long site = 0; /* the next lattice site to try */
         for (long c = 0; c < gr->count; ++c) {
             double x[3] = { 0, 0, 0 }, v[3] = { 0, 0, 0 };
             if (gr->placement == PLACE_LATTICE) {
-                long idx[3] = { c % n[0], (c / n[0]) % n[1], c / (n[0] * n[1]) };
-                for (int a = 0; a < s->dims; ++a) x[a] = gr->region.min[a] + gr->radius + idx[a] * sphere_pitch(gr);
+                while (!sphere_site(s, gr, n, site, x)) ++site; /* init_count checked the room */
+                ++site;
             } else {
                 int placed = 0;
                 for (int attempt = 0; attempt < (dense ? 1 : 10000) && !placed; ++attempt) {
@@ -406,6 +523,7 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
                         x[a] = lo + (hi - lo) * rng_uniform(&rng);
                     }
                     if (dense) break;
+                    if (s->n_objects > 0 && geom_phi(s, x, NULL) < gr->radius) continue; /* in a solid */
                     long cc[3] = { 0, 0, 0 };
                     for (int a = 0; a < s->dims; ++a) cc[a] = (long)((x[a] - s->tank.min[a]) / pl.cell);
                     int clash = 0;

@@ -10,6 +10,10 @@
 #include "particles.h"
 #include "scene.h"
 
+/* The objects' boundary particles (SPH), which follow the tank's in id order: their number, and
+ * in obj (may be NULL; that many entries) the index of each one's object (scene.objects). */
+long init_boundary_objects(const scene *s, int8_t *obj);
+
 /* Count the particles `init_generate` would make, without allocating them. */
 sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *n_spheres, sphsim_error *e);
 

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "output_geometry.h"
 #include "output_internal.h"
 
 /* Test-only fault injection: the test binaries link tests/output_fault.c, which defines this
@@ -332,7 +333,7 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         h5io_attr_str(g, "particle_counts_order", "fluid, boundary, spheres (ids in that order)") < 0 ||
         h5io_attr_str(g, "units", UNITS_JSON) < 0 || h5io_attr_i64(g, "snapshots_allocated", (long long)S) < 0 ||
         h5io_attr_fixed_str_len(g, "resumes", "", OUT_RESUMES_BYTES) < 0 ||
-        (sph && h5io_attr_f64(g, "boundary_particle_mass", 0) < 0))
+        (sph && h5io_attr_f64(g, "boundary_particle_mass", 0) < 0) || output_write_geometry(f, s) < 0)
         goto done;
     rc = 0;
 done:

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "geometry.h"
 #include "init.h"
+#include "mesh.h"
 
 #define SCENE_MAX_PARTICLES 2e9          /* fluid + boundary + spheres */
 #define SCENE_MAX_STEPS 1e9              /* time steps in one run */
@@ -63,8 +65,18 @@ const char *scene_density_name(scene_density k) { return enum_name(DENSITY_NAMES
 const char *scene_mode_name(scene_mode m) { return enum_name(MODE_NAMES, MODE_VALUES, 2, (int)m); }
 
 /* Allowed keys per object, in schema order (the order in which they are validated). */
-static const char *const TOP_KEYS[] = { "format", "name",    "dimensions", "mode",   "tank", "gravity",
+static const char *const TOP_KEYS[] = { "format", "name",    "dimensions", "mode",   "tank", "gravity", "objects",
                                         "fluid",  "spheres", "time",       "output", "grid", "gauges" };
+static const char *const OBJECT_KEYS[] = { "name",   "shape", "role", "center", "size",     "radius",
+                                           "length", "axis",  "file", "points", "transform" };
+static const char *const TRANSFORM_KEYS[] = { "translate", "rotate", "scale" };
+static const char *const ROTATE_KEYS[] = { "axis", "degrees" };
+static const char *const SHAPE_NAMES_3D[] = { "box", "sphere", "cylinder", "mesh" };
+static const int SHAPE_VALUES_3D[] = { GEOM_BOX, GEOM_SPHERE, GEOM_CYLINDER, GEOM_MESH };
+static const char *const SHAPE_NAMES_2D[] = { "rectangle", "circle", "polygon" };
+static const int SHAPE_VALUES_2D[] = { GEOM_BOX, GEOM_SPHERE, GEOM_POLYGON };
+static const char *const ROLE_NAMES[] = { "obstacle", "container" };
+static const int ROLE_VALUES[] = { OBJ_OBSTACLE, OBJ_CONTAINER };
 static const char *const BOX_KEYS[] = { "min", "max" };
 static const char *const FLUID_KEYS[] = {
     "blocks", "spacing",   "particle_count",  "rest_density", "kernel", "smoothing_length", "smoothing_length_factor",
@@ -1115,6 +1127,348 @@ static void default_name(char name[128], const char *path)
 }
 
 /* The whole validation and resolution of a parsed scene. */
+/* Read mesh object o (objects[i]) relative to the scene file's directory, check that it is a
+ * closed, consistently oriented solid, place it (scale, rotate, translate) and sample its signed
+ * distance on a grid (docs/physics.md, "Objects"): spacing half the fluid spacing (SPH) or half
+ * the smallest sphere radius (particles), coarser when the grid would pass 3.2e7 nodes; exact
+ * within a band of (boundary_layers + 2) spacings (SPH) or 2 r_max + 2 cells of the surface. */
+static sphsim_status load_mesh_object(vctx *v, scene *s, scene_object *o, int i)
+{
+    char path[1600], what[64];
+    const char *slash = strrchr(s->path, '/');
+    if (o->file[0] == '/' || !slash) snprintf(path, sizeof path, "%s", o->file);
+    else snprintf(path, sizeof path, "%.*s/%s", (int)(slash - s->path), s->path, o->file);
+    snprintf(what, sizeof what, "objects[%d].file", i);
+    mesh m;
+    SPHSIM_TRY(mesh_read(&m, path, what, &o->file_hash, v->e));
+    long open, flipped;
+    mesh_check(&m, &open, &flipped);
+    if (open != 0 || flipped != 0) {
+        mesh_free(&m);
+        if (open < 0) return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory checking a mesh");
+        if (open > 0)
+            return SPHSIM_FAIL(v->e, SPHSIM_E_SCENE,
+                               "objects[%d]: mesh '%s' is not closed: %ld open edges (edges not shared by exactly two "
+                               "triangles); a solid needs a closed surface",
+                               i, o->file, open);
+        return SPHSIM_FAIL(v->e, SPHSIM_E_SCENE,
+                           "objects[%d]: mesh '%s' is inconsistently oriented: %ld edges are run the same way by both "
+                           "of their triangles",
+                           i, o->file, flipped);
+    }
+    /* place: world = translate + scale R (center + vertex) */
+    double R[9];
+    {
+        scene_object tmp = *o;
+        tmp.shape = GEOM_BOX;
+        geom_place(&tmp, 3);
+        memcpy(R, tmp.rot, sizeof R);
+    }
+    double lo[3] = { INFINITY, INFINITY, INFINITY }, hi[3] = { -INFINITY, -INFINITY, -INFINITY };
+    for (size_t k = 0; k < m.n_vert; ++k) {
+        double *x = m.vert + 3 * k, y[3];
+        for (int a = 0; a < 3; ++a) y[a] = o->center[a] + x[a];
+        for (int a = 0; a < 3; ++a) {
+            x[a] = o->translate[a] + o->scale * (R[3 * a] * y[0] + R[3 * a + 1] * y[1] + R[3 * a + 2] * y[2]);
+            lo[a] = fmin(lo[a], x[a]);
+            hi[a] = fmax(hi[a], x[a]);
+        }
+    }
+    double vol = fabs(mesh_volume(&m));
+    if (!(vol > 0)) {
+        mesh_free(&m);
+        return SPHSIM_FAIL(v->e, SPHSIM_E_SCENE, "objects[%d]: mesh '%s' encloses no volume (degenerate)", i, o->file);
+    }
+    double cell, band;
+    if (s->mode == MODE_SPH) {
+        cell = 0.5 * s->spacing;
+        band = (s->boundary_layers + 2) * s->spacing;
+    } else {
+        double rmin = INFINITY, rmax = 0;
+        for (int g = 0; g < s->n_groups; ++g) {
+            rmin = fmin(rmin, s->groups[g].radius);
+            rmax = fmax(rmax, s->groups[g].radius);
+        }
+        cell = 0.5 * rmin;
+        band = 2 * rmax;
+    }
+    long n[3];
+    double origin[3];
+    for (;;) {
+        double nodes = 1;
+        const double margin = band + 2 * cell;
+        for (int a = 0; a < 3; ++a) {
+            origin[a] = lo[a] - margin;
+            n[a] = (long)ceil((hi[a] - lo[a] + 2 * margin) / cell) + 1;
+            nodes *= (double)n[a];
+        }
+        if (nodes <= 3.2e7) break;
+        cell *= 1.25;
+    }
+    band += 2 * cell;
+    const size_t N = (size_t)n[0] * (size_t)n[1] * (size_t)n[2];
+    float *g = realloc(s->geom_grid, (s->geom_grid_n + N) * sizeof *g);
+    if (!g) {
+        mesh_free(&m);
+        return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory for the signed distance of objects[%d]", i);
+    }
+    s->geom_grid = g;
+    if (mesh_sdf_grid(&m, origin, cell, n, band, g + s->geom_grid_n) != 0) {
+        mesh_free(&m);
+        return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory for the signed distance of objects[%d]", i);
+    }
+    o->grid_offset = s->geom_grid_n;
+    s->geom_grid_n += N;
+    memcpy(o->grid_origin, origin, sizeof origin);
+    o->grid_cell = cell;
+    memcpy(o->grid_n, n, sizeof n);
+    o->grid_band = band;
+    o->n_triangles = (long)m.n_tri;
+    o->n_vertices = (long)m.n_vert;
+    o->mesh_vert = m.vert; /* kept for the output's /sphsim/geometry */
+    o->mesh_tri = m.tri;
+    return SPHSIM_OK;
+}
+
+/* Do segments p0-p1 and q0-q1 cross (proper intersection or touching)? */
+static int segments_meet(const double *p0, const double *p1, const double *q0, const double *q1)
+{
+    const double d1 = (p1[0] - p0[0]) * (q0[1] - p0[1]) - (p1[1] - p0[1]) * (q0[0] - p0[0]);
+    const double d2 = (p1[0] - p0[0]) * (q1[1] - p0[1]) - (p1[1] - p0[1]) * (q1[0] - p0[0]);
+    const double d3 = (q1[0] - q0[0]) * (p0[1] - q0[1]) - (q1[1] - q0[1]) * (p0[0] - q0[0]);
+    const double d4 = (q1[0] - q0[0]) * (p1[1] - q0[1]) - (q1[1] - q0[1]) * (p1[0] - q0[0]);
+    return ((d1 > 0) != (d2 > 0) || d1 == 0 || d2 == 0) && ((d3 > 0) != (d4 > 0) || d3 == 0 || d4 == 0);
+}
+
+/* "points" of a 2D polygon: 3 to SCENE_MAX_POLYGON points [x, y], a simple polygon (no edge
+ * meets another but its neighbours at their shared point) of non-zero area. */
+static sphsim_status parse_polygon_points(vctx *v, const cJSON *it, scene_object *o)
+{
+    const cJSON *pts;
+    char got[160];
+    SPHSIM_TRY(varr(v, it, "points", 1, 3, SCENE_MAX_POLYGON, "points [x, y]", &pts));
+    size_t old = vkey(v, "points");
+    long n = 0;
+    for (const cJSON *p = pts->child; p; p = p->next, ++n) {
+        size_t o2 = vidx(v, (int)n);
+        if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2) {
+            describe(p, got, sizeof got);
+            return vfail(v, "expected a point [x, y], got %s", got);
+        }
+        for (int k = 0; k < 2; ++k) {
+            size_t o3 = vidx(v, k);
+            SPHSIM_TRY(check_num(v, cJSON_GetArrayItem(p, k), R_ANY, 0, &o->poly[2 * n + k]));
+            vpop(v, o3);
+        }
+        vpop(v, o2);
+    }
+    o->n_vertices = n;
+    double area = 0;
+    for (long k = 0; k < n; ++k) {
+        const double *a = o->poly + 2 * k, *b = o->poly + 2 * ((k + 1) % n);
+        area += a[0] * b[1] - a[1] * b[0];
+    }
+    if (!(fabs(area) > 0)) return vfail(v, "the polygon encloses no area (degenerate)");
+    for (long i = 0; i < n; ++i)
+        for (long j = i + 1; j < n; ++j) {
+            if (j == i + 1 || (i == 0 && j == n - 1)) continue; /* neighbours share a point */
+            if (segments_meet(o->poly + 2 * i, o->poly + 2 * ((i + 1) % n), o->poly + 2 * j,
+                              o->poly + 2 * ((j + 1) % n)))
+                return vfail(v, "the polygon is not simple: edge %ld (points %ld-%ld) meets edge %ld (points %ld-%ld)",
+                             i, i, (i + 1) % n, j, j, (j + 1) % n);
+        }
+    vpop(v, old);
+    return SPHSIM_OK;
+}
+
+/* Place polygon o's points (world = translate + scale R (center + point)) into the scene's
+ * geom_grid as floats, where the kernels read them (geom_shared.h). */
+static sphsim_status place_polygon(vctx *v, scene *s, scene_object *o)
+{
+    float *g = realloc(s->geom_grid, (s->geom_grid_n + 2 * (size_t)o->n_vertices) * sizeof *g);
+    if (!g) return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory placing a polygon");
+    s->geom_grid = g;
+    o->grid_offset = s->geom_grid_n;
+    scene_object tmp = *o;
+    tmp.shape = GEOM_BOX;
+    geom_place(&tmp, 2);
+    const double *R = tmp.rot;
+    for (long k = 0; k < o->n_vertices; ++k) {
+        const double p[2] = { o->center[0] + o->poly[2 * k], o->center[1] + o->poly[2 * k + 1] };
+        for (int a = 0; a < 2; ++a)
+            g[s->geom_grid_n + 2 * (size_t)k + (size_t)a] =
+                (float)(o->translate[a] + o->scale * (R[3 * a] * p[0] + R[3 * a + 1] * p[1]));
+    }
+    s->geom_grid_n += 2 * (size_t)o->n_vertices;
+    return SPHSIM_OK;
+}
+
+/* "objects": solid obstacles (docs/scene-format.md, "Objects"), placed (geom_place) and written
+ * into the resolved JSON as given with their defaults. */
+static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *res)
+{
+    const cJSON *arr;
+    char got[160];
+    SPHSIM_TRY(varr(v, root, "objects", 0, 1, SCENE_MAX_OBJECTS, "objects", &arr));
+    s->n_objects = 0;
+    if (!arr) return SPHSIM_OK;
+    size_t old = vkey(v, "objects");
+    cJSON *ra = cJSON_AddArrayToObject(res, "objects");
+    int i = 0;
+    for (const cJSON *it = arr->child; it; it = it->next, ++i) {
+        size_t o1 = vidx(v, i);
+        scene_object *o = &s->objects[i];
+        memset(o, 0, sizeof *o);
+        if (!cJSON_IsObject(it)) {
+            describe(it, got, sizeof got);
+            return vfail(v, "expected an object {\"shape\": .., ...}, got %s", got);
+        }
+        SPHSIM_TRY(check_keys(v, it, OBJECT_KEYS, COUNT(OBJECT_KEYS)));
+        snprintf(o->name, sizeof o->name, "object%d", i);
+        const cJSON *nm = get(it, "name");
+        if (nm) {
+            size_t o2 = vkey(v, "name");
+            if (!cJSON_IsString(nm) || !nm->valuestring[0] || strlen(nm->valuestring) >= sizeof o->name) {
+                describe(nm, got, sizeof got);
+                return vfail(v, "expected a string of 1 to %zu characters, got %s", sizeof o->name - 1, got);
+            }
+            snprintf(o->name, sizeof o->name, "%s", nm->valuestring);
+            vpop(v, o2);
+        }
+        int shape = -1, role;
+        if (!get(it, "shape")) {
+            vkey(v, "shape");
+            return vfail(v, "required key missing (expected %s)",
+                         s->dims == 3 ? "\"box\", \"sphere\", \"cylinder\" or \"mesh\""
+                                      : "\"rectangle\", \"circle\" or \"polygon\"");
+        }
+        if (s->dims == 3)
+            SPHSIM_TRY(venum(v, it, "shape", SHAPE_NAMES_3D, SHAPE_VALUES_3D, COUNT(SHAPE_NAMES_3D), -1, &shape));
+        else SPHSIM_TRY(venum(v, it, "shape", SHAPE_NAMES_2D, SHAPE_VALUES_2D, COUNT(SHAPE_NAMES_2D), -1, &shape));
+        o->shape = (unsigned)shape;
+        SPHSIM_TRY(venum(v, it, "role", ROLE_NAMES, ROLE_VALUES, COUNT(ROLE_NAMES), OBJ_OBSTACLE, &role));
+        o->role = role;
+        const double zero[3] = { 0, 0, 0 }, ez[3] = { 0, 0, 1 };
+        SPHSIM_TRY(vvec(v, it, "center", 0, zero, o->center, NULL));
+        const char *allowed[3];
+        int n_allowed = 0;
+        if (shape == GEOM_BOX) {
+            SPHSIM_TRY(vvec(v, it, "size", 1, NULL, o->size, NULL));
+            size_t o2 = vkey(v, "size");
+            for (int k = 0; k < s->dims; ++k)
+                if (!(o->size[k] > 0)) {
+                    vidx(v, k);
+                    return vfail(v, "expected a size > 0 m, got %g m; the %s is degenerate", o->size[k],
+                                 s->dims == 3 ? "box" : "rectangle");
+                }
+            vpop(v, o2);
+            allowed[n_allowed++] = "size";
+        } else if (shape == GEOM_POLYGON) {
+            SPHSIM_TRY(parse_polygon_points(v, it, o));
+            allowed[n_allowed++] = "points";
+        } else if (shape == GEOM_MESH) {
+            const cJSON *fi = get(it, "file");
+            size_t o2 = vkey(v, "file");
+            if (!fi) return vfail(v, "required key missing (expected the path of an STL or OBJ file)");
+            if (!cJSON_IsString(fi) || !fi->valuestring[0] || strlen(fi->valuestring) >= sizeof o->file) {
+                describe(fi, got, sizeof got);
+                return vfail(v, "expected a file path of 1 to %zu characters, got %s", sizeof o->file - 1, got);
+            }
+            snprintf(o->file, sizeof o->file, "%s", fi->valuestring);
+            vpop(v, o2);
+            allowed[n_allowed++] = "file";
+        } else {
+            SPHSIM_TRY(vnum(v, it, "radius", 1, 0, R_POS, &o->radius, NULL));
+            allowed[n_allowed++] = "radius";
+        }
+        if (shape == GEOM_CYLINDER) {
+            SPHSIM_TRY(vnum(v, it, "length", 1, 0, R_POS, &o->length, NULL));
+            SPHSIM_TRY(vvec(v, it, "axis", 0, ez, o->axis, NULL));
+            if (o->axis[0] == 0 && o->axis[1] == 0 && o->axis[2] == 0) {
+                size_t o2 = vkey(v, "axis");
+                (void)o2;
+                return vfail(v, "the axis [0, 0, 0] has no direction");
+            }
+            allowed[n_allowed++] = "length";
+            allowed[n_allowed++] = "axis";
+        } else {
+            memcpy(o->axis, ez, sizeof ez);
+        }
+        /* keys of other shapes */
+        static const char *const SHAPE_KEYS[] = { "size", "radius", "length", "axis", "file", "points" };
+        for (int k = 0; k < COUNT(SHAPE_KEYS); ++k) {
+            int ok = 0;
+            for (int a = 0; a < n_allowed; ++a) ok |= strcmp(SHAPE_KEYS[k], allowed[a]) == 0;
+            if (!ok && get(it, SHAPE_KEYS[k])) {
+                size_t o2 = vkey(v, SHAPE_KEYS[k]);
+                (void)o2;
+                return vfail(v, "not a key of shape \"%s\"",
+                             cJSON_GetObjectItemCaseSensitive(it, "shape")->valuestring);
+            }
+        }
+        /* transform */
+        const cJSON *tr, *rot = NULL;
+        SPHSIM_TRY(vobj(v, it, "transform", 0, NULL, &tr));
+        size_t o2 = vkey(v, "transform");
+        if (tr) SPHSIM_TRY(check_keys(v, tr, TRANSFORM_KEYS, COUNT(TRANSFORM_KEYS)));
+        SPHSIM_TRY(vvec(v, tr, "translate", 0, zero, o->translate, NULL));
+        SPHSIM_TRY(vnum(v, tr, "scale", 0, 1.0, R_POS, &o->scale, NULL));
+        SPHSIM_TRY(vobj(v, tr, "rotate", 0, NULL, &rot));
+        size_t o3 = vkey(v, "rotate");
+        if (rot) SPHSIM_TRY(check_keys(v, rot, ROTATE_KEYS, COUNT(ROTATE_KEYS)));
+        memcpy(o->rot_axis, ez, sizeof ez);
+        if (s->dims == 3) {
+            SPHSIM_TRY(vvec(v, rot, "axis", 0, ez, o->rot_axis, NULL));
+            if (o->rot_axis[0] == 0 && o->rot_axis[1] == 0 && o->rot_axis[2] == 0) {
+                vkey(v, "axis");
+                return vfail(v, "the axis [0, 0, 0] has no direction");
+            }
+        } else if (get(rot, "axis")) {
+            vkey(v, "axis");
+            return vfail(v, "not allowed in 2D: a 2D object turns about z; give \"degrees\" only");
+        }
+        SPHSIM_TRY(vnum(v, rot, "degrees", 0, 0.0, R_ANY, &o->degrees, NULL));
+        vpop(v, o3);
+        vpop(v, o2);
+        geom_place(o, s->dims);
+        s->n_objects = i + 1; /* scene_free frees its mesh from here on */
+        if (shape == GEOM_MESH) SPHSIM_TRY(load_mesh_object(v, s, o, i));
+        if (shape == GEOM_POLYGON) SPHSIM_TRY(place_polygon(v, s, o));
+
+        cJSON *ro = cJSON_CreateObject();
+        cJSON_AddItemToArray(ra, ro);
+        cJSON_AddStringToObject(ro, "name", o->name);
+        cJSON_AddStringToObject(
+            ro, "shape", s->dims == 3 ? SHAPE_NAMES_3D[shape] : SHAPE_NAMES_2D[shape == GEOM_POLYGON ? 2 : shape]);
+        cJSON_AddStringToObject(ro, "role", ROLE_NAMES[o->role]);
+        cJSON_AddItemToObject(ro, "center", vec_item(o->center, s->dims));
+        if (shape == GEOM_BOX) cJSON_AddItemToObject(ro, "size", vec_item(o->size, s->dims));
+        else if (shape == GEOM_POLYGON) {
+            cJSON *pts = cJSON_AddArrayToObject(ro, "points");
+            for (long k = 0; k < o->n_vertices; ++k) cJSON_AddItemToArray(pts, vec_item(o->poly + 2 * k, 2));
+        } else if (shape == GEOM_MESH) {
+            char hx[20];
+            snprintf(hx, sizeof hx, "%016llx", (unsigned long long)o->file_hash);
+            cJSON_AddStringToObject(ro, "file", o->file);
+            cJSON_AddStringToObject(ro, "file_fnv1a", hx);
+        } else add_num(ro, "radius", o->radius);
+        if (shape == GEOM_CYLINDER) {
+            add_num(ro, "length", o->length);
+            cJSON_AddItemToObject(ro, "axis", vec_item(o->axis, 3));
+        }
+        cJSON *rt = cJSON_AddObjectToObject(ro, "transform");
+        cJSON_AddItemToObject(rt, "translate", vec_item(o->translate, s->dims));
+        cJSON *rr = cJSON_AddObjectToObject(rt, "rotate");
+        if (s->dims == 3) cJSON_AddItemToObject(rr, "axis", vec_item(o->rot_axis, 3));
+        add_num(rr, "degrees", o->degrees);
+        add_num(rt, "scale", o->scale);
+        vpop(v, o1);
+        s->n_objects = i + 1;
+    }
+    vpop(v, old);
+    return SPHSIM_OK;
+}
+
 /* One gauge of "gauges" (SPH mode): its name, type, point and object; the interval's steps come
  * later, with the time step (resolve). */
 static sphsim_status parse_gauge(vctx *v, const cJSON *it, scene *s, scene_gauge *gg)
@@ -1296,6 +1650,9 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
         SPHSIM_TRY(parse_spheres(v, sec, s, res));
         vpop(v, old);
     }
+
+    /* objects: after the fluid or the spheres, whose sizes set the meshes' grids */
+    SPHSIM_TRY(parse_objects(v, root, s, res));
 
     /* time */
     const cJSON *tm;
@@ -1838,6 +2195,15 @@ void scene_free(scene *s)
     if (!s) return;
     free(s->source_json);
     cJSON_free(s->resolved_json);
+    free(s->geom_grid);
+    s->geom_grid = NULL;
+    s->geom_grid_n = 0;
+    for (int k = 0; k < s->n_objects && k < SCENE_MAX_OBJECTS; ++k) {
+        free(s->objects[k].mesh_vert);
+        free(s->objects[k].mesh_tri);
+        s->objects[k].mesh_vert = NULL;
+        s->objects[k].mesh_tri = NULL;
+    }
     s->source_json = NULL;
     s->resolved_json = NULL;
 }

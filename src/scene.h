@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "status.h"
+#include "../kernels/geom_shared.h"
 
 #define SCENE_FORMAT_VERSION 1
 #define SCENE_MAX_BLOCKS 64
@@ -73,6 +74,42 @@ typedef struct scene_sphere_pair {
 } scene_sphere_pair;
 #define SCENE_WALLS (-1)
 
+/* A solid object of the scene ("objects", docs/scene-format.md): an obstacle that fluid and
+ * spheres stay out of, or a container they stay inside (within the tank box). Its shape is given in its own coordinates (centre, sizes, cylinder
+ * axis), then placed by the transform: scaled by `scale` about the origin, rotated by `degrees`
+ * about `rot_axis` (right hand), then translated by `translate`. */
+#define SCENE_MAX_OBJECTS GEOM_MAX_OBJECTS
+#define SCENE_MAX_POLYGON 64                                            /* points of a 2D polygon */
+typedef enum { OBJ_OBSTACLE = 0, OBJ_CONTAINER = 1 } scene_object_role; /* "obstacle" | "container" */
+typedef struct scene_object {
+    char name[64];                    /* "name"; default "object<i>" */
+    unsigned shape;                   /* GEOM_BOX ("box", "rectangle"), GEOM_SPHERE ("sphere", "circle"),
+                            GEOM_CYLINDER ("cylinder"), GEOM_MESH ("mesh") */
+    char file[512];                   /* "file" (mesh): STL or OBJ, relative to the scene file's directory */
+    uint64_t file_hash;               /* FNV-1a of the mesh file's bytes (in the resolved JSON: --resume
+                            refuses a changed mesh) */
+    long n_triangles;                 /* mesh */
+    long n_vertices;                  /* mesh; polygon: its points */
+    double poly[2 * 64];              /* polygon (2D): "points" as given (m; SCENE_MAX_POLYGON) */
+    double *mesh_vert;                /* mesh: 3 per vertex, placed (m; malloc'd, freed by scene_free) */
+    uint32_t *mesh_tri;               /* mesh: 3 vertex indices per triangle (malloc'd) */
+    double grid_origin[3], grid_cell; /* mesh: the grid of its signed distance (geom_shared.h) */
+    long grid_n[3];
+    size_t grid_offset;
+    double grid_band;
+    int role;            /* "role": scene_object_role; default obstacle */
+    double center[3];    /* m: "center"; default 0 */
+    double size[3];      /* m: "size" (box, rectangle) */
+    double radius;       /* m: "radius" (sphere, circle, cylinder) */
+    double length;       /* m: "length" (cylinder) */
+    double axis[3];      /* "axis" (cylinder): direction; default z */
+    double translate[3]; /* m: "transform.translate"; default 0 */
+    double rot_axis[3];  /* "transform.rotate.axis"; default z */
+    double degrees;      /* "transform.rotate.degrees"; default 0 */
+    double scale;        /* "transform.scale" > 0; default 1 */
+    /* derived: the placed shape (geom_shared.h's frame, in double) */
+    double origin[3], rot[9], ext[3];
+} scene_object;
 /* A gauge (SPH mode, "gauges"): a time series measured on the device (docs/scene-format.md,
  * "Gauges"; src/gauges.c). */
 typedef enum {
@@ -135,6 +172,12 @@ typedef struct scene {
     int n_pairs;
     scene_sphere_pair pairs[SCENE_MAX_PAIRS]; /* "spheres.pairs": per group pair (and group-wall) */
     int contact_iterations;                   /* "spheres.iterations" >= 1; default 4 */
+
+    /* "objects" */
+    int n_objects;
+    scene_object objects[SCENE_MAX_OBJECTS];
+    float *geom_grid;   /* the meshes' signed distance grids, one after another (malloc'd) */
+    size_t geom_grid_n; /* floats in geom_grid */
 
     /* "time" */
     double t_end;     /* "time.end" s; required, >= 0 */

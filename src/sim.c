@@ -62,7 +62,8 @@ size_t sim_device_bytes(const scene *s)
     size_t n = (size_t)s->n_total;
     size_t grid_b = sim_grid_geometry(s, 0, &gp, &e) == SPHSIM_OK ? grid_bytes(&gp, n) : 0;
     size_t solver_b = s->mode == MODE_PARTICLES ? contact_bytes(s, n) : 0; /* contact scratch and slots */
-    return n * state_bytes_per_particle(s) + grid_b + solver_b;
+    const size_t geom_b = s->geom_grid_n * sizeof(float); /* the meshes' distance grids (in the solver of the mode) */
+    return n * state_bytes_per_particle(s) + grid_b + solver_b + geom_b;
 }
 
 size_t sim_list_bytes(const scene *s, size_t n, unsigned long long max_alloc, const sphsim_tuning *t)

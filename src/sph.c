@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "geometry.h"
 #include "../kernels/sph_kernel_fns.h"
 
 _Static_assert(SPHK_POLY6 == KERNEL_POLY6 && SPHK_CUBIC == KERNEL_CUBIC && SPHK_WENDLAND == KERNEL_WENDLAND,
@@ -27,6 +28,7 @@ struct sph_solver {
                         first step has run (a run starts from the density it was given) */
     cl_mem dummy;      /* one uint, for the lists' arguments without lists */
     char options[512]; /* the build options of the forces program (sph_build_options) */
+    cl_mem geom_grid;  /* the meshes' signed distance grids (scene.geom_grid), or one float */
 };
 
 /* Tank-face barrier (docs/physics.md): range d0 = SPH_WALL_D0 dx; stiffness K = (c0 / (2 d0))^2,
@@ -73,6 +75,7 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     p->diff_hydro = (float)(s->rest_density / ((double)p->c0 * p->c0));
     p->rho_floor = (float)(0.5 * s->rest_density);
     p->dims = (dev_u32)dims;
+    p->n_objects = geom_pack(s, p->objects);
     /* sph_set_masses sets both before the first step; until then NaN, so that a step without
      * them fails (FLAG_NONFINITE) instead of running without pressure or viscosity */
     p->mass_fluid = p->mass_wall = NAN;
@@ -228,7 +231,11 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
         (st = device_kernel(s->prog_forces, "sph_forces", &s->k_forces, e)) != SPHSIM_OK ||
         (st = device_alloc(d, sizeof s->params, "SPH parameters", &s->params_buf, e)) != SPHSIM_OK ||
         (st = device_write(d, s->params_buf, 0, sizeof s->params, &s->params, e)) != SPHSIM_OK ||
-        (st = device_alloc(d, 4, "SPH unused argument", &s->dummy, e)) != SPHSIM_OK) {
+        (st = device_alloc(d, 4, "SPH unused argument", &s->dummy, e)) != SPHSIM_OK ||
+        (st = device_alloc(d, sc->geom_grid_n ? sc->geom_grid_n * sizeof(float) : 4, "signed distance grids",
+                           &s->geom_grid, e)) != SPHSIM_OK ||
+        (sc->geom_grid_n &&
+         (st = device_write(d, s->geom_grid, 0, sc->geom_grid_n * sizeof(float), sc->geom_grid, e)) != SPHSIM_OK)) {
         sph_destroy(s);
         return st;
     }
@@ -261,6 +268,7 @@ void sph_destroy(sph_solver *s)
     device_release_kernels(ks, SPH_KERNELS);
     nlist_destroy(s->nl);
     if (s->dummy) clReleaseMemObject(s->dummy);
+    if (s->geom_grid) clReleaseMemObject(s->geom_grid);
     if (s->prog_density) clReleaseProgram(s->prog_density);
     if (s->prog_forces) clReleaseProgram(s->prog_forces);
     if (s->params_buf) clReleaseMemObject(s->params_buf);
@@ -337,6 +345,7 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
         a[m++] = KARG("pos_next", st->pos_next);
         a[m++] = KARG("vel_next", st->vel_next);
         a[m++] = KARG("flags", st->flags);
+        a[m++] = KARG("geom_grid", s->geom_grid);
     } else {
         a[m++] = KARG("ahead", ahead);
     }

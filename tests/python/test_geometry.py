@@ -1,0 +1,252 @@
+"""Scenes with solid objects from the outside: no fluid particle ever inside an obstacle
+(2D and 3D dam breaks onto obstacles, every snapshot), and spheres bouncing off a sphere and a
+cylinder obstacle with the walls' restitution."""
+import json
+import math
+
+import numpy as np
+
+from conftest import REPO
+
+
+def sdf_box(x, center, size, degrees=0.0):
+    """Signed distance to a box turned by `degrees` about z (rows of x: points)."""
+    a = math.radians(degrees)
+    d = x - np.asarray(center, dtype=float)
+    c, s = math.cos(a), math.sin(a)
+    y = np.stack([c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1], d[:, 2]], axis=1)
+    q = np.abs(y) - np.asarray(size, dtype=float) / 2
+    return np.linalg.norm(np.maximum(q, 0), axis=1) + np.minimum(q.max(axis=1), 0)
+
+
+def sdf_sphere(x, center, r):
+    return np.linalg.norm(x - np.asarray(center, dtype=float), axis=1) - r
+
+
+def fluid_positions(reader, path):
+    with reader.open_run(path) as f:
+        for k in range(len(f)):
+            s = f.snapshot(k)
+            yield s["positions"][s["type"] == 0]
+
+
+def test_no_leak_2d_cylinder(run_scene, reader):
+    """The shipped 2D dam break onto a cylinder (circle of radius 0.08 m at (0.9, 0.1)), at
+    its own spacing until the flow has hit the cylinder and run up the far wall."""
+    scene = json.loads((REPO / "scenes" / "dam_break_cylinder_2d.json").read_text())
+    scene["time"]["end"] = 0.8
+    scene["output"]["interval"] = 0.02
+    run = run_scene(scene, name="cyl2d")
+    assert run.summary["particles_outside"] == 0
+    worst, hit = math.inf, False
+    for x in fluid_positions(reader, run.out):
+        x3 = np.c_[x[:, :2], np.zeros(len(x))]
+        phi = sdf_sphere(x3, [0.9, 0.1, 0.0], 0.08)
+        worst = min(worst, phi.min())
+        hit |= bool((phi < 0.03).any())
+    assert hit, "the flow never reached the cylinder"
+    assert worst > 0.0, worst
+    # scripts/check_leaks.py finds the same
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("check_leaks", REPO / "scripts" / "check_leaks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main([str(run.out)]) == 0
+
+
+def test_no_leak_3d_obstacles(run_scene, reader):
+    """A small 3D dam break onto a box turned 30 degrees about z and a sphere: no fluid
+    particle inside either at any snapshot."""
+    box = {"center": [0.25, 0.1, 0.05], "size": [0.08, 0.1, 0.1]}
+    sph = {"center": [0.4, 0.1, 0.0], "radius": 0.06}
+    scene = {"format": 1, "dimensions": 3,
+             "tank": {"min": [0, 0, 0], "max": [0.8, 0.2, 0.6]},
+             "objects": [
+                 {"name": "box", "shape": "box", "center": [0, 0, 0], "size": box["size"],
+                  "transform": {"rotate": {"axis": [0, 0, 1], "degrees": 30}, "translate": box["center"]}},
+                 {"name": "ball", "shape": "sphere", "center": sph["center"], "radius": sph["radius"]}],
+             "fluid": {"blocks": [{"min": [0.55, 0, 0], "max": [0.8, 0.2, 0.3]}], "spacing": 0.02},
+             "time": {"end": 0.5}, "output": {"interval": 0.025}}
+    run = run_scene(scene, name="obs3d")
+    assert run.summary["particles_outside"] == 0
+    worst_box = worst_sph = math.inf
+    for x in fluid_positions(reader, run.out):
+        worst_box = min(worst_box, sdf_box(x, box["center"], box["size"], 30.0).min())
+        worst_sph = min(worst_sph, sdf_sphere(x, sph["center"], sph["radius"]).min())
+    assert 0.0 < worst_box < 0.02, worst_box  # reached, never entered
+    assert 0.0 < worst_sph < 0.02, worst_sph
+
+
+def bounce(run_scene, reader, obj, e, name):
+    """One sphere (r = 0.02 m) moving down at 1 m/s without gravity onto `obj` below it: the
+    vertical velocity after the impact is e m/s."""
+    scene = {"format": 1, "dimensions": 3, "mode": "particles", "gravity": [0, 0, 0],
+             "tank": {"min": [0, 0, 0], "max": [1, 1, 1]}, "objects": [obj],
+             "spheres": {"groups": [{"count": 1, "radius": 0.02, "velocity": [0, 0, -1.0],
+                                     "region": {"min": [0.48, 0.48, 0.58], "max": [0.52, 0.52, 0.62]}}],
+                         "restitution": 0.9, "walls": {"restitution": e}, "friction": 0.0},
+             "time": {"end": 0.3, "dt": 1e-4}, "output": {"interval": 0.01}}
+    run = run_scene(scene, name=name)
+    with reader.open_run(run.out) as f:
+        first, last = f.snapshot(0), f.snapshot(-1)
+    assert math.isclose(first["velocity"][0][2], -1.0, abs_tol=1e-6)
+    v = last["velocity"][0]
+    assert abs(v[2] - e) < 1e-3, v
+    assert abs(v[0]) < 1e-6 and abs(v[1]) < 1e-6, v
+    assert last["positions"][0][2] > 0.43  # the contact at 0.42 m, then up at e m/s
+
+
+def test_bounce_on_sphere_obstacle(run_scene, reader):
+    bounce(run_scene, reader, {"shape": "sphere", "center": [0.5, 0.5, 0.3], "radius": 0.1}, 0.6, "bounce_sphere")
+
+
+def test_bounce_on_cylinder_obstacle(run_scene, reader):
+    """A cylinder lying along x (its axis turned from z by 90 degrees about y)."""
+    obj = {"shape": "cylinder", "radius": 0.1, "length": 0.8,
+           "transform": {"rotate": {"axis": [0, 1, 0], "degrees": 90}, "translate": [0.5, 0.5, 0.3]}}
+    bounce(run_scene, reader, obj, 0.4, "bounce_cylinder")
+
+
+def test_mesh_obstacle_no_leak_and_geometry_written(run_scene, reader, tmp_path):
+    """A dam break onto the pillar mesh (binary STL from scripts/make_meshes.py, scaled by 0.5:
+    r = 5 cm, 20 cm high, 48 sides): no fluid particle inside it at any snapshot; the output's
+    /sphsim/geometry holds its triangles and the object of every object boundary particle."""
+    import subprocess
+    import sys
+    import h5py
+    subprocess.run([sys.executable, str(REPO / "scripts" / "make_meshes.py"), str(tmp_path)], check=True)
+    scene = {"format": 1, "dimensions": 3,
+             "tank": {"min": [0, 0, 0], "max": [0.6, 0.3, 0.6]},
+             "objects": [{"name": "pillar", "shape": "mesh", "file": str(tmp_path / "pillar.stl"),
+                          "transform": {"scale": 0.5, "translate": [0.25, 0.15, 0]}}],
+             "fluid": {"blocks": [{"min": [0.4, 0, 0], "max": [0.6, 0.3, 0.3]}], "spacing": 0.02},
+             "time": {"end": 0.35}, "output": {"interval": 0.025}}
+    run = run_scene(scene, name="pillar")
+    assert run.summary["particles_outside"] == 0
+    r_in = 0.05 * math.cos(math.pi / 48)  # the polygon's inscribed radius
+    worst = math.inf
+    for x in fluid_positions(reader, run.out):
+        rr = np.hypot(x[:, 0] - 0.25, x[:, 1] - 0.15) - r_in
+        dz = x[:, 2] - 0.2
+        d = np.where((rr > 0) | (dz > 0), np.hypot(np.maximum(rr, 0), np.maximum(dz, 0)), np.maximum(rr, dz))
+        worst = min(worst, d.min())
+    assert 0.0 < worst < 0.02, worst
+    with h5py.File(run.out, "r") as f:
+        g = f["sphsim/geometry"]
+        assert g.attrs["n_objects"] == 1
+        o = g["0"]
+        assert o.attrs["name"] == "pillar" and o.attrs["shape"] == "mesh"
+        pts, tri = o["points"][()], o["triangles"][()]
+        assert tri.shape == (4 * 48, 3) and pts.shape == (2 * 48 + 2, 3)
+        assert abs(pts[:, 2].max() - 0.2) < 1e-6 and abs(np.hypot(pts[:, 0] - 0.25, pts[:, 1] - 0.15).max() - 0.05) < 1e-6
+        first = int(g.attrs["first_object_boundary_id"])
+        obj = g["boundary_object"][()][:, 0]
+        counts = f["sphsim"].attrs["particle_counts"]
+        assert first + len(obj) == counts[0] + counts[1]
+        assert (obj == 0).all()
+
+
+def test_no_leak_2d_circle_container(run_scene, reader):
+    """A 2D dam break inside a circular container (a circle of radius 0.3 m with role
+    "container" in a 0.7 m box): no fluid particle outside the circle at any snapshot; the
+    flow reaches the far side."""
+    scene = {"format": 1, "dimensions": 2,
+             "tank": {"min": [-0.35, -0.35], "max": [0.35, 0.35]},
+             "objects": [{"name": "drum", "shape": "circle", "role": "container", "radius": 0.3}],
+             "fluid": {"blocks": [{"min": [-0.3, -0.3], "max": [0.0, 0.0]}], "spacing": 0.01},
+             "time": {"end": 0.6}, "output": {"interval": 0.02}}
+    run = run_scene(scene, name="drum2d")
+    assert run.summary["particles_outside"] == 0
+    worst, reach = math.inf, -math.inf
+    for x in fluid_positions(reader, run.out):
+        phi = 0.3 - np.hypot(x[:, 0], x[:, 1])  # positive inside the container
+        worst = min(worst, phi.min())
+        reach = max(reach, x[:, 0].max())
+    assert 0.0 < worst < 0.01, worst
+    assert reach > 0.15, reach
+
+
+def test_resume_with_objects_is_bit_identical(tmp_path):
+    """--resume rebuilds the objects from the stored scene (a mesh from its file, whose hash the
+    resolved scene holds): a run with a mesh obstacle and a circle, stopped and resumed, equals
+    the uninterrupted run to the bit, in SPH (3D) and in particle mode (2D)."""
+    import subprocess
+    import sys
+    from test_reliability import SPHERES, assert_same_files, sphsim, stop_midway
+    subprocess.run([sys.executable, str(REPO / "scripts" / "make_meshes.py"), str(tmp_path / "meshes")], check=True)
+    sph = {"format": 1, "dimensions": 3, "tank": {"min": [0, 0, 0], "max": [0.4, 0.2, 0.3]},
+           "objects": [{"shape": "mesh", "file": "meshes/ball.obj",
+                        "transform": {"scale": 0.6, "translate": [0.25, 0.1, 0.0]}}],
+           "fluid": {"blocks": [{"min": [0, 0, 0], "max": [0.12, 0.2, 0.2]}], "spacing": 0.02},
+           "time": {"end": 0.12}, "output": {"interval": 0.004}}
+    spheres = dict(SPHERES, objects=[{"shape": "circle", "center": [0.5, 0.3], "radius": 0.1}])
+    for name, sc in (("sph", sph), ("spheres", spheres)):
+        scene = tmp_path / f"{name}.json"
+        scene.write_text(json.dumps(sc))
+        a, b = tmp_path / f"{name}A.h5", tmp_path / f"{name}B.h5"
+        sphsim(scene, "-o", a, "--quiet", check_rc=0)
+        stop_midway(scene, b, grids=5)
+        sphsim("--resume", b, "--quiet", check_rc=0)
+        assert_same_files(a, b)
+
+
+def test_hydrostatic_around_an_obstacle(run_scene, reader):
+    """Fluid at rest in a 0.3 m wide tank, 0.2 m deep, around a square obstacle (6 cm, on the
+    floor in the middle) and a circle (r = 3 cm, at mid-depth beside it): after 0.4 s the
+    pressure of the fluid within 3 spacings of the obstacles, averaged per 2 cm band of height
+    over the rest of the run, is rho0 g (H - y) within 5 % of rho0 g H."""
+    H, dx = 0.2, 0.01
+    scene = {"format": 1, "dimensions": 2,
+             "tank": {"min": [0, 0], "max": [0.3, 0.3]},
+             "objects": [{"shape": "rectangle", "center": [0.1, 0.03], "size": [0.06, 0.06]},
+                         {"shape": "circle", "center": [0.22, 0.1], "radius": 0.03}],
+             "fluid": {"blocks": [{"min": [0, 0], "max": [0.3, H]}], "spacing": dx,
+                       "viscosity": {"type": "artificial", "alpha": 0.1}},
+             "time": {"end": 1.0}, "output": {"interval": 0.01}}
+    run = run_scene(scene, name="hydrostatic_obstacle")
+    assert run.summary["particles_outside"] == 0
+    edges = np.arange(0.0, H + 1e-9, 2 * dx)
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    sums, counts, hit = np.zeros(len(centres)), np.zeros(len(centres)), 0
+    with reader.open_run(run.out) as f:
+        for k in range(len(f)):
+            s = f.snapshot(k)
+            if s["time"] < 0.4:
+                continue
+            fl = s["type"] == 0
+            x = np.c_[s["positions"][fl][:, :2], np.zeros(fl.sum())]
+            near = (sdf_box(x, [0.1, 0.03, 0], [0.06, 0.06, 1.0]) < 3 * dx) | \
+                   (sdf_sphere(x, [0.22, 0.1, 0], 0.03) < 3 * dx)
+            y, p = x[near, 1], s["pressure"][fl][near]
+            idx = np.digitize(y, edges) - 1
+            ok = (idx >= 0) & (idx < len(centres))
+            np.add.at(sums, idx[ok], p[ok])
+            np.add.at(counts, idx[ok], 1)
+            hit += int(near.sum())
+    assert hit > 0
+    have = counts > 0
+    prof = sums[have] / counts[have]
+    expect = 1000.0 * 9.81 * (H - centres[have])
+    err = np.abs(prof - expect) / (1000.0 * 9.81 * H)
+    print("\n  y (m)   p (Pa)   rho0 g (H - y)   error / (rho0 g H), near the obstacles")
+    for yc, pv, ev, er in zip(centres[have], prof, expect, err):
+        print(f"  {yc:.3f} {pv:8.1f} {ev:10.1f}   {100 * er:5.2f} %")
+    assert err.max() < 0.05, err.max()
+
+
+def test_no_leak_2d_wedge_polygon(run_scene):
+    """The shipped 2D dam break onto a wedge (a triangle given as a polygon) and, beside it, a
+    concave polygon turned by 20 degrees: scripts/check_leaks.py finds no fluid particle
+    inside either at any snapshot."""
+    import importlib.util
+    scene = json.loads((REPO / "scenes" / "dam_break_wedge_2d.json").read_text())
+    scene["objects"].append({"name": "step", "shape": "polygon",
+                             "points": [[0, 0], [0.1, 0], [0.1, 0.06], [0.05, 0.02], [0, 0.06]],
+                             "transform": {"rotate": {"degrees": 20}, "translate": [0.55, 0.0]}})
+    scene["time"]["end"] = 0.7
+    run = run_scene(scene, name="wedge2d")
+    assert run.summary["particles_outside"] == 0
+    spec = importlib.util.spec_from_file_location("check_leaks", REPO / "scripts" / "check_leaks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main([str(run.out)]) == 0
