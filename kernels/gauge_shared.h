@@ -23,13 +23,13 @@ typedef struct gauge_desc {
     dev_u32 type;        /* GAUGE_T_* */
     dev_u32 first_point; /* its probe points: [first_point, first_point + n_points) */
     dev_u32 n_points;
-    dev_u32 every;  /* samples at steps that are multiples of every */
-    dev_u32 cols;   /* floats per row */
-    dev_u32 offset; /* its rows start at this float of the chunk buffer */
-    dev_u32 cap;    /* rows that fit there */
-    dev_u32 pad;
-    float ref[4]; /* force: the moment's reference point relative to the tank's centre (m) */
-    float z0, dz; /* height: the elevation of the first sample above the floor and their spacing (m) */
+    dev_u32 every;      /* samples at steps that are multiples of every */
+    dev_u32 cols;       /* floats per row */
+    dev_u32 offset;     /* its rows start at this float of the chunk buffer */
+    dev_u32 cap;        /* rows that fit there */
+    dev_u32 force_slot; /* force: its object's sums in the force buffer (8 floats a slot) */
+    float ref[4];       /* force: the moment's reference point relative to the tank's centre (m) */
+    float z0, dz;       /* height: the elevation of the first sample above the floor and their spacing (m) */
     float pad2[2];
 } gauge_desc;
 

@@ -4,6 +4,7 @@
  * (x, p/rho^2) and (v, rho) of every particle (SPH_NB_X_, SPH_NB_V_; -rho for walls). Every sum
  * is a gather in a fixed order: the same run gives the same rows. */
 #include "sph_common.h"
+#include "geom.h"
 #include "gauge_shared.h"
 
 /* Per probe point k, over the fluid particles j within the support:
@@ -39,8 +40,26 @@ __kernel void gauge_probe(const uint n_points, __global const float4 *points, /*
     sums[2u * k + 1u] = sv;
 }
 
-/* The pressure force of the fluid on each wall particle w, the reaction of the pressure term of
- * the forces stage (kernels/sph_forces_integrate.cl):
+/* The object a wall particle at x belongs to: the scene object whose solid holds it deepest
+ * (phi < 0, kernels/geom.h), or -1 (the tank's walls) when none does. */
+inline int gauge_object_of(float4 x, __constant const sph_params *P, __global const float *geom_grid)
+{
+    int obj = -1;
+    float least = 0.0f;
+    for (uint o = 0u; o < P->n_objects; ++o) {
+        float4 nrm;
+        const float phi = geom_sdf(&P->objects[o], geom_grid, x, &nrm);
+        if (phi < least) {
+            least = phi;
+            obj = (int)o;
+        }
+    }
+    return obj;
+}
+
+/* The pressure force of the fluid on each wall particle w of `object` (-1: the tank's walls;
+ * gauge_object_of), the reaction of the pressure term of the forces stage
+ * (kernels/sph_forces_integrate.cl):
  *   F_w = - m_w sum_f m_f (p_w / rho_w^2 + p_f / rho_f^2) F(r_wf) (x_w - x_f)
  * and its moment (x_w - c) x F_w about the tank's centre c, summed per work-group in a fixed
  * tree: partial[8 g + 0..2] = sum F, [8 g + 3..5] = sum moment. */
@@ -48,11 +67,12 @@ __kernel void gauge_force(const uint n, __global const float4 *pos, __global con
                           __global const float4 *pos_p, __global const uchar *type, __global const uint *cell_start,
                           __global const uint *cell_end, __constant const grid_params *gp,
                           __constant const sph_params *P, const float4 centre, /* the tank's centre (m) */
-                          __global float *partial, __local float *scratch)     /* 6 floats per work-item */
+                          const int object, __global const float *geom_grid, __global float *partial,
+                          __local float *scratch) /* 6 floats per work-item */
 {
     const uint i = get_global_id(0), l = get_local_id(0), L = get_local_size(0);
     float4 f = (float4)(0.0f), m = (float4)(0.0f);
-    if (i < n && type[i] == PTYPE_BOUNDARY) {
+    if (i < n && type[i] == PTYPE_BOUNDARY && gauge_object_of(pos[i], P, geom_grid) == object) {
         const float4 xi = pos[i];
         const float pw = SPH_NB_X_(pos_p, vel, i).w; /* p_w / rho_w^2 */
         NEIGHBOURS_BEGIN(gp, cell_start, cell_end, xi, j)
@@ -87,8 +107,9 @@ __kernel void gauge_force(const uint n, __global const float4 *pos, __global con
 }
 
 /* The sum of gauge_force's n_groups partial sums, by one work-group of a power of two work-items,
- * in a fixed order: out[0..2] the force, out[3..5] the moment about the tank's centre. */
-__kernel void gauge_force_sum(const uint n_groups, __global const float *partial, __global float *out,
+ * in a fixed order: out[8 slot + 0..2] the force, [8 slot + 3..5] the moment about the tank's
+ * centre. */
+__kernel void gauge_force_sum(const uint n_groups, __global const float *partial, const uint slot, __global float *out,
                               __local float *scratch)
 {
     const uint l = get_local_id(0), L = get_local_size(0);
@@ -102,7 +123,7 @@ __kernel void gauge_force_sum(const uint n_groups, __global const float *partial
             for (uint c = 0u; c < 6u; ++c) scratch[6u * l + c] += scratch[6u * (l + h) + c];
     }
     if (l == 0u)
-        for (uint c = 0u; c < 6u; ++c) out[c] = scratch[c];
+        for (uint c = 0u; c < 6u; ++c) out[8u * slot + c] = scratch[c];
 }
 
 /* One row per gauge due at step at_step (a multiple of its `every`), at its row for that step in the
@@ -146,8 +167,9 @@ __kernel void gauge_finish(const uint n_gauges, __global const gauge_desc *G, __
         }
         out[0] = h;
     } else {
-        const float4 F = (float4)(force[0], force[1], force[2], 0.0f);
-        const float4 M0 = (float4)(force[3], force[4], force[5], 0.0f);
+        __global const float *fs = force + 8u * g.force_slot;
+        const float4 F = (float4)(fs[0], fs[1], fs[2], 0.0f);
+        const float4 M0 = (float4)(fs[3], fs[4], fs[5], 0.0f);
         const float4 c = (float4)(g.ref[0], g.ref[1], g.ref[2], 0.0f);
         const float4 M = M0 - cross(c, F); /* about ref: sum (x - c_t - ref) x F */
         out[0] = F.x;

@@ -16,11 +16,13 @@ struct gauges {
     int n; /* gauges */
     cl_program prog;
     cl_kernel k_probe, k_force, k_force_sum, k_finish;
-    cl_mem desc, points, sums, partial, force, chunk, params;
+    cl_mem desc, points, sums, partial, force, chunk, params, geom_grid;
+    int force_object[SCENE_MAX_GAUGES]; /* the objects the force gauges ask for (-1 the tank), a
+                                           slot each in `force` */
+    int n_force;
     cl_uint n_points;
     size_t force_local, sum_local; /* work-groups of gauge_force and gauge_force_sum */
     size_t partial_groups;         /* gauge_force's partial sums that `partial` holds */
-    int any_force;
     long chunk_steps;
     long start;           /* the first step sampled */
     long step0;           /* the first step whose rows are not taken yet */
@@ -108,7 +110,7 @@ static size_t pow2_local(const ocl_device *d, cl_kernel k, size_t want)
 }
 
 sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const char *sph_options, cl_mem params_buf,
-                            long first_step, int resumed, long chunk_steps, sphsim_error *e)
+                            cl_mem geom_grid, long first_step, int resumed, long chunk_steps, sphsim_error *e)
 {
     *out = NULL;
     if (s->n_gauges == 0) return SPHSIM_OK;
@@ -118,6 +120,7 @@ sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const c
     g->s = s;
     g->n = s->n_gauges;
     g->params = params_buf;
+    g->geom_grid = geom_grid;
     g->chunk_steps = chunk_steps < 1 ? 1 : chunk_steps;
     g->start = resumed ? first_step + 1 : first_step;
     g->step0 = g->start;
@@ -153,7 +156,12 @@ sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const c
             for (int a = 0; a < 3; ++a) pts[4 * p + a] = (float)sg->point[a];
             if (sg->type == GAUGE_HEIGHT) pts[4 * p + up] = (float)(s->tank.min[up] + m * dz);
         }
-        if (sg->type == GAUGE_FORCE) g->any_force = 1;
+        if (sg->type == GAUGE_FORCE) { /* a slot per object */
+            int slot = 0;
+            while (slot < g->n_force && g->force_object[slot] != sg->object_index) ++slot;
+            if (slot == g->n_force) g->force_object[g->n_force++] = sg->object_index;
+            q->force_slot = (dev_u32)slot;
+        }
     }
     g->n_points = (cl_uint)np;
     if (st == SPHSIM_OK) {
@@ -169,12 +177,13 @@ sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const c
         st = device_alloc(d, sizeof(gauge_desc) * (size_t)g->n, "gauge descriptors", &g->desc, e);
         if (st == SPHSIM_OK) st = device_alloc(d, 16 * (np ? np : 1), "gauge points", &g->points, e);
         if (st == SPHSIM_OK) st = device_alloc(d, 32 * (np ? np : 1), "gauge probe sums", &g->sums, e);
-        if (st == SPHSIM_OK) st = device_alloc(d, 32, "gauge forces", &g->force, e);
+        const size_t fb = 32 * (size_t)(g->n_force ? g->n_force : 1);
+        if (st == SPHSIM_OK) st = device_alloc(d, fb, "gauge forces", &g->force, e);
         if (st == SPHSIM_OK) st = device_alloc(d, 4 * floats, "gauge rows", &g->chunk, e);
         if (st == SPHSIM_OK) st = device_write(d, g->desc, 0, sizeof(gauge_desc) * (size_t)g->n, desc, e);
         if (st == SPHSIM_OK && np) st = device_write(d, g->points, 0, 16 * np, pts, e);
-        static const float zero[8] = { 0 };
-        if (st == SPHSIM_OK) st = device_write(d, g->force, 0, sizeof zero, zero, e);
+        static const float zero[8 * SCENE_MAX_GAUGES] = { 0 };
+        if (st == SPHSIM_OK) st = device_write(d, g->force, 0, fb, zero, e);
     }
     free(pts);
     free(desc);
@@ -269,7 +278,7 @@ sphsim_status gauges_sample(gauges *g, long step, cl_mem cell_start, cl_mem cell
         SPHSIM_TRY(device_set_args(d, g->k_probe, a, 10, e));
         SPHSIM_TRY(device_run1d(d, g->k_probe, g->n_points, 64, e));
     }
-    if (g->any_force) {
+    for (int slot = 0; slot < g->n_force; ++slot) {
         const scene *s = g->s;
         const cl_uint n = (cl_uint)st->n;
         cl_float4 centre = { { 0, 0, 0, 0 } };
@@ -293,14 +302,17 @@ sphsim_status gauges_sample(gauges *g, long step, cl_mem cell_start, cl_mem cell
                            KARG("gp", grid_params_buf),
                            KARG("P", g->params),
                            KARG("centre", centre),
+                           KARG("object", g->force_object[slot]),
+                           KARG("geom_grid", g->geom_grid),
                            KARG("partial", g->partial),
                            KARG_LOCAL("scratch", 24 * g->force_local) };
-        SPHSIM_TRY(device_set_args(d, g->k_force, a, 12, e));
+        SPHSIM_TRY(device_set_args(d, g->k_force, a, 14, e));
         SPHSIM_TRY(device_launch(d, g->k_force, groups * g->force_local, g->force_local, NULL, e));
         const cl_uint ng = (cl_uint)groups;
-        const karg b[] = { KARG("n_groups", ng), KARG("partial", g->partial), KARG("out", g->force),
-                           KARG_LOCAL("scratch", 24 * g->sum_local) };
-        SPHSIM_TRY(device_set_args(d, g->k_force_sum, b, 4, e));
+        const cl_uint slot_u = (cl_uint)slot;
+        const karg b[] = { KARG("n_groups", ng), KARG("partial", g->partial), KARG("slot", slot_u),
+                           KARG("out", g->force), KARG_LOCAL("scratch", 24 * g->sum_local) };
+        SPHSIM_TRY(device_set_args(d, g->k_force_sum, b, 5, e));
         SPHSIM_TRY(device_launch(d, g->k_force_sum, g->sum_local, g->sum_local, NULL, e));
     }
     const cl_uint ng = (cl_uint)g->n;

@@ -1523,9 +1523,19 @@ static sphsim_status parse_gauge(vctx *v, const cJSON *it, scene *s, scene_gauge
     old = vkey(v, "object");
     snprintf(gg->object, sizeof gg->object, "tank");
     if (ob && gg->type != GAUGE_FORCE) return vfail(v, "only a \"force\" gauge takes an object");
-    if (ob && !(cJSON_IsString(ob) && strcmp(ob->valuestring, "tank") == 0)) {
-        describe(ob, got, sizeof got);
-        return vfail(v, "expected \"tank\" (the walls are the scene's one object), got %s", got);
+    gg->object_index = -1;
+    if (ob) {
+        int found = cJSON_IsString(ob) && strcmp(ob->valuestring, "tank") == 0;
+        for (int k = 0; !found && cJSON_IsString(ob) && k < s->n_objects; ++k)
+            if (strcmp(ob->valuestring, s->objects[k].name) == 0) {
+                found = 1;
+                gg->object_index = k;
+            }
+        if (!found) {
+            describe(ob, got, sizeof got);
+            return vfail(v, "expected \"tank\" or the name of one of the %d objects, got %s", s->n_objects, got);
+        }
+        snprintf(gg->object, sizeof gg->object, "%s", ob->valuestring);
     }
     vpop(v, old);
     SPHSIM_TRY(vnum(v, it, "interval", 0, 0.0, R_NONNEG, &gg->interval, NULL));

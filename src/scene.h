@@ -124,7 +124,9 @@ typedef struct scene_gauge {
     double point[3];               /* "point" m: pressure/velocity: the probe; height: the line's
                                     horizontal position (its vertical coordinate is ignored);
                                     force: the moment's reference point (default: the tank's centre) */
-    char object[SCENE_GAUGE_NAME]; /* "object" (force): "tank" (every wall particle); default "tank" */
+    char object[SCENE_GAUGE_NAME]; /* "object" (force): "tank" (the tank's walls) or an object's name;
+                                      default "tank" */
+    int object_index;              /* derived: -1 the tank, else the index in objects[] */
     double interval;               /* "interval" s: sampling interval, 0 = every step (default) */
     long every;                    /* derived: steps between samples, round(interval / dt) >= 1 */
 } scene_gauge;

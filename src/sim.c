@@ -805,7 +805,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
      * output interval's (at most GAUGE_CHUNK_STEPS steps: more go to the host in between) */
     if (s->n_gauges > 0 && s->mode == MODE_SPH)
         SPHSIM_TRY(gauges_create(&c->gauges, &c->dev, s, sph_build_options(c->sv.impl), sph_params_buffer(c->sv.impl),
-                                 c->first_step, o->resume_path != NULL,
+                                 sph_geom_grid(c->sv.impl), c->first_step, o->resume_path != NULL,
                                  s->steps_per_output < GAUGE_CHUNK_STEPS ? s->steps_per_output : GAUGE_CHUNK_STEPS, e));
     /* From here on the host holds only what snapshots take (staging_arrays): the id-order copy
      * drops the rest, and the two staging buffers get only those arrays (zeroed, so a field

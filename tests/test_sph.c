@@ -2292,7 +2292,8 @@ static void gauges_case(fixture *f, int dims, int lists, const scheme *sc)
     sphsim_error e;
     assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
     gauges *g = NULL;
-    sphsim_status st = gauges_create(&g, &f->d, &s, sph_build_options(sol), sph_params_buffer(sol), 0, 0, 1, &e);
+    sphsim_status st =
+        gauges_create(&g, &f->d, &s, sph_build_options(sol), sph_params_buffer(sol), sph_geom_grid(sol), 0, 0, 1, &e);
     if (st != SPHSIM_OK) fprintf(stderr, "gauges_create: %s\n", e.msg);
     assert_int_equal(st, SPHSIM_OK);
     assert_int_equal(gauges_sample(g, 0, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
