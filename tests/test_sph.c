@@ -2279,6 +2279,7 @@ static void gauges_case(fixture *f, int dims, int lists, const scheme *sc)
         snprintf(g->name, sizeof g->name, "g%d", k);
         g->type = types[k];
         g->every = 1;
+        g->object_index = -1; /* force: the tank's walls */
         for (int a = 0; a < dims; ++a) {
             const double frac = k < 5 ? at[k][a == up ? 2 : a] : 0.3;
             g->point[a] = k == 2 ? s.tank.max[a] - 0.3 * s.spacing : frac * bm[a];
