@@ -57,14 +57,18 @@ static int col_cmp(const void *a, const void *b)
 
 #define SQUEEZE_TABLE 201
 
-/* The lattice indices of fluid particle i on the axes across gravity (axis ga; 0 for the
- * missing axis in 2D). */
+/* The column of fluid particle i: its coordinates on the axes across gravity (axis ga; 0 for the
+ * missing axis in 2D) in half spacings from the tank's corner. A block's lattice may lie half a
+ * spacing off the tank's (a block from 0.55 m in a tank of 0.02 m spacing): its particles then
+ * sit on the half-spacing points, which lround of the whole-spacing index (k + 1/2 in float)
+ * would send to either neighbour, merging two columns into one run twice as tall. In half
+ * spacings every lattice point lies within float rounding of an integer. */
 static void column_key(const scene *s, const particles *p, size_t i, int ga, long key[2])
 {
     int q = 0;
     key[0] = key[1] = 0;
     for (int a = 0; a < s->dims; ++a)
-        if (a != ga) key[q++] = lround((p->pos[4 * i + a] - s->tank.min[a]) / s->spacing - 0.5);
+        if (a != ga) key[q++] = lround(2.0 * (p->pos[4 * i + a] - s->tank.min[a]) / s->spacing);
 }
 
 /* One thread's columns c0 .. c1-1 of hydrostatic_init. */

@@ -1883,6 +1883,44 @@ static void test_hydrostatic_init(void **state)
     }
 }
 
+/* A block whose lattice lies half a spacing off the tank's (x from 0.55 m in a tank of 0.02 m
+ * spacing: the block's particles at 0.56, 0.58, ... m): every column stays its own run. Merged
+ * columns (two lattice columns read as one) would stack 30 particles where 15 stand and start
+ * the fluid far above its block, at 1400 kg/m^3 at the bottom; here each particle gets
+ * p = rho0 g (above + 1/2) dx of its own column and stays below the block's top. */
+static void test_hydrostatic_offset_block(void **state)
+{
+    (void)state;
+    scene s;
+    const double dx = 0.02;
+    const int nt[3] = { 40, 10, 20 }, nf[3] = { 12, 10, 15 };
+    ref_sph_scene(&s, 3, KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL, dx, 1.3, nt, nf);
+    s.blocks[0].min[0] = 0.55;
+    s.blocks[0].max[0] = 0.8;
+    particles p, q;
+    sphsim_error e;
+    assert_int_equal(init_generate(&s, &p, 1, &e), SPHSIM_OK);
+    assert_int_equal(init_lattice(&s, &q, TUNE_AUTO, &e), SPHSIM_OK);
+    assert_int_equal(q.n_fluid, 12 * 10 * 15);
+    double worst = 0.0, top = 0.0;
+    for (size_t i = 0; i < q.n_fluid; ++i) {
+        size_t above = 0;
+        for (size_t j = 0; j < q.n_fluid; ++j)
+            above += fabsf(q.pos[4 * j] - q.pos[4 * i]) < 0.25f * (float)dx &&
+                     fabsf(q.pos[4 * j + 1] - q.pos[4 * i + 1]) < 0.25f * (float)dx &&
+                     q.pos[4 * j + 2] > q.pos[4 * i + 2];
+        const double want = s.rest_density * 9.81 * (above + 0.5) * dx;
+        worst = fmax(worst, fabs(p.pressure[i] - want) / want);
+        top = fmax(top, p.pos[4 * i + 2]);
+    }
+    print_message("  offset block: pressure within %.2g of rho0 g depth, top particle at %.4f m (block top %.2f)\n",
+                  worst, top, s.blocks[0].max[2]);
+    assert_true(worst < 2e-3);
+    assert_true(top < s.blocks[0].max[2]);
+    particles_free(&p);
+    particles_free(&q);
+}
+
 /* The initial state of several blocks (host only): init_generate's lattice in
  * blocks given in no particular order, one stacked on another (one run of particles per column
  * through both), one floating (left alone), and gravity pointing down or up. Each particle of a
@@ -2375,9 +2413,10 @@ int main(void)
     const char *filter = getenv("SPHSIM_TEST_FILTER");
     if (filter && *filter) cmocka_set_test_filter(filter);
     const struct CMUnitTest host[] = {
-        cmocka_unit_test(test_kernel_continuum), cmocka_unit_test(test_viscosity_kernel_2d_3d),
-        cmocka_unit_test(test_kernel_lattice),   cmocka_unit_test(test_params_and_prepare),
-        cmocka_unit_test(test_list_grid_cells),  cmocka_unit_test(test_list_parts),
+        cmocka_unit_test(test_kernel_continuum),         cmocka_unit_test(test_viscosity_kernel_2d_3d),
+        cmocka_unit_test(test_kernel_lattice),           cmocka_unit_test(test_params_and_prepare),
+        cmocka_unit_test(test_list_grid_cells),          cmocka_unit_test(test_list_parts),
+        cmocka_unit_test(test_hydrostatic_offset_block),
     };
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_step_vs_reference),
