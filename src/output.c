@@ -179,7 +179,7 @@ double output_layout_bytes(const scene *s, size_t state_bytes)
 
 double output_file_bytes(const scene *s, size_t state_bytes)
 {
-    return output_layout_bytes(s, state_bytes) + OUT_METADATA_BYTES +
+    return output_layout_bytes(s, state_bytes) + OUT_METADATA_BYTES + output_geometry_bytes(s) +
            (double)(s->source_json ? strlen(s->source_json) : 0) +
            (double)(s->resolved_json ? strlen(s->resolved_json) : 0);
 }

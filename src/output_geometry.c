@@ -186,3 +186,15 @@ int output_write_geometry(hid_t f, const scene *sc)
     H5Gclose(g);
     return rc;
 }
+
+double output_geometry_bytes(const scene *sc)
+{
+    double b = 0.0;
+    for (int k = 0; k < sc->n_objects; ++k) {
+        const scene_object *o = &sc->objects[k];
+        /* a mesh's points and triangles as they are; a primitive's tessellation, a few thousand
+         * triangles at most */
+        b += o->shape == GEOM_MESH ? 24.0 * (double)(o->n_vertices + o->n_triangles) : 65536.0;
+    }
+    return b + (double)init_boundary_objects(sc, NULL); /* boundary_object, a byte a particle */
+}
