@@ -12,7 +12,7 @@ As a module:
     s = run.snapshot(-1)             # or run.snapshot(time=0.5): the nearest snapshot
     s["positions"]       # (N, 3) float32, m, particles in id order; z = 0 in 2D
     s["velocity"]        # (N, 3) float32, m/s; "density", "pressure", "id", "type", "radius", "mass",
-                         # "angular_velocity" (rad/s, spheres) when the run wrote them; s["time"], s["step"], s["n_contacts"], s["n_outside"]
+                         # "angular_velocity" (rad/s, spheres), "object" (-1, or the scene object of a boundary particle) when the run wrote them; s["time"], s["step"], s["n_contacts"], s["n_outside"]
     rho = sphsim_reader.density_from_positions(run, s)   # recompute SPH density (small runs)
     g = run.gauges()     # {name: Gauge}: the scene's gauges' time series (docs/output-format.md)
     g["p1"].time, g["p1"].values, g["p1"].columns, g["p1"].units
@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - reported when used
 
 __all__ = ["open_run", "Run", "Gauge", "kernel_w", "density_from_positions", "pressure_from_density"]
 
-POINT_FIELDS = ("velocity", "density", "pressure", "id", "type", "radius", "mass", "angular_velocity")
+POINT_FIELDS = ("velocity", "density", "pressure", "id", "type", "radius", "mass", "angular_velocity", "object")
 TYPE_NAMES = {0: "fluid", 1: "boundary", 2: "sphere"}
 
 

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "init.h"
 #include "output_geometry.h"
 #include "output_internal.h"
 
@@ -46,6 +47,9 @@ const field_desc OUTPUT_FIELDS[] = {
     { "mass", FIELD_MASS, 1, FK_F32 },         /* kg */
     /* rad/s, spheres */
     { "angular_velocity", FIELD_ANGULAR_VELOCITY, 3, FK_F32 },
+    /* the scene object (index into /sphsim/geometry) of each object boundary particle, -1 for
+     * every other particle; static (STATIC_FIELDS) */
+    { "object", FIELD_OBJECT, 1, FK_I8 },
 };
 const int OUTPUT_N_FIELDS = (int)(sizeof OUTPUT_FIELDS / sizeof OUTPUT_FIELDS[0]);
 
@@ -104,7 +108,10 @@ static const char UNITS_JSON[] =
 
 hid_t output_field_ftype(int kind)
 {
-    return kind == FK_U32 ? H5T_STD_U32LE : kind == FK_U8 ? H5T_STD_U8LE : H5T_IEEE_F32LE;
+    return kind == FK_U32  ? H5T_STD_U32LE
+           : kind == FK_U8 ? H5T_STD_U8LE
+           : kind == FK_I8 ? H5T_STD_I8LE
+                           : H5T_IEEE_F32LE;
 }
 
 void *output_field_array(const particles *p, unsigned bit)
@@ -123,7 +130,10 @@ void *output_field_array(const particles *p, unsigned bit)
 
 hid_t output_field_mtype(int kind)
 {
-    return kind == FK_U32 ? H5T_NATIVE_UINT32 : kind == FK_U8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT;
+    return kind == FK_U32  ? H5T_NATIVE_UINT32
+           : kind == FK_U8 ? H5T_NATIVE_UINT8
+           : kind == FK_I8 ? H5T_NATIVE_INT8
+                           : H5T_NATIVE_FLOAT;
 }
 
 /* ---------------------------------------------------------------- names */
@@ -161,12 +171,16 @@ double output_layout_bytes(const scene *s, size_t state_bytes)
     const unsigned fields = output_fields(s);
     double per = 12; /* Points */
     int nf = 0;
+    double once = 0; /* static fields */
     for (int i = 0; i < OUTPUT_N_FIELDS; ++i)
         if (fields & OUTPUT_FIELDS[i].bit) {
-            per += OUTPUT_FIELDS[i].ncomp * (OUTPUT_FIELDS[i].kind == FK_U8 ? 1 : 4);
+            const int b =
+                OUTPUT_FIELDS[i].ncomp * (OUTPUT_FIELDS[i].kind == FK_U8 || OUTPUT_FIELDS[i].kind == FK_I8 ? 1 : 4);
+            if (OUTPUT_FIELDS[i].bit & STATIC_FIELDS) once += b;
+            else per += b;
             ++nf;
         }
-    return per * N * S                                          /* Points, PointData */
+    return per * N * S + once * N                               /* Points, PointData */
            + 8 * (2 * N + 1) + 8 * (N_PART_I64 + 3)             /* vertex cells; the part's counts, other offsets */
            + 8 * S * (nf + 3 + 2 * OUT_TOPOS + 1 + 4)           /* Steps entries, Values, /sphsim/steps */
            + 8 * N                                              /* restart device order, 2 rows */
@@ -185,6 +199,22 @@ double output_file_bytes(const scene *s, size_t state_bytes)
 }
 
 static int create_state(hid_t f, size_t width);
+
+/* A static field's N rows in id order (STATIC_FIELDS): the object of every particle, -1 but for
+ * the objects' boundary particles (ids from the first one on, init_boundary_objects). */
+static int write_static_field(hid_t f, const scene *s, const field_desc *fd, const char *path, hsize_t N)
+{
+    if (fd->bit != FIELD_OBJECT || N == 0) return N == 0 ? 0 : -1;
+    int8_t *obj = malloc((size_t)N);
+    if (!obj) return -1;
+    memset(obj, -1, (size_t)N);
+    const long n_obj = init_boundary_objects(s, NULL);
+    const long first = s->n_fluid + s->n_boundary - n_obj;
+    if (n_obj > 0 && first >= 0 && (hsize_t)(first + n_obj) <= N) init_boundary_objects(s, obj + first);
+    const int rc = h5io_ds_write_rows(f, path, H5T_NATIVE_INT8, obj, 0, N);
+    free(obj);
+    return rc;
+}
 /* Rows [0, rows) of the int64 dataset `path` set to a + b * row, written a block at a time. */
 static int write_i64_ramp(output *o, const char *path, hsize_t rows, int cols, int64_t a, int64_t b);
 
@@ -248,11 +278,14 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         if (!(o->fields & fd->bit)) continue;
         char p[128];
         snprintf(p, sizeof p, "/VTKHDF/PointData/%s", fd->name);
-        if (h5io_ds_create_fixed(f, p, output_field_ftype(fd->kind), fd->ncomp == 1 ? 1 : 2, S * N, (hsize_t)fd->ncomp,
-                                 0) < 0)
+        const int once = (fd->bit & STATIC_FIELDS) != 0; /* written now, every step reads it at 0 */
+        if (h5io_ds_create_fixed(f, p, output_field_ftype(fd->kind), fd->ncomp == 1 ? 1 : 2, once ? N : S * N,
+                                 (hsize_t)fd->ncomp, 0) < 0 ||
+            (once && write_static_field(f, s, fd, p, N) < 0))
             goto done;
         snprintf(p, sizeof p, "/VTKHDF/Steps/PointDataOffsets/%s", fd->name);
-        if (h5io_ds_create_fixed(f, p, H5T_STD_I64LE, 1, S, 1, 0) < 0 || write_i64_ramp(o, p, S, 1, 0, (int64_t)N) < 0)
+        if (h5io_ds_create_fixed(f, p, H5T_STD_I64LE, 1, S, 1, 0) < 0 ||
+            write_i64_ramp(o, p, S, 1, 0, once ? 0 : (int64_t)N) < 0)
             goto done;
     }
     /* The step entries are known in advance (one part at offset 0, snapshot k's points at k N, the
@@ -683,7 +716,7 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
     if (write_rows_packed(o, "/VTKHDF/Points", H5T_NATIVE_FLOAT, 12, row, n, pack_xyz, p->pos) < 0) return -1;
     for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
         const field_desc *fd = &OUTPUT_FIELDS[i];
-        if (!(o->fields & fd->bit)) continue;
+        if (!(o->fields & fd->bit) || (fd->bit & STATIC_FIELDS)) continue;
         if (fd->bit == FIELD_VELOCITY) {
             if (write_rows_packed(o, "/VTKHDF/PointData/velocity", H5T_NATIVE_FLOAT, 12, row, n, pack_xyz, p->vel) < 0)
                 return -1;
@@ -1113,7 +1146,7 @@ sphsim_status output_relayout(const char *path, const scene *s, long keep, sphsi
             bad = h5io_ds_read_rows(from, "/sphsim/steps/step", H5T_NATIVE_INT64, &last_step, ns - 1, 1) < 0 ||
                   output_gauges_copy(o, s, from, (long)last_step, copy_rows) < 0;
         for (int i = 0; !bad && i < OUTPUT_N_FIELDS; ++i) {
-            if (!(o->fields & OUTPUT_FIELDS[i].bit)) continue;
+            if (!(o->fields & OUTPUT_FIELDS[i].bit) || (OUTPUT_FIELDS[i].bit & STATIC_FIELDS)) continue;
             char p[128];
             snprintf(p, sizeof p, "/VTKHDF/PointData/%s", OUTPUT_FIELDS[i].name);
             bad = copy_rows(o, from, f, p, rows) < 0;

@@ -12,7 +12,7 @@
 #define OUT_TOPOS 4                      /* Vertices, Lines, Polygons, Strips */
 #define OUT_BLOCK_ROWS ((size_t)1 << 22) /* rows packed and written at a time */
 
-enum { FK_F32, FK_U32, FK_U8 };
+enum { FK_F32, FK_U32, FK_U8, FK_I8 };
 
 /* One PointData array. Position is VTKHDF/Points, not a field here. */
 typedef struct field_desc {
@@ -26,6 +26,8 @@ typedef struct field_desc {
 extern const field_desc OUTPUT_FIELDS[];
 extern const int OUTPUT_N_FIELDS;
 #define ALWAYS_FIELDS (FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE)
+/* Fields that never change: written once with the layout (N rows), every step's offset 0. */
+#define STATIC_FIELDS (FIELD_OBJECT)
 
 /* Per-step int64 datasets with one column (row k belongs to snapshot k; output.c). */
 extern const char *const OUTPUT_STEP_I64[];

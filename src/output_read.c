@@ -67,6 +67,7 @@ static sphsim_status read_last(hid_t f, const char *path, hsize_t ns, particles 
         char dpath[128], opath[128];
         snprintf(dpath, sizeof dpath, "/VTKHDF/PointData/%s", fd->name);
         snprintf(opath, sizeof opath, "/VTKHDF/Steps/PointDataOffsets/%s", fd->name);
+        if (fd->bit & STATIC_FIELDS) continue; /* nothing a restart needs */
         if (!h5io_link_exists(f, dpath)) {
             if (fd->bit & ALWAYS_FIELDS) {
                 r = output_bad_file(e, path, "a required field (velocity, id or type) is missing");

@@ -45,10 +45,12 @@ static const char *const MODE_NAMES[] = { "sph", "particles" };
 static const int MODE_VALUES[] = { MODE_SPH, MODE_PARTICLES };
 static const char *const PLACE_NAMES[] = { "lattice", "random" };
 static const int PLACE_VALUES[] = { PLACE_LATTICE, PLACE_RANDOM };
-static const char *const FIELD_NAMES[] = { "position", "velocity", "density", "pressure",        "id",
-                                           "type",     "radius",   "mass",    "angular_velocity" };
-static const int FIELD_VALUES[] = { FIELD_POSITION, FIELD_VELOCITY, FIELD_DENSITY, FIELD_PRESSURE,        FIELD_ID,
-                                    FIELD_TYPE,     FIELD_RADIUS,   FIELD_MASS,    FIELD_ANGULAR_VELOCITY };
+static const char *const FIELD_NAMES[] = { "position", "velocity", "density", "pressure",         "id",
+                                           "type",     "radius",   "mass",    "angular_velocity", "object" };
+static const int FIELD_VALUES[] = {
+    FIELD_POSITION, FIELD_VELOCITY, FIELD_DENSITY, FIELD_PRESSURE,         FIELD_ID,
+    FIELD_TYPE,     FIELD_RADIUS,   FIELD_MASS,    FIELD_ANGULAR_VELOCITY, FIELD_OBJECT
+};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const char *enum_name(const char *const *names, const int *values, int n, int v)
@@ -1719,11 +1721,14 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
             vpop(v, o3);
         }
         if (!(s->fields & FIELD_POSITION)) return vfail(v, "must include \"position\"");
+        if ((s->fields & FIELD_OBJECT) && !(s->mode == MODE_SPH && s->n_objects > 0))
+            return vfail(v, "\"object\" needs \"objects\" in the scene, in mode \"sph\"");
         vpop(v, o2);
     } else {
         s->fields =
             FIELD_POSITION | FIELD_VELOCITY | FIELD_DENSITY | FIELD_PRESSURE | FIELD_ID | FIELD_TYPE | FIELD_MASS;
         if (s->mode == MODE_PARTICLES) s->fields |= FIELD_RADIUS | FIELD_ANGULAR_VELOCITY;
+        if (s->mode == MODE_SPH && s->n_objects > 0) s->fields |= FIELD_OBJECT;
     }
     vpop(v, old);
 

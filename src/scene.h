@@ -44,6 +44,7 @@ enum {
     FIELD_RADIUS = 1u << 6,
     FIELD_MASS = 1u << 7,
     FIELD_ANGULAR_VELOCITY = 1u << 8, /* particle mode */
+    FIELD_OBJECT = 1u << 9,           /* SPH with objects: the object of each boundary particle, static */
 };
 
 typedef struct scene_box {

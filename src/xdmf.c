@@ -41,8 +41,8 @@ static void xml_escaped(FILE *f, const char *s)
 
 static const char *xdmf_number_type(int kind, int *precision)
 {
-    *precision = kind == FK_U8 ? 1 : 4;
-    return kind == FK_U32 ? "UInt" : kind == FK_U8 ? "UChar" : "Float";
+    *precision = kind == FK_U8 || kind == FK_I8 ? 1 : 4;
+    return kind == FK_U32 ? "UInt" : kind == FK_U8 ? "UChar" : kind == FK_I8 ? "Char" : "Float";
 }
 
 /* One HyperSlab DataItem: rows [start, start + n) of the concatenated dataset `dset`. */
@@ -103,7 +103,9 @@ sphsim_status xdmf_write(const output *o, sphsim_error *e)
             snprintf(dset, sizeof dset, "/VTKHDF/PointData/%s", fd->name);
             fprintf(f, "        <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n", fd->name,
                     fd->ncomp == 3 ? "Vector" : "Scalar");
-            xmf_slab(f, h5name, dset, fd->ncomp, fd->kind, start, o->n, total);
+            if (fd->bit & STATIC_FIELDS) /* one copy for every step */
+                xmf_slab(f, h5name, dset, fd->ncomp, fd->kind, 0, o->n, o->n);
+            else xmf_slab(f, h5name, dset, fd->ncomp, fd->kind, start, o->n, total);
             fprintf(f, "        </Attribute>\n");
         }
         fprintf(f, "      </Grid>\n");

@@ -992,6 +992,8 @@ static const bad_case BAD[] = {
     { GH "{'name':'a','type':'pressure','point':[0.5,0.5],'interval':-1}]," TAIL,
       "gauges[0].interval: expected a number >= 0, got -1", "" },
     { GH "{'name':'a','type':'pressure','point':[0.5,0.5],'every':2}]," TAIL, "gauges[0].every: unknown key", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'output':{'fields':['position','object']}," TAIL,
+      "output.fields: \"object\" needs \"objects\" in the scene, in mode \"sph\"", "" },
     { PHEAD2 "'spheres':{'groups':[" GROUP "]},'gauges':[{'name':'a','type':'height','point':[0.5,0]}]," TAIL,
       "gauges: gauges measure the fluid: mode \"sph\" only", "" },
 };

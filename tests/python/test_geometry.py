@@ -252,11 +252,12 @@ def test_no_leak_2d_wedge_polygon(run_scene):
     assert mod.main([str(run.out)]) == 0
 
 
-def test_force_gauge_on_an_obstacle_is_the_buoyancy(run_scene):
+def test_force_gauge_on_an_obstacle_is_the_buoyancy(run_scene, reader):
     """A force gauge on an obstacle sums its own boundary particles only: a 0.1 m square held
     in the middle of 0.5 m of water at rest feels its buoyancy, rho0 g A = 98.1 N/m upward
     (within 15 % averaged over 0.2-0.6 s, the tank's settling waves aside), no sideways force
-    and no moment about its centre, while the tank's walls carry the rest of the water's weight."""
+    and no moment about its centre, while the tank's walls carry the rest of the water's weight.
+    The boundary particles' static `object` field marks the block's, in h5py, VTK and the reader."""
     scene = {
         "format": 1, "name": "buoyancy", "dimensions": 2,
         "tank": {"min": [0.0, 0.0], "max": [0.5, 0.8]},
@@ -270,6 +271,13 @@ def test_force_gauge_on_an_obstacle_is_the_buoyancy(run_scene):
     import h5py
     with h5py.File(run.out, "r") as f:
         blk, tank = f["sphsim/gauges/F_block"][()], f["sphsim/gauges/F_tank"][()]
+        # the static object field: 0 for the block's boundary particles, -1 for the rest, stored
+        # once and read by every step at offset 0
+        obj = f["VTKHDF/PointData/object"][()]
+        assert obj.shape == (f["VTKHDF/NumberOfPoints"][0],)
+        assert np.all(f["VTKHDF/Steps/PointDataOffsets/object"][()] == 0)
+        assert int((obj == 0).sum()) == f["sphsim/geometry/boundary_object"].shape[0] > 0
+        assert set(np.unique(obj)) == {-1, 0}
     late = blk[:, 0] >= 0.2
     fx, fy, mz = blk[late, 1:].mean(axis=0)
     buoyancy = 1000.0 * 9.81 * 0.1 * 0.1
@@ -279,3 +287,16 @@ def test_force_gauge_on_an_obstacle_is_the_buoyancy(run_scene):
     # the walls and the block together hold the water's weight
     total = tank[late, 2].mean() + fy
     assert abs(total + water) < 0.05 * water, total
+    # the same field through VTK's reader at the last step, and through sphsim_reader
+    from vtkmodules.vtkIOHDF import vtkHDFReader
+    rd = vtkHDFReader()
+    rd.SetFileName(str(run.out))
+    rd.UpdateInformation()
+    rd.SetStep(rd.GetNumberOfSteps() - 1)
+    rd.Update()
+    arr = rd.GetOutput().GetPointData().GetArray("object")
+    assert arr is not None and arr.GetNumberOfTuples() == obj.size
+    assert sorted({int(arr.GetValue(i)) for i in range(arr.GetNumberOfTuples())}) == [-1, 0]
+    with reader.open_run(run.out) as r:
+        snap = r.snapshot(-1)
+        assert np.array_equal(snap["object"][snap["id"].argsort()], obj)
