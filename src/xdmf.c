@@ -4,6 +4,7 @@
  * VisIt). Rewritten in full after every commit, atomically (temporary file, fsync, rename). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -69,6 +70,35 @@ static void xmf_slab(FILE *f, const char *h5name, const char *dset, int ncomp, i
     fprintf(f, ":%s</DataItem>\n%s</DataItem>\n", dset, ind);
 }
 
+/* The scene objects' surfaces (/sphsim/geometry/K: points and triangles, written with the
+ * layout) as static triangle grids beside the particles, which ParaView shows at every time. */
+static void xmf_objects(FILE *f, const output *o, const char *h5name)
+{
+    for (int k = 0;; ++k) {
+        char pts[96], tri[96], grp[64];
+        snprintf(grp, sizeof grp, "/sphsim/geometry/%d", k);
+        snprintf(pts, sizeof pts, "%s/points", grp);
+        snprintf(tri, sizeof tri, "%s/triangles", grp);
+        if (!h5io_link_exists(o->file, pts) || !h5io_link_exists(o->file, tri)) break;
+        const long long nv = h5io_ds_rows(o->file, pts), nt = h5io_ds_rows(o->file, tri);
+        if (nv <= 0 || nt <= 0) continue;
+        char *name = h5io_attr_read_str(o->file, grp, "name");
+        fprintf(f, "    <Grid Name=\"");
+        xml_escaped(f, name && *name ? name : "object");
+        fprintf(f, "\" GridType=\"Uniform\">\n");
+        free(name);
+        fprintf(f, "      <Topology TopologyType=\"Triangle\" NumberOfElements=\"%lld\">\n", nt);
+        fprintf(f, "        <DataItem Dimensions=\"%lld 3\" NumberType=\"Int\" Precision=\"8\" Format=\"HDF\">", nt);
+        xml_escaped(f, h5name);
+        fprintf(f, ":%s</DataItem>\n      </Topology>\n", tri);
+        fprintf(f, "      <Geometry GeometryType=\"XYZ\">\n");
+        fprintf(f, "        <DataItem Dimensions=\"%lld 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">", nv);
+        xml_escaped(f, h5name);
+        fprintf(f, ":%s</DataItem>\n      </Geometry>\n    </Grid>\n", pts);
+    }
+    h5io_forget();
+}
+
 sphsim_status xdmf_write(const output *o, sphsim_error *e)
 {
     char tmp[4200];
@@ -110,7 +140,9 @@ sphsim_status xdmf_write(const output *o, sphsim_error *e)
         }
         fprintf(f, "      </Grid>\n");
     }
-    fprintf(f, "    </Grid>\n  </Domain>\n</Xdmf>\n");
+    fprintf(f, "    </Grid>\n");
+    xmf_objects(f, o, h5name);
+    fprintf(f, "  </Domain>\n</Xdmf>\n");
     int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
     int err = errno;
     if (fclose(f) != 0 && !bad) {

@@ -300,3 +300,50 @@ def test_force_gauge_on_an_obstacle_is_the_buoyancy(run_scene, reader):
     with reader.open_run(run.out) as r:
         snap = r.snapshot(-1)
         assert np.array_equal(snap["object"][snap["id"].argsort()], obj)
+
+
+PV_OBJECTS_CHECK = r'''
+import json, sys
+from paraview.simple import XDMFReader, servermanager
+r = XDMFReader(FileNames=[sys.argv[2]])
+r.UpdatePipelineInformation()
+r.UpdatePipeline(r.TimestepValues[-1])
+d = servermanager.Fetch(r)
+blocks = []
+for i in range(d.GetNumberOfBlocks()):
+    b = d.GetBlock(i)
+    blocks.append({"name": d.GetMetaData(i).Get(d.NAME()), "points": b.GetNumberOfPoints(),
+                   "cells": b.GetNumberOfCells(),
+                   "object": b.GetPointData().GetArray("object") is not None})
+json.dump({"times": len(r.TimestepValues), "blocks": blocks}, open(sys.argv[1], "w"))
+'''
+
+
+def test_paraview_511_shows_the_objects(run_scene, pvpython, tmp_path):
+    """ParaView 5.11's XDMF reader (the sidecar) shows the particles, with their static `object`
+    field, and every object's surface as a triangle grid beside them (/sphsim/geometry)."""
+    scene = {
+        "format": 1, "name": "pv_objects", "dimensions": 3, "gravity": [0, 0, -9.81],
+        "tank": {"min": [0, 0, 0], "max": [0.4, 0.2, 0.3]},
+        "fluid": {"blocks": [{"min": [0, 0, 0], "max": [0.15, 0.2, 0.2]}], "spacing": 0.02},
+        "objects": [{"name": "pillar", "shape": "cylinder", "center": [0.3, 0.1, 0.1], "radius": 0.03,
+                     "length": 0.2},
+                    {"name": "ball", "shape": "sphere", "center": [0.22, 0.1, 0.05], "radius": 0.03}],
+        "time": {"end": 0.01}, "output": {"interval": 0.005},
+    }
+    run = run_scene(scene, name="pv_objects")
+    script = tmp_path / "pv_objects.py"
+    script.write_text(PV_OBJECTS_CHECK)
+    result = tmp_path / "pv_objects.json"
+    proc = pvpython(script, result, run.out.with_suffix(".xmf"), cwd=tmp_path)
+    assert result.exists(), f"pvpython failed ({proc.returncode}): {proc.stderr[-2000:]}"
+    got = json.loads(result.read_text())
+    assert got["times"] == 3
+    names = [b["name"] for b in got["blocks"]]
+    assert names == ["particles", "pillar", "ball"], names
+    assert got["blocks"][0]["object"]
+    import h5py
+    with h5py.File(run.out, "r") as f:
+        for k, b in enumerate(got["blocks"][1:]):
+            assert b["points"] == f[f"sphsim/geometry/{k}/points"].shape[0]
+            assert b["cells"] == f[f"sphsim/geometry/{k}/triangles"].shape[0] > 0
