@@ -90,13 +90,17 @@ void h5io_set_reason(const char *why)
 }
 
 /* Create an extendable, chunked dataset of `rank` 1 (rows) or 2 (rows x cols), 0 rows. */
-int h5io_ds_create(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t cols, hsize_t chunk_rows)
+/* Create dataset `name` of rank 1 or 2 with extent dims and maximum maxd; chunked in chunks of
+ * chunk[0] rows when chunk is not NULL, else contiguous; `early`: its storage allocated in the
+ * file now. Never filled. */
+static int ds_create(hid_t loc, const char *name, hid_t ftype, int rank, const hsize_t dims[2], const hsize_t maxd[2],
+                     const hsize_t *chunk, int early)
 {
-    hsize_t dims[2] = { 0, cols }, maxd[2] = { H5S_UNLIMITED, cols }, chunk[2] = { chunk_rows ? chunk_rows : 1, cols };
     hid_t sp = H5Screate_simple(rank, dims, maxd);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     int rc = -1;
-    if (sp >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0 &&
+    if (sp >= 0 && dcpl >= 0 && (chunk ? H5Pset_chunk(dcpl, rank, chunk) : H5Pset_layout(dcpl, H5D_CONTIGUOUS)) >= 0 &&
+        (!early || H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) >= 0) &&
         H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) >= 0) {
         hid_t ds = H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
         if (ds >= 0) {
@@ -109,6 +113,13 @@ int h5io_ds_create(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t c
     return rc;
 }
 
+int h5io_ds_create(hid_t loc, const char *name, hid_t ftype, int rank, hsize_t cols, hsize_t chunk_rows)
+{
+    const hsize_t dims[2] = { 0, cols }, maxd[2] = { H5S_UNLIMITED, cols },
+                  chunk[2] = { chunk_rows ? chunk_rows : 1, cols };
+    return ds_create(loc, name, ftype, rank, dims, maxd, chunk, 0);
+}
+
 /* Create a dataset of `rows` x `cols` (rank 1: rows only) whose whole storage is allocated in
  * the file now (H5D_ALLOC_TIME_EARLY) and never filled: contiguous, or with `max_rows` > rows,
  * chunked in one chunk of max_rows rows, extendable up to max_rows within that chunk (its
@@ -118,22 +129,9 @@ int h5io_ds_create_fixed(hid_t loc, const char *name, hid_t ftype, int rank, hsi
                          hsize_t max_rows)
 {
     const int chunked = max_rows > rows;
-    hsize_t dims[2] = { rows, cols }, maxd[2] = { chunked ? max_rows : rows, cols }, chunk[2] = { max_rows, cols };
-    hid_t sp = H5Screate_simple(rank, dims, maxd);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    int rc = -1;
-    if (sp >= 0 && dcpl >= 0 && (!chunked || H5Pset_chunk(dcpl, rank, chunk) >= 0) &&
-        (chunked || H5Pset_layout(dcpl, H5D_CONTIGUOUS) >= 0) && H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) >= 0 &&
-        H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) >= 0) {
-        hid_t ds = H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-        if (ds >= 0) {
-            rc = 0;
-            H5Dclose(ds);
-        }
-    }
-    if (dcpl >= 0) H5Pclose(dcpl);
-    if (sp >= 0) H5Sclose(sp);
-    return rc;
+    const hsize_t dims[2] = { rows, cols }, maxd[2] = { chunked ? max_rows : rows, cols },
+                  chunk[2] = { max_rows, cols };
+    return ds_create(loc, name, ftype, rank, dims, maxd, chunked ? chunk : NULL, 1);
 }
 
 /* Rows [start, start + rows) (all columns) of open dataset ds, rank 1 or 2, written from or
@@ -184,8 +182,7 @@ int h5io_ds_extend_rows(hid_t file, const char *path, hid_t mtype, const void *b
     return h5io_ds_io_rows(file, path, mtype, buf, start, rows, 1);
 }
 
-int h5io_ds_io_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows,
-                    int extend)
+int h5io_ds_io_rows(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t start, hsize_t rows, int extend)
 {
     /* A write of at least H5IO_DIRECT_ROWS rows (a snapshot's per-particle rows, the
      * smallest of their chunks; or Steps/Values rewritten after 1024 snapshots) bypasses HDF5's
