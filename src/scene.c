@@ -1242,27 +1242,73 @@ static int segments_meet(const double *p0, const double *p1, const double *q0, c
     return ((d1 > 0) != (d2 > 0) || d1 == 0 || d2 == 0) && ((d3 > 0) != (d4 > 0) || d3 == 0 || d4 == 0);
 }
 
-/* "points" of a 2D polygon: 3 to SCENE_MAX_POLYGON points [x, y], a simple polygon (no edge
- * meets another but its neighbours at their shared point) of non-zero area. */
-static sphsim_status parse_polygon_points(vctx *v, const cJSON *it, scene_object *o)
+/* A polygon's points from a text file (path relative to the scene file's folder, as meshes'): one
+ * point a line, x and y separated by blanks or a comma; blank lines and '#' comments skipped.
+ * *n: the points read. */
+static sphsim_status read_polygon_file(vctx *v, const scene *s, const char *file, scene_object *o, long *n)
 {
-    const cJSON *pts;
+    char path[1600];
+    const char *slash = strrchr(s->path, '/');
+    if (file[0] == '/' || !slash) snprintf(path, sizeof path, "%s", file);
+    else snprintf(path, sizeof path, "%.*s/%s", (int)(slash - s->path), s->path, file);
+    FILE *f = fopen(path, "r");
+    if (!f) return vfail(v, "cannot open '%s': %s", path, strerror(errno));
+    char line[512];
+    long ln = 0;
+    *n = 0;
+    sphsim_status r = SPHSIM_OK;
+    while (r == SPHSIM_OK && fgets(line, sizeof line, f)) {
+        ++ln;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        for (char *c = line; *c; ++c)
+            if (*c == ',') *c = ' ';
+        double x, y;
+        char rest[2];
+        const int got = sscanf(line, "%lf %lf %1s", &x, &y, rest);
+        if (got == EOF || (got <= 0 && strspn(line, " \t\r\n") == strlen(line))) continue;
+        if (got != 2 || !isfinite(x) || !isfinite(y))
+            r = vfail(v, "'%s' line %ld: expected a point \"x y\" (two numbers, m)", path, ln);
+        else if (*n >= SCENE_MAX_POLYGON) r = vfail(v, "'%s' holds more than %d points", path, SCENE_MAX_POLYGON);
+        else {
+            o->poly[2 * *n] = x;
+            o->poly[2 * *n + 1] = y;
+            ++*n;
+        }
+    }
+    fclose(f);
+    if (r == SPHSIM_OK && *n < 3) r = vfail(v, "'%s' holds %ld points; a polygon needs at least 3", path, *n);
+    return r;
+}
+
+/* "points" of a 2D polygon: 3 to SCENE_MAX_POLYGON points [x, y], or the name of a file of
+ * them (read_polygon_file), a simple polygon (no edge meets another but its neighbours at their
+ * shared point) of non-zero area. */
+static sphsim_status parse_polygon_points(vctx *v, const scene *s, const cJSON *it, scene_object *o)
+{
+    const cJSON *pts = get(it, "points");
     char got[160];
-    SPHSIM_TRY(varr(v, it, "points", 1, 3, SCENE_MAX_POLYGON, "points [x, y]", &pts));
-    size_t old = vkey(v, "points");
     long n = 0;
-    for (const cJSON *p = pts->child; p; p = p->next, ++n) {
-        size_t o2 = vidx(v, (int)n);
-        if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2) {
-            describe(p, got, sizeof got);
-            return vfail(v, "expected a point [x, y], got %s", got);
+    size_t old;
+    if (pts && cJSON_IsString(pts)) {
+        old = vkey(v, "points");
+        SPHSIM_TRY(read_polygon_file(v, s, pts->valuestring, o, &n));
+    } else {
+        SPHSIM_TRY(varr(v, it, "points", 1, 3, SCENE_MAX_POLYGON, "points [x, y] (or a file of them)", &pts));
+        old = vkey(v, "points");
+        for (const cJSON *p = pts->child; p; p = p->next, ++n) {
+            size_t o2 = vidx(v, (int)n);
+            if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2) {
+                describe(p, got, sizeof got);
+                return vfail(v, "expected a point [x, y], got %s", got);
+            }
+            for (int k = 0; k < 2; ++k) {
+                size_t o3 = vidx(v, k);
+                SPHSIM_TRY(check_num(v, cJSON_GetArrayItem(p, k), R_ANY, 0, &o->poly[2 * n + k]));
+                vpop(v, o3);
+            }
+            vpop(v, o2);
         }
-        for (int k = 0; k < 2; ++k) {
-            size_t o3 = vidx(v, k);
-            SPHSIM_TRY(check_num(v, cJSON_GetArrayItem(p, k), R_ANY, 0, &o->poly[2 * n + k]));
-            vpop(v, o3);
-        }
-        vpop(v, o2);
     }
     o->n_vertices = n;
     double area = 0;
@@ -1366,7 +1412,7 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
             vpop(v, o2);
             allowed[n_allowed++] = "size";
         } else if (shape == GEOM_POLYGON) {
-            SPHSIM_TRY(parse_polygon_points(v, it, o));
+            SPHSIM_TRY(parse_polygon_points(v, s, it, o));
             allowed[n_allowed++] = "points";
         } else if (shape == GEOM_MESH) {
             const cJSON *fi = get(it, "file");

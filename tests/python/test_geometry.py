@@ -347,3 +347,44 @@ def test_paraview_511_shows_the_objects(run_scene, pvpython, tmp_path):
         for k, b in enumerate(got["blocks"][1:]):
             assert b["points"] == f[f"sphsim/geometry/{k}/points"].shape[0]
             assert b["cells"] == f[f"sphsim/geometry/{k}/triangles"].shape[0] > 0
+
+
+def test_polygon_from_a_file(sphsim_bin, tmp_path):
+    """A 2D polygon's points from a text file beside the scene ("points": "wedge.txt": x y a line,
+    commas and '#' comments allowed) give the run of the same points given inline, to the bit; a
+    missing file, a bad line and too few points are refused naming the JSON path and the file."""
+    import subprocess
+    import h5py
+    pts = [[0.9, 0.0], [1.2, 0.0], [1.2, 0.15]]
+    base = {
+        "format": 1, "name": "wedge", "dimensions": 2,
+        "tank": {"min": [0, 0], "max": [1.5, 0.6]},
+        "fluid": {"blocks": [{"min": [0, 0], "max": [0.3, 0.4]}], "spacing": 0.02},
+        "time": {"end": 0.02}, "output": {"interval": 0.01},
+    }
+    outs = []
+    for tag, points in (("inline", pts), ("file", "wedge.txt")):
+        d = tmp_path / tag
+        d.mkdir()
+        (d / "wedge.txt").write_text("# x y (m)\n0.9 0.0\n1.2, 0.0\n\n1.2 0.15  # the tip\n")
+        sc = dict(base, objects=[{"name": "wedge", "shape": "polygon", "points": points}])
+        (d / "s.json").write_text(json.dumps(sc))
+        p = subprocess.run([str(sphsim_bin), str(d / "s.json"), "-o", str(d / "o.h5"), "--quiet"],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        outs.append(d / "o.h5")
+    with h5py.File(outs[0], "r") as a, h5py.File(outs[1], "r") as b:
+        for name in ("VTKHDF/Points", "VTKHDF/PointData/velocity", "sphsim/geometry/0/points"):
+            assert np.array_equal(a[name][()], b[name][()]), name
+    bad = {"missing.txt": None, "bad.txt": "0 0\n1 x\n1 1\n", "two.txt": "0 0\n1 0\n"}
+    want = {"missing.txt": "cannot open", "bad.txt": "line 2: expected a point", "two.txt": "holds 2 points"}
+    for fname, text in bad.items():
+        d = tmp_path / ("bad_" + fname.split(".")[0])
+        d.mkdir()
+        if text is not None:
+            (d / fname).write_text(text)
+        sc = dict(base, objects=[{"name": "w", "shape": "polygon", "points": fname}])
+        (d / "s.json").write_text(json.dumps(sc))
+        p = subprocess.run([str(sphsim_bin), str(d / "s.json"), "--check"], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 3, (fname, p.returncode, p.stderr)
+        assert "objects[0].points:" in p.stderr and want[fname] in p.stderr, p.stderr
