@@ -89,15 +89,6 @@ static size_t chunk_floats(const scene *s, long chunk_steps, size_t *offset)
     return total;
 }
 
-size_t gauges_device_bytes(const scene *s, long chunk_steps)
-{
-    if (s->n_gauges == 0) return 0;
-    size_t points = 0;
-    for (int k = 0; k < s->n_gauges; ++k) points += (size_t)gauge_points(s, &s->gauges[k]);
-    const size_t groups = (size_t)s->n_total / 64 + 1; /* gauge_force's partial sums, at worst */
-    return 4 * chunk_floats(s, chunk_steps, NULL) + 48 * points + 32 * groups + sizeof(gauge_desc) * s->n_gauges;
-}
-
 /* The largest power of two <= min(want, the kernel's and the device's limit). */
 static size_t pow2_local(const ocl_device *d, cl_kernel k, size_t want)
 {

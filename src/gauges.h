@@ -57,7 +57,4 @@ sphsim_status gauges_take(gauges *g, long step1, gauge_block **out, sphsim_error
 sphsim_status gauge_blocks_wait(gauge_block *b, sphsim_error *e);
 void gauge_blocks_free(gauge_block *b);
 
-/* Device bytes of the gauges of scene s with chunks of chunk_steps steps (for the estimate). */
-size_t gauges_device_bytes(const scene *s, long chunk_steps);
-
 #endif

@@ -28,7 +28,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "init.h"
 #include "output_geometry.h"
 #include "output_internal.h"
 
@@ -200,21 +199,6 @@ double output_file_bytes(const scene *s, size_t state_bytes)
 
 static int create_state(hid_t f, size_t width);
 
-/* A static field's N rows in id order (STATIC_FIELDS): the object of every particle, -1 but for
- * the objects' boundary particles (ids from the first one on, init_boundary_objects). */
-static int write_static_field(hid_t f, const scene *s, const field_desc *fd, const char *path, hsize_t N)
-{
-    if (fd->bit != FIELD_OBJECT || N == 0) return N == 0 ? 0 : -1;
-    int8_t *obj = malloc((size_t)N);
-    if (!obj) return -1;
-    memset(obj, -1, (size_t)N);
-    const long n_obj = init_boundary_objects(s, NULL);
-    const long first = s->n_fluid + s->n_boundary - n_obj;
-    if (n_obj > 0 && first >= 0 && (hsize_t)(first + n_obj) <= N) init_boundary_objects(s, obj + first);
-    const int rc = h5io_ds_write_rows(f, path, H5T_NATIVE_INT8, obj, 0, N);
-    free(obj);
-    return rc;
-}
 /* Rows [0, rows) of the int64 dataset `path` set to a + b * row, written a block at a time. */
 static int write_i64_ramp(output *o, const char *path, hsize_t rows, int cols, int64_t a, int64_t b);
 
@@ -278,10 +262,11 @@ static int create_layout(output *o, const scene *s, const output_run_info *ri)
         if (!(o->fields & fd->bit)) continue;
         char p[128];
         snprintf(p, sizeof p, "/VTKHDF/PointData/%s", fd->name);
-        const int once = (fd->bit & STATIC_FIELDS) != 0; /* written now, every step reads it at 0 */
+        /* a static field: N rows, written with the layout (the object field by output_write_geometry,
+         * below), which every step reads at 0 */
+        const int once = (fd->bit & STATIC_FIELDS) != 0;
         if (h5io_ds_create_fixed(f, p, output_field_ftype(fd->kind), fd->ncomp == 1 ? 1 : 2, once ? N : S * N,
-                                 (hsize_t)fd->ncomp, 0) < 0 ||
-            (once && write_static_field(f, s, fd, p, N) < 0))
+                                 (hsize_t)fd->ncomp, 0) < 0)
             goto done;
         snprintf(p, sizeof p, "/VTKHDF/Steps/PointDataOffsets/%s", fd->name);
         if (h5io_ds_create_fixed(f, p, H5T_STD_I64LE, 1, S, 1, 0) < 0 ||

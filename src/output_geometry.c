@@ -138,6 +138,21 @@ static int write_2d(hid_t loc, const char *name, hid_t ftype, hid_t mtype, const
     return rc;
 }
 
+/* The static PointData field `object` (when output.fields has it: the layout made the dataset,
+ * first + n_obj rows): -1 for ids below first, then the objects' boundary particles' `obj`. */
+static int write_object_field(hid_t f, const int8_t *obj, long first, long n_obj)
+{
+    const char *path = "/VTKHDF/PointData/object";
+    if (!h5io_link_exists(f, path)) return 0;
+    int8_t none[65536];
+    memset(none, -1, sizeof none);
+    for (long r0 = 0; r0 < first; r0 += (long)sizeof none) {
+        const long m = first - r0 < (long)sizeof none ? first - r0 : (long)sizeof none;
+        if (h5io_ds_write_rows(f, path, H5T_NATIVE_INT8, none, (hsize_t)r0, (hsize_t)m) < 0) return -1;
+    }
+    return n_obj > 0 ? h5io_ds_write_rows(f, path, H5T_NATIVE_INT8, obj, (hsize_t)first, (hsize_t)n_obj) : 0;
+}
+
 int output_write_geometry(hid_t f, const scene *sc)
 {
     if (sc->n_objects == 0) return 0;
@@ -152,8 +167,10 @@ int output_write_geometry(hid_t f, const scene *sc)
         if (!obj) rc = -1;
         else {
             init_boundary_objects(sc, obj);
-            rc = h5io_attr_i64(g, "first_object_boundary_id", sc->n_fluid + sc->n_boundary - n_obj) < 0 ||
-                         write_2d(g, "boundary_object", H5T_STD_I8LE, H5T_NATIVE_INT8, obj, (hsize_t)n_obj, 1) < 0
+            const long first = sc->n_fluid + sc->n_boundary - n_obj;
+            rc = h5io_attr_i64(g, "first_object_boundary_id", first) < 0 ||
+                         write_2d(g, "boundary_object", H5T_STD_I8LE, H5T_NATIVE_INT8, obj, (hsize_t)n_obj, 1) < 0 ||
+                         write_object_field(f, obj, first, n_obj) < 0
                      ? -1
                      : 0;
             free(obj);
