@@ -1,6 +1,6 @@
 /* gauge_shared.h: the gauges' descriptors, shared by the host (src/gauges.c) and
  * kernels/gauges.cl. A gauge reads the sums of its probe points (gauge_probe) or of the walls'
- * forces (gauge_force, gauge_force_sum) and writes one row of `cols` floats per sample into its
+ * forces (the boundary stage's sph_boundary_measure, gauge_rows_sum) and writes one row of `cols` floats per sample into its
  * part of the chunk buffer (gauge_finish). */
 #ifndef SPHSIM_GAUGE_SHARED_H
 #define SPHSIM_GAUGE_SHARED_H
@@ -27,7 +27,7 @@ typedef struct gauge_desc {
     dev_u32 cols;       /* floats per row */
     dev_u32 offset;     /* its rows start at this float of the chunk buffer */
     dev_u32 cap;        /* rows that fit there */
-    dev_u32 force_slot; /* force: its object's sums in the force buffer (8 floats a slot) */
+    dev_u32 force_slot; /* force: its wall's slot (sph_measure_setup) */
     float ref[4];       /* force: the moment's reference point relative to the tank's centre (m) */
     float z0, dz;       /* height: the elevation of the first sample above the floor and their spacing (m) */
     float pad2[2];

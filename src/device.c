@@ -596,11 +596,16 @@ sphsim_status device_run1d(ocl_device *d, cl_kernel k, size_t n, size_t local, s
     return device_launch(d, k, global, local, NULL, e);
 }
 
+size_t device_strided_groups(const ocl_device *d, size_t n, size_t local)
+{
+    const size_t groups = (n + local - 1) / local, cap = 16 * (size_t)(d->compute_units ? d->compute_units : 1);
+    return groups < cap ? groups : cap;
+}
+
 sphsim_status device_run_strided(ocl_device *d, cl_kernel k, size_t n, size_t local, cl_event *ev, sphsim_error *e)
 {
     if (n == 0) return SPHSIM_OK;
-    const size_t groups = (n + local - 1) / local, cap = 16 * (size_t)(d->compute_units ? d->compute_units : 1);
-    return device_launch(d, k, (groups < cap ? groups : cap) * local, local, ev, e);
+    return device_launch(d, k, device_strided_groups(d, n, local) * local, local, ev, e);
 }
 
 sphsim_status device_write(ocl_device *d, cl_mem buf, size_t offset, size_t bytes, const void *src, sphsim_error *e)

@@ -96,6 +96,8 @@ sphsim_status device_run1d(ocl_device *d, cl_kernel k, size_t n, size_t local, s
  * GPU), so that a launch that returns at once (a go word, nothing to do) costs a few
  * microseconds, not one work-group per `local` items. `ev` as in device_launch. */
 sphsim_status device_run_strided(ocl_device *d, cl_kernel k, size_t n, size_t local, cl_event *ev, sphsim_error *e);
+/* The work-groups device_run_strided launches for n items (n > 0). */
+size_t device_strided_groups(const ocl_device *d, size_t n, size_t local);
 
 /* Enqueue a 1D range of exactly `global` work-items in groups of `local` (0 = driver's
  * choice). `ev` (may be NULL) receives the launch's event. Every launch goes through here, so

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "init.h"
 #include "../kernels/gauge_shared.h"
 
 /* A height gauge's samples: every half particle spacing up the tank, at most this many. */
@@ -14,15 +15,15 @@ struct gauges {
     ocl_device *d;
     const scene *s;
     int n; /* gauges */
+    sph_solver *sol; /* whose boundary stage sums the walls' forces (sph_measure_setup) */
     cl_program prog;
-    cl_kernel k_probe, k_force, k_force_sum, k_finish;
-    cl_mem desc, points, sums, partial, force, chunk, params, geom_grid;
+    cl_kernel k_probe, k_rows_sum, k_finish;
+    cl_mem desc, points, sums, rows, chunk; /* rows: gauge_rows_sum's force sums */
     int force_object[SCENE_MAX_GAUGES]; /* the objects the force gauges ask for (-1 the tank), a
-                                           slot each in `force` */
+                                           slot each (sph_measure_setup) */
     int n_force;
     cl_uint n_points;
-    size_t force_local, sum_local; /* work-groups of gauge_force and gauge_force_sum */
-    size_t partial_groups;         /* gauge_force's partial sums that `partial` holds */
+    size_t probe_local, sum_local, finish_local; /* work-groups of the three kernels */
     long chunk_steps;
     long start;           /* the first step sampled */
     long step0;           /* the first step whose rows are not taken yet */
@@ -89,6 +90,10 @@ static size_t chunk_floats(const scene *s, long chunk_steps, size_t *offset)
     return total;
 }
 
+/* Work-groups of gauge_rows_sum's first pass (of the boundary stage's rows; the second adds
+ * these). */
+#define GAUGE_SUM_GROUPS 64
+
 /* The largest power of two <= min(want, the kernel's and the device's limit). */
 static size_t pow2_local(const ocl_device *d, cl_kernel k, size_t want)
 {
@@ -100,8 +105,43 @@ static size_t pow2_local(const ocl_device *d, cl_kernel k, size_t want)
     return p;
 }
 
-sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const char *sph_options, cl_mem params_buf,
-                            cl_mem geom_grid, long first_step, int resumed, long chunk_steps, sphsim_error *e)
+/* The walls' slots in sol's boundary stage: the tank's walls (ids below the objects' boundary
+ * particles) and each object's boundary particles (init_boundary_objects), in g->force_object's
+ * slots, or none. */
+static sphsim_status measure_setup(gauges *g, sphsim_error *e)
+{
+    const scene *s = g->s;
+    cl_uint tank_slot = (cl_uint)g->n_force, n_obj_force = 0;
+    uint8_t by_object[SCENE_MAX_OBJECTS];
+    memset(by_object, 0xff, sizeof by_object);
+    for (int k = 0; k < g->n_force; ++k) {
+        if (g->force_object[k] < 0) tank_slot = (cl_uint)k;
+        else {
+            by_object[g->force_object[k]] = (uint8_t)k;
+            ++n_obj_force;
+        }
+    }
+    const long n_obj = n_obj_force ? init_boundary_objects(s, NULL) : 0;
+    uint8_t *slot = calloc((size_t)(n_obj > 0 ? n_obj : 1), 1);
+    int8_t *obj = calloc((size_t)(n_obj > 0 ? n_obj : 1), 1);
+    sphsim_status st = slot && obj ? SPHSIM_OK : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
+    if (st == SPHSIM_OK) {
+        if (n_obj > 0) init_boundary_objects(s, obj);
+        for (long k = 0; k < n_obj; ++k) slot[k] = obj[k] >= 0 ? by_object[obj[k]] : 0xff;
+        double centre[3] = { 0, 0, 0 };
+        for (int a = 0; a < s->dims; ++a) centre[a] = 0.5 * (s->tank.min[a] + s->tank.max[a]);
+        /* without object gauges, every wall below first_obj = all of them is the tank's */
+        const long first = n_obj_force ? s->n_fluid + s->n_boundary - n_obj : s->n_fluid + s->n_boundary;
+        st = sph_measure_setup(g->sol, (cl_uint)first, tank_slot, slot, (size_t)n_obj, (cl_uint)g->n_force, centre,
+                               e);
+    }
+    free(slot);
+    free(obj);
+    return st;
+}
+
+sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, sph_solver *sol, long first_step, int resumed,
+                            long chunk_steps, sphsim_error *e)
 {
     *out = NULL;
     if (s->n_gauges == 0) return SPHSIM_OK;
@@ -110,8 +150,7 @@ sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const c
     g->d = d;
     g->s = s;
     g->n = s->n_gauges;
-    g->params = params_buf;
-    g->geom_grid = geom_grid;
+    g->sol = sol;
     g->chunk_steps = chunk_steps < 1 ? 1 : chunk_steps;
     g->start = resumed ? first_step + 1 : first_step;
     g->step0 = g->start;
@@ -156,25 +195,26 @@ sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const c
     }
     g->n_points = (cl_uint)np;
     if (st == SPHSIM_OK) {
-        st = device_build(d, "gauges.cl", sph_options, &g->prog, e);
+        st = device_build(d, "gauges.cl", sph_build_options(sol), &g->prog, e);
         if (st == SPHSIM_OK) st = device_kernel(g->prog, "gauge_probe", &g->k_probe, e);
-        if (st == SPHSIM_OK) st = device_kernel(g->prog, "gauge_force", &g->k_force, e);
-        if (st == SPHSIM_OK) st = device_kernel(g->prog, "gauge_force_sum", &g->k_force_sum, e);
+        if (st == SPHSIM_OK) st = device_kernel(g->prog, "gauge_rows_sum", &g->k_rows_sum, e);
         if (st == SPHSIM_OK) st = device_kernel(g->prog, "gauge_finish", &g->k_finish, e);
     }
+    if (st == SPHSIM_OK && g->n_force > 0) st = measure_setup(g, e);
     if (st == SPHSIM_OK) {
-        g->force_local = pow2_local(d, g->k_force, 256);
-        g->sum_local = pow2_local(d, g->k_force_sum, 256);
+        /* 4 teams of 32 lanes a probe point (a lane per cell of its block, 27 in 3D), 64
+         * work-items a line's samples */
+        g->probe_local = pow2_local(d, g->k_probe, 128);
+        g->sum_local = pow2_local(d, g->k_rows_sum, 256);
+        g->finish_local = pow2_local(d, g->k_finish, 64);
         st = device_alloc(d, sizeof(gauge_desc) * (size_t)g->n, "gauge descriptors", &g->desc, e);
         if (st == SPHSIM_OK) st = device_alloc(d, 16 * (np ? np : 1), "gauge points", &g->points, e);
         if (st == SPHSIM_OK) st = device_alloc(d, 32 * (np ? np : 1), "gauge probe sums", &g->sums, e);
         const size_t fb = 32 * (size_t)(g->n_force ? g->n_force : 1);
-        if (st == SPHSIM_OK) st = device_alloc(d, fb, "gauge forces", &g->force, e);
+        if (st == SPHSIM_OK) st = device_alloc(d, fb * GAUGE_SUM_GROUPS, "gauge force sums", &g->rows, e);
         if (st == SPHSIM_OK) st = device_alloc(d, 4 * floats, "gauge rows", &g->chunk, e);
         if (st == SPHSIM_OK) st = device_write(d, g->desc, 0, sizeof(gauge_desc) * (size_t)g->n, desc, e);
         if (st == SPHSIM_OK && np) st = device_write(d, g->points, 0, 16 * np, pts, e);
-        static const float zero[8 * SCENE_MAX_GAUGES] = { 0 };
-        if (st == SPHSIM_OK) st = device_write(d, g->force, 0, fb, zero, e);
     }
     free(pts);
     free(desc);
@@ -189,9 +229,9 @@ sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const c
 void gauges_destroy(gauges *g)
 {
     if (!g) return;
-    cl_kernel ks[] = { g->k_probe, g->k_force, g->k_force_sum, g->k_finish };
-    device_release_kernels(ks, 4);
-    cl_mem ms[] = { g->desc, g->points, g->sums, g->partial, g->force, g->chunk };
+    cl_kernel ks[] = { g->k_probe, g->k_rows_sum, g->k_finish };
+    device_release_kernels(ks, 3);
+    cl_mem ms[] = { g->desc, g->points, g->sums, g->rows, g->chunk };
     for (size_t k = 0; k < sizeof ms / sizeof *ms; ++k)
         if (ms[k]) clReleaseMemObject(ms[k]);
     if (g->prog) clReleaseProgram(g->prog);
@@ -248,6 +288,34 @@ static void append(gauge_block **list, gauge_block *b)
     *list = b;
 }
 
+/* A force gauge samples `step` (and the run samples it at all). */
+static int force_due(const gauges *g, long step)
+{
+    if (step < g->start) return 0;
+    for (int k = 0; k < g->n; ++k)
+        if (g->s->gauges[k].type == GAUGE_FORCE && step % g->s->gauges[k].every == 0) return 1;
+    return 0;
+}
+
+void gauges_before_step(gauges *g, long step)
+{
+    if (g && g->n_force > 0) sph_measure(g->sol, force_due(g, step));
+}
+
+/* The walls' forces of the step's boundary stage: its rows of partial sums added by
+ * gauge_rows_sum into GAUGE_SUM_GROUPS rows of g->rows, which gauge_finish adds. */
+static sphsim_status sum_forces(gauges *g, sphsim_error *e)
+{
+    cl_uint rows = 0;
+    cl_mem partial = sph_measured(g->sol, &rows);
+    if (!partial || rows == 0) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "force gauges: the boundary stage did not measure");
+    const cl_uint V = 2u * (cl_uint)g->n_force;
+    const karg a[] = { KARG("in", partial), KARG("rows", rows), KARG("V", V), KARG("out", g->rows),
+                       KARG_LOCAL("red", 16 * g->sum_local) };
+    SPHSIM_TRY(device_set_args(g->d, g->k_rows_sum, a, 5, e));
+    return device_launch(g->d, g->k_rows_sum, GAUGE_SUM_GROUPS * g->sum_local, g->sum_local, NULL, e);
+}
+
 sphsim_status gauges_sample(gauges *g, long step, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
                             const dev_state *st, sphsim_error *e)
 {
@@ -262,57 +330,38 @@ sphsim_status gauges_sample(gauges *g, long step, cl_mem cell_start, cl_mem cell
     }
     ocl_device *d = g->d;
     if (g->n_points) {
-        const karg a[] = { KARG("n_points", g->n_points), KARG("points", g->points),   KARG("pos", st->pos),
-                           KARG("vel", st->vel),          KARG("pos_p", st->pos_p),    KARG("cell_start", cell_start),
-                           KARG("cell_end", cell_end),    KARG("gp", grid_params_buf), KARG("P", g->params),
-                           KARG("sums", g->sums) };
-        SPHSIM_TRY(device_set_args(d, g->k_probe, a, 10, e));
-        SPHSIM_TRY(device_run1d(d, g->k_probe, g->n_points, 64, e));
-    }
-    for (int slot = 0; slot < g->n_force; ++slot) {
-        const scene *s = g->s;
-        const cl_uint n = (cl_uint)st->n;
-        cl_float4 centre = { { 0, 0, 0, 0 } };
-        for (int a = 0; a < s->dims; ++a) centre.s[a] = (float)(0.5 * (s->tank.min[a] + s->tank.max[a]));
-        size_t groups = (st->n + g->force_local - 1) / g->force_local;
-        if (groups == 0) groups = 1;
-        if (groups > g->partial_groups) { /* the first sample (or more particles) */
-            if (g->partial) clReleaseMemObject(g->partial);
-            g->partial = NULL;
-            g->partial_groups = 0;
-            SPHSIM_TRY(device_alloc(d, 32 * groups, "gauge force sums", &g->partial, e));
-            g->partial_groups = groups;
-        }
-        const karg a[] = { KARG("n", n),
+        cl_mem params = sph_params_buffer(g->sol);
+        const karg a[] = { KARG("n_points", g->n_points),
+                           KARG("points", g->points),
                            KARG("pos", st->pos),
                            KARG("vel", st->vel),
                            KARG("pos_p", st->pos_p),
-                           KARG("type", st->type),
                            KARG("cell_start", cell_start),
                            KARG("cell_end", cell_end),
                            KARG("gp", grid_params_buf),
-                           KARG("P", g->params),
-                           KARG("centre", centre),
-                           KARG("object", g->force_object[slot]),
-                           KARG("geom_grid", g->geom_grid),
-                           KARG("partial", g->partial),
-                           KARG_LOCAL("scratch", 24 * g->force_local) };
-        SPHSIM_TRY(device_set_args(d, g->k_force, a, 14, e));
-        SPHSIM_TRY(device_launch(d, g->k_force, groups * g->force_local, g->force_local, NULL, e));
-        const cl_uint ng = (cl_uint)groups;
-        const cl_uint slot_u = (cl_uint)slot;
-        const karg b[] = { KARG("n_groups", ng), KARG("partial", g->partial), KARG("slot", slot_u),
-                           KARG("out", g->force), KARG_LOCAL("scratch", 24 * g->sum_local) };
-        SPHSIM_TRY(device_set_args(d, g->k_force_sum, b, 5, e));
-        SPHSIM_TRY(device_launch(d, g->k_force_sum, g->sum_local, g->sum_local, NULL, e));
+                           KARG("P", params),
+                           KARG("sums", g->sums),
+                           KARG_LOCAL("red", 32 * g->probe_local) };
+        SPHSIM_TRY(device_set_args(d, g->k_probe, a, 11, e));
+        SPHSIM_TRY(device_launch(d, g->k_probe, g->n_points * g->probe_local, g->probe_local, NULL, e));
     }
+    if (force_due(g, step)) SPHSIM_TRY(sum_forces(g, e));
     const cl_uint ng = (cl_uint)g->n;
     const cl_ulong step_u = (cl_ulong)step, step0_u = (cl_ulong)g->step0;
-    const karg f[] = { KARG("n_gauges", ng),    KARG("G", g->desc),      KARG("sums", g->sums),
-                       KARG("force", g->force), KARG("at_step", step_u), KARG("from_step", step0_u),
-                       KARG("chunk", g->chunk) };
-    SPHSIM_TRY(device_set_args(d, g->k_finish, f, 7, e));
-    return device_run1d(d, g->k_finish, (size_t)g->n, 0, e);
+    const cl_uint force_rows = GAUGE_SUM_GROUPS, force_slots = (cl_uint)g->n_force;
+    const karg f[] = { KARG("n_gauges", ng),
+                       KARG("G", g->desc),
+                       KARG("sums", g->sums),
+                       KARG("force", g->rows),
+                       KARG("force_rows", force_rows),
+                       KARG("force_slots", force_slots),
+                       KARG("at_step", step_u),
+                       KARG("from_step", step0_u),
+                       KARG("chunk", g->chunk),
+                       KARG_LOCAL("wet", 4 * g->finish_local),
+                       KARG_LOCAL("red", 32 * g->finish_local) };
+    SPHSIM_TRY(device_set_args(d, g->k_finish, f, 11, e));
+    return device_launch(d, g->k_finish, (size_t)g->n * g->finish_local, g->finish_local, NULL, e);
 }
 
 sphsim_status gauges_take(gauges *g, long step1, gauge_block **out, sphsim_error *e)

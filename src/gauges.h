@@ -13,6 +13,7 @@
 #include "device.h"
 #include "grid.h"
 #include "scene.h"
+#include "sph.h"
 #include "state.h"
 
 typedef struct gauges gauges;
@@ -35,17 +36,22 @@ const char *gauge_col_units(const scene *s, const scene_gauge *g);
 /* Rows of gauge g in a run that ends at step `last` (its samples at steps 0, every, 2 every, ...). */
 long gauge_rows_to(const scene_gauge *g, long last);
 
-/* The gauges of scene s (none: *out = NULL), built with the SPH solver's options `sph_options`
- * and reading its parameters `params_buf` and its objects' distance grids `geom_grid`; each chunk holds the rows of up to chunk_steps steps.
- * first_step: the step the run starts at; a resumed run's first step was sampled before (its
- * rows are in the file) and is not sampled again. */
-sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const char *sph_options, cl_mem params_buf,
-                            cl_mem geom_grid, long first_step, int resumed, long chunk_steps, sphsim_error *e);
+/* The gauges of scene s (none: *out = NULL), built with the SPH solver sol's options and reading
+ * its parameters; its boundary stage sums the walls' forces for the force gauges
+ * (sph_measure_setup). Each chunk holds the rows of up to chunk_steps steps. first_step: the step
+ * the run starts at; a resumed run's first step was sampled before (its rows are in the file) and
+ * is not sampled again. */
+sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, sph_solver *sol, long first_step, int resumed,
+                            long chunk_steps, sphsim_error *e);
 void gauges_destroy(gauges *g);
+
+/* Before the density stages of `step` are enqueued (its begin_step): tells the solver whether
+ * they sum the walls' forces, that is whether a force gauge samples the step. */
+void gauges_before_step(gauges *g, long step);
 
 /* Enqueue the measurements of `step` if a gauge samples it (nothing otherwise). The grid's
  * tables (cell_start, cell_end, the grid's parameters) and the state st as the step's density
- * stages left them. */
+ * stages left them (for a force gauge, stages enqueued after gauges_before_step(g, step)). */
 sphsim_status gauges_sample(gauges *g, long step, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
                             const dev_state *st, sphsim_error *e);
 

@@ -804,8 +804,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     /* the gauges read the SPH solver's state with its build options; a chunk of rows holds an
      * output interval's (at most GAUGE_CHUNK_STEPS steps: more go to the host in between) */
     if (s->n_gauges > 0 && s->mode == MODE_SPH)
-        SPHSIM_TRY(gauges_create(&c->gauges, &c->dev, s, sph_build_options(c->sv.impl), sph_params_buffer(c->sv.impl),
-                                 sph_geom_grid(c->sv.impl), c->first_step, o->resume_path != NULL,
+        SPHSIM_TRY(gauges_create(&c->gauges, &c->dev, s, c->sv.impl, c->first_step, o->resume_path != NULL,
                                  s->steps_per_output < GAUGE_CHUNK_STEPS ? s->steps_per_output : GAUGE_CHUNK_STEPS, e));
     /* From here on the host holds only what snapshots take (staging_arrays): the id-order copy
      * drops the rest, and the two staging buffers get only those arrays (zeroed, so a field
@@ -875,6 +874,7 @@ static sphsim_status run_steps(sim_ctx *c, sim_result *r, long *last, sphsim_err
         /* a snapshot step always rebuilds: a run resumed from it starts with a rebuild */
         const int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
         int rebuild = 1, prepared = 0;
+        gauges_before_step(c->gauges, step); /* before the step's density stages */
         SPHSIM_TRY(ops->begin_step(c->sv.impl, c->g, &c->st, is_output, &rebuild, &prepared, e));
         if (rebuild) SPHSIM_TRY(rebuild_grid(c, e));
         else keep_grid(&c->st);

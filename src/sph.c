@@ -29,6 +29,17 @@ struct sph_solver {
     cl_mem dummy;      /* one uint, for the lists' arguments without lists */
     char options[512]; /* the build options of the forces program (sph_build_options) */
     cl_mem geom_grid;  /* the meshes' signed distance grids (scene.geom_grid), or one float */
+    struct {           /* the force gauges' sums (sph_measure_setup), or all 0 */
+        cl_kernel k, k_walk; /* sph_boundary_measure, sph_boundary_walk_measure */
+        cl_mem obj_slot;     /* uchar per object boundary particle */
+        cl_uint first_obj, tank_slot, n_slots;
+        cl_float4 centre;
+        cl_mem partial; /* rows of 2 n_slots float4 */
+        size_t cap;     /* rows partial holds */
+        size_t local;   /* work-group size of the two kernels */
+        cl_uint rows;   /* rows the last measuring stage wrote */
+        int on;         /* the density stages measure */
+    } m;
 };
 
 /* Tank-face barrier (docs/physics.md): range d0 = SPH_WALL_D0 dx; stiffness K = (c0 / (2 d0))^2,
@@ -267,6 +278,10 @@ void sph_destroy(sph_solver *s)
     solver_kernels(s, ks);
     device_release_kernels(ks, SPH_KERNELS);
     nlist_destroy(s->nl);
+    cl_kernel mk[2] = { s->m.k, s->m.k_walk };
+    device_release_kernels(mk, 2);
+    if (s->m.obj_slot) clReleaseMemObject(s->m.obj_slot);
+    if (s->m.partial) clReleaseMemObject(s->m.partial);
     if (s->dummy) clReleaseMemObject(s->dummy);
     if (s->geom_grid) clReleaseMemObject(s->geom_grid);
     if (s->prog_density) clReleaseProgram(s->prog_density);
@@ -323,11 +338,14 @@ typedef enum { STAGE_DENSITY, STAGE_BOUNDARY, STAGE_FORCES } sph_stage;
 static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int walk, const dev_state *st,
                                cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, sphsim_error *e)
 {
-    const cl_uint n = (cl_uint)st->n, stride = device_group_stride(s->d, n, s->local);
+    const int measure = stage == STAGE_BOUNDARY && s->m.on;
+    if (measure) k = walk ? s->m.k_walk : s->m.k;
+    const size_t local = measure ? s->m.local : s->local;
+    const cl_uint n = (cl_uint)st->n, stride = device_group_stride(s->d, n, local);
     const cl_uint ahead = s->nl ? nlist_ahead(s->nl) : 0u;
     cl_mem cf = s->nl && nlist_cell_flags(s->nl) ? nlist_cell_flags(s->nl) : s->dummy;
     const cl_uint use_cf = cf != s->dummy;
-    karg a[24] = { KARG("n", n),
+    karg a[32] = { KARG("n", n),
                    KARG("pos", st->pos),
                    KARG("vel", st->vel),
                    KARG("type", st->type),
@@ -352,8 +370,35 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
     }
     if (stage == STAGE_DENSITY) a[m++] = KARG("advance", s->advance);
     m += nlist_args(s->nl, &s->dummy, a + m);
+    const size_t groups = walk ? device_strided_groups(s->d, st->n, local) : (st->n + local - 1) / local;
+    cl_uint row0 = 0;
+    if (measure) { /* after the main kernel's rows, the _walk twin's */
+        row0 = walk ? s->m.rows : 0u;
+        const size_t rows = row0 + groups;
+        if (rows > s->m.cap) {
+            /* room for the main kernel's and the twin's most (device_strided_groups) */
+            const size_t cap = (st->n + local - 1) / local + device_strided_groups(s->d, st->n, local);
+            if (s->m.partial) clReleaseMemObject(s->m.partial);
+            s->m.partial = NULL;
+            s->m.cap = 0;
+            SPHSIM_TRY(device_alloc(s->d, cap * 32 * s->m.n_slots, "force gauge sums", &s->m.partial, e));
+            s->m.cap = cap;
+        }
+        a[m++] = KARG("id", st->id);
+        a[m++] = KARG("first_obj", s->m.first_obj);
+        a[m++] = KARG("tank_slot", s->m.tank_slot);
+        a[m++] = KARG("obj_slot", s->m.obj_slot);
+        a[m++] = KARG("n_slots", s->m.n_slots);
+        a[m++] = KARG("centre", s->m.centre);
+        a[m++] = KARG("partial", s->m.partial);
+        a[m++] = KARG("row0", row0);
+        a[m++] = KARG_LOCAL("red", 16 * local);
+        a[m++] = KARG_LOCAL("acc", 32 * s->m.n_slots);
+        a[m++] = KARG_LOCAL("mask", 4);
+        s->m.rows = (cl_uint)(row0 + groups);
+    }
     SPHSIM_TRY(device_set_args(s->d, k, a, m, e));
-    return walk ? device_run_strided(s->d, k, st->n, s->local, NULL, e) : device_run1d(s->d, k, st->n, s->local, e);
+    return walk ? device_run_strided(s->d, k, st->n, local, NULL, e) : device_run1d(s->d, k, st->n, local, e);
 }
 
 static sphsim_status check_size(const sph_solver *s, const dev_state *st, sphsim_error *e)
@@ -450,6 +495,41 @@ sphsim_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_me
                           KARG("rho", rho), KARG("pressure", pressure) };
     SPHSIM_TRY(device_set_args(s->d, s->k_pressure, args, 6, e));
     return device_run1d(s->d, s->k_pressure, st->n, s->local, e);
+}
+
+sphsim_status sph_measure_setup(sph_solver *s, cl_uint first_obj, cl_uint tank_slot, const uint8_t *obj_slot,
+                                size_t n_obj, cl_uint n_slots, const double centre[3], sphsim_error *e)
+{
+    if (n_slots == 0 || n_slots > 32)
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "force gauges: %u walls gauged, at most 32 can be", (unsigned)n_slots);
+    if (!s->m.k) {
+        SPHSIM_TRY(device_kernel(s->prog_density, "sph_boundary_measure", &s->m.k, e));
+        if (s->nl) SPHSIM_TRY(device_kernel(s->prog_density, "sph_boundary_walk_measure", &s->m.k_walk, e));
+        cl_kernel ks[2] = { s->m.k, s->m.k_walk };
+        const size_t limit = device_local_limit(s->d, ks, s->nl ? 2 : 1);
+        s->m.local = limit > 0 && limit < s->local ? limit : s->local;
+    }
+    if (s->m.obj_slot) clReleaseMemObject(s->m.obj_slot);
+    s->m.obj_slot = NULL;
+    SPHSIM_TRY(device_alloc(s->d, n_obj ? n_obj : 1, "force gauge slots", &s->m.obj_slot, e));
+    if (n_obj) SPHSIM_TRY(device_write(s->d, s->m.obj_slot, 0, n_obj, obj_slot, e));
+    s->m.first_obj = first_obj;
+    s->m.tank_slot = tank_slot;
+    s->m.n_slots = n_slots;
+    for (int a = 0; a < 3; ++a) s->m.centre.s[a] = (float)centre[a];
+    s->m.centre.s[3] = 0.0f;
+    s->m.cap = 0; /* rows of the new slot count, allocated by the first measuring stage */
+    if (s->m.partial) clReleaseMemObject(s->m.partial);
+    s->m.partial = NULL;
+    return SPHSIM_OK;
+}
+
+void sph_measure(sph_solver *s, int on) { s->m.on = on && s->m.k != NULL; }
+
+cl_mem sph_measured(const sph_solver *s, cl_uint *rows)
+{
+    *rows = s->m.rows;
+    return s->m.partial;
 }
 
 size_t sph_state_size(const sph_solver *s) { return s->nl ? nlist_state_size() : 0; }

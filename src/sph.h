@@ -104,6 +104,19 @@ sphsim_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_e
 sphsim_status sph_enqueue(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, dev_state *st,
                           sphsim_error *e);
 
+/* The force gauges' sums of the fluid's pressure force on gauged walls (src/gauges.c), which the
+ * boundary stage adds up in the steps that measure (kernels/sph_boundary.cl, the _measure
+ * kernels). A wall particle's slot: tank_slot for ids below first_obj (the tank's walls),
+ * obj_slot[id - first_obj] (n_obj bytes) for the objects' boundary particles; slots >= n_slots
+ * (at most 32) are not gauged. Moments about centre (m). */
+sphsim_status sph_measure_setup(sph_solver *s, cl_uint first_obj, cl_uint tank_slot, const uint8_t *obj_slot,
+                                size_t n_obj, cl_uint n_slots, const double centre[3], sphsim_error *e);
+/* on: the density stages enqueued from now on measure (off: they do not; the default). */
+void sph_measure(sph_solver *s, int on);
+/* The partial sums the last measuring boundary stage enqueued: *rows rows of 2 n_slots float4,
+ * (sum F, 0) and (sum M, 0) of each slot in turn. */
+cl_mem sph_measured(const sph_solver *s, cl_uint *rows);
+
 /* The neighbour lists' grid and the state they are checked against (nlist_bind; nothing
  * without lists). */
 sphsim_status sph_bind_grid(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf, size_t n_cells,

@@ -2297,7 +2297,8 @@ static void test_set_masses(void **state)
 /* The gauges (kernels/gauges.cl) on the state of a density stage against the double reference
  * (ref_sph_gauges): a pressure probe inside the fluid, one near its surface and one in the dry
  * part of the tank (NaN), a velocity probe, a height gauge and the walls' force and moment, in 2D
- * and 3D, with and without neighbour lists, for two schemes. */
+ * and 3D, with and without neighbour lists, for two schemes. The force gauge's sums come from the
+ * density stages enqueued after gauges_before_step, as in a run. */
 static void gauges_case(fixture *f, int dims, int lists, const scheme *sc)
 {
     scene s;
@@ -2329,12 +2330,17 @@ static void gauges_case(fixture *f, int dims, int lists, const scheme *sc)
     run_alloc(&f->d, &r, p.n, &s);
     run_upload(&f->d, sol, &r, &p);
     sphsim_error e;
-    assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
+    /* the particles' ids (the boundary stage's force sums find a wall's slot by its id) */
+    assert_int_equal(device_alloc(&f->d, 4 * p.n, "id", &r.st.id, &e), SPHSIM_OK);
+    assert_int_equal(device_write(&f->d, r.st.id, 0, 4 * p.n, r.order, &e), SPHSIM_OK);
+    s.n_fluid = s.n_boundary = 0; /* every id below first_obj: the tank's walls */
+    for (size_t i = 0; i < p.n; ++i) ++*(p.type[i] == PTYPE_FLUID ? &s.n_fluid : &s.n_boundary);
     gauges *g = NULL;
-    sphsim_status st =
-        gauges_create(&g, &f->d, &s, sph_build_options(sol), sph_params_buffer(sol), sph_geom_grid(sol), 0, 0, 1, &e);
+    sphsim_status st = gauges_create(&g, &f->d, &s, sol, 0, 0, 1, &e);
     if (st != SPHSIM_OK) fprintf(stderr, "gauges_create: %s\n", e.msg);
     assert_int_equal(st, SPHSIM_OK);
+    gauges_before_step(g, 0);
+    assert_int_equal(sph_enqueue_density(sol, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
     assert_int_equal(gauges_sample(g, 0, r.cs, r.ce, r.gpb, &r.st, &e), SPHSIM_OK);
     gauge_block *b = NULL;
     assert_int_equal(gauges_take(g, 1, &b, &e), SPHSIM_OK);
@@ -2387,6 +2393,7 @@ static void gauges_case(fixture *f, int dims, int lists, const scheme *sc)
     assert_true(err[3] < 1e-4);
     gauge_blocks_free(b);
     gauges_destroy(g);
+    clReleaseMemObject(r.st.id);
     free(rho_r);
     free(p_r);
     free(x_r);
@@ -2401,9 +2408,12 @@ static void test_gauges_vs_reference(void **state)
     fixture *f = *state;
     static const scheme two[2] = { { KERNEL_WENDLAND, EOS_TAIT, VISC_ARTIFICIAL },
                                    { KERNEL_CUBIC, EOS_LINEAR, VISC_LAPLACIAN } };
+    /* without lists, with lists, and with every list (2) or some (5) over list_cap: the walls'
+     * force sums of the boundary stage's _walk twin (make_solver_lists) */
+    static const int lists[4] = { 0, 1, 2, 5 };
     for (int dims = 2; dims <= 3; ++dims)
-        for (int lists = 0; lists <= 1; ++lists)
-            for (int k = 0; k < 2; ++k) gauges_case(f, dims, lists, &two[k]);
+        for (int l = 0; l < 4; ++l)
+            for (int k = 0; k < 2; ++k) gauges_case(f, dims, lists[l], &two[k]);
 }
 
 int main(void)
