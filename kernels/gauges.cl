@@ -7,6 +7,19 @@
 #include "sph_common.h"
 #include "gauge_shared.h"
 
+/* Adds the work-group's pairs red[2 l], red[2 l + 1] into red[0], red[1] in a fixed tree (any
+ * work-group size L); every work-item calls it. */
+inline void tree_add_pairs(__local float4 *red, const uint l, const uint L)
+{
+    for (uint h = 1u; h < L; h <<= 1u) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if ((l & (2u * h - 1u)) == 0u && l + h < L) {
+            red[2u * l] += red[2u * (l + h)];
+            red[2u * l + 1u] += red[2u * (l + h) + 1u];
+        }
+    }
+}
+
 /* Per probe point k, over the fluid particles j within the support:
  *   sums[2k]     = (S, sum_j V_j W_kj p_j, 0, 0),   S = sum_j V_j W_kj,  V_j = m_j / rho_j
  *   sums[2k + 1] = (sum_j V_j W_kj v_j, 0)
@@ -46,13 +59,7 @@ __kernel void gauge_probe(const uint n_points, __global const float4 *points, /*
     NEIGHBOURS_CELLS_END
     red[2u * l] = a;
     red[2u * l + 1u] = b;
-    for (uint h = 1u; h < L; h <<= 1u) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if ((l & (2u * h - 1u)) == 0u && l + h < L) {
-            red[2u * l] += red[2u * (l + h)];
-            red[2u * l + 1u] += red[2u * (l + h) + 1u];
-        }
-    }
+    tree_add_pairs(red, l, L);
     if (l == 0u) {
         sums[2u * k] = red[0];
         sums[2u * k + 1u] = red[1];
@@ -133,13 +140,7 @@ __kernel void gauge_finish(const uint n_gauges, __global const gauge_desc *G, __
         }
         red[2u * l] = F;
         red[2u * l + 1u] = M0;
-        for (uint h = 1u; h < L; h <<= 1u) {
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if ((l & (2u * h - 1u)) == 0u && l + h < L) {
-                red[2u * l] += red[2u * (l + h)];
-                red[2u * l + 1u] += red[2u * (l + h) + 1u];
-            }
-        }
+        tree_add_pairs(red, l, L);
     }
     if (l != 0u) return;
     if (g.type == GAUGE_T_PRESSURE || g.type == GAUGE_T_VELOCITY) {
