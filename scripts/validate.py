@@ -268,6 +268,9 @@ FINDINGS = """### Reading these results
   0.971–1.044), in the dam break the noise falls from 8.9 % to 1.7 % with the front within 2.7 %
   of the summation run's; the time-averaged profile keeps its 2.7 % at h = 1.3 Δx (the pressure
   gradient's discretisation) and is within 0.51 % at h = 2 Δx.
+* **Gauges and objects.** The gauges against hydrostatics (the floor pressure within 0.3 % of
+  ρ₀gH with density diffusion at h = 1.5 Δx) are in [validation_gauges.md](validation_gauges.md);
+  the objects' walls against leaks in [validation_objects.md](validation_objects.md).
 * **Defaults.** Wendland C2, h = 1.3 Δx, Tait with γ = 7 and c₀ = 10 √(2 g H) validate well.
   α = 0.1 is better in 2D (settling, early front) and worse in 3D channels; α = 0.02 is kept as
   the default. Müller-scheme scenes need μ ≳ 3.5 Pa s.
