@@ -67,12 +67,20 @@ __kernel void gauge_force(const uint n, __global const float4 *pos, __global con
                           __global const float4 *pos_p, __global const uchar *type, __global const uint *cell_start,
                           __global const uint *cell_end, __constant const grid_params *gp,
                           __constant const sph_params *P, const float4 centre, /* the tank's centre (m) */
-                          const int object, __global const float *geom_grid, __global float *partial,
-                          __local float *scratch) /* 6 floats per work-item */
+                          const int object, __global const float *geom_grid,
+                          __global const uint *id,       /* sorted ids (-DMOTION) */
+                          __global const float4 *wall_ref, /* the walls' (rest position, body) (-DMOTION) */
+                          __global float *partial, __local float *scratch) /* 6 floats per work-item */
 {
     const uint i = get_global_id(0), l = get_local_id(0), L = get_local_size(0);
     float4 f = (float4)(0.0f), m = (float4)(0.0f);
-    if (i < n && type[i] == PTYPE_BOUNDARY && gauge_object_of(pos[i], P, geom_grid) == object) {
+#ifdef MOTION
+    /* walls that move: the body each was made for (the deepest solid at rest, as below) */
+    const int mine = i < n && type[i] == PTYPE_BOUNDARY && (int)wall_ref[id[i] - P->first_wall].w - 1 == object;
+#else
+    const int mine = i < n && type[i] == PTYPE_BOUNDARY && gauge_object_of(pos[i], P, geom_grid) == object;
+#endif
+    if (mine) {
         const float4 xi = pos[i];
         const float pw = SPH_NB_X_(pos_p, vel, i).w; /* p_w / rho_w^2 */
         NEIGHBOURS_BEGIN(gp, cell_start, cell_end, xi, j)

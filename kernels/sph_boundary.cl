@@ -5,13 +5,14 @@
  * and in its pos_p record (sph_density.cl explains the layout). It reads only fluid entries,
  * which the density stage wrote before it, and writes only wall entries. */
 #include "sph_common.h"
+#include "motion.h"
 
 /* The pressure and density of wall particle i (list_walk: nlist_loop.h; kept: the step keeps
  * the lists). */
 inline void sph_boundary_one(const uint i, const uint n, __global const float4 *pos, __global float4 *vel,
                              __global const uchar *type, __global const uint *cell_start, __global const uint *cell_end,
                              __constant const grid_params *gp, __constant const sph_params *P, __global float4 *pos_p,
-                             NLIST_READ_ARGS, const int list_walk, const int kept)
+                             MOTION_ARGS, NLIST_READ_ARGS, const int list_walk, const int kept)
 {
     if (type[i] != PTYPE_BOUNDARY || !NLIST_MINE(i, list_walk)) return;
 #ifdef NLIST
@@ -51,15 +52,28 @@ inline void sph_boundary_one(const uint i, const uint n, __global const float4 *
     SPH_BOUNDARY_LOOP_END
     float p_w = 0.0f;
     if (sum_W > 0.0f) {
+#ifdef MOTION
+        /* a moving wall: g - a_w, a_w its acceleration at x_w at this step's time (motion[body]) */
+        float3 g = (float3)(P->gravity[0], P->gravity[1], P->gravity[2]);
+        const uint body = (uint)wall_ref[id[i] - P->first_wall].w;
+        if ((P->moving >> body) & 1u) g -= motion_acceleration(motion + body, x_w.xyz);
+        const float g_dot = g.x * sum_rho_dx_W.x + g.y * sum_rho_dx_W.y + g.z * sum_rho_dx_W.z;
+#else
         const float g_dot =
             P->gravity[0] * sum_rho_dx_W.x + P->gravity[1] * sum_rho_dx_W.y + P->gravity[2] * sum_rho_dx_W.z;
+#endif
         p_w = fmax((sum_pW + g_dot) / sum_W, 0.0f);
     }
     const float rho_w = sph_eos_rho(p_w, P); /* >= rho0 > 0, since p_w >= 0 */
-    /* the wall's velocity stays 0 (sph_forces); the sign marks a wall for the forces loop, which
-     * then takes mass_wall (P) instead of mass_fluid; sph_pressure unpacks |w| */
+    /* the wall's velocity: 0, or with -DMOTION the one the forces stage gave it (vel.xyz); the sign
+     * marks a wall for the forces loop, which then takes mass_wall (P) instead of mass_fluid;
+     * sph_pressure unpacks |w| */
     vel[i].w = -rho_w;
+#ifdef MOTION
+    SPH_NB_PUT_(pos_p, i, (float4)(x_w.xyz, p_w / (rho_w * rho_w)), (float4)(vel[i].xyz, -rho_w));
+#else
     SPH_NB_PUT_(pos_p, i, (float4)(x_w.xyz, p_w / (rho_w * rho_w)), (float4)(0.0f, 0.0f, 0.0f, -rho_w));
+#endif
 }
 
 /* The arguments of both kernels (src/sph.c binds them by these names). */
@@ -70,15 +84,15 @@ inline void sph_boundary_one(const uint i, const uint n, __global const float4 *
         __global const uint *cell_start, __global const uint *cell_end, __constant const grid_params *gp,              \
         __constant const sph_params *P, __global float4 *pos_p, /* (x, p/rho^2) [, (v, rho)]: fluid read, walls out */ \
         const uint stride,                                      /* work-group spread (spread_item) */                  \
-        const uint ahead,                                       /* as in SPH_DENSITY_ARGS (sph_density.cl) */          \
+        MOTION_ARGS, const uint ahead, /* as in SPH_DENSITY_ARGS (sph_density.cl) */                                   \
         NLIST_READ_ARGS
 
 __kernel void sph_boundary(SPH_BOUNDARY_ARGS)
 {
     const uint i = spread_item(stride);
     if (i >= n || NLIST_AHEAD_SKIP(ahead, nl_state)) return;
-    sph_boundary_one(i, n, pos, vel, type, cell_start, cell_end, gp, P, pos_p, nl_list, nl_list1, nl_list2, nl_list3,
-                     nl_count, pos_ref, nl_state, NP, 0, !NLIST_REBUILT(nl_state));
+    sph_boundary_one(i, n, pos, vel, type, cell_start, cell_end, gp, P, pos_p, id, wall_ref, motion, nl_list, nl_list1,
+                     nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, 0, !NLIST_REBUILT(nl_state));
 }
 
 #ifdef NLIST
@@ -87,7 +101,7 @@ __kernel void sph_boundary_walk(SPH_BOUNDARY_ARGS)
 {
     if (!NLIST_WALKERS(nl_state) || NLIST_AHEAD_SKIP(ahead, nl_state)) return;
     for (uint i = get_global_id(0); i < n; i += get_global_size(0))
-        sph_boundary_one(i, n, pos, vel, type, cell_start, cell_end, gp, P, pos_p, nl_list, nl_list1, nl_list2,
-                         nl_list3, nl_count, pos_ref, nl_state, NP, 1, !NLIST_REBUILT(nl_state));
+        sph_boundary_one(i, n, pos, vel, type, cell_start, cell_end, gp, P, pos_p, id, wall_ref, motion, nl_list,
+                         nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, 1, !NLIST_REBUILT(nl_state));
 }
 #endif

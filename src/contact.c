@@ -734,7 +734,7 @@ sphsim_status contact_solver_open(solver *out, ocl_device *d, const scene *s, sp
 {
     static const solver_ops ops = { op_begin_step,    op_prepare, op_advance,  op_snapshot, op_save_state,
                                     op_restore_state, NULL,       op_counters, op_destroy,  op_angular_velocity,
-                                    op_state_size };
+                                    op_state_size,    NULL };
     contact_solver *c = NULL;
     SPHSIM_TRY(contact_create(&c, d, s, e));
     *out = (solver){ &ops, c };

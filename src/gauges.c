@@ -17,6 +17,7 @@ struct gauges {
     cl_program prog;
     cl_kernel k_probe, k_force, k_force_sum, k_finish;
     cl_mem desc, points, sums, partial, force, chunk, params, geom_grid;
+    cl_mem wall_ref; /* the SPH solver's walls' (rest position, body) (sph_wall_ref) */
     int force_object[SCENE_MAX_GAUGES]; /* the objects the force gauges ask for (-1 the tank), a
                                            slot each in `force` */
     int n_force;
@@ -101,7 +102,7 @@ static size_t pow2_local(const ocl_device *d, cl_kernel k, size_t want)
 }
 
 sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const char *sph_options, cl_mem params_buf,
-                            cl_mem geom_grid, long first_step, int resumed, long chunk_steps, sphsim_error *e)
+                            cl_mem geom_grid, cl_mem wall_ref, long first_step, int resumed, long chunk_steps, sphsim_error *e)
 {
     *out = NULL;
     if (s->n_gauges == 0) return SPHSIM_OK;
@@ -112,6 +113,7 @@ sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const c
     g->n = s->n_gauges;
     g->params = params_buf;
     g->geom_grid = geom_grid;
+    g->wall_ref = wall_ref;
     g->chunk_steps = chunk_steps < 1 ? 1 : chunk_steps;
     g->start = resumed ? first_step + 1 : first_step;
     g->step0 = g->start;
@@ -295,9 +297,11 @@ sphsim_status gauges_sample(gauges *g, long step, cl_mem cell_start, cl_mem cell
                            KARG("centre", centre),
                            KARG("object", g->force_object[slot]),
                            KARG("geom_grid", g->geom_grid),
+                           KARG("id", st->id),
+                           KARG("wall_ref", g->wall_ref),
                            KARG("partial", g->partial),
                            KARG_LOCAL("scratch", 24 * g->force_local) };
-        SPHSIM_TRY(device_set_args(d, g->k_force, a, 14, e));
+        SPHSIM_TRY(device_set_args(d, g->k_force, a, (int)(sizeof a / sizeof a[0]), e));
         SPHSIM_TRY(device_launch(d, g->k_force, groups * g->force_local, g->force_local, NULL, e));
         const cl_uint ng = (cl_uint)groups;
         const cl_uint slot_u = (cl_uint)slot;

@@ -36,11 +36,14 @@ const char *gauge_col_units(const scene *s, const scene_gauge *g);
 long gauge_rows_to(const scene_gauge *g, long last);
 
 /* The gauges of scene s (none: *out = NULL), built with the SPH solver's options `sph_options`
- * and reading its parameters `params_buf` and its objects' distance grids `geom_grid`; each chunk holds the rows of up to chunk_steps steps.
+ * and reading its parameters `params_buf`, its objects' distance grids `geom_grid` and, when
+ * walls move, the walls' bodies `wall_ref` (sph_wall_ref: a force gauge's walls are those of its
+ * body); each chunk holds the rows of up to chunk_steps steps.
  * first_step: the step the run starts at; a resumed run's first step was sampled before (its
  * rows are in the file) and is not sampled again. */
 sphsim_status gauges_create(gauges **out, ocl_device *d, const scene *s, const char *sph_options, cl_mem params_buf,
-                            cl_mem geom_grid, long first_step, int resumed, long chunk_steps, sphsim_error *e);
+                            cl_mem geom_grid, cl_mem wall_ref, long first_step, int resumed, long chunk_steps,
+                            sphsim_error *e);
 void gauges_destroy(gauges *g);
 
 /* Enqueue the measurements of `step` if a gauge samples it (nothing otherwise). The grid's

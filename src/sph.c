@@ -7,10 +7,14 @@
 #include <string.h>
 
 #include "geometry.h"
+#include "init.h"
+#include "motion.h"
 #include "../kernels/sph_kernel_fns.h"
 
 _Static_assert(SPHK_POLY6 == KERNEL_POLY6 && SPHK_CUBIC == KERNEL_CUBIC && SPHK_WENDLAND == KERNEL_WENDLAND,
                "kernel ids of sph_kernel_fns.h must equal scene_kernel");
+
+#define SPH_MOTION_RING 8 /* steps' motion uploads in flight */
 
 struct sph_solver {
     ocl_device *d;
@@ -29,6 +33,13 @@ struct sph_solver {
     cl_mem dummy;      /* one uint, for the lists' arguments without lists */
     char options[512]; /* the build options of the forces program (sph_build_options) */
     cl_mem geom_grid;  /* the meshes' signed distance grids (scene.geom_grid), or one float */
+    /* moving walls (-DMOTION; docs/physics.md, "Moving walls"), else the placeholder dummy */
+    const scene *scene;  /* its bodies' motion (sph_set_step) */
+    cl_mem wall_ref;     /* float4 per wall particle, by id - first_wall: (rest position, body) */
+    cl_mem motion_buf;   /* 2 MOTION_MAX_BODIES motion_body: the bodies at a step's time and the next's */
+    motion_body ring[SPH_MOTION_RING][2 * MOTION_MAX_BODIES]; /* the host side of the writes in flight */
+    cl_event ring_done[SPH_MOTION_RING];
+    unsigned ring_next;
 };
 
 /* Tank-face barrier (docs/physics.md): range d0 = SPH_WALL_D0 dx; stiffness K = (c0 / (2 d0))^2,
@@ -76,6 +87,9 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     p->rho_floor = (float)(0.5 * s->rest_density);
     p->dims = (dev_u32)dims;
     p->n_objects = geom_pack(s, p->objects);
+    p->first_wall = (dev_u32)s->n_fluid;
+    for (int b = 0; motion_of(s, b); ++b)
+        if (motion_of(s, b)->n_segments > 0) p->moving |= 1u << b;
     /* sph_set_masses sets both before the first step; until then NaN, so that a step without
      * them fails (FLAG_NONFINITE) instead of running without pressure or viscosity */
     p->mass_fluid = p->mass_wall = NAN;
@@ -172,6 +186,59 @@ static int resolve(int knob, const ocl_device *d, int gpu, int cpu)
     return knob != TUNE_AUTO ? knob : d->is_gpu ? gpu : cpu;
 }
 
+/* The moving walls' buffers: every wall particle's rest position and body, from the scene's
+ * lattice (init_lattice: the walls' positions at t = 0, whatever the run starts from, so that a
+ * resumed run places them as the first did), and the bodies' motion, uploaded per step. */
+static sphsim_status sph_motion_create(sph_solver *s, const scene *sc, const sphsim_tuning *t, sphsim_error *e)
+{
+    s->scene = sc;
+    particles p;
+    SPHSIM_TRY(init_lattice(sc, &p, t->init_threads, e));
+    const size_t nw = p.n_boundary, first = p.n_fluid;
+    const long n_obj = init_boundary_objects(sc, NULL); /* the objects' walls follow the tank's */
+    int8_t *obj = malloc((size_t)(n_obj > 0 ? n_obj : 1));
+    float *ref = malloc(4 * sizeof(float) * (nw ? nw : 1));
+    sphsim_status st = SPHSIM_OK;
+    if (!obj || !ref) st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the walls' rest positions");
+    if (st == SPHSIM_OK) {
+        init_boundary_objects(sc, obj);
+        const size_t shell = nw - (size_t)n_obj;
+        for (size_t i = 0; i < nw; ++i) {
+            memcpy(ref + 4 * i, p.pos + 4 * (first + i), 3 * sizeof(float));
+            ref[4 * i + 3] = (float)(i < shell ? 0 : 1 + obj[i - shell]);
+        }
+        st = device_alloc(s->d, 4 * sizeof(float) * (nw ? nw : 1), "walls' rest positions", &s->wall_ref, e);
+    }
+    if (st == SPHSIM_OK && nw) st = device_write(s->d, s->wall_ref, 0, 4 * sizeof(float) * nw, ref, e);
+    if (st == SPHSIM_OK)
+        st = device_alloc(s->d, sizeof s->ring[0], "bodies' motion", &s->motion_buf, e);
+    free(obj);
+    free(ref);
+    particles_free(&p);
+    return st;
+}
+
+sphsim_status sph_set_step(sph_solver *s, long step, sphsim_error *e)
+{
+    if (!s->params.moving) return SPHSIM_OK;
+    const unsigned k = s->ring_next++ % SPH_MOTION_RING;
+    if (s->ring_done[k]) { /* that slot's write, SPH_MOTION_RING steps ago, done */
+        CL_CHECK(e, clWaitForEvents(1, &s->ring_done[k]));
+        clReleaseEvent(s->ring_done[k]);
+        s->ring_done[k] = NULL;
+    }
+    motion_body *f = s->ring[k];
+    memset(f, 0, sizeof s->ring[k]);
+    const double t0 = (double)step * s->scene->dt, t1 = (double)(step + 1) * s->scene->dt;
+    for (int b = 0; motion_of(s->scene, b); ++b) {
+        motion_body_at(motion_of(s->scene, b), t0, &f[b]);
+        motion_body_at(motion_of(s->scene, b), t1, &f[MOTION_MAX_BODIES + b]);
+    }
+    CL_CHECK(e, clEnqueueWriteBuffer(s->d->queue, s->motion_buf, CL_FALSE, 0, sizeof s->ring[k], f, 0, NULL,
+                                     &s->ring_done[k]));
+    return SPHSIM_OK;
+}
+
 sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_t list_n, const sphsim_tuning *t,
                          sphsim_error *e)
 {
@@ -208,11 +275,11 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
     /* native_sqrt and native_divide in the pair loops on NVIDIA's GPUs (kernels/sph_common.h) */
     const int native = resolve(t->native_math, d, device_is_nvidia_gpu(d), 0);
     char *opts = s->options;
-    snprintf(opts, sizeof s->options, "-DDIMS=%d -D%s -D%s -D%s%s%s%s", sc->dims, kernel_opt[sc->kernel],
+    snprintf(opts, sizeof s->options, "-DDIMS=%d -D%s -D%s -D%s%s%s%s%s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
              sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL",
              sc->density == DENSITY_CONTINUITY ? " -DDENSITY_CONTINUITY" : "", list_opt,
-             native ? " -DSPH_NATIVE_MATH" : "");
+             native ? " -DSPH_NATIVE_MATH" : "", s->params.moving ? " -DMOTION" : "");
     /* The register cap of the density program on NVIDIA's GPUs (-cl-nv-maxrregcount), 40 by
      * default: 12 work-groups of 128 then share an SM instead of the 11 that the list build's 44
      * registers allow (the build -3.5 %, the developed 3D dam break -0.3 % on an H100;
@@ -236,6 +303,10 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
                            &s->geom_grid, e)) != SPHSIM_OK ||
         (sc->geom_grid_n &&
          (st = device_write(d, s->geom_grid, 0, sc->geom_grid_n * sizeof(float), sc->geom_grid, e)) != SPHSIM_OK)) {
+        sph_destroy(s);
+        return st;
+    }
+    if (s->params.moving && (st = sph_motion_create(s, sc, t, e)) != SPHSIM_OK) {
         sph_destroy(s);
         return st;
     }
@@ -269,6 +340,10 @@ void sph_destroy(sph_solver *s)
     nlist_destroy(s->nl);
     if (s->dummy) clReleaseMemObject(s->dummy);
     if (s->geom_grid) clReleaseMemObject(s->geom_grid);
+    if (s->wall_ref) clReleaseMemObject(s->wall_ref);
+    if (s->motion_buf) clReleaseMemObject(s->motion_buf);
+    for (int k = 0; k < SPH_MOTION_RING; ++k)
+        if (s->ring_done[k]) clReleaseEvent(s->ring_done[k]);
     if (s->prog_density) clReleaseProgram(s->prog_density);
     if (s->prog_forces) clReleaseProgram(s->prog_forces);
     if (s->params_buf) clReleaseMemObject(s->params_buf);
@@ -279,6 +354,7 @@ const sph_params *sph_get_params(const sph_solver *s) { return &s->params; }
 const char *sph_build_options(const sph_solver *s) { return s->options; }
 cl_mem sph_params_buffer(const sph_solver *s) { return s->params_buf; }
 cl_mem sph_geom_grid(const sph_solver *s) { return s->geom_grid; }
+cl_mem sph_wall_ref(const sph_solver *s) { return s->wall_ref ? s->wall_ref : s->dummy; }
 nlist *sph_nlist(const sph_solver *s) { return s->nl; }
 
 sphsim_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, const uint8_t *type, size_t n,
@@ -307,6 +383,7 @@ sphsim_status sph_set_masses(sph_solver *s, const float *pos, const float *mass,
     }
     s->params.mass_fluid = m[0];
     s->params.mass_wall = m[1];
+    if (s->params.moving) outside = 0; /* walls that move leave the tank box's outside */
     if (s->nl) SPHSIM_TRY(nlist_set_walls_outside(s->nl, (int)outside, e));
     return device_write(s->d, s->params_buf, 0, sizeof s->params, &s->params, e);
 }
@@ -327,7 +404,7 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
     const cl_uint ahead = s->nl ? nlist_ahead(s->nl) : 0u;
     cl_mem cf = s->nl && nlist_cell_flags(s->nl) ? nlist_cell_flags(s->nl) : s->dummy;
     const cl_uint use_cf = cf != s->dummy;
-    karg a[24] = { KARG("n", n),
+    karg a[28] = { KARG("n", n),
                    KARG("pos", st->pos),
                    KARG("vel", st->vel),
                    KARG("type", st->type),
@@ -347,9 +424,13 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
         a[m++] = KARG("vel_next", st->vel_next);
         a[m++] = KARG("flags", st->flags);
         a[m++] = KARG("geom_grid", s->geom_grid);
-    } else {
-        a[m++] = KARG("ahead", ahead);
     }
+    if (stage != STAGE_DENSITY) { /* the moving walls' (kernels/motion.h) */
+        a[m++] = KARG("id", st->id);
+        a[m++] = KARG("wall_ref", *(s->wall_ref ? &s->wall_ref : &s->dummy));
+        a[m++] = KARG("motion", *(s->motion_buf ? &s->motion_buf : &s->dummy));
+    }
+    if (stage != STAGE_FORCES) a[m++] = KARG("ahead", ahead);
     if (stage == STAGE_DENSITY) a[m++] = KARG("advance", s->advance);
     m += nlist_args(s->nl, &s->dummy, a + m);
     SPHSIM_TRY(device_set_args(s->d, k, a, m, e));
@@ -525,12 +606,14 @@ static size_t op_state_size(void *impl, size_t n)
     return sph_state_size(impl);
 }
 
+static sphsim_status op_set_step(void *impl, long step, sphsim_error *e) { return sph_set_step(impl, step, e); }
+
 sphsim_status sph_solver_open(solver *out, ocl_device *d, const scene *sc, size_t list_n, const sphsim_tuning *t,
                               const particles *p, grid *g, const dev_state *st, sphsim_error *e)
 {
     static const solver_ops ops = { op_begin_step,    op_prepare,       op_advance,  op_snapshot, op_save_state,
                                     op_restore_state, op_output_fields, op_counters, op_destroy,  NULL,
-                                    op_state_size };
+                                    op_state_size,    op_set_step };
     sph_solver *s = NULL;
     SPHSIM_TRY(sph_create(&s, d, sc, list_n, t, e));
     *out = (solver){ &ops, s }; /* the caller destroys it, also on failure below */
