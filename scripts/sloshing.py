@@ -216,7 +216,7 @@ def markdown(r, rf, free_cmd, forced_cmd, png):
       "and the water started from a step in its surface as well as with the push, so it is the "
       "free surface's discretisation, not the moving walls; at h = 2 Δx it is within 1.3 % at "
       "Δx = 2.5 cm and within 0.5 % at 1.25 cm.\n")
-    w("Commands (about 2 minutes each on 2 CPU cores):\n")
+    w("Commands (2-3 minutes each on 2 CPU cores):\n")
     w("```sh")
     w(free_cmd)
     w(forced_cmd)

@@ -548,6 +548,23 @@ static sphsim_status varr(vctx *v, const cJSON *obj, const char *key, int requir
     return SPHSIM_OK;
 }
 
+/* String `"file"` of obj, required: a path of 1 to n - 1 characters into buf; `what` says what
+ * it names. */
+static sphsim_status vfile(vctx *v, const cJSON *obj, const char *what, char *buf, size_t n)
+{
+    const cJSON *fi = get(obj, "file");
+    size_t old = vkey(v, "file");
+    char got[160];
+    if (!fi) return vfail(v, "required key missing (expected %s)", what);
+    if (!cJSON_IsString(fi) || !fi->valuestring[0] || strlen(fi->valuestring) >= n) {
+        describe(fi, got, sizeof got);
+        return vfail(v, "expected a file path of 1 to %zu characters, got %s", n - 1, got);
+    }
+    snprintf(buf, n, "%s", fi->valuestring);
+    vpop(v, old);
+    return SPHSIM_OK;
+}
+
 static const char AXIS[] = "xyz";
 
 /* A box {"min": [..], "max": [..]} with max > min on every axis and inside `tank` (if given).
@@ -1553,14 +1570,8 @@ static sphsim_status parse_motion(vctx *v, const cJSON *parent, scene *s, scene_
             SPHSIM_TRY(vvec(v, it, "velocity", 1, NULL, g->velocity, NULL));
             cJSON_AddItemToObject(rs, "velocity", vec_item(g->velocity, s->dims));
         } else {
-            const cJSON *fi = get(it, "file");
+            SPHSIM_TRY(vfile(v, it, "the path of a CSV file", g->file, sizeof g->file));
             size_t o2 = vkey(v, "file");
-            if (!fi) return vfail(v, "required key missing (expected the path of a CSV file)");
-            if (!cJSON_IsString(fi) || !fi->valuestring[0] || strlen(fi->valuestring) >= sizeof g->file) {
-                describe(fi, got, sizeof got);
-                return vfail(v, "expected a file path of 1 to %zu characters, got %s", sizeof g->file - 1, got);
-            }
-            snprintf(g->file, sizeof g->file, "%s", fi->valuestring);
             m->n_segments = i + 1; /* scene_free frees its rows from here on */
             SPHSIM_TRY(read_motion_table(v, s, g));
             vpop(v, o2);
@@ -1673,15 +1684,7 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
             SPHSIM_TRY(parse_polygon_points(v, s, it, o));
             allowed[n_allowed++] = "points";
         } else if (shape == GEOM_MESH) {
-            const cJSON *fi = get(it, "file");
-            size_t o2 = vkey(v, "file");
-            if (!fi) return vfail(v, "required key missing (expected the path of an STL or OBJ file)");
-            if (!cJSON_IsString(fi) || !fi->valuestring[0] || strlen(fi->valuestring) >= sizeof o->file) {
-                describe(fi, got, sizeof got);
-                return vfail(v, "expected a file path of 1 to %zu characters, got %s", sizeof o->file - 1, got);
-            }
-            snprintf(o->file, sizeof o->file, "%s", fi->valuestring);
-            vpop(v, o2);
+            SPHSIM_TRY(vfile(v, it, "the path of an STL or OBJ file", o->file, sizeof o->file));
             allowed[n_allowed++] = "file";
         } else {
             SPHSIM_TRY(vnum(v, it, "radius", 1, 0, R_POS, &o->radius, NULL));
