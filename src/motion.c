@@ -2,6 +2,7 @@
 #include "motion.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One segment's own motion at tau (s after its start): displacement q[0..2] and turn q[3], with
@@ -163,26 +164,119 @@ static void sweep_at(const scene_motion *m, double t, const double blo[3], const
     }
 }
 
-void motion_swept_box(const scene_motion *m, int dims, double t_end, double margin, double lo[3], double hi[3])
+/* Call fn at the times that sample body m's motion: each segment's start and end and 4096 points
+ * between, and a table's rows. A segment without an end is sampled over a sine's or a turn's
+ * period or its table, all of which a longer run repeats or holds; only a constant velocity
+ * without an end runs on to t_end. */
+static void sample_times(const scene_motion *m, double t_end, void (*fn)(double t, void *ctx), void *ctx)
 {
-    if (m->n_segments == 0) return;
-    const double blo[3] = { lo[0], lo[1], lo[2] }, bhi[3] = { hi[0], hi[1], hi[2] };
     for (int s = 0; s < m->n_segments; ++s) {
         const scene_motion_segment *g = &m->seg[s];
-        /* a segment without an end: a sine's or a turn's period, a table's rows, hold every
-         * place it takes; only a constant velocity runs on to the run's end */
         double t1 = g->end;
         if (!isfinite(t1))
             t1 = g->start + (g->type == MOTION_CONSTANT ? fmax(t_end - g->start, 0.0)
                              : g->type == MOTION_TABLE  ? g->rows[5 * (g->n_rows - 1)]
                                                         : 1.0 / g->frequency);
         const int n = 4096;
-        for (int i = 0; i <= n; ++i) sweep_at(m, g->start + (t1 - g->start) * i / n, blo, bhi, lo, hi);
+        for (int i = 0; i <= n; ++i) fn(g->start + (t1 - g->start) * i / n, ctx);
         for (long i = 0; g->type == MOTION_TABLE && i < g->n_rows; ++i)
-            if (g->start + g->rows[5 * i] < t1) sweep_at(m, g->start + g->rows[5 * i], blo, bhi, lo, hi);
+            if (g->start + g->rows[5 * i] < t1) fn(g->start + g->rows[5 * i], ctx);
     }
+}
+
+typedef struct sweep_ctx {
+    const scene_motion *m;
+    double blo[3], bhi[3], *lo, *hi, reach, speed;
+} sweep_ctx;
+
+static void sweep_fn(double t, void *ctx)
+{
+    sweep_ctx *c = ctx;
+    sweep_at(c->m, t, c->blo, c->bhi, c->lo, c->hi);
+}
+
+void motion_swept_box(const scene_motion *m, int dims, double t_end, double margin, double lo[3], double hi[3])
+{
+    if (m->n_segments == 0) return;
+    sweep_ctx c = { m, { lo[0], lo[1], lo[2] }, { hi[0], hi[1], hi[2] }, lo, hi, 0, 0 };
+    sample_times(m, t_end, sweep_fn, &c);
     for (int k = 0; k < dims; ++k) {
         lo[k] -= margin;
         hi[k] += margin;
     }
+}
+
+static void speed_fn(double t, void *ctx)
+{
+    sweep_ctx *c = ctx;
+    motion_state st;
+    motion_eval(c->m, t, &st);
+    const double v = sqrt(st.v[0] * st.v[0] + st.v[1] * st.v[1] + st.v[2] * st.v[2]) + fabs(st.omega) * c->reach;
+    c->speed = fmax(c->speed, v);
+}
+
+double motion_max_speed(const scene_motion *m, double reach, double t_end)
+{
+    sweep_ctx c = { m, { 0 }, { 0 }, NULL, NULL, reach, 0 };
+    sample_times(m, t_end, speed_fn, &c);
+    return c.speed;
+}
+
+unsigned motion_moving(const scene *s)
+{
+    unsigned bits = 0;
+    for (int b = 0; motion_of(s, b); ++b)
+        if (motion_of(s, b)->n_segments > 0) bits |= 1u << b;
+    return bits;
+}
+
+sphsim_status motion_dev_create(motion_dev **out, ocl_device *d, const scene *s, cl_mem into, size_t offset,
+                                sphsim_error *e)
+{
+    *out = NULL;
+    if (!motion_moving(s)) return SPHSIM_OK;
+    motion_dev *m = calloc(1, sizeof *m);
+    if (!m) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
+    m->d = d;
+    m->s = s;
+    m->buf = into;
+    m->offset = offset;
+    m->owned = !into;
+    const sphsim_status st = into ? SPHSIM_OK : device_alloc(d, sizeof m->ring[0], "bodies' motion", &m->buf, e);
+    if (st != SPHSIM_OK) {
+        free(m);
+        return st;
+    }
+    *out = m;
+    return SPHSIM_OK;
+}
+
+sphsim_status motion_dev_step(motion_dev *m, long step, sphsim_error *e)
+{
+    if (!m) return SPHSIM_OK;
+    const unsigned k = m->next++ % MOTION_RING;
+    if (m->done[k]) {
+        CL_CHECK(e, clWaitForEvents(1, &m->done[k]));
+        clReleaseEvent(m->done[k]);
+        m->done[k] = NULL;
+    }
+    motion_body *f = m->ring[k];
+    memset(f, 0, sizeof m->ring[k]);
+    const double t0 = (double)step * m->s->dt, t1 = (double)(step + 1) * m->s->dt;
+    for (int b = 0; motion_of(m->s, b); ++b) {
+        motion_body_at(motion_of(m->s, b), t0, &f[b]);
+        motion_body_at(motion_of(m->s, b), t1, &f[MOTION_MAX_BODIES + b]);
+    }
+    CL_CHECK(e,
+             clEnqueueWriteBuffer(m->d->queue, m->buf, CL_FALSE, m->offset, sizeof m->ring[k], f, 0, NULL, &m->done[k]));
+    return SPHSIM_OK;
+}
+
+void motion_dev_destroy(motion_dev *m)
+{
+    if (!m) return;
+    for (int k = 0; k < MOTION_RING; ++k)
+        if (m->done[k]) clReleaseEvent(m->done[k]);
+    if (m->owned && m->buf) clReleaseMemObject(m->buf);
+    free(m);
 }

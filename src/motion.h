@@ -7,6 +7,7 @@
 #ifndef SPHSIM_MOTION_H
 #define SPHSIM_MOTION_H
 
+#include "device.h"
 #include "scene.h"
 #include "../kernels/motion_shared.h"
 
@@ -45,5 +46,37 @@ const scene_motion *motion_of(const scene *s, int body);
  * so that the box, and the grid, do not depend on time.end (a resumed run with a later end keeps
  * them); only a constant velocity without an end is swept to t_end. */
 void motion_swept_box(const scene_motion *m, int dims, double t_end, double margin, double lo[3], double hi[3]);
+
+/* The largest speed of a point of body m within `reach` of its centre (|d'| + |theta'| reach),
+ * over the times motion_swept_box samples. */
+double motion_max_speed(const scene_motion *m, double reach, double t_end);
+
+/* Bit b set: body b moves (0 the tank, 1 + i objects[i]); 0 for a scene at rest. */
+unsigned motion_moving(const scene *s);
+
+/* The bodies on the device for a step's kernels: 2 MOTION_MAX_BODIES motion_body, the bodies at
+ * the step's time and at the next step's, in a buffer of their own or at a byte offset of one
+ * the caller owns, written without waiting from a ring of MOTION_RING host copies (each reused
+ * once its write, MOTION_RING steps before, is done). */
+#define MOTION_RING 8
+typedef struct motion_dev {
+    ocl_device *d;
+    const scene *s;
+    cl_mem buf;    /* where the bodies go (owned unless `into` was given) */
+    size_t offset; /* bytes into buf */
+    int owned;
+    motion_body ring[MOTION_RING][2 * MOTION_MAX_BODIES];
+    cl_event done[MOTION_RING];
+    unsigned next;
+} motion_dev;
+
+/* *out = NULL for a scene at rest. into: the caller's buffer to write at `offset` bytes (NULL: a
+ * buffer of its own); MOTION_DEV_BYTES bytes there. */
+#define MOTION_DEV_BYTES (2 * MOTION_MAX_BODIES * sizeof(motion_body))
+sphsim_status motion_dev_create(motion_dev **out, ocl_device *d, const scene *s, cl_mem into, size_t offset,
+                                sphsim_error *e);
+/* Upload the bodies at step * dt and (step + 1) * dt. */
+sphsim_status motion_dev_step(motion_dev *m, long step, sphsim_error *e);
+void motion_dev_destroy(motion_dev *m);
 
 #endif

@@ -1493,7 +1493,6 @@ static sphsim_status parse_motion(vctx *v, const cJSON *parent, scene *s, scene_
     SPHSIM_TRY(varr(v, parent, "motion", 0, 1, SCENE_MAX_SEGMENTS, "motion segments", &arr));
     if (!arr) return SPHSIM_OK;
     size_t old = vkey(v, "motion");
-    if (s->mode != MODE_SPH) return vfail(v, "not supported in mode \"particles\": moving walls are SPH only");
     const double ez[3] = { 0, 0, 1 };
     memcpy(m->center, def_center, sizeof m->center);
     memcpy(m->axis, ez, sizeof m->axis);
@@ -2080,7 +2079,12 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
             v_groups = fmax(v_groups, speed + sqrt((double)s->dims) * gr->velocity_jitter);
             r_min = fmin(r_min, gr->radius);
         }
-        s->v_ref = fmax(fmax(sqrt(2.0 * g * extent), v_groups), 1e-3);
+        /* walls that move: the fastest point of a body within the tank's diagonal of its centre */
+        double v_walls = 0.0, diag = 0.0;
+        for (int k = 0; k < s->dims; k++) diag += pow(s->tank.max[k] - s->tank.min[k], 2);
+        for (int body = 0; motion_of(s, body); ++body)
+            v_walls = fmax(v_walls, motion_max_speed(motion_of(s, body), sqrt(diag), s->t_end));
+        s->v_ref = fmax(fmax(fmax(sqrt(2.0 * g * extent), v_groups), v_walls), 1e-3);
         s->dt_cfl = s->cfl * r_min / s->v_ref;
         if (!max_speed_given) s->max_speed = 100.0 * s->v_ref;
     }

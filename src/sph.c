@@ -14,8 +14,6 @@
 _Static_assert(SPHK_POLY6 == KERNEL_POLY6 && SPHK_CUBIC == KERNEL_CUBIC && SPHK_WENDLAND == KERNEL_WENDLAND,
                "kernel ids of sph_kernel_fns.h must equal scene_kernel");
 
-#define SPH_MOTION_RING 8 /* steps' motion uploads in flight */
-
 struct sph_solver {
     ocl_device *d;
     sph_params params;
@@ -34,12 +32,8 @@ struct sph_solver {
     char options[512]; /* the build options of the forces program (sph_build_options) */
     cl_mem geom_grid;  /* the meshes' signed distance grids (scene.geom_grid), or one float */
     /* moving walls (-DMOTION; docs/physics.md, "Moving walls"), else the placeholder dummy */
-    const scene *scene;  /* its bodies' motion (sph_set_step) */
     cl_mem wall_ref;     /* float4 per wall particle, by id - first_wall: (rest position, body) */
-    cl_mem motion_buf;   /* 2 MOTION_MAX_BODIES motion_body: the bodies at a step's time and the next's */
-    motion_body ring[SPH_MOTION_RING][2 * MOTION_MAX_BODIES]; /* the host side of the writes in flight */
-    cl_event ring_done[SPH_MOTION_RING];
-    unsigned ring_next;
+    motion_dev *motion;  /* the bodies at a step's time and the next's (sph_set_step) */
 };
 
 /* Tank-face barrier (docs/physics.md): range d0 = SPH_WALL_D0 dx; stiffness K = (c0 / (2 d0))^2,
@@ -88,8 +82,7 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     p->dims = (dev_u32)dims;
     p->n_objects = geom_pack(s, p->objects);
     p->first_wall = (dev_u32)s->n_fluid;
-    for (int b = 0; motion_of(s, b); ++b)
-        if (motion_of(s, b)->n_segments > 0) p->moving |= 1u << b;
+    p->moving = motion_moving(s);
     /* sph_set_masses sets both before the first step; until then NaN, so that a step without
      * them fails (FLAG_NONFINITE) instead of running without pressure or viscosity */
     p->mass_fluid = p->mass_wall = NAN;
@@ -191,7 +184,7 @@ static int resolve(int knob, const ocl_device *d, int gpu, int cpu)
  * resumed run places them as the first did), and the bodies' motion, uploaded per step. */
 static sphsim_status sph_motion_create(sph_solver *s, const scene *sc, const sphsim_tuning *t, sphsim_error *e)
 {
-    s->scene = sc;
+    SPHSIM_TRY(motion_dev_create(&s->motion, s->d, sc, NULL, 0, e));
     particles p;
     SPHSIM_TRY(init_lattice(sc, &p, t->init_threads, e));
     const size_t nw = p.n_boundary, first = p.n_fluid;
@@ -210,34 +203,13 @@ static sphsim_status sph_motion_create(sph_solver *s, const scene *sc, const sph
         st = device_alloc(s->d, 4 * sizeof(float) * (nw ? nw : 1), "walls' rest positions", &s->wall_ref, e);
     }
     if (st == SPHSIM_OK && nw) st = device_write(s->d, s->wall_ref, 0, 4 * sizeof(float) * nw, ref, e);
-    if (st == SPHSIM_OK)
-        st = device_alloc(s->d, sizeof s->ring[0], "bodies' motion", &s->motion_buf, e);
     free(obj);
     free(ref);
     particles_free(&p);
     return st;
 }
 
-sphsim_status sph_set_step(sph_solver *s, long step, sphsim_error *e)
-{
-    if (!s->params.moving) return SPHSIM_OK;
-    const unsigned k = s->ring_next++ % SPH_MOTION_RING;
-    if (s->ring_done[k]) { /* that slot's write, SPH_MOTION_RING steps ago, done */
-        CL_CHECK(e, clWaitForEvents(1, &s->ring_done[k]));
-        clReleaseEvent(s->ring_done[k]);
-        s->ring_done[k] = NULL;
-    }
-    motion_body *f = s->ring[k];
-    memset(f, 0, sizeof s->ring[k]);
-    const double t0 = (double)step * s->scene->dt, t1 = (double)(step + 1) * s->scene->dt;
-    for (int b = 0; motion_of(s->scene, b); ++b) {
-        motion_body_at(motion_of(s->scene, b), t0, &f[b]);
-        motion_body_at(motion_of(s->scene, b), t1, &f[MOTION_MAX_BODIES + b]);
-    }
-    CL_CHECK(e, clEnqueueWriteBuffer(s->d->queue, s->motion_buf, CL_FALSE, 0, sizeof s->ring[k], f, 0, NULL,
-                                     &s->ring_done[k]));
-    return SPHSIM_OK;
-}
+sphsim_status sph_set_step(sph_solver *s, long step, sphsim_error *e) { return motion_dev_step(s->motion, step, e); }
 
 sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_t list_n, const sphsim_tuning *t,
                          sphsim_error *e)
@@ -341,9 +313,7 @@ void sph_destroy(sph_solver *s)
     if (s->dummy) clReleaseMemObject(s->dummy);
     if (s->geom_grid) clReleaseMemObject(s->geom_grid);
     if (s->wall_ref) clReleaseMemObject(s->wall_ref);
-    if (s->motion_buf) clReleaseMemObject(s->motion_buf);
-    for (int k = 0; k < SPH_MOTION_RING; ++k)
-        if (s->ring_done[k]) clReleaseEvent(s->ring_done[k]);
+    motion_dev_destroy(s->motion);
     if (s->prog_density) clReleaseProgram(s->prog_density);
     if (s->prog_forces) clReleaseProgram(s->prog_forces);
     if (s->params_buf) clReleaseMemObject(s->params_buf);
@@ -428,7 +398,7 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
     if (stage != STAGE_DENSITY) { /* the moving walls' (kernels/motion.h) */
         a[m++] = KARG("id", st->id);
         a[m++] = KARG("wall_ref", *(s->wall_ref ? &s->wall_ref : &s->dummy));
-        a[m++] = KARG("motion", *(s->motion_buf ? &s->motion_buf : &s->dummy));
+        a[m++] = KARG("motion", *(s->motion ? &s->motion->buf : &s->dummy));
     }
     if (stage != STAGE_FORCES) a[m++] = KARG("ahead", ahead);
     if (stage == STAGE_DENSITY) a[m++] = KARG("advance", s->advance);

@@ -265,16 +265,24 @@ static void test_errors(void **state)
             fail_msg("case %zu: status %d, message\n  %s\nwant\n  %s", k, (int)st, e.msg, cases[k][1]);
         scene_free(&s);
     }
-    /* particle mode: the walls that move are SPH's */
+}
+
+/* particle mode: the walls' fastest point sets the reference speed, and so the time step and the
+ * runaway limit (a sphere pushed by a wall is not a runaway) */
+static void test_particles_reference_speed(void **state)
+{
+    (void)state;
     scene s;
     sphsim_error e;
     assert_int_equal(load(&s,
-                          "{'format':1,'dimensions':2,'mode':'particles','tank':{'min':[0,0],'max':[1,1],'motion':"
-                          "[{'type':'constant','velocity':[1,0]}]},'spheres':{'groups':[{'count':4,'radius':0.05}]},"
-                          "'time':{'end':1}}",
+                          "{'format':1,'dimensions':2,'mode':'particles','gravity':[0,0],'tank':{'min':[0,0],'max':"
+                          "[1,1],'motion':[{'type':'rotation','amplitude':10,'frequency':2,'end':1}]},'spheres':"
+                          "{'groups':[{'count':4,'radius':0.05}]},'time':{'end':1}}",
                           &e),
-                     SPHSIM_E_SCENE);
-    assert_non_null(strstr(e.msg, "tank.motion: not supported in mode \"particles\""));
+                     SPHSIM_OK);
+    /* omega_max = A 2 pi f at the start, times the tank's diagonal sqrt(2) m */
+    close_to(s.v_ref, 10.0 * M_PI / 180.0 * 4.0 * M_PI * sqrt(2.0), 1e-6, "v_ref");
+    close_to(s.max_speed, 100.0 * s.v_ref, 1e-9, "max_speed");
     scene_free(&s);
 }
 
@@ -283,7 +291,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sine),     cmocka_unit_test(test_rotation),  cmocka_unit_test(test_rotation_3d),
         cmocka_unit_test(test_segments), cmocka_unit_test(test_table),     cmocka_unit_test(test_swept_box),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),   cmocka_unit_test(test_particles_reference_speed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

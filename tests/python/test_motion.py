@@ -160,3 +160,35 @@ def test_sloshing_first_mode_frequency(tmp_path):
     assert r["amplitude_m"] > 0.005  # the push set the water sloshing
     assert abs(r["error_zero_crossings"]) < 0.03, r
     assert abs(r["error_spectrum"]) < 0.03, r
+
+
+@pytest.mark.parametrize("pusher", ["tank", "object"])
+def test_moving_wall_pushes_a_sphere_with_restitution(tmp_path, reader, pusher):
+    """Particle mode, no gravity: a disc at rest is met by a wall moving at V = 0.1 m/s (the tank's
+    left wall, or a rectangle object), wall restitution e = 0.5. Relative to the wall it arrives
+    at -V and leaves at e V: afterwards it moves at (1 + e) V, from where the wall met it."""
+    tank = {"min": [0, 0], "max": [1, 0.5]}
+    sc = {"format": 1, "dimensions": 2, "mode": "particles", "gravity": [0, 0], "tank": tank,
+          "spheres": {"groups": [{"count": 1, "radius": 0.02, "region": {"min": [0.2, 0.2], "max": [0.3, 0.3]}}],
+                      "walls": {"restitution": 0.5}},
+          "time": {"end": 3.0, "dt": 0.001}, "output": {"interval": 0.1}}
+    if pusher == "tank":
+        tank["motion"] = [{"type": "constant", "velocity": [0.1, 0.0]}]
+        meet = 2.0  # the wall at x = 0.1 t meets the disc's edge at 0.2 m
+    else:
+        sc["objects"] = [{"shape": "rectangle", "size": [0.04, 0.3], "center": [0.05, 0.25],
+                          "motion": [{"type": "constant", "velocity": [0.1, 0.0]}]}]
+        meet = 1.3  # the face at 0.07 + 0.1 t meets it at 0.2 m
+    path = tmp_path / "push.json"
+    path.write_text(json.dumps(sc))
+    out = tmp_path / "push.h5"
+    run(path, "-o", out, "--quiet")
+    r = reader.open_run(str(out))
+    for k in range(len(r.times)):
+        s = r.snapshot(k)
+        t, x, v = float(s["time"]), float(s["positions"][0, 0]), float(s["velocity"][0, 0])
+        if t < meet - 0.05:
+            assert v == 0.0 and x == pytest.approx(0.22, abs=1e-6)
+        elif t > meet + 0.05:
+            assert v == pytest.approx(0.15, abs=1e-4), f"t = {t}: v = {v}"
+            assert x == pytest.approx(0.22 + 0.15 * (t - meet), abs=2e-3)
