@@ -58,7 +58,10 @@ typedef struct contact_params {
     dev_u32 uniform;        /* 1: every pair has (restitution, friction) and every wall contact
                                (wall_restitution, wall_friction); the tables are not read */
     dev_u32 n_objects;      /* the scene's solid objects; a sphere meets them as it meets a wall */
-    dev_u32 pad_[3];
+    dev_u32 moving;         /* bit b: body b moves (0 the tank, 1 + o object o; -DMOTION) */
+    dev_u32 motion_offset;  /* floats into geom_grid where the bodies' motion_body records start (the
+                               step's start, then its end; kernels/motion_shared.h) */
+    dev_u32 pad_[1];
     geom_object objects[GEOM_MAX_OBJECTS]; /* their shapes (geom_shared.h) */
 } contact_params;
 

@@ -35,6 +35,13 @@
 #include "geom.h"
 #include "neighbours.h"
 #include "spread.h"
+#ifdef MOTION
+#include "motion.h"
+/* Body b (0 the tank, 1 + o object o) at the step's start (next 0) or end (next 1): the records
+ * the host writes after the meshes' grids (src/motion.c, motion_dev). */
+#define CONTACT_BODY(cp, geom_grid, b, next)                                                                           \
+    ((__global const motion_body *)((geom_grid) + (cp)->motion_offset) + (next) * MOTION_MAX_BODIES + (b))
+#endif
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -100,6 +107,7 @@ inline float contact_target(float u0_n, float e, float v_rest) { return u0_n < -
  * of each centre from the contact point), normal approach speed at the step start u0_n. */
 typedef struct contact_geo {
     float4 n, t1, t2;
+    float4 v_w; /* a wall's velocity at the contact (0 at rest; a moving body's, -DMOTION) */
     float s, a_a, a_b, u0_n;
     float q; /* a_a / r_a = a_b / r_b (walls: 1) */
 } contact_geo;
@@ -163,28 +171,56 @@ inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float
     }
     g.a_a = r_a * g.q;
     g.a_b = r_b * g.q;
+    g.v_w = (float4)(0.0f);
     g.s = s;
     g.u0_n = dot(dv, g.n);
     contact_basis(g.n, cp->dims, &g.t1, &g.t2);
     return g;
 }
 
-/* Sphere at x0 (radius r, velocity v0) against wall `face` (2 axis + side; side 0: the min
- * wall). h0, the centre's distance from the wall plane, was r when it touched: s = (r - h0) /
- * (-v0_n) when that lies within the last drift, else s = dt. */
+/* The distance h0 of a centre at x0 from wall `face` (2 axis + side; side 0: the min wall; or an
+ * object), its normal *n into the tank, and *v_w, the wall's velocity at its point nearest x0
+ * (0 at rest). A moving body's wall is where it is at the step's start: the tank's faces in its
+ * rest frame, an object's distance at x0 carried into its rest frame (kernels/motion.h). */
+inline float contact_wall_h(float4 x0, uint face, __constant contact_params *cp, __global const float *geom_grid,
+                            float4 *n, float4 *v_w)
+{
+    const uint axis = face >> 1, side = face & 1u;
+    float h0;
+    *v_w = (float4)(0.0f);
+#ifdef MOTION
+    const uint body = face >= CONTACT_OBJECT_FACE ? face - CONTACT_OBJECT_FACE + 1u : 0u;
+    if ((cp->moving >> body) & 1u) {
+        __global const motion_body *b = CONTACT_BODY(cp, geom_grid, body, 0);
+        if (body > 0u) {
+            h0 = motion_sdf(&cp->objects[body - 1u], geom_grid, b, x0, n);
+        } else {
+            const float4 y = (float4)(motion_to_body(b, x0.xyz), 0.0f);
+            h0 = side ? cp->tank_max[axis] - contact_comp(y, axis) : contact_comp(y, axis) - cp->tank_min[axis];
+            *n = (float4)(motion_rot(b, contact_axis(axis, side ? -1.0f : 1.0f).xyz), 0.0f);
+        }
+        *v_w = (float4)(motion_velocity(b, x0.xyz - h0 * (*n).xyz), 0.0f);
+        return h0;
+    }
+#endif
+    if (face >= CONTACT_OBJECT_FACE) { /* an object: its distance and normal (geom.h) */
+        h0 = geom_sdf(&cp->objects[face - CONTACT_OBJECT_FACE], geom_grid, x0, n);
+    } else {
+        h0 = side ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
+        *n = contact_axis(axis, side ? -1.0f : 1.0f);
+    }
+    return h0;
+}
+
+/* Sphere at x0 (radius r, velocity v0) against wall `face` (contact_wall_h). h0, the centre's
+ * distance from the wall, was r when it touched: s = (r - h0) / (-u0_n), u0_n the normal
+ * velocity relative to the wall's, when that lies within the last drift, else s = dt. */
 inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __constant contact_params *cp,
                                     __global const float *geom_grid)
 {
     contact_geo g;
-    const uint axis = face >> 1, side = face & 1u;
-    float h0;
-    if (face >= CONTACT_OBJECT_FACE) { /* an object: its distance and normal (geom.h) */
-        h0 = geom_sdf(&cp->objects[face - CONTACT_OBJECT_FACE], geom_grid, x0, &g.n);
-    } else {
-        h0 = side ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
-        g.n = contact_axis(axis, side ? -1.0f : 1.0f);
-    }
-    g.u0_n = dot(v0, g.n);
+    const float h0 = contact_wall_h(x0, face, cp, geom_grid, &g.n, &g.v_w);
+    g.u0_n = dot(v0 - g.v_w, g.n);
     g.s = cp->dt;
     if (g.u0_n < 0.0f && h0 < r) g.s = min((r - h0) / -g.u0_n, cp->dt);
     g.a_a = r;
@@ -198,14 +234,8 @@ inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __
 inline int contact_wall_touch(float4 x0, float r, uint face, __constant contact_params *cp,
                               __global const float *geom_grid)
 {
-    const uint axis = face >> 1;
-    if (face >= CONTACT_OBJECT_FACE) {
-        float4 nrm;
-        return geom_sdf(&cp->objects[face - CONTACT_OBJECT_FACE], geom_grid, x0, &nrm) < r;
-    }
-    const float h0 =
-        (face & 1u) ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
-    return h0 < r;
+    float4 nrm, v_w;
+    return contact_wall_h(x0, face, cp, geom_grid, &nrm, &v_w) < r;
 }
 
 /* Do spheres at p_i, p_j with radii summing to r_sum overlap? */
@@ -463,8 +493,8 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
             contact_slot_geo(code, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, geom_grid, &first, &mat);
         const float target = contact_target(g.u0_n, mat.x, v_rest);
         float4 dP;
-        if (wall) {
-            const float4 u = v_i - cross(g.a_a * w_i, g.n);
+        if (wall) { /* the contact point's velocity relative to the wall's */
+            const float4 u = v_i - g.v_w - cross(g.a_a * w_i, g.n);
             dP = contact_update(&g, u, target, m_i, contact_mass_t(&g, m_i, k_I), mat.y,
                                 contact_relax(cp->omega_v, d_i, 1u), dims, &sl);
             contact_slot_store(slot, base + k, sl);
@@ -606,15 +636,32 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
         dx_sum += ((r_sum - dist) * w_x) * n_ij;
         NEIGHBOURS_END
     }
-    const float4 x = x_i + dx_sum;
+    float4 x = x_i + dx_sum;
+#ifdef MOTION
+    /* a moving tank: its faces where it is at the step's end, in its rest frame */
+    __global const motion_body *tank = CONTACT_BODY(cp, geom_grid, 0u, 1);
+    const int tank_moves = cp->moving & 1u;
+    const float4 x_w = x;
+    if (tank_moves) x = (float4)(motion_to_body(tank, x.xyz), 0.0f);
+#endif
     const float px = contact_wall_clamp(cp->tank_min[0] + r_i, cp->tank_max[0] - r_i, x.x);
     const float py = contact_wall_clamp(cp->tank_min[1] + r_i, cp->tank_max[1] - r_i, x.y);
     const float pz = cp->dims == 3u ? contact_wall_clamp(cp->tank_min[2] + r_i, cp->tank_max[2] - r_i, x.z) : x.z;
     float4 xo = (float4)(px, py, pz, 0.0f);
-    /* the objects: a centre closer than r to a surface moves out along its normal */
+#ifdef MOTION
+    if (tank_moves) xo = px != x.x || py != x.y || pz != x.z ? (float4)(motion_place(tank, xo.xyz), 0.0f) : x_w;
+#endif
+    /* the objects: a centre closer than r to a surface moves out along its normal (a moving
+     * object's where it is at the step's end) */
     for (uint o = 0; o < cp->n_objects; ++o) {
         float4 nrm;
+#ifdef MOTION
+        const float phi = (cp->moving >> (o + 1u)) & 1u
+                              ? motion_sdf(&cp->objects[o], geom_grid, CONTACT_BODY(cp, geom_grid, o + 1u, 1), xo, &nrm)
+                              : geom_sdf(&cp->objects[o], geom_grid, xo, &nrm);
+#else
         const float phi = geom_sdf(&cp->objects[o], geom_grid, xo, &nrm);
+#endif
         if (phi < r_i) xo += (r_i - phi) * nrm;
     }
     x_out[i] = xo;

@@ -14,13 +14,14 @@
  * in the loop that already visits every wall-fluid pair, then add them over each work-group in
  * a fixed tree (one row of partial sums per work-group; gauges.cl sums the rows). */
 #include "sph_common.h"
+#include "motion.h"
 
 /* The pressure and density of wall particle i (list_walk: nlist_loop.h; kept: the step keeps
  * the lists). */
 inline void sph_boundary_one(const uint i, const uint n, __global const float4 *pos, __global float4 *vel,
                              __global const uchar *type, __global const uint *cell_start, __global const uint *cell_end,
                              __constant const grid_params *gp, __constant const sph_params *P, __global float4 *pos_p,
-                             NLIST_READ_ARGS, const int list_walk, const int kept, const int measure,
+                             MOTION_ARGS, NLIST_READ_ARGS, const int list_walk, const int kept, const int measure,
                              float4 *force) /* measure: F_w (N), else untouched */
 {
     if (type[i] != PTYPE_BOUNDARY || !NLIST_MINE(i, list_walk)) return;
@@ -67,16 +68,29 @@ inline void sph_boundary_one(const uint i, const uint n, __global const float4 *
     SPH_BOUNDARY_LOOP_END
     float p_w = 0.0f;
     if (sum_W > 0.0f) {
+#ifdef MOTION
+        /* a moving wall: g - a_w, a_w its acceleration at x_w at this step's time (motion[body]) */
+        float3 g = (float3)(P->gravity[0], P->gravity[1], P->gravity[2]);
+        const uint body = (uint)wall_ref[id[i] - P->first_wall].w;
+        if ((P->moving >> body) & 1u) g -= motion_acceleration(motion + body, x_w.xyz);
+        const float g_dot = g.x * sum_rho_dx_W.x + g.y * sum_rho_dx_W.y + g.z * sum_rho_dx_W.z;
+#else
         const float g_dot =
             P->gravity[0] * sum_rho_dx_W.x + P->gravity[1] * sum_rho_dx_W.y + P->gravity[2] * sum_rho_dx_W.z;
+#endif
         p_w = fmax((sum_pW + g_dot) / sum_W, 0.0f);
     }
     const float rho_w = sph_eos_rho(p_w, P); /* >= rho0 > 0, since p_w >= 0 */
-    /* the wall's velocity stays 0 (sph_forces); the sign marks a wall for the forces loop, which
-     * then takes mass_wall (P) instead of mass_fluid; sph_pressure unpacks |w| */
+    /* the wall's velocity: 0, or with -DMOTION the one the forces stage gave it (vel.xyz); the sign
+     * marks a wall for the forces loop, which then takes mass_wall (P) instead of mass_fluid;
+     * sph_pressure unpacks |w| */
     vel[i].w = -rho_w;
     const float p_rho2_w = p_w / (rho_w * rho_w);
+#ifdef MOTION
+    SPH_NB_PUT_(pos_p, i, (float4)(x_w.xyz, p_rho2_w), (float4)(vel[i].xyz, -rho_w));
+#else
     SPH_NB_PUT_(pos_p, i, (float4)(x_w.xyz, p_rho2_w), (float4)(0.0f, 0.0f, 0.0f, -rho_w));
+#endif
     if (measure) *force = (-P->mass_wall * P->mass_fluid) * (p_rho2_w * sum_F_dx + sum_pF_dx);
 }
 
@@ -88,7 +102,7 @@ inline void sph_boundary_one(const uint i, const uint n, __global const float4 *
         __global const uint *cell_start, __global const uint *cell_end, __constant const grid_params *gp,              \
         __constant const sph_params *P, __global float4 *pos_p, /* (x, p/rho^2) [, (v, rho)]: fluid read, walls out */ \
         const uint stride,                                      /* work-group spread (spread_item) */                  \
-        const uint ahead,                                       /* as in SPH_DENSITY_ARGS (sph_density.cl) */          \
+        MOTION_ARGS, const uint ahead, /* as in SPH_DENSITY_ARGS (sph_density.cl) */                                   \
         NLIST_READ_ARGS
 
 __kernel void sph_boundary(SPH_BOUNDARY_ARGS)
@@ -96,8 +110,8 @@ __kernel void sph_boundary(SPH_BOUNDARY_ARGS)
     const uint i = spread_item(stride);
     if (i >= n || NLIST_AHEAD_SKIP(ahead, nl_state)) return;
     float4 unused;
-    sph_boundary_one(i, n, pos, vel, type, cell_start, cell_end, gp, P, pos_p, nl_list, nl_list1, nl_list2, nl_list3,
-                     nl_count, pos_ref, nl_state, NP, 0, !NLIST_REBUILT(nl_state), 0, &unused);
+    sph_boundary_one(i, n, pos, vel, type, cell_start, cell_end, gp, P, pos_p, id, wall_ref, motion, nl_list, nl_list1,
+                     nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, 0, !NLIST_REBUILT(nl_state), 0, &unused);
 }
 
 #ifdef NLIST
@@ -107,8 +121,9 @@ __kernel void sph_boundary_walk(SPH_BOUNDARY_ARGS)
     if (!NLIST_WALKERS(nl_state) || NLIST_AHEAD_SKIP(ahead, nl_state)) return;
     float4 unused;
     for (uint i = get_global_id(0); i < n; i += get_global_size(0))
-        sph_boundary_one(i, n, pos, vel, type, cell_start, cell_end, gp, P, pos_p, nl_list, nl_list1, nl_list2,
-                         nl_list3, nl_count, pos_ref, nl_state, NP, 1, !NLIST_REBUILT(nl_state), 0, &unused);
+        sph_boundary_one(i, n, pos, vel, type, cell_start, cell_end, gp, P, pos_p, id, wall_ref, motion, nl_list,
+                         nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, 1, !NLIST_REBUILT(nl_state), 0,
+                         &unused);
 }
 #endif
 
@@ -119,7 +134,7 @@ __kernel void sph_boundary_walk(SPH_BOUNDARY_ARGS)
  * first_obj]; a slot >= n_slots is not gauged. partial holds a row of 2 n_slots float4 per
  * work-group, from row0 on: (sum F, 0), (sum M, 0) of each slot. */
 #define SPH_MEASURE_ARGS                                                                                               \
-    SPH_BOUNDARY_ARGS, __global const uint *id, const uint first_obj, const uint tank_slot,                           \
+    SPH_BOUNDARY_ARGS, const uint first_obj, const uint tank_slot, /* after MOTION_ARGS' id (sorted ids) */     \
         __global const uchar *obj_slot, const uint n_slots, const float4 centre, /* the tank's centre (m) */           \
         __global float4 *partial, const uint row0, __local float4 *red,          /* a float4 per work-item */          \
         __local float4 *acc,                                                     /* 2 n_slots float4 */                \
@@ -164,8 +179,9 @@ inline void measure_group_add(const uint slot, const float4 f, const float4 m, c
 #define SPH_MEASURE_ONE_(i, list_walk, slot, f, m)                                                                     \
     {                                                                                                                  \
         float4 F_ = (float4)(0.0f);                                                                                    \
-        sph_boundary_one(i, n, pos, vel, type, cell_start, cell_end, gp, P, pos_p, nl_list, nl_list1, nl_list2,        \
-                         nl_list3, nl_count, pos_ref, nl_state, NP, list_walk, !NLIST_REBUILT(nl_state), 1, &F_);      \
+        sph_boundary_one(i, n, pos, vel, type, cell_start, cell_end, gp, P, pos_p, id, wall_ref, motion, nl_list,      \
+                         nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, list_walk,                     \
+                         !NLIST_REBUILT(nl_state), 1, &F_);                                                            \
         F_.w = 0.0f;                                                                                                   \
         slot = type[i] == PTYPE_BOUNDARY ? measure_slot(i, id, first_obj, tank_slot, obj_slot) : n_slots;              \
         if (slot < n_slots) {                                                                                          \

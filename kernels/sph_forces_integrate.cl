@@ -29,6 +29,7 @@
  * A gather over the neighbour grid: no float atomics; only the flag words are OR-ed atomically. */
 #include "sph_common.h"
 #include "geom.h"
+#include "motion.h"
 
 /* The positions the in-range cell walk tests (no lists): pos_p's (x, p/rho^2), which the body
  * loads next, or pos beside 32-byte records (an integrated density), whose x sits at pos_p[2j]. */
@@ -48,10 +49,36 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
                            __constant const grid_params *gp, __constant const sph_params *P,
                            __global float4 *pos_next, /* m, out */
                            __global float4 *vel_next, /* m/s, out */
-                           __global uint *flags, __global const float *geom_grid, NLIST_READ_ARGS, const int list_walk)
+                           __global uint *flags, __global const float *geom_grid, MOTION_ARGS, NLIST_READ_ARGS,
+                           const int list_walk)
 {
     if (!NLIST_MINE(i, list_walk)) return; /* the other kernel's (nlist_loop.h) */
+#ifdef MOTION
+    /* the bodies at this step's time (the forces) and at the next (the positions it ends at) */
+    __global const motion_body *now = motion, *next = motion + MOTION_MAX_BODIES;
+    const int tank_moves = P->moving & 1u;
+#endif
     if (type[i] != PTYPE_FLUID) {
+#ifdef MOTION
+        /* a wall of a moving body: placed from its rest position at the step's end, with the
+         * body's velocity there (docs/physics.md, "Moving walls"), in every step; a move of more
+         * than skin / 2 since the lists were built rebuilds them (the relative-motion check
+         * knows only the fluid) */
+        const float4 ref = wall_ref[id[i] - P->first_wall]; /* (x0, body) */
+        const uint body = (uint)ref.w;
+        if ((P->moving >> body) & 1u) {
+            const float3 x = motion_place(next + body, ref.xyz);
+            pos_next[i] = (float4)(x, pos[i].w);
+            vel_next[i] = (float4)(motion_velocity(next + body, x), vel[i].w);
+#ifdef NLIST
+            float4 d = (float4)(x, 0.0f) - pos_ref[i];
+            d.w = 0.0f;
+            if (dot(d, d) > NP->skin_half2[nl_state->level] && (nl_state->need & NEED_HARD) == 0u)
+                atomic_or(&nl_state->need, NEED_SOFT | NEED_HARD);
+#endif
+            return;
+        }
+#endif
         /* A wall particle stays where it is, at rest. Its entries in the pair written here
          * already say so unless this step re-sorted: the two pairs take turns between steps
          * that keep the grid (sim.c), and the one written now was read in the last step. Its
@@ -122,19 +149,36 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
     SPH_FORCES_LOOP_END
 
     { /* barrier of the tank faces */
+#ifdef MOTION
+        /* a moving tank's faces in its rest frame, the push turned back into the world */
+        float4 x_t = x_i, acc_t = (float4)(0.0f);
+        if (tank_moves) x_t.xyz = motion_to_body(now, x_i.xyz);
+        const float *xi = (const float *)&x_t;
+        float *ac = tank_moves ? (float *)&acc_t : (float *)&acc;
+#else
         const float *xi = (const float *)&x_i;
         float *ac = (float *)&acc;
+#endif
         const float d0 = P->wall_d0, K = P->wall_k;
         for (int a = 0; a < DIMS; ++a) {
             const float d_lo = xi[a] - P->tank_min[a], d_hi = P->tank_max[a] - xi[a];
             if (d_lo < d0) ac[a] += K * (d0 - d_lo);
             else if (d_hi < d0) ac[a] -= K * (d0 - d_hi);
         }
+#ifdef MOTION
+        if (tank_moves) acc.xyz += motion_rot(now, acc_t.xyz);
+#endif
     }
-    /* the same barrier at the surface of every object, along its normal (phi: geom.h) */
+    /* the same barrier at the surface of every object, along its normal (phi: geom.h; a moving
+     * object's in its rest frame, motion.h) */
     for (uint o = 0; o < P->n_objects; ++o) {
         float4 nrm;
+#ifdef MOTION
+        const float phi = (P->moving >> (o + 1u)) & 1u ? motion_sdf(&P->objects[o], geom_grid, now + o + 1u, x_i, &nrm)
+                                                       : geom_sdf(&P->objects[o], geom_grid, x_i, &nrm);
+#else
         const float phi = geom_sdf(&P->objects[o], geom_grid, x_i, &nrm);
+#endif
         if (phi < P->wall_d0) acc += (P->wall_k * (P->wall_d0 - phi)) * nrm;
     }
     acc.x += P->gravity[0];
@@ -164,7 +208,18 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
      * non-finite or runaway particle is left as it is, for the host to name. */
     if (finite && !runaway) {
         int outside = 0;
+#ifdef MOTION
+        /* a moving tank: its box in its rest frame at the step's end, the velocity relative to
+         * the wall's there */
+        float4 x_t = x_next, v_t = v_next;
+        if (tank_moves) {
+            x_t.xyz = motion_to_body(next, x_next.xyz);
+            v_t.xyz = motion_rot_t(next, v_next.xyz - motion_velocity(next, x_next.xyz));
+        }
+        float *xc = tank_moves ? (float *)&x_t : (float *)&x_next, *vc = tank_moves ? (float *)&v_t : (float *)&v_next;
+#else
         float *xc = (float *)&x_next, *vc = (float *)&v_next;
+#endif
         for (int a = 0; a < DIMS; ++a) {
             if (xc[a] < P->tank_min[a]) {
                 xc[a] = P->tank_min[a];
@@ -176,14 +231,29 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
                 outside = 1;
             }
         }
+#ifdef MOTION
+        if (tank_moves && outside) {
+            x_next.xyz = motion_place(next, x_t.xyz);
+            v_next.xyz = motion_rot(next, v_t.xyz) + motion_velocity(next, x_next.xyz);
+        }
+#endif
         /* the same at the objects' surfaces: a particle that would end inside a solid is put
-         * back on its surface (phi = 0) with its velocity into the solid removed */
+         * back on its surface (phi = 0) with its velocity into the solid (relative to a moving
+         * one's) removed */
         for (uint o = 0; o < P->n_objects; ++o) {
             float4 nrm;
+#ifdef MOTION
+            const int moves = (P->moving >> (o + 1u)) & 1u;
+            const float phi = moves ? motion_sdf(&P->objects[o], geom_grid, next + o + 1u, x_next, &nrm)
+                                    : geom_sdf(&P->objects[o], geom_grid, x_next, &nrm);
+            const float3 v_w = moves ? motion_velocity(next + o + 1u, x_next.xyz) : (float3)(0.0f);
+#else
             const float phi = geom_sdf(&P->objects[o], geom_grid, x_next, &nrm);
+            const float3 v_w = (float3)(0.0f);
+#endif
             if (phi < 0.0f) {
                 x_next.xyz -= phi * nrm.xyz;
-                const float vn = dot(v_next.xyz, nrm.xyz);
+                const float vn = dot(v_next.xyz - v_w, nrm.xyz);
                 if (vn < 0.0f) v_next.xyz -= vn * nrm.xyz;
                 outside = 1;
             }
@@ -237,11 +307,11 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
         __global float4 *vel_next,       /* m/s, out */                                                                \
         __global uint *flags,            /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */                            \
         __global const float *geom_grid, /* the meshes' signed distance grids (geom_shared.h) */                       \
-        NLIST_READ_ARGS
+        MOTION_ARGS, NLIST_READ_ARGS
 
 #define SPH_FORCES_ONE_(i, list_walk)                                                                                  \
     sph_forces_one(i, n, pos, vel, type, pos_p, cell_start, cell_end, gp, P, pos_next, vel_next, flags, geom_grid,     \
-                   nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, list_walk)
+                   id, wall_ref, motion, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, list_walk)
 
 __kernel void sph_forces(SPH_FORCES_ARGS)
 {

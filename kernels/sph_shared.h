@@ -43,7 +43,9 @@ typedef struct sph_params {
     float rho_floor;   /* kg/m^3: the least density the continuity equation may reach, rho0 / 2 */
     dev_u32 dims;      /* 2 or 3 (also -DDIMS) */
     dev_u32 n_objects; /* the scene's solid objects (0: none; the wall guards see the tank faces only) */
-    dev_u32 pad_[2];
+    dev_u32 first_wall; /* the id of the first wall particle (the fluid's count): wall_ref's index is
+                           id - first_wall (-DMOTION) */
+    dev_u32 moving;     /* bit b: body b moves (0 the tank, 1 + o object o; motion_shared.h) */
     geom_object objects[GEOM_MAX_OBJECTS]; /* their shapes (geom_shared.h), objects[0 .. n_objects-1] */
 } sph_params;
 

@@ -277,7 +277,18 @@ FINDINGS = """### Reading these results
 """
 
 
-def report(ctx, cases, elapsed):
+def sloshing_section(docs):
+    """validation_sloshing.md (scripts/sloshing.py --doc: the moving tank's runs, 4 minutes, not
+    rerun here) under a heading of this report, without its own title; [] when absent."""
+    path = os.path.join(docs or "", "validation_sloshing.md")
+    if not docs or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        body = f.read().split("\n", 1)[1].strip("\n")
+    return ["## Sloshing in a moving tank\n", body, ""]
+
+
+def report(ctx, cases, elapsed, docs=None):
     L = []
     w = L.append
     w("# SPH validation\n")
@@ -357,6 +368,7 @@ def report(ctx, cases, elapsed):
     for label, cmd, n, wall, _, _ in ctx.runs:
         w(f"| {label} | `{cmd}` | {n} | {wall:.0f} |")
     w("")
+    L += sloshing_section(docs)
     return "\n".join(L)
 
 
@@ -424,7 +436,7 @@ def main(argv=None):
         names = [n for n in cases if n != "dam_break_2d_quick"]
     t0 = time.time()
     done = [cases[n]() for n in names]
-    text = report(ctx, done, time.time() - t0)
+    text = report(ctx, done, time.time() - t0, args.docs)
     path = os.path.join(args.docs, args.report)
     with open(path, "w") as f:
         f.write(text)

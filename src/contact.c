@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "geometry.h"
+#include "motion.h"
 
 #define CONTACT_LOCAL 64 /* work-group size of every contact kernel */
 
@@ -34,7 +35,9 @@ struct contact_solver {
     cl_mem w_parent;
     size_t w_n;           /* the sphere count they were made for */
     int have_warm;      /* the slots hold what the last step carried, for this sphere count */
-    cl_mem geom_grid;   /* the meshes' signed distance grids (scene.geom_grid), or one float */
+    cl_mem geom_grid;   /* the meshes' signed distance grids (scene.geom_grid), or one float; then,
+                           when walls move, the bodies' motion (cp.motion_offset) */
+    motion_dev *motion; /* the moving bodies (-DMOTION; contact_set_step) */
 };
 
 static size_t omega_floats(const contact_params *cp) { return cp->dims == 3 ? 3 : 1; }
@@ -65,6 +68,8 @@ void contact_params_from_scene(const scene *s, contact_params *p)
     p->n_groups = (dev_u32)(s->n_groups > 0 ? s->n_groups : 1);
     p->uniform = s->n_pairs == 0;
     p->n_objects = geom_pack(s, p->objects);
+    p->moving = motion_moving(s);
+    p->motion_offset = (dev_u32)(s->geom_grid_n ? s->geom_grid_n : 1); /* after the grids (motion_dev) */
 }
 
 void contact_materials(const scene *s, uint32_t *group_start, float *material)
@@ -124,6 +129,7 @@ void contact_destroy(contact_solver *c)
     release_mem(&c->params);
     release_mem(&c->group_start);
     release_mem(&c->material);
+    motion_dev_destroy(c->motion);
     release_mem(&c->geom_grid);
     cl_kernel ks[] = { c->k_list,      c->k_warm,  c->k_resolve, c->k_displace, c->k_project,
                        c->k_integrate, c->k_pairs, c->k_omega,   c->k_spin };
@@ -160,7 +166,7 @@ static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, sp
     for (int g = 0; g < s->n_groups; ++g)
         if (s->groups[g].radius > c->r_max) c->r_max = s->groups[g].radius;
     contact_params_from_scene(s, &c->cp);
-    SPHSIM_TRY(device_build(d, "contacts.cl", "", &c->prog, e));
+    SPHSIM_TRY(device_build(d, "contacts.cl", c->cp.moving ? "-DMOTION" : "", &c->prog, e));
     struct {
         const char *name;
         cl_kernel *k;
@@ -198,11 +204,13 @@ sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s
     contact_solver *c = calloc(1, sizeof *c);
     if (!c) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory creating the contact solver");
     sphsim_status st = create(c, d, s, e);
+    const size_t grid_bytes = s->geom_grid_n ? s->geom_grid_n * sizeof(float) : 4;
     if (st == SPHSIM_OK)
-        st = device_alloc(d, s->geom_grid_n ? s->geom_grid_n * sizeof(float) : 4, "signed distance grids",
-                          &c->geom_grid, e);
+        st = device_alloc(d, grid_bytes + (c->cp.moving ? MOTION_DEV_BYTES : 0), "signed distance grids", &c->geom_grid,
+                          e);
     if (st == SPHSIM_OK && s->geom_grid_n)
         st = device_write(d, c->geom_grid, 0, s->geom_grid_n * sizeof(float), s->geom_grid, e);
+    if (st == SPHSIM_OK) st = motion_dev_create(&c->motion, d, s, c->geom_grid, grid_bytes, e);
     if (st != SPHSIM_OK) {
         contact_destroy(c);
         return st;
@@ -674,6 +682,11 @@ sphsim_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_c
 
 /* ---- the time loop's interface (solver.h) ---- */
 
+static sphsim_status op_set_step(void *impl, long step, sphsim_error *e)
+{
+    return motion_dev_step(((contact_solver *)impl)->motion, step, e);
+}
+
 static sphsim_status op_begin_step(void *impl, grid *g, dev_state *st, int force, int *rebuild, int *prepared,
                                    sphsim_error *e)
 {
@@ -734,7 +747,7 @@ sphsim_status contact_solver_open(solver *out, ocl_device *d, const scene *s, sp
 {
     static const solver_ops ops = { op_begin_step,    op_prepare, op_advance,  op_snapshot, op_save_state,
                                     op_restore_state, NULL,       op_counters, op_destroy,  op_angular_velocity,
-                                    op_state_size };
+                                    op_state_size,    op_set_step };
     contact_solver *c = NULL;
     SPHSIM_TRY(contact_create(&c, d, s, e));
     *out = (solver){ &ops, c };

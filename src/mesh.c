@@ -84,7 +84,7 @@ static int weld(mesh *m)
     return 0;
 }
 
-static uint64_t fnv1a(const unsigned char *p, size_t n)
+uint64_t mesh_fnv1a(const unsigned char *p, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
@@ -246,7 +246,7 @@ sphsim_status mesh_read(mesh *m, const char *path, const char *what, uint64_t *h
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "%s: cannot read '%s'", what, path);
     }
     buf[len] = '\0';
-    if (hash) *hash = fnv1a(buf, len);
+    if (hash) *hash = mesh_fnv1a(buf, len);
     const size_t pl = strlen(path);
     const int obj = pl > 4 && (strcmp(path + pl - 4, ".obj") == 0 || strcmp(path + pl - 4, ".OBJ") == 0);
     sphsim_status st;

@@ -25,6 +25,9 @@ typedef struct mesh {
 sphsim_status mesh_read(mesh *m, const char *path, const char *what, uint64_t *hash, sphsim_error *e);
 void mesh_free(mesh *m);
 
+/* FNV-1a (64 bits) of n bytes: the hash scene files keep of the files they read. */
+uint64_t mesh_fnv1a(const unsigned char *p, size_t n);
+
 /* Edges of m used by one triangle only or by more than two (open), and edges whose two
  * triangles run along them the same way (inconsistently oriented). */
 void mesh_check(const mesh *m, long *open_edges, long *flipped_edges);

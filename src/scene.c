@@ -17,6 +17,7 @@
 #include "geometry.h"
 #include "init.h"
 #include "mesh.h"
+#include "motion.h"
 
 #define SCENE_MAX_PARTICLES 2e9          /* fluid + boundary + spheres */
 #define SCENE_MAX_STEPS 1e9              /* time steps in one run */
@@ -69,8 +70,13 @@ const char *scene_mode_name(scene_mode m) { return enum_name(MODE_NAMES, MODE_VA
 /* Allowed keys per object, in schema order (the order in which they are validated). */
 static const char *const TOP_KEYS[] = { "format", "name",    "dimensions", "mode",   "tank", "gravity", "objects",
                                         "fluid",  "spheres", "time",       "output", "grid", "gauges" };
-static const char *const OBJECT_KEYS[] = { "name",   "shape", "role", "center", "size",     "radius",
-                                           "length", "axis",  "file", "points", "transform" };
+static const char *const OBJECT_KEYS[] = { "name",   "shape", "role",   "center",    "size",  "radius",
+                                           "length", "axis",  "file",   "points",    "transform", "motion" };
+static const char *const TANK_KEYS[] = { "min", "max", "motion" };
+static const char *const MOTION_KEYS[] = { "type",     "start", "end",    "amplitude", "frequency",
+                                           "phase",    "velocity", "center", "axis",   "file" };
+static const char *const MOTION_NAMES[] = { "sine", "rotation", "constant", "table" };
+static const int MOTION_VALUES[] = { MOTION_SINE, MOTION_ROTATION, MOTION_CONSTANT, MOTION_TABLE };
 static const char *const TRANSFORM_KEYS[] = { "translate", "rotate", "scale" };
 static const char *const ROTATE_KEYS[] = { "axis", "degrees" };
 static const char *const SHAPE_NAMES_3D[] = { "box", "sphere", "cylinder", "mesh" };
@@ -109,7 +115,7 @@ typedef struct section {
 } section;
 static const section SECTIONS[] = {
     { "", TOP_KEYS, COUNT(TOP_KEYS) },
-    { "tank", BOX_KEYS, COUNT(BOX_KEYS) },
+    { "tank", TANK_KEYS, COUNT(TANK_KEYS) },
     { "fluid", FLUID_KEYS, COUNT(FLUID_KEYS) },
     { "fluid.eos", EOS_KEYS, COUNT(EOS_KEYS) },
     { "fluid.viscosity", VISC_KEYS, COUNT(VISC_KEYS) },
@@ -542,6 +548,23 @@ static sphsim_status varr(vctx *v, const cJSON *obj, const char *key, int requir
     return SPHSIM_OK;
 }
 
+/* String `"file"` of obj, required: a path of 1 to n - 1 characters into buf; `what` says what
+ * it names. */
+static sphsim_status vfile(vctx *v, const cJSON *obj, const char *what, char *buf, size_t n)
+{
+    const cJSON *fi = get(obj, "file");
+    size_t old = vkey(v, "file");
+    char got[160];
+    if (!fi) return vfail(v, "required key missing (expected %s)", what);
+    if (!cJSON_IsString(fi) || !fi->valuestring[0] || strlen(fi->valuestring) >= n) {
+        describe(fi, got, sizeof got);
+        return vfail(v, "expected a file path of 1 to %zu characters, got %s", n - 1, got);
+    }
+    snprintf(buf, n, "%s", fi->valuestring);
+    vpop(v, old);
+    return SPHSIM_OK;
+}
+
 static const char AXIS[] = "xyz";
 
 /* A box {"min": [..], "max": [..]} with max > min on every axis and inside `tank` (if given).
@@ -553,7 +576,9 @@ static sphsim_status vbox(vctx *v, const cJSON *it, const scene_box *tank, const
         describe(it, got, sizeof got);
         return vfail(v, "expected an object {\"min\": [..], \"max\": [..]}, got %s", got);
     }
-    SPHSIM_TRY(check_keys(v, it, BOX_KEYS, COUNT(BOX_KEYS)));
+    /* the tank's box may move (parse_motion) */
+    if (strcmp(what, "tank") == 0) SPHSIM_TRY(check_keys(v, it, TANK_KEYS, COUNT(TANK_KEYS)));
+    else SPHSIM_TRY(check_keys(v, it, BOX_KEYS, COUNT(BOX_KEYS)));
     SPHSIM_TRY(vvec(v, it, "min", 1, NULL, out->min, NULL));
     SPHSIM_TRY(vvec(v, it, "max", 1, NULL, out->max, NULL));
     size_t old = vkey(v, "max");
@@ -1129,6 +1154,14 @@ static void default_name(char name[128], const char *path)
 }
 
 /* The whole validation and resolution of a parsed scene. */
+/* A file named in the scene: relative to the scene file's folder unless absolute. */
+static void scene_file_path(const scene *s, const char *file, char *path, size_t n)
+{
+    const char *slash = strrchr(s->path, '/');
+    if (file[0] == '/' || !slash) snprintf(path, n, "%s", file);
+    else snprintf(path, n, "%.*s/%s", (int)(slash - s->path), s->path, file);
+}
+
 /* Read mesh object o (objects[i]) relative to the scene file's directory, check that it is a
  * closed, consistently oriented solid, place it (scale, rotate, translate) and sample its signed
  * distance on a grid (docs/physics.md, "Objects"): spacing half the fluid spacing (SPH) or half
@@ -1137,9 +1170,7 @@ static void default_name(char name[128], const char *path)
 static sphsim_status load_mesh_object(vctx *v, scene *s, scene_object *o, int i)
 {
     char path[1600], what[64];
-    const char *slash = strrchr(s->path, '/');
-    if (o->file[0] == '/' || !slash) snprintf(path, sizeof path, "%s", o->file);
-    else snprintf(path, sizeof path, "%.*s/%s", (int)(slash - s->path), s->path, o->file);
+    scene_file_path(s, o->file, path, sizeof path);
     snprintf(what, sizeof what, "objects[%d].file", i);
     mesh m;
     SPHSIM_TRY(mesh_read(&m, path, what, &o->file_hash, v->e));
@@ -1248,9 +1279,7 @@ static int segments_meet(const double *p0, const double *p1, const double *q0, c
 static sphsim_status read_polygon_file(vctx *v, const scene *s, const char *file, scene_object *o, long *n)
 {
     char path[1600];
-    const char *slash = strrchr(s->path, '/');
-    if (file[0] == '/' || !slash) snprintf(path, sizeof path, "%s", file);
-    else snprintf(path, sizeof path, "%.*s/%s", (int)(slash - s->path), s->path, file);
+    scene_file_path(s, file, path, sizeof path);
     FILE *f = fopen(path, "r");
     if (!f) return vfail(v, "cannot open '%s': %s", path, strerror(errno));
     char line[512];
@@ -1351,6 +1380,245 @@ static sphsim_status place_polygon(vctx *v, scene *s, scene_object *o)
     return SPHSIM_OK;
 }
 
+/* A motion table's rows (segment g, type "table"): a CSV file beside the scene (as a mesh's
+ * `file`), one row a line: tau (s after the segment's start), the displacement's `dims`
+ * components (m), and optionally an angle (degrees) about the body's axis; numbers separated by
+ * commas, semicolons or blanks; blank lines, '#' comments and one header line of names
+ * skipped. Times increase strictly from tau >= 0. */
+static sphsim_status read_motion_table(vctx *v, const scene *s, scene_motion_segment *g)
+{
+    char path[1600];
+    scene_file_path(s, g->file, path, sizeof path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return vfail(v, "cannot open '%s': %s", path, strerror(errno));
+    size_t len = 0, cap = 1 << 16;
+    char *buf = malloc(cap + 1);
+    for (size_t got = 1; buf && got > 0;) {
+        if (len == cap) {
+            char *nb = realloc(buf, 2 * cap + 1);
+            if (!nb) break;
+            buf = nb;
+            cap *= 2;
+        }
+        got = fread(buf + len, 1, cap - len, f);
+        len += got;
+    }
+    fclose(f);
+    if (!buf || len == cap) {
+        free(buf);
+        return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory reading '%s'", path);
+    }
+    buf[len] = '\0';
+    g->file_hash = mesh_fnv1a((const unsigned char *)buf, len);
+    long n = 0, ln = 0, rows_cap = 0;
+    int cols = 0, content = 0;
+    sphsim_status r = SPHSIM_OK;
+    for (char *line = buf, *next; r == SPHSIM_OK && line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        ++ln;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        for (char *c = line; *c; ++c)
+            if (*c == ',' || *c == ';' || *c == '\r' || *c == '\t') *c = ' ';
+        if (strspn(line, " ") == strlen(line)) continue;
+        double x[7];
+        int k = 0;
+        char *c = line, *end;
+        while (k < 7) {
+            while (*c == ' ') ++c;
+            if (!*c) break;
+            x[k] = strtod(c, &end);
+            if (end == c || (*end && *end != ' ')) {
+                k = -1;
+                break;
+            }
+            ++k;
+            c = end;
+        }
+        if (k < 0 && !content) { /* a header line */
+            content = 1;
+            continue;
+        }
+        content = 1;
+        if (k != 1 + v->dims && k != 2 + v->dims) {
+            r = vfail(v, "'%s' line %ld: expected a row \"t, %s[, angle]\" (%d or %d numbers)", path, ln,
+                      v->dims == 2 ? "dx, dy" : "dx, dy, dz", 1 + v->dims, 2 + v->dims);
+            break;
+        }
+        if (cols && k != cols) {
+            r = vfail(v, "'%s' line %ld: %d numbers, the rows before have %d", path, ln, k, cols);
+            break;
+        }
+        cols = k;
+        for (int q = 0; q < k && r == SPHSIM_OK; ++q)
+            if (!isfinite(x[q])) r = vfail(v, "'%s' line %ld: a number too large in magnitude", path, ln);
+        if (r != SPHSIM_OK) break;
+        if (n == 0 && x[0] < 0) r = vfail(v, "'%s' line %ld: the time %g s is negative", path, ln, x[0]);
+        else if (n > 0 && !(x[0] > g->rows[5 * (n - 1)]))
+            r = vfail(v, "'%s' line %ld: the time %g s does not follow the row before's (%g s); times must increase",
+                      path, ln, x[0], g->rows[5 * (n - 1)]);
+        else if (n >= SCENE_MAX_TABLE_ROWS) r = vfail(v, "'%s' holds more than %d rows", path, SCENE_MAX_TABLE_ROWS);
+        if (r != SPHSIM_OK) break;
+        if (n == rows_cap) {
+            rows_cap = rows_cap ? 2 * rows_cap : 256;
+            double *nr = realloc(g->rows, (size_t)rows_cap * 5 * sizeof *nr);
+            if (!nr) {
+                r = SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory reading '%s'", path);
+                break;
+            }
+            g->rows = nr;
+        }
+        double *row = g->rows + 5 * n++;
+        memset(row, 0, 5 * sizeof *row);
+        row[0] = x[0];
+        for (int a = 0; a < v->dims; ++a) row[1 + a] = x[1 + a];
+        if (k == 2 + v->dims) row[4] = x[1 + v->dims] * M_PI / 180.0;
+    }
+    free(buf);
+    g->n_rows = n;
+    g->has_angle = cols == 2 + v->dims;
+    if (r == SPHSIM_OK && n == 0) r = vfail(v, "'%s' holds no rows", path);
+    return r;
+}
+
+/* "motion" of the tank or of an object (docs/scene-format.md, "Motion"): its segments in time
+ * order, into m, and their resolved form into res. def_center: the default centre of turns (the
+ * tank's or the object's centre). */
+static sphsim_status parse_motion(vctx *v, const cJSON *parent, scene *s, scene_motion *m, const double def_center[3],
+                                  cJSON *res)
+{
+    const cJSON *arr;
+    char got[160], a[40], b[40];
+    SPHSIM_TRY(varr(v, parent, "motion", 0, 1, SCENE_MAX_SEGMENTS, "motion segments", &arr));
+    if (!arr) return SPHSIM_OK;
+    size_t old = vkey(v, "motion");
+    const double ez[3] = { 0, 0, 1 };
+    memcpy(m->center, def_center, sizeof m->center);
+    memcpy(m->axis, ez, sizeof m->axis);
+    int turned_by = -1; /* the first segment that turns the body */
+    double prev_end = 0.0;
+    const int n = cJSON_GetArraySize(arr);
+    cJSON *ra = cJSON_AddArrayToObject(res, "motion");
+    int i = 0;
+    for (const cJSON *it = arr->child; it; it = it->next, ++i) {
+        size_t o1 = vidx(v, i);
+        scene_motion_segment *g = &m->seg[i];
+        if (!cJSON_IsObject(it)) {
+            describe(it, got, sizeof got);
+            return vfail(v, "expected an object {\"type\": ..., ...}, got %s", got);
+        }
+        SPHSIM_TRY(check_keys(v, it, MOTION_KEYS, COUNT(MOTION_KEYS)));
+        if (!get(it, "type")) {
+            vkey(v, "type");
+            return vfail(v, "required key missing (expected \"sine\", \"rotation\", \"constant\" or \"table\")");
+        }
+        int type, end_given;
+        SPHSIM_TRY(venum(v, it, "type", MOTION_NAMES, MOTION_VALUES, COUNT(MOTION_NAMES), -1, &type));
+        g->type = type;
+        SPHSIM_TRY(vnum(v, it, "start", 0, prev_end, R_NONNEG, &g->start, NULL));
+        if (g->start < prev_end) {
+            vkey(v, "start");
+            return vfail(v, "%s s is before the end of motion[%d] (%s s); segments follow each other in time",
+                         fmt_num(a, g->start), i - 1, fmt_num(b, prev_end));
+        }
+        SPHSIM_TRY(vnum(v, it, "end", 0, INFINITY, R_ANY, &g->end, &end_given));
+        if (!end_given && i < n - 1) {
+            vkey(v, "end");
+            return vfail(v, "required key missing (expected a time > start; only the last segment may leave it out)");
+        }
+        if (!(g->end > g->start)) {
+            vkey(v, "end");
+            return vfail(v, "expected a time > start (%s s), got %s s", fmt_num(a, g->start), fmt_num(b, g->end));
+        }
+        /* the keys of each type; the others' are errors */
+        static const char *const TYPE_KEYS[4][4] = { { "amplitude", "frequency", "phase", NULL },
+                                                     { "amplitude", "frequency", "phase", "center" },
+                                                     { "velocity", NULL, NULL, NULL },
+                                                     { "file", "center", NULL, NULL } };
+        static const char *const OWN_KEYS[] = { "amplitude", "frequency", "phase", "velocity", "center", "axis", "file" };
+        for (int k = 0; k < COUNT(OWN_KEYS); ++k) {
+            int ok = strcmp(OWN_KEYS[k], "axis") == 0 && (type == MOTION_ROTATION || type == MOTION_TABLE);
+            for (int q = 0; q < 4; ++q) ok |= TYPE_KEYS[type][q] && strcmp(TYPE_KEYS[type][q], OWN_KEYS[k]) == 0;
+            if (!ok && get(it, OWN_KEYS[k])) {
+                vkey(v, OWN_KEYS[k]);
+                return vfail(v, "not a key of motion type \"%s\"", MOTION_NAMES[type]);
+            }
+        }
+        cJSON *rs = cJSON_CreateObject();
+        cJSON_AddItemToArray(ra, rs);
+        cJSON_AddStringToObject(rs, "type", MOTION_NAMES[type]);
+        add_num(rs, "start", g->start);
+        if (end_given) add_num(rs, "end", g->end);
+        int turns = type == MOTION_ROTATION;
+        if (type == MOTION_SINE || type == MOTION_ROTATION) {
+            if (type == MOTION_SINE) {
+                SPHSIM_TRY(vvec(v, it, "amplitude", 1, NULL, g->amplitude, NULL));
+                cJSON_AddItemToObject(rs, "amplitude", vec_item(g->amplitude, s->dims));
+            } else {
+                double deg;
+                SPHSIM_TRY(vnum(v, it, "amplitude", 1, 0, R_ANY, &deg, NULL));
+                g->amplitude[0] = deg * M_PI / 180.0;
+                add_num(rs, "amplitude", deg);
+            }
+            SPHSIM_TRY(vnum(v, it, "frequency", 1, 0, R_POS, &g->frequency, NULL));
+            SPHSIM_TRY(vnum(v, it, "phase", 0, 0.0, R_ANY, &g->phase, NULL));
+            add_num(rs, "frequency", g->frequency);
+            add_num(rs, "phase", g->phase);
+        } else if (type == MOTION_CONSTANT) {
+            SPHSIM_TRY(vvec(v, it, "velocity", 1, NULL, g->velocity, NULL));
+            cJSON_AddItemToObject(rs, "velocity", vec_item(g->velocity, s->dims));
+        } else {
+            SPHSIM_TRY(vfile(v, it, "the path of a CSV file", g->file, sizeof g->file));
+            size_t o2 = vkey(v, "file");
+            m->n_segments = i + 1; /* scene_free frees its rows from here on */
+            SPHSIM_TRY(read_motion_table(v, s, g));
+            vpop(v, o2);
+            char hx[20];
+            snprintf(hx, sizeof hx, "%016llx", (unsigned long long)g->file_hash);
+            cJSON_AddStringToObject(rs, "file", g->file);
+            cJSON_AddStringToObject(rs, "file_fnv1a", hx);
+            turns = g->has_angle;
+            if (!turns && (get(it, "center") || get(it, "axis"))) {
+                vkey(v, get(it, "center") ? "center" : "axis");
+                return vfail(v, "the table has no angle column: nothing turns about it");
+            }
+        }
+        if (turns) {
+            double c[3], ax[3];
+            SPHSIM_TRY(vvec(v, it, "center", 0, turned_by >= 0 ? m->center : def_center, c, NULL));
+            memcpy(ax, turned_by >= 0 ? m->axis : ez, sizeof ax);
+            if (s->dims == 3) {
+                SPHSIM_TRY(vvec(v, it, "axis", 0, ax, ax, NULL));
+                const double l = sqrt(ax[0] * ax[0] + ax[1] * ax[1] + ax[2] * ax[2]);
+                if (!(l > 0)) {
+                    vkey(v, "axis");
+                    return vfail(v, "the axis [0, 0, 0] has no direction");
+                }
+                for (int k = 0; k < 3; ++k) ax[k] /= l;
+            } else if (get(it, "axis")) {
+                vkey(v, "axis");
+                return vfail(v, "not allowed in 2D: a 2D body turns about z");
+            }
+            if (turned_by >= 0 && (memcmp(c, m->center, sizeof c) != 0 || memcmp(ax, m->axis, sizeof ax) != 0)) {
+                vkey(v, memcmp(c, m->center, sizeof c) != 0 ? "center" : "axis");
+                return vfail(v, "differs from motion[%d]'s; a body turns about one centre and one axis", turned_by);
+            }
+            memcpy(m->center, c, sizeof c);
+            memcpy(m->axis, ax, sizeof ax);
+            if (turned_by < 0) turned_by = i;
+            m->rotates = 1;
+            cJSON_AddItemToObject(rs, "center", vec_item(m->center, s->dims));
+            if (s->dims == 3) cJSON_AddItemToObject(rs, "axis", vec_item(m->axis, 3));
+        }
+        prev_end = g->end;
+        m->n_segments = i + 1;
+        vpop(v, o1);
+    }
+    vpop(v, old);
+    return SPHSIM_OK;
+}
+
 /* "objects": solid obstacles (docs/scene-format.md, "Objects"), placed (geom_place) and written
  * into the resolved JSON as given with their defaults. */
 static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *res)
@@ -1415,15 +1683,7 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
             SPHSIM_TRY(parse_polygon_points(v, s, it, o));
             allowed[n_allowed++] = "points";
         } else if (shape == GEOM_MESH) {
-            const cJSON *fi = get(it, "file");
-            size_t o2 = vkey(v, "file");
-            if (!fi) return vfail(v, "required key missing (expected the path of an STL or OBJ file)");
-            if (!cJSON_IsString(fi) || !fi->valuestring[0] || strlen(fi->valuestring) >= sizeof o->file) {
-                describe(fi, got, sizeof got);
-                return vfail(v, "expected a file path of 1 to %zu characters, got %s", sizeof o->file - 1, got);
-            }
-            snprintf(o->file, sizeof o->file, "%s", fi->valuestring);
-            vpop(v, o2);
+            SPHSIM_TRY(vfile(v, it, "the path of an STL or OBJ file", o->file, sizeof o->file));
             allowed[n_allowed++] = "file";
         } else {
             SPHSIM_TRY(vnum(v, it, "radius", 1, 0, R_POS, &o->radius, NULL));
@@ -1510,6 +1770,7 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
         if (s->dims == 3) cJSON_AddItemToObject(rr, "axis", vec_item(o->rot_axis, 3));
         add_num(rr, "degrees", o->degrees);
         add_num(rt, "scale", o->scale);
+        SPHSIM_TRY(parse_motion(v, it, s, &o->motion, o->origin, ro));
         vpop(v, o1);
         s->n_objects = i + 1;
     }
@@ -1668,6 +1929,12 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     SPHSIM_TRY(vobj(v, root, "tank", 1, " (expected {\"min\": [..], \"max\": [..]})", &tank));
     old = vkey(v, "tank");
     SPHSIM_TRY(vbox(v, tank, NULL, "tank", &s->tank));
+    double tank_centre[3] = { 0, 0, 0 };
+    for (int k = 0; k < s->dims; ++k) tank_centre[k] = 0.5 * (s->tank.min[k] + s->tank.max[k]);
+    cJSON *tank_motion = cJSON_CreateObject(); /* its resolved form, for the resolved tank below */
+    sphsim_status mst = parse_motion(v, tank, s, &s->tank_motion, tank_centre, tank_motion);
+    if (mst != SPHSIM_OK) cJSON_Delete(tank_motion);
+    SPHSIM_TRY(mst);
     vpop(v, old);
 
     /* gravity */
@@ -1681,6 +1948,9 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     cJSON *rt = cJSON_AddObjectToObject(res, "tank");
     cJSON_AddItemToObject(rt, "min", vec_item(s->tank.min, s->dims));
     cJSON_AddItemToObject(rt, "max", vec_item(s->tank.max, s->dims));
+    cJSON *rtm_ = cJSON_DetachItemFromObject(tank_motion, "motion");
+    if (rtm_) cJSON_AddItemToObject(rt, "motion", rtm_);
+    cJSON_Delete(tank_motion);
     cJSON_AddItemToObject(res, "gravity", vec_item(s->gravity, s->dims));
 
     /* fluid | spheres */
@@ -1809,7 +2079,12 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
             v_groups = fmax(v_groups, speed + sqrt((double)s->dims) * gr->velocity_jitter);
             r_min = fmin(r_min, gr->radius);
         }
-        s->v_ref = fmax(fmax(sqrt(2.0 * g * extent), v_groups), 1e-3);
+        /* walls that move: the fastest point of a body within the tank's diagonal of its centre */
+        double v_walls = 0.0, diag = 0.0;
+        for (int k = 0; k < s->dims; k++) diag += pow(s->tank.max[k] - s->tank.min[k], 2);
+        for (int body = 0; motion_of(s, body); ++body)
+            v_walls = fmax(v_walls, motion_max_speed(motion_of(s, body), sqrt(diag), s->t_end));
+        s->v_ref = fmax(fmax(fmax(sqrt(2.0 * g * extent), v_groups), v_walls), 1e-3);
         s->dt_cfl = s->cfl * r_min / s->v_ref;
         if (!max_speed_given) s->max_speed = 100.0 * s->v_ref;
     }
@@ -2259,6 +2534,14 @@ void scene_free(scene *s)
     free(s->geom_grid);
     s->geom_grid = NULL;
     s->geom_grid_n = 0;
+    for (int b = 0; motion_of(s, b); ++b) {
+        scene_motion *m = (scene_motion *)motion_of(s, b);
+        for (int k = 0; k < m->n_segments && k < SCENE_MAX_SEGMENTS; ++k) {
+            free(m->seg[k].rows);
+            m->seg[k].rows = NULL;
+        }
+        m->n_segments = 0;
+    }
     for (int k = 0; k < s->n_objects && k < SCENE_MAX_OBJECTS; ++k) {
         free(s->objects[k].mesh_vert);
         free(s->objects[k].mesh_tri);

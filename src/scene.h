@@ -75,6 +75,38 @@ typedef struct scene_sphere_pair {
 } scene_sphere_pair;
 #define SCENE_WALLS (-1)
 
+/* Prescribed rigid motion of the tank or an object ("motion", docs/scene-format.md, "Motion"):
+ * segments that follow each other in time, each adding its own displacement (and turn) to where
+ * the last one left the body; src/motion.c evaluates it. */
+#define SCENE_MAX_SEGMENTS 16
+#define SCENE_MAX_TABLE_ROWS 1000000
+typedef enum {
+    MOTION_SINE = 0,     /* "sine": d = A sin(2 pi f tau + phase) */
+    MOTION_ROTATION = 1, /* "rotation": theta = A sin(2 pi f tau + phase) about `axis` through `center` */
+    MOTION_CONSTANT = 2, /* "constant": d = velocity tau */
+    MOTION_TABLE = 3     /* "table": d (and theta) interpolated linearly from a CSV file */
+} scene_motion_type;
+typedef struct scene_motion_segment {
+    int type;            /* scene_motion_type */
+    double start, end;   /* s: when it acts (end = INFINITY: to the end of the run) */
+    double amplitude[3]; /* sine: m; rotation: amplitude[0], rad ("amplitude" is in degrees) */
+    double frequency;    /* Hz (sine, rotation) */
+    double phase;        /* rad (sine, rotation) */
+    double velocity[3];  /* m/s (constant) */
+    char file[256];      /* table: the CSV file as given (relative to the scene file's folder) */
+    uint64_t file_hash;  /* table: FNV-1a of the file's bytes */
+    long n_rows;         /* table: rows */
+    int has_angle;       /* table: a last column of angles (degrees in the file) */
+    double *rows;        /* table: 5 per row: tau (s), dx, dy, dz (m), theta (rad); malloc'd */
+} scene_motion_segment;
+typedef struct scene_motion {
+    int n_segments; /* 0: the body stays where it is */
+    scene_motion_segment seg[SCENE_MAX_SEGMENTS];
+    int rotates;      /* some segment turns the body */
+    double center[3]; /* m: the centre of its turns (every turning segment names the same) */
+    double axis[3];   /* the unit axis of its turns (z in 2D) */
+} scene_motion;
+
 /* A solid object of the scene ("objects", docs/scene-format.md): an obstacle that fluid and
  * spheres stay out of, or a container they stay inside (within the tank box). Its shape is given in its own coordinates (centre, sizes, cylinder
  * axis), then placed by the transform: scaled by `scale` about the origin, rotated by `degrees`
@@ -110,6 +142,7 @@ typedef struct scene_object {
     double scale;        /* "transform.scale" > 0; default 1 */
     /* derived: the placed shape (geom_shared.h's frame, in double) */
     double origin[3], rot[9], ext[3];
+    scene_motion motion; /* "motion": none by default */
 } scene_object;
 /* A gauge (SPH mode, "gauges"): a time series measured on the device (docs/scene-format.md,
  * "Gauges"; src/gauges.c). */
@@ -139,6 +172,7 @@ typedef struct scene {
     int dims;          /* "dimensions": 2 or 3; required */
     scene_mode mode;   /* "mode": default "sph" */
     scene_box tank;    /* "tank": {"min": [..], "max": [..]}; required */
+    scene_motion tank_motion; /* "tank.motion": the tank box's walls; none by default */
     double gravity[3]; /* "gravity": m/s^2; default [0,-9.81] (2D) / [0,0,-9.81] (3D) */
 
     /* "fluid": SPH mode */

@@ -11,6 +11,7 @@
 #include "gauges.h"
 #include "grid.h"
 #include "init.h"
+#include "motion.h"
 #include "output.h"
 #include "particles.h"
 #include "solver.h"
@@ -25,9 +26,11 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The grid box covers the tank plus the boundary layers (SPH) or one radius (spheres). With
- * neighbour lists the cells are (1 + skin) times wider, so that the kept grid stays valid while
- * particles move up to skin / 2 (sph.h). */
+/* The grid box covers the tank plus the boundary layers (SPH) or one radius (spheres), and
+ * everything that box sweeps while a body moves (motion_swept_box: the tank's walls, and an
+ * object, whose walls lie in the tank box at rest, carrying fluid along). With neighbour lists
+ * the cells are (1 + skin) times wider, so that the kept grid stays valid while particles move up
+ * to skin / 2 (sph.h). */
 sphsim_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sphsim_error *e)
 {
     double lo[3] = { 0, 0, 0 }, hi[3] = { 0, 0, 0 };
@@ -35,6 +38,17 @@ sphsim_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sphs
     for (int a = 0; a < s->dims; ++a) {
         lo[a] = s->tank.min[a] - margin;
         hi[a] = s->tank.max[a] + margin;
+    }
+    const double rest_lo[3] = { lo[0], lo[1], lo[2] }, rest_hi[3] = { hi[0], hi[1], hi[2] };
+    for (int b = 0; motion_of(s, b); ++b) {
+        double blo[3], bhi[3];
+        memcpy(blo, rest_lo, sizeof blo);
+        memcpy(bhi, rest_hi, sizeof bhi);
+        motion_swept_box(motion_of(s, b), s->dims, s->t_end, s->spacing, blo, bhi);
+        for (int a = 0; a < s->dims; ++a) {
+            lo[a] = fmin(lo[a], blo[a]);
+            hi[a] = fmax(hi[a], bhi[a]);
+        }
     }
     /* with lists the cells are at least the list radius support (1 + skin) wide, so that the
      * cell either side holds every list candidate: a cell_ratio below 1 is raised to 1 (below 1,
@@ -874,6 +888,7 @@ static sphsim_status run_steps(sim_ctx *c, sim_result *r, long *last, sphsim_err
         /* a snapshot step always rebuilds: a run resumed from it starts with a rebuild */
         const int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
         int rebuild = 1, prepared = 0;
+        if (ops->set_step) SPHSIM_TRY(ops->set_step(c->sv.impl, step, e));
         gauges_before_step(c->gauges, step); /* before the step's density stages */
         SPHSIM_TRY(ops->begin_step(c->sv.impl, c->g, &c->st, is_output, &rebuild, &prepared, e));
         if (rebuild) SPHSIM_TRY(rebuild_grid(c, e));

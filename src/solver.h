@@ -48,6 +48,8 @@ typedef struct solver_ops {
     /* the size of what save_state returns for n particles (0: none); the output file allocates
      * room for it when it is created */
     size_t (*state_size)(void *impl, size_t n);
+    /* before begin_step: the step about to run (its time is step * dt); NULL: nothing to do */
+    sphsim_status (*set_step)(void *impl, long step, sphsim_error *e);
 } solver_ops;
 
 typedef struct solver {

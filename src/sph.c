@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "geometry.h"
+#include "init.h"
+#include "motion.h"
 #include "../kernels/sph_kernel_fns.h"
 
 _Static_assert(SPHK_POLY6 == KERNEL_POLY6 && SPHK_CUBIC == KERNEL_CUBIC && SPHK_WENDLAND == KERNEL_WENDLAND,
@@ -40,6 +42,9 @@ struct sph_solver {
         cl_uint rows;   /* rows the last measuring stage wrote */
         int on;         /* the density stages measure */
     } m;
+    /* moving walls (-DMOTION; docs/physics.md, "Moving walls"), else the placeholder dummy */
+    cl_mem wall_ref;     /* float4 per wall particle, by id - first_wall: (rest position, body) */
+    motion_dev *motion;  /* the bodies at a step's time and the next's (sph_set_step) */
 };
 
 /* Tank-face barrier (docs/physics.md): range d0 = SPH_WALL_D0 dx; stiffness K = (c0 / (2 d0))^2,
@@ -87,6 +92,8 @@ void sph_params_from_scene(const scene *s, sph_params *p)
     p->rho_floor = (float)(0.5 * s->rest_density);
     p->dims = (dev_u32)dims;
     p->n_objects = geom_pack(s, p->objects);
+    p->first_wall = (dev_u32)s->n_fluid;
+    p->moving = motion_moving(s);
     /* sph_set_masses sets both before the first step; until then NaN, so that a step without
      * them fails (FLAG_NONFINITE) instead of running without pressure or viscosity */
     p->mass_fluid = p->mass_wall = NAN;
@@ -183,6 +190,38 @@ static int resolve(int knob, const ocl_device *d, int gpu, int cpu)
     return knob != TUNE_AUTO ? knob : d->is_gpu ? gpu : cpu;
 }
 
+/* The moving walls' buffers: every wall particle's rest position and body, from the scene's
+ * lattice (init_lattice: the walls' positions at t = 0, whatever the run starts from, so that a
+ * resumed run places them as the first did), and the bodies' motion, uploaded per step. */
+static sphsim_status sph_motion_create(sph_solver *s, const scene *sc, const sphsim_tuning *t, sphsim_error *e)
+{
+    SPHSIM_TRY(motion_dev_create(&s->motion, s->d, sc, NULL, 0, e));
+    particles p;
+    SPHSIM_TRY(init_lattice(sc, &p, t->init_threads, e));
+    const size_t nw = p.n_boundary, first = p.n_fluid;
+    const long n_obj = init_boundary_objects(sc, NULL); /* the objects' walls follow the tank's */
+    int8_t *obj = malloc((size_t)(n_obj > 0 ? n_obj : 1));
+    float *ref = malloc(4 * sizeof(float) * (nw ? nw : 1));
+    sphsim_status st = SPHSIM_OK;
+    if (!obj || !ref) st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the walls' rest positions");
+    if (st == SPHSIM_OK) {
+        init_boundary_objects(sc, obj);
+        const size_t shell = nw - (size_t)n_obj;
+        for (size_t i = 0; i < nw; ++i) {
+            memcpy(ref + 4 * i, p.pos + 4 * (first + i), 3 * sizeof(float));
+            ref[4 * i + 3] = (float)(i < shell ? 0 : 1 + obj[i - shell]);
+        }
+        st = device_alloc(s->d, 4 * sizeof(float) * (nw ? nw : 1), "walls' rest positions", &s->wall_ref, e);
+    }
+    if (st == SPHSIM_OK && nw) st = device_write(s->d, s->wall_ref, 0, 4 * sizeof(float) * nw, ref, e);
+    free(obj);
+    free(ref);
+    particles_free(&p);
+    return st;
+}
+
+sphsim_status sph_set_step(sph_solver *s, long step, sphsim_error *e) { return motion_dev_step(s->motion, step, e); }
+
 sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_t list_n, const sphsim_tuning *t,
                          sphsim_error *e)
 {
@@ -219,11 +258,11 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
     /* native_sqrt and native_divide in the pair loops on NVIDIA's GPUs (kernels/sph_common.h) */
     const int native = resolve(t->native_math, d, device_is_nvidia_gpu(d), 0);
     char *opts = s->options;
-    snprintf(opts, sizeof s->options, "-DDIMS=%d -D%s -D%s -D%s%s%s%s", sc->dims, kernel_opt[sc->kernel],
+    snprintf(opts, sizeof s->options, "-DDIMS=%d -D%s -D%s -D%s%s%s%s%s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
              sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL",
              sc->density == DENSITY_CONTINUITY ? " -DDENSITY_CONTINUITY" : "", list_opt,
-             native ? " -DSPH_NATIVE_MATH" : "");
+             native ? " -DSPH_NATIVE_MATH" : "", s->params.moving ? " -DMOTION" : "");
     /* The register cap of the density program on NVIDIA's GPUs (-cl-nv-maxrregcount), 40 by
      * default: 12 work-groups of 128 then share an SM instead of the 11 that the list build's 44
      * registers allow (the build -3.5 %, the developed 3D dam break -0.3 % on an H100;
@@ -247,6 +286,10 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
                            &s->geom_grid, e)) != SPHSIM_OK ||
         (sc->geom_grid_n &&
          (st = device_write(d, s->geom_grid, 0, sc->geom_grid_n * sizeof(float), sc->geom_grid, e)) != SPHSIM_OK)) {
+        sph_destroy(s);
+        return st;
+    }
+    if (s->params.moving && (st = sph_motion_create(s, sc, t, e)) != SPHSIM_OK) {
         sph_destroy(s);
         return st;
     }
@@ -284,6 +327,8 @@ void sph_destroy(sph_solver *s)
     if (s->m.partial) clReleaseMemObject(s->m.partial);
     if (s->dummy) clReleaseMemObject(s->dummy);
     if (s->geom_grid) clReleaseMemObject(s->geom_grid);
+    if (s->wall_ref) clReleaseMemObject(s->wall_ref);
+    motion_dev_destroy(s->motion);
     if (s->prog_density) clReleaseProgram(s->prog_density);
     if (s->prog_forces) clReleaseProgram(s->prog_forces);
     if (s->params_buf) clReleaseMemObject(s->params_buf);
@@ -294,6 +339,7 @@ const sph_params *sph_get_params(const sph_solver *s) { return &s->params; }
 const char *sph_build_options(const sph_solver *s) { return s->options; }
 cl_mem sph_params_buffer(const sph_solver *s) { return s->params_buf; }
 cl_mem sph_geom_grid(const sph_solver *s) { return s->geom_grid; }
+cl_mem sph_wall_ref(const sph_solver *s) { return s->wall_ref ? s->wall_ref : s->dummy; }
 nlist *sph_nlist(const sph_solver *s) { return s->nl; }
 
 sphsim_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, const uint8_t *type, size_t n,
@@ -322,6 +368,7 @@ sphsim_status sph_set_masses(sph_solver *s, const float *pos, const float *mass,
     }
     s->params.mass_fluid = m[0];
     s->params.mass_wall = m[1];
+    if (s->params.moving) outside = 0; /* walls that move leave the tank box's outside */
     if (s->nl) SPHSIM_TRY(nlist_set_walls_outside(s->nl, (int)outside, e));
     return device_write(s->d, s->params_buf, 0, sizeof s->params, &s->params, e);
 }
@@ -345,7 +392,7 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
     const cl_uint ahead = s->nl ? nlist_ahead(s->nl) : 0u;
     cl_mem cf = s->nl && nlist_cell_flags(s->nl) ? nlist_cell_flags(s->nl) : s->dummy;
     const cl_uint use_cf = cf != s->dummy;
-    karg a[32] = { KARG("n", n),
+    karg a[36] = { KARG("n", n),
                    KARG("pos", st->pos),
                    KARG("vel", st->vel),
                    KARG("type", st->type),
@@ -365,9 +412,13 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
         a[m++] = KARG("vel_next", st->vel_next);
         a[m++] = KARG("flags", st->flags);
         a[m++] = KARG("geom_grid", s->geom_grid);
-    } else {
-        a[m++] = KARG("ahead", ahead);
     }
+    if (stage != STAGE_DENSITY) { /* the moving walls' (kernels/motion.h) */
+        a[m++] = KARG("id", st->id);
+        a[m++] = KARG("wall_ref", *(s->wall_ref ? &s->wall_ref : &s->dummy));
+        a[m++] = KARG("motion", *(s->motion ? &s->motion->buf : &s->dummy));
+    }
+    if (stage != STAGE_FORCES) a[m++] = KARG("ahead", ahead);
     if (stage == STAGE_DENSITY) a[m++] = KARG("advance", s->advance);
     m += nlist_args(s->nl, &s->dummy, a + m);
     const size_t groups = walk ? device_strided_groups(s->d, st->n, local) : (st->n + local - 1) / local;
@@ -384,7 +435,6 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
             SPHSIM_TRY(device_alloc(s->d, cap * 32 * s->m.n_slots, "force gauge sums", &s->m.partial, e));
             s->m.cap = cap;
         }
-        a[m++] = KARG("id", st->id);
         a[m++] = KARG("first_obj", s->m.first_obj);
         a[m++] = KARG("tank_slot", s->m.tank_slot);
         a[m++] = KARG("obj_slot", s->m.obj_slot);
@@ -605,12 +655,14 @@ static size_t op_state_size(void *impl, size_t n)
     return sph_state_size(impl);
 }
 
+static sphsim_status op_set_step(void *impl, long step, sphsim_error *e) { return sph_set_step(impl, step, e); }
+
 sphsim_status sph_solver_open(solver *out, ocl_device *d, const scene *sc, size_t list_n, const sphsim_tuning *t,
                               const particles *p, grid *g, const dev_state *st, sphsim_error *e)
 {
     static const solver_ops ops = { op_begin_step,    op_prepare,       op_advance,  op_snapshot, op_save_state,
                                     op_restore_state, op_output_fields, op_counters, op_destroy,  NULL,
-                                    op_state_size };
+                                    op_state_size,    op_set_step };
     sph_solver *s = NULL;
     SPHSIM_TRY(sph_create(&s, d, sc, list_n, t, e));
     *out = (solver){ &ops, s }; /* the caller destroys it, also on failure below */

@@ -75,6 +75,8 @@ const char *sph_build_options(const sph_solver *s);
 cl_mem sph_params_buffer(const sph_solver *s);
 /* The meshes' signed distance grids on the device (kernels/geom.h), one float without meshes. */
 cl_mem sph_geom_grid(const sph_solver *s);
+/* The walls' (rest position, body) with moving walls (-DMOTION), else a placeholder. */
+cl_mem sph_wall_ref(const sph_solver *s);
 nlist *sph_nlist(const sph_solver *s);
 
 /* The masses of the particles in the solver's parameters (before the first step; `pos` (4 floats
@@ -138,6 +140,11 @@ sphsim_status sph_pressure(sph_solver *s, const dev_state *st, cl_mem rho, cl_me
 
 /* Restart state (the lists' skin level; NULL and 0 bytes without lists): nlist_state_save and
  * nlist_state_restore. */
+/* Moving walls (scene "motion"): the bodies' motion at step `step`'s time and the next step's,
+ * uploaded for the step's stages without waiting (a no-op for a scene that does not move). The
+ * time loop calls it before each step's begin (solver.h, set_step). */
+sphsim_status sph_set_step(sph_solver *s, long step, sphsim_error *e);
+
 /* The size of what sph_state_save returns (0: none). */
 size_t sph_state_size(const sph_solver *s);
 sphsim_status sph_state_save(sph_solver *s, void **blob, size_t *bytes, sphsim_error *e);

@@ -1,6 +1,8 @@
 /* writer: the snapshot writer thread (see writer.h). */
 #include "writer.h"
 
+#include "motion.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,14 +42,20 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Fluid and sphere particles outside the tank box (host, id order). */
-static long count_outside(const scene *s, const particles *p)
+/* Fluid and sphere particles outside the tank box (host, id order) at time `time` (s): a moving
+ * tank's box where its motion has carried it (each point taken back to the tank's rest frame). */
+static long count_outside(const scene *s, const particles *p, double time)
 {
     long n = 0;
+    const int moves = s->tank_motion.n_segments > 0;
+    motion_frame fr;
+    if (moves) motion_frame_at(&s->tank_motion, time, &fr);
     for (size_t i = 0; i < p->n; ++i) {
         if (p->type[i] == PTYPE_BOUNDARY) continue;
+        double y[3] = { p->pos[4 * i], p->pos[4 * i + 1], p->pos[4 * i + 2] };
+        if (moves) motion_frame_to_rest(&fr, y, y);
         for (int a = 0; a < s->dims; ++a) {
-            float x = p->pos[4 * i + a];
+            float x = moves ? (float)y[a] : p->pos[4 * i + a];
             if (!(x >= (float)s->tank.min[a] && x <= (float)s->tank.max[a])) {
                 ++n;
                 break;
@@ -77,7 +85,7 @@ static sphsim_status write_one(snapshot_writer *w, particles *q, snapshot_job *j
     si.time = job->time;
     si.step = job->step;
     si.n_contacts = job->n_contacts;
-    si.n_outside = w->outside_base + job->put_backs + count_outside(w->s, p);
+    si.n_outside = w->outside_base + job->put_backs + count_outside(w->s, p, job->time);
     si.device_order = q->id;
     if (si.n_outside > w->n_outside && w->log) /* w->n_outside is written by this thread only */
         fprintf(w->log, "%swarning: %ld time(s) a particle was found outside the tank so far (t = %.6g s, step %ld)\n",

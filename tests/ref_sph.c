@@ -102,7 +102,7 @@ static double continuity_rho(const scene *s, const particles *p, size_t i, doubl
         for (int k = 0; k < 3; ++k) {
             dx[k] = (double)p->pos[4 * i + k] - (double)p->pos[4 * j + k];
             r2 += dx[k] * dx[k];
-            vr += ((double)p->vel[4 * i + k] - (fluid ? (double)p->vel[4 * j + k] : 0.0)) * dx[k];
+            vr += ((double)p->vel[4 * i + k] - (double)p->vel[4 * j + k]) * dx[k]; /* a wall's: its body's */
             if (k < dims) g_dx += s->gravity[k] * dx[k];
         }
         if (r2 >= H2 || r2 == 0.0) continue;
@@ -116,9 +116,70 @@ static double continuity_rho(const scene *s, const particles *p, size_t i, doubl
     return fmax(rho_i + s->dt * drho, 0.5 * s->rest_density);
 }
 
+/* The tank's placement at time t (src/motion.c; at rest without motion), and a point's
+ * velocity and acceleration with it (docs/physics.md, "Moving walls"). */
+typedef struct ref_body {
+    motion_frame f;
+    motion_state m;
+    double axis[3];
+} ref_body;
+
+static void ref_body_at(const scene *s, double t, ref_body *b)
+{
+    motion_frame_at(&s->tank_motion, t, &b->f);
+    motion_eval(&s->tank_motion, t, &b->m);
+    memcpy(b->axis, s->tank_motion.axis, sizeof b->axis);
+}
+
+static void cross3(const double a[3], const double b[3], double c[3])
+{
+    c[0] = a[1] * b[2] - a[2] * b[1];
+    c[1] = a[2] * b[0] - a[0] * b[2];
+    c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* v_w (acc = 0) or a_w (acc = 1) of the body point at x */
+static void ref_body_kin(const ref_body *b, const double x[3], int acc, double out[3])
+{
+    double r[3], w[3], al[3], t1[3], t2[3];
+    for (int k = 0; k < 3; ++k) {
+        r[k] = x[k] - b->f.c[k] - b->f.d[k];
+        w[k] = b->m.omega * b->axis[k];
+        al[k] = b->m.alpha * b->axis[k];
+    }
+    if (!acc) {
+        cross3(w, r, t1);
+        for (int k = 0; k < 3; ++k) out[k] = b->m.v[k] + t1[k];
+        return;
+    }
+    cross3(al, r, t1);
+    cross3(w, r, t2);
+    cross3(w, t2, r);
+    for (int k = 0; k < 3; ++k) out[k] = b->m.a[k] + t1[k] + r[k];
+}
+
+/* x in the world from x0 at rest, and back */
+static void ref_body_place(const ref_body *b, const double x0[3], double x[3])
+{
+    for (int k = 0; k < 3; ++k) {
+        x[k] = b->f.c[k] + b->f.d[k];
+        for (int q = 0; q < 3; ++q) x[k] += b->f.R[3 * k + q] * (x0[q] - b->f.c[q]);
+    }
+}
+
 void ref_sph_step(const scene *s, const particles *p, double *rho, double *pressure, double *pos_next, double *vel_next,
                   unsigned *flags)
 {
+    ref_sph_step_at(s, p, 0.0, rho, pressure, pos_next, vel_next, flags);
+}
+
+void ref_sph_step_at(const scene *s, const particles *p, double t, double *rho, double *pressure, double *pos_next,
+                     double *vel_next, unsigned *flags)
+{
+    const int tank_moves = s->tank_motion.n_segments > 0;
+    ref_body now, next;
+    ref_body_at(s, t, &now);
+    ref_body_at(s, t + s->dt, &next);
     const size_t n = p->n;
     const int dims = s->dims;
     const int kernel = (int)s->kernel;
@@ -165,7 +226,12 @@ void ref_sph_step(const scene *s, const particles *p, double *rho, double *press
             const double W = sphk_w(kernel, dims, h, sqrt(r2));
             sum_W += W;
             sum_pW += pressure[f] * W;
-            for (int k = 0; k < dims; ++k) g_dot += s->gravity[k] * rho[f] * dx[k] * W;
+            double a_w[3] = { 0, 0, 0 }; /* (g - a_w) of a moving wall */
+            if (tank_moves) {
+                const double xw[3] = { p->pos[4 * w], p->pos[4 * w + 1], p->pos[4 * w + 2] };
+                ref_body_kin(&now, xw, 1, a_w);
+            }
+            for (int k = 0; k < dims; ++k) g_dot += (s->gravity[k] - a_w[k]) * rho[f] * dx[k] * W;
         }
         const double p_w = sum_W > 0.0 ? fmax((sum_pW + g_dot) / sum_W, 0.0) : 0.0;
         pressure[w] = p_w;
@@ -184,6 +250,16 @@ void ref_sph_step(const scene *s, const particles *p, double *rho, double *press
                 pos_next[4 * i + k] = k < 3 ? x_i[k] : 0.0;
                 vel_next[4 * i + k] = 0.0;
             }
+            if (tank_moves) { /* the tank's walls at t + dt, from their rest place */
+                double x0[3], xn[3], vn[3];
+                motion_frame_to_rest(&now.f, x_i, x0);
+                ref_body_place(&next, x0, xn);
+                ref_body_kin(&next, xn, 0, vn);
+                for (int k = 0; k < 3; ++k) {
+                    pos_next[4 * i + k] = xn[k];
+                    vel_next[4 * i + k] = vn[k];
+                }
+            }
             continue;
         }
         const double rho_i = rho[i], p_rho2_i = pressure[i] / (rho_i * rho_i);
@@ -200,9 +276,8 @@ void ref_sph_step(const scene *s, const particles *p, double *rho, double *press
             const double F = sphk_f(kernel, dims, h, r);
             const double m_j = p->mass[j];
             const double rho_j = rho[j], p_rho2_j = pressure[j] / (rho_j * rho_j);
-            double v_j[3] = { 0.0, 0.0, 0.0 }; /* walls at rest */
-            if (p->type[j] == PTYPE_FLUID)
-                for (int k = 0; k < 3; ++k) v_j[k] = p->vel[4 * j + k];
+            double v_j[3]; /* a wall's: its body's (0 at rest) */
+            for (int k = 0; k < 3; ++k) v_j[k] = p->vel[4 * j + k];
             double v_ij[3], vr = 0.0;
             for (int k = 0; k < 3; ++k) {
                 v_ij[k] = v_i[k] - v_j[k];
@@ -223,14 +298,19 @@ void ref_sph_step(const scene *s, const particles *p, double *rho, double *press
             }
             for (int k = 0; k < 3; ++k) acc[k] += coef * dx[k] + visc * v_ij[k];
         }
-        { /* barrier of the tank faces: range d0 = 0.4 dx, K = min((c0 / (2 d0))^2, 1/dt^2) */
+        { /* barrier of the tank faces: range d0 = 0.4 dx, K = min((c0 / (2 d0))^2, 1/dt^2), in the
+           * tank's rest frame, turned back into the world */
             const double d0 = 0.4 * s->spacing, omega = 0.5 * c0 / d0;
             const double K = fmin(omega * omega, 1.0 / (s->dt * s->dt));
+            double y[3], ab[3] = { 0, 0, 0 };
+            motion_frame_to_rest(&now.f, x_i, y);
             for (int k = 0; k < dims; ++k) {
-                const double d_lo = x_i[k] - s->tank.min[k], d_hi = s->tank.max[k] - x_i[k];
-                if (d_lo < d0) acc[k] += K * (d0 - d_lo);
-                else if (d_hi < d0) acc[k] -= K * (d0 - d_hi);
+                const double d_lo = y[k] - s->tank.min[k], d_hi = s->tank.max[k] - y[k];
+                if (d_lo < d0) ab[k] += K * (d0 - d_lo);
+                else if (d_hi < d0) ab[k] -= K * (d0 - d_hi);
             }
+            for (int k = 0; k < 3; ++k)
+                for (int q = 0; q < 3; ++q) acc[k] += now.f.R[3 * k + q] * ab[q];
         }
         double v2 = 0.0;
         int finite = 1, outside = 0;
@@ -242,8 +322,11 @@ void ref_sph_step(const scene *s, const particles *p, double *rho, double *press
             pos_next[4 * i + k] = xn;
             v2 += vn * vn;
             if (!isfinite(vn) || !isfinite(xn)) finite = 0;
-            if (k < dims && (xn < s->tank.min[k] || xn > s->tank.max[k])) outside = 1;
         }
+        double y[3];
+        motion_frame_to_rest(&next.f, pos_next + 4 * i, y);
+        for (int k = 0; k < dims; ++k)
+            if (y[k] < s->tank.min[k] || y[k] > s->tank.max[k]) outside = 1;
         vel_next[4 * i + 3] = continuity ? rho_i : 0.0;
         pos_next[4 * i + 3] = 0.0;
         if (!finite) *flags |= FLAG_NONFINITE;

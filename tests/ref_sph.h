@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "particles.h"
+#include "motion.h"
 #include "scene.h"
 #include "../kernels/grid_shared.h"
 
@@ -36,6 +37,13 @@ int ref_sph_sort(const grid_params *gp, size_t n, const float *pos4, uint32_t *o
  * component carries on; else that component is 0. */
 void ref_sph_step(const scene *s, const particles *p, double *rho, double *pressure, double *pos_next, double *vel_next,
                   unsigned *flags);
+
+/* The same step at time t with the tank's motion (s->tank_motion; docs/physics.md, "Moving
+ * walls"): the walls' velocities are p->vel's (their body's), their pressure extrapolated with
+ * g - a_w(t), the tank's barrier in its frame at t, and the walls placed at t + dt from their
+ * rest place with their velocity there. Objects are taken at rest. */
+void ref_sph_step_at(const scene *s, const particles *p, double t, double *rho, double *pressure, double *pos_next,
+                     double *vel_next, unsigned *flags);
 
 /* A small scene for tests: tank [0, nx dx] x [0, ny dx] (x [0, nz dx]), one fluid block
  * [0, fx dx] x [0, fy dx] (x [0, fz dx]), spacing dx, h = h_factor dx, 3 boundary layers, the

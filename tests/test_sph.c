@@ -18,6 +18,7 @@
 #include "device.h"
 #include "gauges.h"
 #include "init.h"
+#include "motion.h"
 #include "ref_sph.h"
 #include "sim.h"
 #include "sph.h"
@@ -312,6 +313,7 @@ static void run_alloc_cell(ocl_device *d, run *r, size_t n, const scene *s, doub
     assert_int_equal(device_alloc(d, sph_record_bytes(NULL, 1) * n, "pos_p", &r->st.pos_p, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, 4 * n, "mass", &r->st.mass, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, n, "type", &r->st.type, &e), SPHSIM_OK);
+    assert_int_equal(device_alloc(d, 4 * n, "id", &r->st.id, &e), SPHSIM_OK); /* the moving walls' */
     assert_int_equal(device_alloc(d, 8, "flags", &r->st.flags, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, 4 * r->gp.n_cells, "cell_start", &r->cs, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(d, 4 * r->gp.n_cells, "cell_end", &r->ce, &e), SPHSIM_OK);
@@ -326,7 +328,7 @@ static void run_alloc(ocl_device *d, run *r, size_t n, const scene *s) { run_all
 static void run_free(run *r)
 {
     cl_mem all[] = { r->st.pos,  r->st.vel,   r->st.pos_next, r->st.vel_next, r->st.pos_p, r->st.mass,
-                     r->st.type, r->st.flags, r->cs,          r->ce,          r->gpb };
+                     r->st.type, r->st.flags, r->cs,          r->ce,          r->gpb,         r->st.id };
     for (size_t k = 0; k < sizeof all / sizeof all[0]; ++k)
         if (all[k]) clReleaseMemObject(all[k]);
     free(r->order);
@@ -340,7 +342,8 @@ static void run_upload(ocl_device *d, sph_solver *sol, run *r, const particles *
     uint32_t *cs = calloc(r->gp.n_cells, 4), *ce = calloc(r->gp.n_cells, 4);
     float *pos = malloc(16 * n), *vel = malloc(16 * n), *mass = malloc(4 * n);
     uint8_t *type = malloc(n);
-    assert_true(cs && ce && pos && vel && mass && type);
+    uint32_t *id = malloc(4 * n);
+    assert_true(cs && ce && pos && vel && mass && type && id);
     assert_int_equal(ref_sph_sort(&r->gp, n, p->pos, r->order, cs, ce), 0);
     for (size_t k = 0; k < n; ++k) {
         const uint32_t i = r->order[k];
@@ -352,6 +355,7 @@ static void run_upload(ocl_device *d, sph_solver *sol, run *r, const particles *
         if (p->type[i] == PTYPE_FLUID) vel[4 * k + 3] = p->rho[i];
         mass[k] = p->mass[i];
         type[k] = p->type[i];
+        id[k] = p->id ? p->id[i] : i;
     }
     const uint32_t zero[2] = { 0, 0 }; /* flag bits, wall put-backs */
     /* both pairs, as a run's are after its first step: the list tests run the density stage
@@ -362,6 +366,7 @@ static void run_upload(ocl_device *d, sph_solver *sol, run *r, const particles *
     assert_int_equal(device_write(d, r->st.vel_next, 0, 16 * n, vel, &e), SPHSIM_OK);
     assert_int_equal(device_write(d, r->st.mass, 0, 4 * n, mass, &e), SPHSIM_OK);
     assert_int_equal(device_write(d, r->st.type, 0, n, type, &e), SPHSIM_OK);
+    assert_int_equal(device_write(d, r->st.id, 0, 4 * n, id, &e), SPHSIM_OK);
     assert_int_equal(device_write(d, r->st.flags, 0, sizeof zero, zero, &e), SPHSIM_OK);
     assert_int_equal(device_write(d, r->cs, 0, 4 * r->gp.n_cells, cs, &e), SPHSIM_OK);
     assert_int_equal(device_write(d, r->ce, 0, 4 * r->gp.n_cells, ce, &e), SPHSIM_OK);
@@ -371,6 +376,7 @@ static void run_upload(ocl_device *d, sph_solver *sol, run *r, const particles *
     free(vel);
     free(mass);
     free(type);
+    free(id);
     /* the forces loop's two masses (sim.c sets them from the particles the same way) */
     assert_int_equal(sph_set_masses(sol, p->pos, p->mass, p->type, n, &e), SPHSIM_OK);
 }
@@ -429,11 +435,10 @@ static void run_step(ocl_device *d, sph_solver *s, run *r, size_t n, float *rho,
         assert_true(o_rho[k] == rho_k && o_rho[k] > 0.0f);
         assert_true(fabs(o_p[k] - (double)pp[pw * k + 3] * rho_k * rho_k) <= 1e-4 * p_max + 1.0);
         if (pw == 8) {
-            /* with lists, the record's second half: the state's (v, rho) for fluid, (0, -rho_w)
-             * for walls, which the loops read instead of vel */
-            const float want[4] = { type[k] == PTYPE_FLUID ? vel[4 * k] : 0.0f,
-                                    type[k] == PTYPE_FLUID ? vel[4 * k + 1] : 0.0f,
-                                    type[k] == PTYPE_FLUID ? vel[4 * k + 2] : 0.0f,
+            /* with lists, the record's second half: the state's (v, rho) for fluid, (v_w, -rho_w)
+             * for walls (v_w = 0 at rest; a moving wall's, -DMOTION), which the loops read
+             * instead of vel */
+            const float want[4] = { vel[4 * k], vel[4 * k + 1], vel[4 * k + 2],
                                     integrated && type[k] == PTYPE_FLUID ? pp[8 * k + 7] : vel[4 * k + 3] };
             assert_memory_equal(pp + 8 * k + 4, want, 16);
         }
@@ -523,6 +528,10 @@ static const scheme schemes[] = {
  * extrapolated pressure); x_next and v_next relative to the largest change in the step
  * (displacement v dt, velocity change a dt), which is the part the step computes. Viscosity is
  * made strong (alpha 0.5, mu 20 Pa s) so that a wrong viscosity term cannot hide under pressure. */
+/* The walls move (test_moving_walls_vs_reference): compare_step checks them against the
+ * reference's places instead of at rest. */
+static int g_walls_move = 0;
+
 /* One device step (rho_d .. v_d, particle order) against the double-precision brute-force
  * reference (rho_r .. v_r) for the particles p the step started from. */
 static void compare_step(const particles *p, const double *rho_r, const double *p_r, const double *x_r,
@@ -539,7 +548,14 @@ static void compare_step(const particles *p, const double *rho_r, const double *
         p_max = fmax(p_max, p_r[i]);
         if (p->type[i] == PTYPE_BOUNDARY) pw_max = fmax(pw_max, p_r[i]);
         if (p->type[i] != PTYPE_FLUID) {
-            for (int a = 0; a < 3; ++a) { /* boundary particles never move: exactly */
+            for (int a = 0; a < 3 && g_walls_move; ++a) { /* walls of a moving tank: as the reference
+                                                             places them, in float */
+                if (!(fabs(x_d[4 * i + a] - x_r[4 * i + a]) <= 2e-7 * (1.0 + fabs(x_r[4 * i + a]))))
+                    fail_msg("wall %zu axis %d at %.9g, want %.9g", i, a, x_d[4 * i + a], x_r[4 * i + a]);
+                if (!(fabs(v_d[4 * i + a] - v_r[4 * i + a]) <= 1e-6 + 1e-5 * fabs(v_r[4 * i + a])))
+                    fail_msg("wall %zu axis %d moves at %.9g, want %.9g", i, a, v_d[4 * i + a], v_r[4 * i + a]);
+            }
+            for (int a = 0; a < 3 && !g_walls_move; ++a) { /* boundary particles never move: exactly */
                 assert_true(x_d[4 * i + a] == p->pos[4 * i + a]);
                 assert_true(v_d[4 * i + a] == 0.0f);
             }
@@ -575,9 +591,10 @@ static void compare_step(const particles *p, const double *rho_r, const double *
 }
 
 /* One step of the solver on run r (uploaded from p) and of the double-precision brute-force
- * reference on p; the results must agree (compare_step) and neither may raise a flag. */
-static void step_vs_reference(fixture *f, sph_solver *sol, run *r, const scene *s, const particles *p,
-                              const char *label)
+ * reference on p at time t (ref_sph_step_at: a moving tank's place then); the results must agree
+ * (compare_step) and neither may raise a flag. */
+static void step_vs_reference_at(fixture *f, sph_solver *sol, run *r, const scene *s, const particles *p, double t,
+                                 const char *label)
 {
     const size_t n = p->n;
     double *rho_r = malloc(8 * n), *p_r = malloc(8 * n), *x_r = malloc(32 * n), *v_r = malloc(32 * n);
@@ -585,7 +602,7 @@ static void step_vs_reference(fixture *f, sph_solver *sol, run *r, const scene *
     assert_true(rho_r && p_r && x_r && v_r && rho_d && p_d && x_d && v_d);
     unsigned flags_r;
     uint32_t flags_d = 0;
-    ref_sph_step(s, p, rho_r, p_r, x_r, v_r, &flags_r);
+    ref_sph_step_at(s, p, t, rho_r, p_r, x_r, v_r, &flags_r);
     run_step(&f->d, sol, r, n, rho_d, p_d, x_d, v_d, &flags_d);
     compare_step(p, rho_r, p_r, x_r, v_r, rho_d, p_d, x_d, v_d, label);
     assert_int_equal(flags_d, flags_r);
@@ -598,6 +615,12 @@ static void step_vs_reference(fixture *f, sph_solver *sol, run *r, const scene *
     free(p_d);
     free(x_d);
     free(v_d);
+}
+
+static void step_vs_reference(fixture *f, sph_solver *sol, run *r, const scene *s, const particles *p,
+                              const char *label)
+{
+    step_vs_reference_at(f, sol, r, s, p, 0.0, label);
 }
 
 /* The small tank of the step tests (dx 1 cm, h 1.3 dx, alpha 0.5), its particles prepared
@@ -2330,9 +2353,7 @@ static void gauges_case(fixture *f, int dims, int lists, const scheme *sc)
     run_alloc(&f->d, &r, p.n, &s);
     run_upload(&f->d, sol, &r, &p);
     sphsim_error e;
-    /* the particles' ids (the boundary stage's force sums find a wall's slot by its id) */
-    assert_int_equal(device_alloc(&f->d, 4 * p.n, "id", &r.st.id, &e), SPHSIM_OK);
-    assert_int_equal(device_write(&f->d, r.st.id, 0, 4 * p.n, r.order, &e), SPHSIM_OK);
+    /* the boundary stage's force sums find a wall's slot by its id (run_upload's) */
     s.n_fluid = s.n_boundary = 0; /* every id below first_obj: the tank's walls */
     for (size_t i = 0; i < p.n; ++i) ++*(p.type[i] == PTYPE_FLUID ? &s.n_fluid : &s.n_boundary);
     gauges *g = NULL;
@@ -2393,7 +2414,6 @@ static void gauges_case(fixture *f, int dims, int lists, const scheme *sc)
     assert_true(err[3] < 1e-4);
     gauge_blocks_free(b);
     gauges_destroy(g);
-    clReleaseMemObject(r.st.id);
     free(rho_r);
     free(p_r);
     free(x_r);
@@ -2401,6 +2421,94 @@ static void gauges_case(fixture *f, int dims, int lists, const scheme *sc)
     run_free(&r);
     sph_destroy(sol);
     particles_free(&p);
+}
+
+/* Moving walls (docs/physics.md, "Moving walls"): one device step of a small tank that moves, by
+ * a sine translation of 5 Hz (its acceleration, 2.5 m/s^2 at the step, enters the wall pressure
+ * as g - a_w) and by a roll of 5 Hz about the tank's centre (v_w = omega x r, a_w with alpha and
+ * the centripetal part), against the double reference at the step's time, with the cell walk and
+ * with lists: the fluid's density, pressure, next positions and velocities, the walls' pressure,
+ * and the walls' next places (from their rest places) and velocities. */
+static void test_moving_walls_vs_reference(void **state)
+{
+    fixture *f = *state;
+    static const char *const motions[2] = {
+        "{'type':'sine','amplitude':[0.004,0.002],'frequency':5,'phase':0.4}",
+        "{'type':'rotation','amplitude':6,'frequency':5,'phase':0.4}",
+    };
+    for (int mo = 0; mo < 2; ++mo)
+        for (int lists = 0; lists <= 1; ++lists) {
+            char json[1024];
+            snprintf(json, sizeof json,
+                     "{'format':1,'dimensions':2,'tank':{'min':[0,0],'max':[0.12,0.12],'motion':[%s]},"
+                     "'fluid':{'blocks':[{'min':[0,0],'max':[0.08,0.08]}],'spacing':0.01,"
+                     "'viscosity':{'type':'artificial','alpha':0.5},'eos':{'type':'tait','sound_speed':20}},"
+                     "'time':{'end':1,'dt':0.0001}}",
+                     motions[mo]);
+            for (char *c = json; *c; ++c)
+                if (*c == '\'') *c = '"';
+            scene s;
+            particles p;
+            sphsim_error e;
+            assert_int_equal(scene_load_string(&s, json, "moving.json", NULL, 0, &e), SPHSIM_OK);
+            assert_int_equal(init_generate(&s, &p, 1, &e), SPHSIM_OK);
+            perturb(&s, &p, 77 + mo);
+            /* the walls where the tank is at the step's time, moving with it */
+            const long step = 37;
+            const double t = step * s.dt;
+            motion_frame fr;
+            motion_frame_at(&s.tank_motion, t, &fr);
+            motion_state ms;
+            motion_eval(&s.tank_motion, t, &ms);
+            for (size_t i = 0; i < p.n; ++i) {
+                if (p.type[i] != PTYPE_BOUNDARY) continue;
+                double x0[3] = { p.pos[4 * i], p.pos[4 * i + 1], p.pos[4 * i + 2] }, x[3], r[3];
+                for (int k = 0; k < 3; ++k) {
+                    x[k] = fr.c[k] + fr.d[k];
+                    for (int q = 0; q < 3; ++q) x[k] += fr.R[3 * k + q] * (x0[q] - fr.c[q]);
+                    r[k] = x[k] - fr.c[k] - fr.d[k];
+                }
+                const double v[3] = { ms.v[0] - ms.omega * r[1], ms.v[1] + ms.omega * r[0], 0.0 };
+                for (int k = 0; k < 3; ++k) {
+                    p.pos[4 * i + k] = (float)x[k];
+                    p.vel[4 * i + k] = (float)v[k];
+                }
+            }
+            const size_t n = p.n;
+            sph_solver *sol = make_solver_lists(&f->d, &s, lists, n);
+            run r;
+            run_alloc(&f->d, &r, n, &s);
+            run_upload(&f->d, sol, &r, &p);
+            assert_int_equal(sph_set_step(sol, step, &e), SPHSIM_OK);
+            g_walls_move = 1;
+            step_vs_reference_at(f, sol, &r, &s, &p, t, mo ? "roll " : "sine ");
+            g_walls_move = 0;
+            /* the acceleration shows in the walls' pressure: the reference's walls without it
+             * (the same places and velocities, a_w = 0) differ by far more than the tolerance */
+            double *rho_r = malloc(8 * n), *p_r = malloc(8 * n), *p_still = malloc(8 * n), *xv = malloc(64 * n);
+            assert_true(rho_r && p_r && p_still && xv);
+            unsigned flags_r;
+            ref_sph_step_at(&s, &p, t, rho_r, p_r, xv, xv + 4 * n, &flags_r);
+            scene_motion keep = s.tank_motion;
+            memset(&s.tank_motion, 0, sizeof s.tank_motion);
+            ref_sph_step_at(&s, &p, t, rho_r, p_still, xv, xv + 4 * n, &flags_r);
+            s.tank_motion = keep;
+            double dp = 0.0, pmax = 0.0;
+            for (size_t i = 0; i < n; ++i)
+                if (p.type[i] == PTYPE_BOUNDARY) {
+                    dp = fmax(dp, fabs(p_still[i] - p_r[i]));
+                    pmax = fmax(pmax, p_r[i]);
+                }
+            assert_true(dp > 4e-4 * pmax); /* (compare_step's tolerance: 5e-5) */
+            free(rho_r);
+            free(p_r);
+            free(p_still);
+            free(xv);
+            run_free(&r);
+            sph_destroy(sol);
+            particles_free(&p);
+            scene_free(&s);
+        }
 }
 
 static void test_gauges_vs_reference(void **state)
@@ -2433,6 +2541,7 @@ int main(void)
         cmocka_unit_test(test_continuity_vs_reference),
         cmocka_unit_test(test_continuity_hydrostatic),
         cmocka_unit_test(test_gauges_vs_reference),
+        cmocka_unit_test(test_moving_walls_vs_reference),
         cmocka_unit_test(test_walls_beside_dry_cells),
         cmocka_unit_test(test_list_keep),
         cmocka_unit_test(test_go_ahead),
