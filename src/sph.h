@@ -75,8 +75,6 @@ const char *sph_build_options(const sph_solver *s);
 cl_mem sph_params_buffer(const sph_solver *s);
 /* The meshes' signed distance grids on the device (kernels/geom.h), one float without meshes. */
 cl_mem sph_geom_grid(const sph_solver *s);
-/* The walls' (rest position, body) with moving walls (-DMOTION), else a placeholder. */
-cl_mem sph_wall_ref(const sph_solver *s);
 nlist *sph_nlist(const sph_solver *s);
 
 /* The masses of the particles in the solver's parameters (before the first step; `pos` (4 floats
