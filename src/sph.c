@@ -391,7 +391,7 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
         a[m++] = KARG("centre", s->m.centre);
         a[m++] = KARG("partial", s->m.partial);
         a[m++] = KARG("row0", row0);
-        a[m++] = KARG_LOCAL("red", 16 * local);
+        a[m++] = KARG_LOCAL("red", 32 * local);
         a[m++] = KARG_LOCAL("acc", 32 * s->m.n_slots);
         a[m++] = KARG_LOCAL("mask", 4);
         s->m.rows = (cl_uint)(row0 + groups);
