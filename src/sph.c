@@ -338,7 +338,6 @@ void sph_destroy(sph_solver *s)
 const sph_params *sph_get_params(const sph_solver *s) { return &s->params; }
 const char *sph_build_options(const sph_solver *s) { return s->options; }
 cl_mem sph_params_buffer(const sph_solver *s) { return s->params_buf; }
-cl_mem sph_geom_grid(const sph_solver *s) { return s->geom_grid; }
 nlist *sph_nlist(const sph_solver *s) { return s->nl; }
 
 sphsim_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, const uint8_t *type, size_t n,
@@ -441,7 +440,7 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
         a[m++] = KARG("centre", s->m.centre);
         a[m++] = KARG("partial", s->m.partial);
         a[m++] = KARG("row0", row0);
-        a[m++] = KARG_LOCAL("red", 16 * local);
+        a[m++] = KARG_LOCAL("red", 32 * local);
         a[m++] = KARG_LOCAL("acc", 32 * s->m.n_slots);
         a[m++] = KARG_LOCAL("mask", 4);
         s->m.rows = (cl_uint)(row0 + groups);

@@ -73,8 +73,6 @@ const sph_params *sph_get_params(const sph_solver *s);
  * programs that read its state take (src/gauges.c), and its __constant sph_params buffer. */
 const char *sph_build_options(const sph_solver *s);
 cl_mem sph_params_buffer(const sph_solver *s);
-/* The meshes' signed distance grids on the device (kernels/geom.h), one float without meshes. */
-cl_mem sph_geom_grid(const sph_solver *s);
 nlist *sph_nlist(const sph_solver *s);
 
 /* The masses of the particles in the solver's parameters (before the first step; `pos` (4 floats
