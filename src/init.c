@@ -134,7 +134,8 @@ static void region_range(const scene *s, const scene_box *b, long lo[3], long hi
         hi[a] = 1;
         if (a >= s->dims) continue;
         const long n = lattice_count(s->tank.max[a] - s->tank.min[a], s->spacing);
-        const double u0 = (b->min[a] - s->tank.min[a]) / s->spacing - 0.5, u1 = (b->max[a] - s->tank.min[a]) / s->spacing - 0.5;
+        const double u0 = (b->min[a] - s->tank.min[a]) / s->spacing - 0.5;
+        const double u1 = (b->max[a] - s->tank.min[a]) / s->spacing - 0.5;
         lo[a] = u0 <= 0 ? 0 : u0 >= (double)n ? n : (long)floor(u0);
         hi[a] = u1 < 0 ? 0 : u1 >= (double)n ? n : (long)ceil(u1) + 1;
         if (hi[a] > n) hi[a] = n;
@@ -220,8 +221,8 @@ static int sphere_room(const scene *s, const scene_sphere_group *g, const double
     return s->n_objects == 0 || geom_phi(s, x, NULL) >= g->radius;
 }
 
-/* Lattice site c of a sphere group (n sites per axis) at x; whether it is clear of the objects
- * (phi >= r). */
+/* Lattice site c of a sphere group (n sites per axis) at x; whether a sphere fits there
+ * (sphere_room: clear of the objects, phi >= r, and inside the group's shaped region). */
 static int sphere_site(const scene *s, const scene_sphere_group *g, const long n[3], long c, double x[3])
 {
     const long idx[3] = { c % n[0], (c / n[0]) % n[1], c / (n[0] * n[1]) };

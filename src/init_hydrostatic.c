@@ -1,6 +1,6 @@
-/* init_hydrostatic: the hydrostatic initial state of SPH fluid resting on the tank floor
- * (docs/physics.md, "Initial state"): each vertical run of fluid particles on the floor is
- * squeezed along gravity so that its kernel sums give the densities of rest under gravity. */
+/* init_hydrostatic: the hydrostatic initial state of SPH fluid resting on the tank floor or on
+ * the objects' solids (docs/physics.md, "Initial state"): each vertical run of fluid particles on
+ * them is squeezed along gravity so that its kernel sums give the densities of rest under gravity. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -249,10 +249,10 @@ static void *column_pass(void *arg)
 }
 
 /* init.h. Every vertical run of fluid
- * particles that rests on the tank floor is compressed along gravity so that the kernel sum on the
- * squeezed lattice gives the density whose EOS pressure is rho0 |g| depth. Without it the fluid
- * starts at p = 0, falls, and overshoots to about twice the hydrostatic pressure. Only when gravity
- * lies along one axis; runs not touching the floor (falling fluid) are left as they are. */
+ * particles that rests on the tank floor or on a solid is compressed along gravity so that the
+ * kernel sum on the squeezed lattice gives the density whose EOS pressure is rho0 |g| depth. Without
+ * it the fluid starts at p = 0, falls, and overshoots to about twice the hydrostatic pressure. Only
+ * when gravity lies along one axis; runs touching neither (falling fluid) are left as they are. */
 sphsim_status init_hydrostatic(const scene *s, particles *p, int threads, sphsim_error *e)
 {
     const double m = sph_fluid_mass(s);

@@ -922,7 +922,6 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
     if (s->visc == VISC_ARTIFICIAL) add_num(rv, "alpha", s->alpha);
     else add_num(rv, "dynamic_viscosity", s->mu);
     add_num(f, "boundary_layers", s->boundary_layers);
-    SPHSIM_TRY(parse_density(v, fluid, s, f));
     if (s->n_fluid_regions > 0) {
         cJSON *rr = cJSON_AddArrayToObject(f, "regions");
         for (int i = 0; i < s->n_fluid_regions; i++) {
@@ -931,7 +930,7 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
             cJSON_AddItemToArray(rr, ro);
         }
     }
-    return SPHSIM_OK;
+    return parse_density(v, fluid, s, f);
 }
 
 /* Volume (2D: area) of a sphere (disc) of radius r. */
@@ -1217,10 +1216,11 @@ static void default_name(char name[128], const char *path)
 }
 
 /* The whole validation and resolution of a parsed scene. */
-/* Read mesh object o (objects[i]) relative to the scene file's directory, check that it is a
- * closed, consistently oriented solid, place it (scale, rotate, translate) and sample its signed
- * distance on a grid (docs/physics.md, "Objects"): spacing half the fluid spacing (SPH) or half
- * the smallest sphere radius (particles), coarser when the grid would pass 3.2e7 nodes; exact
+/* Read mesh o (an object's or a region's; `label` names it in messages, "objects[1]") relative
+ * to the scene file's directory, check that it is a closed, consistently oriented solid, place it
+ * (scale, rotate, translate) and sample its signed distance on a grid appended to *grid
+ * (docs/physics.md, "Objects"): spacing half the fluid spacing (SPH) or half the smallest sphere
+ * radius of the groups so far (particles), coarser when the grid would pass 3.2e7 nodes; exact
  * within a band of (boundary_layers + 2) spacings (SPH) or 2 r_max + 2 cells of the surface. */
 static sphsim_status load_mesh_object(vctx *v, scene *s, scene_object *o, const char *label, float **grid,
                                      size_t *grid_n)
@@ -1418,8 +1418,9 @@ static sphsim_status parse_polygon_points(vctx *v, const scene *s, const cJSON *
     return SPHSIM_OK;
 }
 
-/* Place polygon o's points (world = translate + scale R (center + point)) into the scene's
- * geom_grid as floats, where the kernels read them (geom_shared.h). */
+/* Place polygon o's points (world = translate + scale R (center + point)) into *grid as floats:
+ * scene.geom_grid for an object, where the kernels read them (geom_shared.h), or
+ * scene.region_grid for a region. */
 static sphsim_status place_polygon(vctx *v, scene_object *o, float **grid, size_t *grid_n)
 {
     float *g = realloc(*grid, (*grid_n + 2 * (size_t)o->n_vertices) * sizeof *g);
