@@ -274,118 +274,24 @@ FINDINGS = """### Reading these results
 """
 
 
-# Recorded by hand from scripts/spheric_test2.py and scenes/tank_cylinder_region_3d.json runs (not rerun here);
-# kept in the report so that a rerun of this script does not drop them.
-RECORDED = """## SPHERIC Test 2: dam break onto a box, against the experiment
+# Sections of the report recorded by hand (runs this script does not make: SPHERIC Test 2 with
+# scripts/spheric_test2.py, the region-filled mesh tank) sit between these markers; a rewrite of
+# the report keeps them, before "## Runs".
+RECORDED_BEGIN = "<!-- recorded by hand; validate.py keeps these sections -->"
+RECORDED_END = "<!-- end of the recorded sections -->"
 
-Not run by `scripts/validate.py`: measured with `scripts/spheric_test2.py` on the runs listed
-below, whose numbers are recorded here by hand.
 
-The MARIN experiment of SPHERIC benchmark Test 2 (K. M. T. Kleefsman, G. Fekken, A. E. P.
-Veldman, B. Iwanowski, B. Buchner, "A Volume-of-Fluid based simulation method for wave impact
-problems", J. Comput. Phys. 206 (2005) 363–393, doi:10.1016/j.jcp.2004.12.007; R. Issa,
-D. Violeau, "Test-case 2: 3D dambreaking", ERCOFTAC SPHERIC SIG, release 1.1, March 2006): a
-1.228 × 1 × 0.55 m water column released at t = 0 at the end of a 3.22 × 1 × 1 m tank runs onto a
-0.161 × 0.403 × 0.161 m box; four wave probes H1–H4 and eight pressure sensors P1–P8 on the box
-were sampled every 1 ms. `scenes/dam_break_obstacle_3d.json` has that geometry (the box centred
-across the tank; in the experiment it stood 3.5 mm off the centre line) and gauges at the
-benchmark's positions: H2 at x = 0.992 m and H4 at x = 2.638 m (in the column) on the centre line
-y = 0.5 m, P1 on the box's face towards the water at (0.8245, 0.5, 0.021) m, and the other
-probes and sensors (scene-format.md, "Ready scenes"). These are the positions the Lethe and
-AQUAgpusph examples of this test use (AQUAgpusph's probes stand 3.2 cm nearer the far wall).
+def recorded_sections(path):
+    """The recorded sections of the report at path (with their markers), or "" when it has none."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return ""
+    a, b = text.find(RECORDED_BEGIN), text.find(RECORDED_END)
+    return text[a:b + len(RECORDED_END)] + "\n" if a >= 0 and b > a else ""
 
-**The data** are not in this repository. SPHERIC distributes them at
-<https://www.spheric-sph.org/tests/test-02> (a zip with the spreadsheet
-`test_case_2_exp_data.xls` and the description `test_case_2_v1p1.pdf`). The same series as
-whitespace-separated text (a header `Time (s) P1 (Pa) ... P8 (Pa) H1 (m) ... H4 (m)`, 7 396 rows,
-0–7.39 s) ship with the AQUAgpusph example of the test, which is what was used here:
-
-```sh
-mkdir -p ~/data/spheric_test2 && cd ~/data/spheric_test2
-curl -LO https://raw.githubusercontent.com/sanguinariojoe/aquagpusph/8f61634796cb129ef5f976fa7b1d248cb3c87bee/examples/3D/spheric_testcase2_dambreak/src/templates/test_case_2_exp_data.dat
-sha256sum test_case_2_exp_data.dat   # 427f4f3952b0dfccbf8c2687148fdc83b3b9579421805935f4e872a5bbe6403e
-```
-
-(The Lethe example `examples/multiphysics/3d-dam-break/experimental_data.txt` of
-chaos-polymtl/lethe has the same water heights without the pressures.) In the file the columns
-H1 and H3 are in the reverse order of the probes' positions: the column H1 wets first, at
-0.22 s, so it is the probe nearest the column, at x = 1.488 m, and the Lethe example swaps them
-for its plots. H2 and H4, compared here, are not affected.
-
-**Commands** (PoCL on 2 cores of an AMD EPYC shared with other work; the GPU run at a finer
-spacing is still to be made, the same way with `--set fluid.spacing=...`):
-
-```sh
-build/sphsim scenes/dam_break_obstacle_3d.json -o spheric_dx020.h5 --set fluid.spacing=0.02 --set output.interval=0.1
-build/sphsim scenes/dam_break_obstacle_3d.json -o spheric_dx040.h5 --set output.interval=0.1
-build/sphsim scenes/dam_break_obstacle_3d.json -o spheric_dx040_cont.h5 --set output.interval=0.1 --set fluid.density.type=continuity
-python3 scripts/spheric_test2.py spheric_dx020.h5 --data ~/data/spheric_test2 --until 1 --png docs/validation_spheric_test2.png
-python3 scripts/spheric_test2.py spheric_dx040.h5 --data ~/data/spheric_test2 --until 2
-```
-
-The run at Δx = 2 cm (82 350 fluid and 122 436 boundary particles) was stopped at t = 1.035 s
-after 43 min (about 70 min would have reached 2 s); the runs at Δx = 4 cm (9 750 + 32 822) went
-to 2 s in 1.7 min (summation density) and 10 min (continuity, sharing the cores).
-
-![SPHERIC test 2, dx = 2 cm](validation_spheric_test2.png)
-
-| run | signal | RMS difference | mean difference | front arrival, exp / sim (s) | first peak, exp / sim | its time, exp / sim (s) |
-|---|---|---|---|---|---|---|
-| Δx 2 cm, 0–1 s | H2 | 0.145 m | +0.045 m | 0.367 / 0.391 | 0.127 / 0.752 m | 0.667 / 0.688 |
-| Δx 2 cm, 0–1 s | H4 | 0.0034 m | +0.0006 m | – | – | – |
-| Δx 2 cm, 0–1 s | P1 | 4 523 Pa | −1 237 Pa | 0.393 / 0.437 | 11 239 / 88 235 Pa | 0.415 / 0.440 |
-| Δx 4 cm, 0–2 s | H2 | 0.125 m | +0.048 m | 0.367 / 0.412 | 0.127 / 0.451 m | 0.667 / 0.593 |
-| Δx 4 cm, 0–2 s | H4 | 0.0135 m | −0.0078 m | – | – | – |
-| Δx 4 cm, 0–2 s | P1 | 3 542 Pa | −1 740 Pa | 0.393 / 0.461 | 11 239 / 49 267 Pa | 0.415 / 0.470 |
-| Δx 4 cm continuity, 0–2 s | H2 | 0.062 m | +0.004 m | 0.367 / 0.418 | 0.127 / 0.328 m | 0.667 / 0.717 |
-| Δx 4 cm continuity, 0–2 s | H4 | 0.0153 m | −0.0106 m | – | – | – |
-| Δx 4 cm continuity, 0–2 s | P1 | 4 581 Pa | −1 150 Pa | 0.393 / 0.450 | 11 239 / 71 644 Pa | 0.415 / 0.462 |
-
-The arrival is the first time a signal passes 0.02 m or 1 000 Pa; the first peak is the largest
-value within 0.3 s after it (for H2, whose level rises slowly, simply its largest value then).
-
-* **H4, the column draining**, follows the experiment within 3.4 mm RMS at Δx = 2 cm over the
-  first second (13.5 mm at 4 cm, whose column starts 2 cm low: the gauge's surface is where the
-  kernel sum of the fluid falls to ½, which sits lower at a coarser spacing).
-* **H2, in front of the box,** rises 24 ms after the measured front at 2 cm (45 ms at 4 cm), and
-  follows the measured level within 4.4 mm (median) and 10 mm RMS at 2 cm, except in the 13 % of
-  the time when the gauge reads a splash: the water running up the box's face falls back as a
-  sheet over the probe's line, and the gauge takes the highest point where a kernel is half full
-  of fluid (physics.md, "Gauges"), up to 0.75 m, where the experiment's wave probe measured the
-  water layer below. Those intervals make the RMS of 0.145 m. With the integrated density
-  (4 cm) the level is smoother and the RMS halves (0.062 m over 2 s).
-* **P1** is where the runs are furthest from the experiment. The front reaches the box 44 ms
-  (2 cm) to 68 ms (4 cm) late, and the impact comes as one spike of 88 kPa (2 cm; 49 kPa at 4 cm)
-  instead of the measured rise to 11.2 kPa, followed by shorter spikes and, between them,
-  pressures below the measured 4–9 kPa (mean over 0.5–1 s 2.6 kPa against 4.1 kPa at 2 cm; the
-  impulse over 0.35–0.6 s 554 against 1 418 Pa s). The sensor, 2.1 cm above the floor on the
-  box's face, lies about a spacing from two walls, where the summation density of a thin, fast
-  layer misses mass and its pressure is weakest; the integrated density with diffusion brings the
-  impulse to 974 Pa s at 4 cm. Resolving the impact needs the finer GPU run, whose numbers are to
-  be added here.
-
-## tank_cylinder_region_3d: a mesh tank filled by a region, at rest
-
-Not run by `scripts/validate.py`: `build/sphsim scenes/tank_cylinder_region_3d.json -o
-tank_region.h5` (255 s on 2 PoCL cores shared with another run), analysed by hand. The
-cylindrical STL tank (64 sides, circumradius 0.3 m) is filled by `{"fill": "container",
-"below": 0.3}` around a 0.1 m square pillar standing on its floor, Δx = 2 cm (9 180 fluid
-particles), α = 0.1, 1 s from the hydrostatic start. No particle left the tank; after 0.5 s the
-fastest particle moves at 0.098 m/s.
-
-* **The level settles at 0.274 m** (the height gauge at x = 0.15 m, mean over 0.5–1 s,
-  σ = 1.9 mm), not at the region's 0.30 m: lattice points keep half a spacing from every
-  surface, and the tank's curved wall and the pillar's faces, which lie between lattice planes
-  here, leave gaps of up to a spacing between the fluid and the wall particles; the particles'
-  volume n Δx³ fills the tank's cross-section up to 0.270 m, and the fluid closes the gaps as it
-  settles. The gaps are of the order of a spacing, so the shortfall scales with Δx.
-* **Against that level the pressure is hydrostatic:** the time-averaged pressure over t ≥ 0.5 s
-  in 3 cm bins is ρ₀ g (h − z) within 1.3 % of ρ₀ g h from the floor to z = 0.21 m (−2.8 % in the
-  bin at 0.255 m, at the surface); the floor gauge beside the pillar reads 0.965 ρ₀ g h.
-
-"""
-
-def report(ctx, cases, elapsed):
+def report(ctx, cases, elapsed, recorded=""):
     L = []
     w = L.append
     w("# SPH validation\n")
@@ -459,7 +365,8 @@ def report(ctx, cases, elapsed):
                 zm = float(martin_moyce.interpolate_z(T)) if T <= 3.33 else float("nan")
                 w(f"| {T:.2f} | {Z:.3f} | {zm:.3f} | {100 * (Z / zm - 1):+.1f} % |")
             w("")
-    w(RECORDED)
+    if recorded:
+        w(recorded)
     w("## Runs\n")
     w("| case | command | particles | wall time (s) |")
     w("|---|---|---|---|")
@@ -533,8 +440,8 @@ def main(argv=None):
         names = [n for n in cases if n != "dam_break_2d_quick"]
     t0 = time.time()
     done = [cases[n]() for n in names]
-    text = report(ctx, done, time.time() - t0)
     path = os.path.join(args.docs, args.report)
+    text = report(ctx, done, time.time() - t0, recorded_sections(path))
     with open(path, "w") as f:
         f.write(text)
     print(f"validate: wrote {path}", file=sys.stderr)
