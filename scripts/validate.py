@@ -288,7 +288,25 @@ def sloshing_section(docs):
     return ["## Sloshing in a moving tank\n", body, ""]
 
 
-def report(ctx, cases, elapsed, docs=None):
+# Sections of the report recorded by hand (runs this script does not make: SPHERIC Test 2 with
+# scripts/spheric_test2.py, the region-filled mesh tank) sit between these markers; a rewrite of
+# the report keeps them, before "## Runs".
+RECORDED_BEGIN = "<!-- recorded by hand; validate.py keeps these sections -->"
+RECORDED_END = "<!-- end of the recorded sections -->"
+
+
+def recorded_sections(path):
+    """The recorded sections of the report at path (with their markers), or "" when it has none."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return ""
+    a, b = text.find(RECORDED_BEGIN), text.find(RECORDED_END)
+    return text[a:b + len(RECORDED_END)] + "\n" if a >= 0 and b > a else ""
+
+
+def report(ctx, cases, elapsed, docs=None, recorded=""):
     L = []
     w = L.append
     w("# SPH validation\n")
@@ -362,6 +380,8 @@ def report(ctx, cases, elapsed, docs=None):
                 zm = float(martin_moyce.interpolate_z(T)) if T <= 3.33 else float("nan")
                 w(f"| {T:.2f} | {Z:.3f} | {zm:.3f} | {100 * (Z / zm - 1):+.1f} % |")
             w("")
+    if recorded:
+        w(recorded)
     w("## Runs\n")
     w("| case | command | particles | wall time (s) |")
     w("|---|---|---|---|")
@@ -436,8 +456,8 @@ def main(argv=None):
         names = [n for n in cases if n != "dam_break_2d_quick"]
     t0 = time.time()
     done = [cases[n]() for n in names]
-    text = report(ctx, done, time.time() - t0, args.docs)
     path = os.path.join(args.docs, args.report)
+    text = report(ctx, done, time.time() - t0, args.docs, recorded_sections(path))
     with open(path, "w") as f:
         f.write(text)
     print(f"validate: wrote {path}", file=sys.stderr)

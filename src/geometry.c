@@ -221,6 +221,47 @@ double geom_phi(const scene *s, const double x[3], int *which)
     return best;
 }
 
+void geom_bounds(const scene_object *o, const float *grid, int dims, double lo[3], double hi[3])
+{
+    const double *R = o->rot;
+    for (int i = 0; i < 3; ++i) lo[i] = hi[i] = o->origin[i];
+    if (o->shape == GEOM_MESH || o->shape == GEOM_POLYGON) {
+        const int nd = o->shape == GEOM_MESH ? 3 : 2;
+        for (int i = 0; i < nd; ++i) {
+            lo[i] = INFINITY;
+            hi[i] = -INFINITY;
+        }
+        for (long k = 0; k < o->n_vertices; ++k)
+            for (int i = 0; i < nd; ++i) {
+                const double x = o->shape == GEOM_MESH ? o->mesh_vert[3 * k + i] : grid[o->grid_offset + 2 * k + i];
+                lo[i] = fmin(lo[i], x);
+                hi[i] = fmax(hi[i], x);
+            }
+    } else {
+        for (int i = 0; i < dims; ++i) {
+            double half = 0;
+            if (o->shape == GEOM_SPHERE) half = o->ext[0];
+            else if (o->shape == GEOM_CYLINDER) { /* the axis is the frame's z: R's third column */
+                const double a = fabs(R[3 * i + 2]);
+                half = a * o->ext[1] + o->ext[0] * sqrt(fmax(0.0, 1.0 - a * a));
+            } else
+                for (int j = 0; j < dims; ++j) half += fabs(R[3 * i + j]) * o->ext[j];
+            lo[i] = o->origin[i] - half;
+            hi[i] = o->origin[i] + half;
+        }
+    }
+    if (dims == 2) lo[2] = hi[2] = 0.0;
+}
+
+int geom_region_holds(const scene *s, const scene_region *r, const double x[3], double d)
+{
+    const double m = d * (1.0 - 2e-9); /* a lattice row on the boundary's margin stays, as in a block */
+    const double z = x[s->dims - 1];
+    if (z < r->above + m || z > r->below - m) return 0;
+    if (r->fill == REGION_CONTAINER) return 1;
+    return geom_sdf_grid(&r->shape, s->region_grid, s->dims, x, NULL) <= -m;
+}
+
 unsigned geom_pack(const scene *s, geom_object out[GEOM_MAX_OBJECTS])
 {
     memset(out, 0, GEOM_MAX_OBJECTS * sizeof *out);

@@ -22,6 +22,14 @@ double geom_sdf_grid(const scene_object *o, const float *grid, int dims, const d
  * the index of that object (-1 without objects). */
 double geom_phi(const scene *s, const double x[3], int *which);
 
+/* A box [lo, hi] (m) around primitive, polygon or mesh o as placed (grid: where o's polygon
+ * points are, scene.geom_grid or scene.region_grid). */
+void geom_bounds(const scene_object *o, const float *grid, int dims, double lo[3], double hi[3]);
+
+/* Whether x lies at least d (m) inside region r: inside its shape by d (its signed distance at
+ * most -d) and within its vertical cut by d. Only the region itself: the solids are geom_phi's. */
+int geom_region_holds(const scene *s, const scene_region *r, const double x[3], double d);
+
 /* The scene's objects as the kernels take them (geom_shared.h); returns their count. */
 unsigned geom_pack(const scene *s, geom_object out[GEOM_MAX_OBJECTS]);
 

@@ -52,14 +52,23 @@ static void set_particle(particles *p, size_t i, const double x[3], const double
 
 /* ---- objects (SPH): the fluid lattice minus the solids, and the solids' boundary layers ---- */
 
-/* Is fluid block b's lattice point at (l, j, k) free of the objects? A fluid particle needs
- * phi >= dx / 2: half a spacing from the surface, as from a tank face. */
+/* Whether a fluid particle at x keeps clear of the objects' solids: phi >= dx / 2, half a
+ * spacing from the surface as from a tank face. A lattice row at exactly that distance (a block or
+ * region reaching a surface that lies on the lattice's boundary, as the floor of a container on the
+ * tank's floor) stays: a mesh's phi, interpolated from its float grid, may come out a few 1e-9 m
+ * short of it, so dx / 2 is met to 1e-5 of itself. */
+static int clear_of_solids(const scene *s, const double x[3])
+{
+    return s->n_objects == 0 || geom_phi(s, x, NULL) >= 0.5 * s->spacing * (1.0 - 1e-5);
+}
+
+/* Is fluid block b's lattice point at (l, j, k) free of the objects (clear_of_solids)? */
 static int fluid_point(const scene *s, const scene_box *bx, long l, long j, long k, double x[3])
 {
     const long idx[3] = { l, j, k };
     x[0] = x[1] = x[2] = 0.0;
     for (int a = 0; a < s->dims; ++a) x[a] = bx->min[a] + (idx[a] + 0.5) * s->spacing;
-    return geom_phi(s, x, NULL) >= 0.5 * s->spacing;
+    return clear_of_solids(s, x);
 }
 
 /* Is the tank lattice's point (l, j, k) (spacing dx[a], as the tank's boundary shell) a
@@ -114,14 +123,112 @@ static long objects_boundary_of(const scene *s, particles *p, size_t *i, int8_t 
     return count;
 }
 
-/* Lattice site c of a sphere group (n sites per axis) at x; whether it is clear of the objects
- * (phi >= r). */
+/* ---- fluid regions (SPH): the lattice of a block spanning the tank, within the regions ---- */
+
+/* The points of that lattice (cell-centred from the tank's corner at the fluid spacing) that may
+ * lie in box b: index ranges lo[a] <= i < hi[a]. */
+static void region_range(const scene *s, const scene_box *b, long lo[3], long hi[3])
+{
+    for (int a = 0; a < 3; ++a) {
+        lo[a] = 0;
+        hi[a] = 1;
+        if (a >= s->dims) continue;
+        const long n = lattice_count(s->tank.max[a] - s->tank.min[a], s->spacing);
+        const double u0 = (b->min[a] - s->tank.min[a]) / s->spacing - 0.5;
+        const double u1 = (b->max[a] - s->tank.min[a]) / s->spacing - 0.5;
+        lo[a] = u0 <= 0 ? 0 : u0 >= (double)n ? n : (long)floor(u0);
+        hi[a] = u1 < 0 ? 0 : u1 >= (double)n ? n : (long)ceil(u1) + 1;
+        if (hi[a] > n) hi[a] = n;
+    }
+}
+
+static void region_point_at(const scene *s, long l, long j, long k, double x[3])
+{
+    const long idx[3] = { l, j, k };
+    x[0] = x[1] = x[2] = 0.0;
+    for (int a = 0; a < s->dims; ++a) x[a] = s->tank.min[a] + (idx[a] + 0.5) * s->spacing;
+}
+
+/* Whether x lies within half a spacing of fluid block b or inside it (where its own lattice
+ * fills it). */
+static int near_block(const scene *s, const double x[3])
+{
+    const double m = 0.5 * s->spacing * (1.0 - 2e-9);
+    for (int b = 0; b < s->n_blocks; ++b) {
+        int in = 1;
+        for (int a = 0; a < s->dims && in; ++a) in = x[a] > s->blocks[b].min[a] - m && x[a] < s->blocks[b].max[a] + m;
+        if (in) return 1;
+    }
+    return 0;
+}
+
+/* Whether lattice point x is fluid: in some fluid region (`only`: in region `only`) by half a
+ * spacing, clear of the blocks and, by half a spacing as everywhere, of the solids. *held: in the
+ * region(s) and clear of the blocks, whatever the solids. */
+static int region_fluid_point(const scene *s, int only, const double x[3], int *held)
+{
+    const double d = 0.5 * s->spacing;
+    int in = 0;
+    for (int r = only < 0 ? 0 : only; r < (only < 0 ? s->n_fluid_regions : only + 1) && !in; ++r)
+        in = geom_region_holds(s, &s->regions[r], x, d);
+    *held = in && !near_block(s, x);
+    return *held && clear_of_solids(s, x);
+}
+
+/* Visit the fluid points of region `only` (all regions, each point once, when only < 0), in z,
+ * y, x order: count them, those held regardless of the solids (*held, may be NULL) and, when p
+ * is not NULL, write them from index *i on. */
+static long regions_fluid(const scene *s, int only, particles *p, size_t *i, long *held)
+{
+    scene_box bb = s->regions[only < 0 ? 0 : only].bounds;
+    for (int r = 1; only < 0 && r < s->n_fluid_regions; ++r)
+        for (int a = 0; a < 3; ++a) {
+            bb.min[a] = fmin(bb.min[a], s->regions[r].bounds.min[a]);
+            bb.max[a] = fmax(bb.max[a], s->regions[r].bounds.max[a]);
+        }
+    long lo[3], hi[3], count = 0, nheld = 0;
+    region_range(s, &bb, lo, hi);
+    const double zero[3] = { 0, 0, 0 };
+    for (long k = lo[2]; k < hi[2]; ++k)
+        for (long j = lo[1]; j < hi[1]; ++j)
+            for (long l = lo[0]; l < hi[0]; ++l) {
+                double x[3];
+                int h;
+                region_point_at(s, l, j, k, x);
+                const int fluid = region_fluid_point(s, only, x, &h);
+                nheld += h;
+                if (!fluid) continue;
+                ++count;
+                if (p) set_particle(p, (*i)++, x, zero, s->particle_mass, s->rest_density, 0.0, PTYPE_FLUID);
+            }
+    if (held) *held = nheld;
+    return count;
+}
+
+/* Group g's shaped region, or NULL (a box region; also for a scene built without scene.c, whose
+ * zeroed groups name no region of its n_regions = 0). */
+static const scene_region *group_region(const scene *s, const scene_sphere_group *g)
+{
+    return g->shaped_region >= 0 && g->shaped_region < s->n_regions ? &s->regions[g->shaped_region] : NULL;
+}
+
+/* Whether a sphere of group g fits at x: inside its shaped region (if any) and clear of the
+ * objects' solids, by its radius. */
+static int sphere_room(const scene *s, const scene_sphere_group *g, const double x[3])
+{
+    const scene_region *r = group_region(s, g);
+    if (r && !geom_region_holds(s, r, x, g->radius)) return 0;
+    return s->n_objects == 0 || geom_phi(s, x, NULL) >= g->radius;
+}
+
+/* Lattice site c of a sphere group (n sites per axis) at x; whether a sphere fits there
+ * (sphere_room: clear of the objects, phi >= r, and inside the group's shaped region). */
 static int sphere_site(const scene *s, const scene_sphere_group *g, const long n[3], long c, double x[3])
 {
     const long idx[3] = { c % n[0], (c / n[0]) % n[1], c / (n[0] * n[1]) };
     x[0] = x[1] = x[2] = 0.0;
     for (int a = 0; a < s->dims; ++a) x[a] = g->region.min[a] + g->radius + idx[a] * sphere_pitch(g);
-    return s->n_objects == 0 || geom_phi(s, x, NULL) >= g->radius;
+    return sphere_room(s, g, x);
 }
 
 /* The sites of a group's lattice (`sites` of them) clear of the objects. */
@@ -158,6 +265,20 @@ sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *
                 *n_fluid += kept;
             } else *n_fluid += n[0] * n[1] * n[2];
         }
+        for (int r = 0; r < s->n_fluid_regions; ++r) {
+            long held;
+            if (regions_fluid(s, r, NULL, NULL, &held) > 0) continue;
+            if (held == 0)
+                return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
+                                   "fluid.regions[%d]: holds no particle: no point of the fluid lattice (spacing %g m, "
+                                   "from the tank's corner) lies half a spacing inside it%s",
+                                   r, s->spacing, s->n_blocks ? " outside fluid.blocks" : "");
+            return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
+                               "fluid.regions[%d]: holds no particle: the objects cover all of its %ld lattice points "
+                               "(a fluid particle needs half a spacing, %g m, of room from a solid)",
+                               r, held, 0.5 * s->spacing);
+        }
+        if (s->n_fluid_regions > 0) *n_fluid += regions_fluid(s, -1, NULL, NULL, NULL);
         long L = s->boundary_layers, inner = 1, outer = 1;
         for (int a = 0; a < s->dims; ++a) {
             double dx_a;
@@ -174,7 +295,7 @@ sphsim_status init_count(const scene *s, long *n_fluid, long *n_boundary, long *
                 long n[3];
                 sphere_lattice_dims(s, gr, n);
                 long room = n[0] * n[1] * n[2];
-                if (s->n_objects > 0) room = sphere_lattice_room(s, gr, n, room);
+                if (s->n_objects > 0 || group_region(s, gr)) room = sphere_lattice_room(s, gr, n, room);
                 if (room < gr->count)
                     return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                                        "spheres.groups[%d].count: %ld spheres of radius %g m do not fit on a lattice "
@@ -311,15 +432,17 @@ static void *gen_rows(void *arg)
  * the one a single pass in that order gives it. */
 static void generate_sph(const scene *s, particles *p, int threads)
 {
-    if (s->n_objects > 0) { /* one thread: the fluid blocks minus the solids, the shell, the objects */
+    if (s->n_objects > 0 || s->n_fluid_regions > 0) {
+        /* one thread: the fluid blocks minus the solids, the regions, the shell, the objects */
         size_t i = 0;
         for (int b = 0; b < s->n_blocks; ++b) objects_fluid(s, b, p, &i);
+        if (s->n_fluid_regions > 0) regions_fluid(s, -1, p, &i, NULL);
         const shell_dims d = shell_of(s);
         const long rows = (d.hi[1] - d.lo[1]) * (d.hi[2] - d.lo[2]);
         gen_job job = { s, p, -1, 0, rows, i };
         gen_rows(&job);
         i += shell_before(&d, rows);
-        objects_boundary(s, p, &i);
+        if (s->n_objects > 0) objects_boundary(s, p, &i);
         return;
     }
     const unsigned t = jobs_threads(p->n, threads, 1, JOBS_MAX);
@@ -517,13 +640,17 @@ static sphsim_status generate_spheres(const scene *s, particles *p, sphsim_error
                 ++site;
             } else {
                 int placed = 0;
-                for (int attempt = 0; attempt < (dense ? 1 : 10000) && !placed; ++attempt) {
+                const scene_region *shaped = group_region(s, gr);
+                for (int attempt = 0; attempt < (dense && !shaped ? 1 : 10000) && !placed; ++attempt) {
                     for (int a = 0; a < s->dims; ++a) {
                         double lo = gr->region.min[a] + gr->radius, hi = gr->region.max[a] - gr->radius;
                         x[a] = lo + (hi - lo) * rng_uniform(&rng);
                     }
-                    if (dense) break;
-                    if (s->n_objects > 0 && geom_phi(s, x, NULL) < gr->radius) continue; /* in a solid */
+                    /* too full for random addition: anywhere in the shaped region, then relax */
+                    if (dense && (!shaped || geom_region_holds(s, shaped, x, gr->radius)))
+                        break;
+                    if (dense) continue;
+                    if (!sphere_room(s, gr, x)) continue; /* outside its region, or in a solid */
                     long cc[3] = { 0, 0, 0 };
                     for (int a = 0; a < s->dims; ++a) cc[a] = (long)((x[a] - s->tank.min[a]) / pl.cell);
                     int clash = 0;

@@ -1,9 +1,12 @@
 /* init: the initial state of a scene, generated into host arrays.
  * SPH: fluid blocks filled on a lattice at the scene spacing (cell-centred, so a block of
- * width W holds floor(W/dx) particles per row), and `boundary_layers` layers of fixed
- * boundary particles outside each tank wall at the same spacing.
+ * width W holds floor(W/dx) particles per row), fluid regions on the lattice a block spanning
+ * the tank would have (the points half a spacing inside a region), both minus the objects'
+ * solids, and `boundary_layers` layers of fixed boundary particles outside each tank wall at the
+ * same spacing.
  * Particles: sphere groups on a lattice (the group's pitch, 2.02 r by default) or seeded random
- * without overlap (random sequential addition; pushed apart where the region is too full for it). */
+ * without overlap (random sequential addition; pushed apart where the region is too full for it),
+ * in a box or a shaped region. */
 #ifndef SPHSIM_INIT_H
 #define SPHSIM_INIT_H
 
@@ -27,11 +30,12 @@ sphsim_status init_lattice(const scene *s, particles *p, int threads, sphsim_err
 sphsim_status init_generate(const scene *s, particles *p, int threads, sphsim_error *e);
 
 /* The hydrostatic start (docs/physics.md, "Initial state"): every vertical run of fluid particles
- * that rests on the tank floor is compressed along gravity so that the kernel sum on the squeezed
- * lattice gives the density whose EOS pressure is rho0 |g| depth, and gets that density and
- * pressure. Without it the fluid starts at p = 0, falls, and overshoots to about twice the
- * hydrostatic pressure. Only when gravity lies along one axis; runs not touching the floor
- * (falling fluid) are left as they are. Takes the masses of sph_prepare. */
+ * that rests on the tank floor or on a solid of the objects is compressed along gravity so that
+ * the kernel sum on the squeezed lattice gives the density whose EOS pressure is rho0 |g| depth
+ * (below the run's top), and gets that density and pressure. Without it the fluid starts at
+ * p = 0, falls, and overshoots to about twice the hydrostatic pressure. Only when gravity lies
+ * along one axis; runs touching neither (falling fluid) are left as they are. Takes the masses of
+ * sph_prepare. */
 sphsim_status init_hydrostatic(const scene *s, particles *p, int threads, sphsim_error *e);
 
 #endif

@@ -1,12 +1,13 @@
-/* init_hydrostatic: the hydrostatic initial state of SPH fluid resting on the tank floor
- * (docs/physics.md, "Initial state"): each vertical run of fluid particles on the floor is
- * squeezed along gravity so that its kernel sums give the densities of rest under gravity. */
+/* init_hydrostatic: the hydrostatic initial state of SPH fluid resting on the tank floor or on
+ * the objects' solids (docs/physics.md, "Initial state"): each vertical run of fluid particles on
+ * them is squeezed along gravity so that its kernel sums give the densities of rest under gravity. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/sph_kernel_fns.h"
+#include "geometry.h"
 #include "init.h"
 #include "jobs.h"
 #include "sph.h"
@@ -134,6 +135,22 @@ static int run_profile_get(const squeeze_job *jb, size_t N, run_profile *rp)
     return 0;
 }
 
+/* Whether the run whose lowest particle is i rests on a solid of the objects: the vertical line
+ * below it meets a solid within RUN_REST spacings (a lattice point less than half a spacing from
+ * a solid is left out, so the lowest one stands less than 1.5 spacings above a level surface, a
+ * little more above a slope). */
+#define RUN_REST 2.5
+static int rests_on_solid(const squeeze_job *jb, uint32_t i)
+{
+    const scene *s = jb->s;
+    if (s->n_objects == 0) return 0;
+    const double dx = s->spacing;
+    double x[3] = { 0, 0, 0 };
+    for (int a = 0; a < s->dims; ++a) x[a] = jb->p->pos[4 * (size_t)i + a];
+    x[jb->ga] -= jb->dir * RUN_REST * dx; /* "down" */
+    return geom_phi(s, x, NULL) <= 0.0;
+}
+
 static void *squeeze_columns(void *arg)
 {
     squeeze_job *jb = arg;
@@ -164,13 +181,22 @@ static void *squeeze_columns(void *arg)
             /* a run: successive particles at most 1.5 dx apart */
             for (r1 = r0 + 1; r1 < nc; ++r1)
                 if (c[r1].up - c[r1 - 1].up > 1.5 * dx) break;
-            if (c[r0].up - jb->floor_up > dx) continue; /* not resting on the floor */
+            /* on the floor, or on a solid of the objects (an obstacle's top, a container's
+             * bottom); else falling fluid, left as it is */
+            const int on_floor = c[r0].up - jb->floor_up <= dx;
+            if (!on_floor && !rests_on_solid(jb, c[r0].i)) continue;
             const size_t N = r1 - r0;
             if (run_profile_get(jb, N, &rp) != 0) {
                 jb->failed = 1;
                 break;
             }
-            double up = jb->floor_up;
+            /* the level the squeeze starts from: the floor, or, on a solid, half a spacing below
+             * the run's lowest particle, where the floor would be were the solid's surface on the
+             * lattice's boundary (as an obstacle's flat top at a lattice plane is, with its first
+             * layer of boundary particles a spacing below that particle): the lowest particle then
+             * moves down as on the floor, (1 - lambda) dx, and keeps its lattice distance to a
+             * sloping or curved surface within that */
+            double up = on_floor ? jb->floor_up : c[r0].up - 0.5 * dx;
             for (size_t k = 0; k < N; ++k) {
                 up += rp.dup[k];
                 const size_t i = c[r0 + k].i;
@@ -223,10 +249,10 @@ static void *column_pass(void *arg)
 }
 
 /* init.h. Every vertical run of fluid
- * particles that rests on the tank floor is compressed along gravity so that the kernel sum on the
- * squeezed lattice gives the density whose EOS pressure is rho0 |g| depth. Without it the fluid
- * starts at p = 0, falls, and overshoots to about twice the hydrostatic pressure. Only when gravity
- * lies along one axis; runs not touching the floor (falling fluid) are left as they are. */
+ * particles that rests on the tank floor or on a solid is compressed along gravity so that the
+ * kernel sum on the squeezed lattice gives the density whose EOS pressure is rho0 |g| depth. Without
+ * it the fluid starts at p = 0, falls, and overshoots to about twice the hydrostatic pressure. Only
+ * when gravity lies along one axis; runs touching neither (falling fluid) are left as they are. */
 sphsim_status init_hydrostatic(const scene *s, particles *p, int threads, sphsim_error *e)
 {
     const double m = sph_fluid_mass(s);

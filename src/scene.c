@@ -86,10 +86,22 @@ static const int SHAPE_VALUES_2D[] = { GEOM_BOX, GEOM_SPHERE, GEOM_POLYGON };
 static const char *const ROLE_NAMES[] = { "obstacle", "container" };
 static const int ROLE_VALUES[] = { OBJ_OBSTACLE, OBJ_CONTAINER };
 static const char *const BOX_KEYS[] = { "min", "max" };
-static const char *const FLUID_KEYS[] = {
-    "blocks", "spacing",   "particle_count",  "rest_density", "kernel", "smoothing_length", "smoothing_length_factor",
-    "eos",    "viscosity", "boundary_layers", "density"
-};
+static const char *const FLUID_KEYS[] = { "blocks",
+                                           "spacing",
+                                           "particle_count",
+                                           "rest_density",
+                                           "kernel",
+                                           "smoothing_length",
+                                           "smoothing_length_factor",
+                                           "eos",
+                                           "viscosity",
+                                           "boundary_layers",
+                                           "regions",
+                                           "density" };
+static const char *const REGION_KEYS[] = { "shape", "fill",   "center",    "size",  "radius", "length",
+                                           "axis",  "file",   "points",    "transform", "above",  "below" };
+static const char *const FILL_NAMES[] = { "container" };
+static const int FILL_VALUES[] = { REGION_CONTAINER };
 static const char *const EOS_KEYS[] = { "type", "sound_speed", "gamma", "stiffness" };
 static const char *const VISC_KEYS[] = { "type", "alpha", "dynamic_viscosity" };
 static const char *const DENSITY_KEYS[] = { "type", "diffusion" };
@@ -120,6 +132,7 @@ static const section SECTIONS[] = {
     { "fluid.eos", EOS_KEYS, COUNT(EOS_KEYS) },
     { "fluid.viscosity", VISC_KEYS, COUNT(VISC_KEYS) },
     { "fluid.density", DENSITY_KEYS, COUNT(DENSITY_KEYS) },
+    { "fluid.regions[]", REGION_KEYS, COUNT(REGION_KEYS) },
     { "spheres", SPHERES_KEYS, COUNT(SPHERES_KEYS) },
     { "spheres.walls", WALLS_KEYS, COUNT(WALLS_KEYS) },
     { "time", TIME_KEYS, COUNT(TIME_KEYS) },
@@ -658,6 +671,27 @@ static sphsim_status parse_density(vctx *v, const cJSON *fluid, scene *s, cJSON 
     return SPHSIM_OK;
 }
 
+static sphsim_status parse_fluid_regions(vctx *v, const cJSON *fluid, scene *s);
+static sphsim_status parse_region(vctx *v, const cJSON *it, scene *s, scene_region *r, const char *label);
+static void region_resolved(cJSON *ro, const scene *s, const scene_region *r);
+
+/* The extent of the fluid along axis ax: the blocks and the regions' bounds (*top < *bottom when
+ * there is none yet). */
+static void fluid_extent(const scene *s, int ax, double *top, double *bottom)
+{
+    *top = -INFINITY;
+    *bottom = INFINITY;
+    for (int i = 0; i < s->n_blocks; i++) {
+        *top = fmax(*top, s->blocks[i].max[ax]);
+        *bottom = fmin(*bottom, s->blocks[i].min[ax]);
+    }
+    for (int i = 0; i < s->n_fluid_regions; i++)
+        if (s->regions[i].bounds.max[ax] > s->regions[i].bounds.min[ax]) {
+            *top = fmax(*top, s->regions[i].bounds.max[ax]);
+            *bottom = fmin(*bottom, s->regions[i].bounds.min[ax]);
+        }
+}
+
 static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *resolved)
 {
     char a[40], b[40], c[40];
@@ -667,11 +701,17 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
     int given;
     SPHSIM_TRY(check_keys(v, fluid, FLUID_KEYS, COUNT(FLUID_KEYS)));
 
-    /* blocks */
-    SPHSIM_TRY(varr(v, fluid, "blocks", 1, 1, SCENE_MAX_BLOCKS, "fluid blocks", &blocks));
-    old = vkey(v, "blocks");
+    /* blocks (or regions, parsed last: they need the spacing and the boundary layers) */
+    const cJSON *regions = get(fluid, "regions");
     s->n_blocks = 0;
-    for (it = blocks->child; it; it = it->next) {
+    s->n_fluid_regions = 0;
+    if (!regions && !get(fluid, "blocks")) {
+        vkey(v, "blocks");
+        return vfail(v, "required key missing (expected an array of fluid blocks, or give \"regions\")");
+    }
+    SPHSIM_TRY(varr(v, fluid, "blocks", 0, 1, SCENE_MAX_BLOCKS, "fluid blocks", &blocks));
+    old = vkey(v, "blocks");
+    for (it = blocks ? blocks->child : NULL; it; it = it->next) {
         int i = s->n_blocks;
         size_t o2 = vidx(v, i);
         SPHSIM_TRY(vbox(v, it, &s->tank, "block", &s->blocks[i]));
@@ -696,6 +736,11 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
     if (!sp && !pc) {
         old = vkey(v, "spacing");
         return vfail(v, "required key missing; give either \"spacing\" (m) or \"particle_count\"");
+    }
+    if (pc && regions) {
+        old = vkey(v, "particle_count");
+        return vfail(v, "not available with fluid.regions (their volume is known only once they are filled); give "
+                        "fluid.spacing");
     }
     double volume = 0.0;
     for (int i = 0; i < s->n_blocks; i++) volume += box_volume(&s->blocks[i], s->dims);
@@ -765,17 +810,15 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
     int ax = s->dims - 1;
     for (int k = 0; k < s->dims; k++)
         if (fabs(s->gravity[k]) > fabs(s->gravity[ax])) ax = k;
-    double top = -INFINITY, bottom = INFINITY;
-    for (int i = 0; i < s->n_blocks; i++) {
-        top = fmax(top, s->blocks[i].max[ax]);
-        bottom = fmin(bottom, s->blocks[i].min[ax]);
-    }
-    s->fluid_height = top - bottom;
+    double top, bottom;
+    fluid_extent(s, ax, &top, &bottom);
+    s->fluid_height = top > bottom ? top - bottom : 0.0;
     double g = hypot(hypot(s->gravity[0], s->gravity[1]), s->gravity[2]);
     double c0_default = 10.0 * sqrt(2.0 * fmax(g, 9.81) * s->fluid_height);
 
     /* eos */
     const cJSON *eos, *visc;
+    int c0_given = 0;
     SPHSIM_TRY(vobj(v, fluid, "eos", 0, NULL, &eos));
     old = vkey(v, "eos");
     if (eos) SPHSIM_TRY(check_keys(v, eos, EOS_KEYS, COUNT(EOS_KEYS)));
@@ -786,7 +829,7 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
             vkey(v, "stiffness");
             return vfail(v, "only valid with \"type\": \"linear\" (this eos is \"tait\"; use \"sound_speed\")");
         }
-        SPHSIM_TRY(vnum(v, eos, "sound_speed", 0, c0_default, R_POS, &s->sound_speed, NULL));
+        SPHSIM_TRY(vnum(v, eos, "sound_speed", 0, c0_default, R_POS, &s->sound_speed, &c0_given));
         SPHSIM_TRY(vnum(v, eos, "gamma", 0, 7.0, rng(1, 1, 0, 0), &s->gamma, NULL));
         s->stiffness = s->sound_speed * s->sound_speed;
     } else {
@@ -795,7 +838,7 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
             vkey(v, bad);
             return vfail(v, "only valid with \"type\": \"tait\" (this eos is \"linear\"; use \"stiffness\")");
         }
-        SPHSIM_TRY(vnum(v, eos, "stiffness", 0, c0_default * c0_default, R_POS, &s->stiffness, NULL));
+        SPHSIM_TRY(vnum(v, eos, "stiffness", 0, c0_default * c0_default, R_POS, &s->stiffness, &c0_given));
         s->sound_speed = sqrt(s->stiffness);
         s->gamma = 1.0;
     }
@@ -847,6 +890,26 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
                      s->support / s->spacing, layers_needed);
     }
 
+    /* regions: the fluid's height and the default sound speed with them */
+    SPHSIM_TRY(parse_fluid_regions(v, fluid, s));
+    if (s->n_fluid_regions > 0) {
+        fluid_extent(s, ax, &top, &bottom);
+        s->fluid_height = top > bottom ? top - bottom : 0.0;
+        c0_default = 10.0 * sqrt(2.0 * fmax(g, 9.81) * s->fluid_height);
+        if (!c0_given && s->eos == EOS_TAIT) {
+            s->sound_speed = c0_default;
+            s->stiffness = c0_default * c0_default;
+        } else if (!c0_given) {
+            s->stiffness = c0_default * c0_default;
+            s->sound_speed = c0_default;
+        }
+        for (int i = 0; i < s->n_fluid_regions; i++) {
+            double n_region = 1.0;
+            for (int k = 0; k < s->dims; k++)
+                n_region *= fmax(0.0, lattice_n(s->regions[i].bounds.max[k] - s->regions[i].bounds.min[k], s->spacing));
+            n_fluid_est += n_region;
+        }
+    }
     double n_boundary_est = boundary_estimate(s);
     if (n_fluid_est + n_boundary_est > SCENE_MAX_PARTICLES) {
         old = vkey(v, count_key);
@@ -858,12 +921,14 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
 
     /* resolved "fluid" */
     cJSON *f = cJSON_AddObjectToObject(resolved, "fluid");
-    cJSON *rb = cJSON_AddArrayToObject(f, "blocks");
-    for (int i = 0; i < s->n_blocks; i++) {
-        cJSON *bo = cJSON_CreateObject();
-        cJSON_AddItemToObject(bo, "min", vec_item(s->blocks[i].min, s->dims));
-        cJSON_AddItemToObject(bo, "max", vec_item(s->blocks[i].max, s->dims));
-        cJSON_AddItemToArray(rb, bo);
+    if (s->n_blocks > 0) {
+        cJSON *rb = cJSON_AddArrayToObject(f, "blocks");
+        for (int i = 0; i < s->n_blocks; i++) {
+            cJSON *bo = cJSON_CreateObject();
+            cJSON_AddItemToObject(bo, "min", vec_item(s->blocks[i].min, s->dims));
+            cJSON_AddItemToObject(bo, "max", vec_item(s->blocks[i].max, s->dims));
+            cJSON_AddItemToArray(rb, bo);
+        }
     }
     if (s->particle_count) add_num(f, "particle_count", (double)s->particle_count);
     else add_num(f, "spacing", s->spacing);
@@ -882,6 +947,14 @@ static sphsim_status parse_fluid(vctx *v, const cJSON *fluid, scene *s, cJSON *r
     if (s->visc == VISC_ARTIFICIAL) add_num(rv, "alpha", s->alpha);
     else add_num(rv, "dynamic_viscosity", s->mu);
     add_num(f, "boundary_layers", s->boundary_layers);
+    if (s->n_fluid_regions > 0) {
+        cJSON *rr = cJSON_AddArrayToObject(f, "regions");
+        for (int i = 0; i < s->n_fluid_regions; i++) {
+            cJSON *ro = cJSON_CreateObject();
+            region_resolved(ro, s, &s->regions[i]);
+            cJSON_AddItemToArray(rr, ro);
+        }
+    }
     return parse_density(v, fluid, s, f);
 }
 
@@ -1021,7 +1094,19 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
         SPHSIM_TRY(vnum(v, it, "radius", 1, 0, R_POS, &gr->radius, NULL));
         SPHSIM_TRY(vnum(v, it, "density", 0, 1000.0, R_POS, &gr->density, NULL));
         const cJSON *region = get(it, "region");
-        if (region) {
+        gr->shaped_region = SCENE_NO_REGION;
+        s->n_groups = i + 1; /* a mesh region's grid is sized for the spheres up to this group */
+        if (region && cJSON_IsObject(region) && (get(region, "shape") || get(region, "fill"))) {
+            size_t o3 = vkey(v, "region");
+            if (s->n_regions >= SCENE_MAX_REGIONS)
+                return vfail(v, "at most %d groups may have a shaped region", SCENE_MAX_REGIONS);
+            char label[48];
+            snprintf(label, sizeof label, "spheres.groups[%d].region", i);
+            gr->shaped_region = s->n_regions++; /* scene_free frees its mesh from here on */
+            SPHSIM_TRY(parse_region(v, region, s, &s->regions[gr->shaped_region], label));
+            gr->region = s->regions[gr->shaped_region].bounds; /* where its lattice starts */
+            vpop(v, o3);
+        } else if (region) {
             size_t o3 = vkey(v, "region");
             SPHSIM_TRY(vbox(v, region, &s->tank, "region", &gr->region));
             vpop(v, o3);
@@ -1056,7 +1141,6 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
             return vfail(v, "the sphere groups hold %.3g spheres in all, more than the limit of 2e9", total);
         max_r = fmax(max_r, gr->radius);
         vpop(v, o2);
-        s->n_groups++;
     }
     vpop(v, old);
     /* The smallest spheres set the lattice and placement grids: at most 1e6 diameters along
@@ -1100,8 +1184,11 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
         add_num(go, "radius", gr->radius);
         add_num(go, "density", gr->density);
         cJSON *reg = cJSON_AddObjectToObject(go, "region");
-        cJSON_AddItemToObject(reg, "min", vec_item(gr->region.min, s->dims));
-        cJSON_AddItemToObject(reg, "max", vec_item(gr->region.max, s->dims));
+        if (gr->shaped_region != SCENE_NO_REGION) region_resolved(reg, s, &s->regions[gr->shaped_region]);
+        else {
+            cJSON_AddItemToObject(reg, "min", vec_item(gr->region.min, s->dims));
+            cJSON_AddItemToObject(reg, "max", vec_item(gr->region.max, s->dims));
+        }
         cJSON_AddStringToObject(go, "placement", PLACE_NAMES[gr->placement == PLACE_RANDOM]);
         if (gr->placement == PLACE_LATTICE) {
             if (gr->packing > 0) add_num(go, "packing", gr->packing);
@@ -1162,16 +1249,18 @@ static void scene_file_path(const scene *s, const char *file, char *path, size_t
     else snprintf(path, n, "%.*s/%s", (int)(slash - s->path), s->path, file);
 }
 
-/* Read mesh object o (objects[i]) relative to the scene file's directory, check that it is a
- * closed, consistently oriented solid, place it (scale, rotate, translate) and sample its signed
- * distance on a grid (docs/physics.md, "Objects"): spacing half the fluid spacing (SPH) or half
- * the smallest sphere radius (particles), coarser when the grid would pass 3.2e7 nodes; exact
+/* Read mesh o (an object's or a region's; `label` names it in messages, "objects[1]") relative
+ * to the scene file's directory, check that it is a closed, consistently oriented solid, place it
+ * (scale, rotate, translate) and sample its signed distance on a grid appended to *grid
+ * (docs/physics.md, "Objects"): spacing half the fluid spacing (SPH) or half the smallest sphere
+ * radius of the groups so far (particles), coarser when the grid would pass 3.2e7 nodes; exact
  * within a band of (boundary_layers + 2) spacings (SPH) or 2 r_max + 2 cells of the surface. */
-static sphsim_status load_mesh_object(vctx *v, scene *s, scene_object *o, int i)
+static sphsim_status load_mesh_object(vctx *v, scene *s, scene_object *o, const char *label, float **grid,
+                                     size_t *grid_n)
 {
     char path[1600], what[64];
     scene_file_path(s, o->file, path, sizeof path);
-    snprintf(what, sizeof what, "objects[%d].file", i);
+    snprintf(what, sizeof what, "%s.file", label);
     mesh m;
     SPHSIM_TRY(mesh_read(&m, path, what, &o->file_hash, v->e));
     long open, flipped;
@@ -1181,13 +1270,13 @@ static sphsim_status load_mesh_object(vctx *v, scene *s, scene_object *o, int i)
         if (open < 0) return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory checking a mesh");
         if (open > 0)
             return SPHSIM_FAIL(v->e, SPHSIM_E_SCENE,
-                               "objects[%d]: mesh '%s' is not closed: %ld open edges (edges not shared by exactly two "
+                               "%s: mesh '%s' is not closed: %ld open edges (edges not shared by exactly two "
                                "triangles); a solid needs a closed surface",
-                               i, o->file, open);
+                               label, o->file, open);
         return SPHSIM_FAIL(v->e, SPHSIM_E_SCENE,
-                           "objects[%d]: mesh '%s' is inconsistently oriented: %ld edges are run the same way by both "
+                           "%s: mesh '%s' is inconsistently oriented: %ld edges are run the same way by both "
                            "of their triangles",
-                           i, o->file, flipped);
+                           label, o->file, flipped);
     }
     /* place: world = translate + scale R (center + vertex) */
     double R[9];
@@ -1210,7 +1299,7 @@ static sphsim_status load_mesh_object(vctx *v, scene *s, scene_object *o, int i)
     double vol = fabs(mesh_volume(&m));
     if (!(vol > 0)) {
         mesh_free(&m);
-        return SPHSIM_FAIL(v->e, SPHSIM_E_SCENE, "objects[%d]: mesh '%s' encloses no volume (degenerate)", i, o->file);
+        return SPHSIM_FAIL(v->e, SPHSIM_E_SCENE, "%s: mesh '%s' encloses no volume (degenerate)", label, o->file);
     }
     double cell, band;
     if (s->mode == MODE_SPH) {
@@ -1240,18 +1329,18 @@ static sphsim_status load_mesh_object(vctx *v, scene *s, scene_object *o, int i)
     }
     band += 2 * cell;
     const size_t N = (size_t)n[0] * (size_t)n[1] * (size_t)n[2];
-    float *g = realloc(s->geom_grid, (s->geom_grid_n + N) * sizeof *g);
+    float *g = realloc(*grid, (*grid_n + N) * sizeof *g);
     if (!g) {
         mesh_free(&m);
-        return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory for the signed distance of objects[%d]", i);
+        return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory for the signed distance of %s", label);
     }
-    s->geom_grid = g;
-    if (mesh_sdf_grid(&m, origin, cell, n, band, g + s->geom_grid_n) != 0) {
+    *grid = g;
+    if (mesh_sdf_grid(&m, origin, cell, n, band, g + *grid_n) != 0) {
         mesh_free(&m);
-        return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory for the signed distance of objects[%d]", i);
+        return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory for the signed distance of %s", label);
     }
-    o->grid_offset = s->geom_grid_n;
-    s->geom_grid_n += N;
+    o->grid_offset = *grid_n;
+    *grid_n += N;
     memcpy(o->grid_origin, origin, sizeof origin);
     o->grid_cell = cell;
     memcpy(o->grid_n, n, sizeof n);
@@ -1358,14 +1447,15 @@ static sphsim_status parse_polygon_points(vctx *v, const scene *s, const cJSON *
     return SPHSIM_OK;
 }
 
-/* Place polygon o's points (world = translate + scale R (center + point)) into the scene's
- * geom_grid as floats, where the kernels read them (geom_shared.h). */
-static sphsim_status place_polygon(vctx *v, scene *s, scene_object *o)
+/* Place polygon o's points (world = translate + scale R (center + point)) into *grid as floats:
+ * scene.geom_grid for an object, where the kernels read them (geom_shared.h), or
+ * scene.region_grid for a region. */
+static sphsim_status place_polygon(vctx *v, scene_object *o, float **grid, size_t *grid_n)
 {
-    float *g = realloc(s->geom_grid, (s->geom_grid_n + 2 * (size_t)o->n_vertices) * sizeof *g);
+    float *g = realloc(*grid, (*grid_n + 2 * (size_t)o->n_vertices) * sizeof *g);
     if (!g) return SPHSIM_FAIL(v->e, SPHSIM_E_NOMEM, "out of memory placing a polygon");
-    s->geom_grid = g;
-    o->grid_offset = s->geom_grid_n;
+    *grid = g;
+    o->grid_offset = *grid_n;
     scene_object tmp = *o;
     tmp.shape = GEOM_BOX;
     geom_place(&tmp, 2);
@@ -1373,10 +1463,241 @@ static sphsim_status place_polygon(vctx *v, scene *s, scene_object *o)
     for (long k = 0; k < o->n_vertices; ++k) {
         const double p[2] = { o->center[0] + o->poly[2 * k], o->center[1] + o->poly[2 * k + 1] };
         for (int a = 0; a < 2; ++a)
-            g[s->geom_grid_n + 2 * (size_t)k + (size_t)a] =
+            g[*grid_n + 2 * (size_t)k + (size_t)a] =
                 (float)(o->translate[a] + o->scale * (R[3 * a] * p[0] + R[3 * a + 1] * p[1]));
     }
-    s->geom_grid_n += 2 * (size_t)o->n_vertices;
+    *grid_n += 2 * (size_t)o->n_vertices;
+    return SPHSIM_OK;
+}
+
+/* The "shape" of an object or a region (required): GEOM_BOX ... GEOM_POLYGON. */
+static sphsim_status parse_shape_kind(vctx *v, const cJSON *it, const scene *s, int *shape)
+{
+    if (!get(it, "shape")) {
+        vkey(v, "shape");
+        return vfail(v, "required key missing (expected %s)",
+                     s->dims == 3 ? "\"box\", \"sphere\", \"cylinder\" or \"mesh\""
+                                  : "\"rectangle\", \"circle\" or \"polygon\"");
+    }
+    if (s->dims == 3)
+        SPHSIM_TRY(venum(v, it, "shape", SHAPE_NAMES_3D, SHAPE_VALUES_3D, COUNT(SHAPE_NAMES_3D), -1, shape));
+    else SPHSIM_TRY(venum(v, it, "shape", SHAPE_NAMES_2D, SHAPE_VALUES_2D, COUNT(SHAPE_NAMES_2D), -1, shape));
+    return SPHSIM_OK;
+}
+
+/* The geometry of an object or a region of shape `shape` (parse_shape_kind): its centre, sizes,
+ * the keys of other shapes refused, its transform; placed (geom_place), a mesh read and sampled
+ * and a polygon's points placed into *grid (scene.geom_grid for objects, scene.region_grid for
+ * regions). `label` names it in the messages of its mesh ("objects[1]"). */
+static sphsim_status parse_shape(vctx *v, const cJSON *it, scene *s, scene_object *o, int shape, const char *label,
+                                 float **grid, size_t *grid_n)
+{
+    o->shape = (unsigned)shape;
+    const double zero[3] = { 0, 0, 0 }, ez[3] = { 0, 0, 1 };
+    SPHSIM_TRY(vvec(v, it, "center", 0, zero, o->center, NULL));
+    const char *allowed[3];
+    int n_allowed = 0;
+    if (shape == GEOM_BOX) {
+        SPHSIM_TRY(vvec(v, it, "size", 1, NULL, o->size, NULL));
+        size_t o2 = vkey(v, "size");
+        for (int k = 0; k < s->dims; ++k)
+            if (!(o->size[k] > 0)) {
+                vidx(v, k);
+                return vfail(v, "expected a size > 0 m, got %g m; the %s is degenerate", o->size[k],
+                             s->dims == 3 ? "box" : "rectangle");
+            }
+        vpop(v, o2);
+        allowed[n_allowed++] = "size";
+    } else if (shape == GEOM_POLYGON) {
+        SPHSIM_TRY(parse_polygon_points(v, s, it, o));
+        allowed[n_allowed++] = "points";
+    } else if (shape == GEOM_MESH) {
+        SPHSIM_TRY(vfile(v, it, "the path of an STL or OBJ file", o->file, sizeof o->file));
+        allowed[n_allowed++] = "file";
+    } else {
+        SPHSIM_TRY(vnum(v, it, "radius", 1, 0, R_POS, &o->radius, NULL));
+        allowed[n_allowed++] = "radius";
+    }
+    if (shape == GEOM_CYLINDER) {
+        SPHSIM_TRY(vnum(v, it, "length", 1, 0, R_POS, &o->length, NULL));
+        SPHSIM_TRY(vvec(v, it, "axis", 0, ez, o->axis, NULL));
+        if (o->axis[0] == 0 && o->axis[1] == 0 && o->axis[2] == 0) {
+            size_t o2 = vkey(v, "axis");
+            (void)o2;
+            return vfail(v, "the axis [0, 0, 0] has no direction");
+        }
+        allowed[n_allowed++] = "length";
+        allowed[n_allowed++] = "axis";
+    } else {
+        memcpy(o->axis, ez, sizeof ez);
+    }
+    /* keys of other shapes */
+    static const char *const SHAPE_KEYS[] = { "size", "radius", "length", "axis", "file", "points" };
+    for (int k = 0; k < COUNT(SHAPE_KEYS); ++k) {
+        int ok = 0;
+        for (int a = 0; a < n_allowed; ++a) ok |= strcmp(SHAPE_KEYS[k], allowed[a]) == 0;
+        if (!ok && get(it, SHAPE_KEYS[k])) {
+            size_t o2 = vkey(v, SHAPE_KEYS[k]);
+            (void)o2;
+            return vfail(v, "not a key of shape \"%s\"",
+                         cJSON_GetObjectItemCaseSensitive(it, "shape")->valuestring);
+        }
+    }
+    /* transform */
+    const cJSON *tr, *rot = NULL;
+    SPHSIM_TRY(vobj(v, it, "transform", 0, NULL, &tr));
+    size_t o2 = vkey(v, "transform");
+    if (tr) SPHSIM_TRY(check_keys(v, tr, TRANSFORM_KEYS, COUNT(TRANSFORM_KEYS)));
+    SPHSIM_TRY(vvec(v, tr, "translate", 0, zero, o->translate, NULL));
+    SPHSIM_TRY(vnum(v, tr, "scale", 0, 1.0, R_POS, &o->scale, NULL));
+    SPHSIM_TRY(vobj(v, tr, "rotate", 0, NULL, &rot));
+    size_t o3 = vkey(v, "rotate");
+    if (rot) SPHSIM_TRY(check_keys(v, rot, ROTATE_KEYS, COUNT(ROTATE_KEYS)));
+    memcpy(o->rot_axis, ez, sizeof ez);
+    if (s->dims == 3) {
+        SPHSIM_TRY(vvec(v, rot, "axis", 0, ez, o->rot_axis, NULL));
+        if (o->rot_axis[0] == 0 && o->rot_axis[1] == 0 && o->rot_axis[2] == 0) {
+            vkey(v, "axis");
+            return vfail(v, "the axis [0, 0, 0] has no direction");
+        }
+    } else if (get(rot, "axis")) {
+        vkey(v, "axis");
+        return vfail(v, "not allowed in 2D: a 2D object turns about z; give \"degrees\" only");
+    }
+    SPHSIM_TRY(vnum(v, rot, "degrees", 0, 0.0, R_ANY, &o->degrees, NULL));
+    vpop(v, o3);
+    vpop(v, o2);
+    geom_place(o, s->dims);
+    if (shape == GEOM_MESH) SPHSIM_TRY(load_mesh_object(v, s, o, label, grid, grid_n));
+    if (shape == GEOM_POLYGON) SPHSIM_TRY(place_polygon(v, o, grid, grid_n));
+
+    return SPHSIM_OK;
+}
+
+/* The resolved form of object or region o's geometry, from "center" to "transform", into ro. */
+static void shape_resolved(cJSON *ro, const scene *s, const scene_object *o)
+{
+    const unsigned shape = o->shape;
+    cJSON_AddItemToObject(ro, "center", vec_item(o->center, s->dims));
+    if (shape == GEOM_BOX) cJSON_AddItemToObject(ro, "size", vec_item(o->size, s->dims));
+    else if (shape == GEOM_POLYGON) {
+        cJSON *pts = cJSON_AddArrayToObject(ro, "points");
+        for (long k = 0; k < o->n_vertices; ++k) cJSON_AddItemToArray(pts, vec_item(o->poly + 2 * k, 2));
+    } else if (shape == GEOM_MESH) {
+        char hx[20];
+        snprintf(hx, sizeof hx, "%016llx", (unsigned long long)o->file_hash);
+        cJSON_AddStringToObject(ro, "file", o->file);
+        cJSON_AddStringToObject(ro, "file_fnv1a", hx);
+    } else add_num(ro, "radius", o->radius);
+    if (shape == GEOM_CYLINDER) {
+        add_num(ro, "length", o->length);
+        cJSON_AddItemToObject(ro, "axis", vec_item(o->axis, 3));
+    }
+    cJSON *rt = cJSON_AddObjectToObject(ro, "transform");
+    cJSON_AddItemToObject(rt, "translate", vec_item(o->translate, s->dims));
+    cJSON *rr = cJSON_AddObjectToObject(rt, "rotate");
+    if (s->dims == 3) cJSON_AddItemToObject(rr, "axis", vec_item(o->rot_axis, 3));
+    add_num(rr, "degrees", o->degrees);
+    add_num(rt, "scale", o->scale);
+}
+
+static const char *shape_name(const scene *s, unsigned shape)
+{
+    return s->dims == 3 ? SHAPE_NAMES_3D[shape] : SHAPE_NAMES_2D[shape == GEOM_POLYGON ? 2 : shape];
+}
+
+/* A shaped region (scene.h, scene_region) at the path v stands at: "shape" and the keys of an
+ * object's shape, or "fill": "container"; "above" and "below" on the vertical axis. Its bounds:
+ * the tank, cut by the shape's box and the levels. `label` names it in its mesh's messages. */
+static sphsim_status parse_region(vctx *v, const cJSON *it, scene *s, scene_region *r, const char *label)
+{
+    char got[160], a[40], b[40];
+    if (!cJSON_IsObject(it)) {
+        describe(it, got, sizeof got);
+        return vfail(v, "expected an object {\"shape\": .., ...} or {\"fill\": \"container\", ...}, got %s", got);
+    }
+    SPHSIM_TRY(check_keys(v, it, REGION_KEYS, COUNT(REGION_KEYS)));
+    const cJSON *sh = get(it, "shape"), *fi = get(it, "fill");
+    if (sh && fi) {
+        vkey(v, "fill");
+        return vfail(v, "not allowed together with \"shape\": a region is a shape to fill or \"fill\": "
+                        "\"container\", not both");
+    }
+    if (!sh && !fi)
+        return vfail(v, "expected \"shape\" (a solid to fill, with the keys of an object's shape) or \"fill\": "
+                        "\"container\" (the room the tank and its containers leave)");
+    memset(r, 0, sizeof *r);
+    int dims = s->dims;
+    if (fi) {
+        int f = 0;
+        SPHSIM_TRY(venum(v, it, "fill", FILL_NAMES, FILL_VALUES, COUNT(FILL_NAMES), REGION_CONTAINER, &f));
+        r->fill = (scene_region_fill)f;
+        static const char *const SHAPE_ONLY[] = { "center", "size", "radius", "length",
+                                                  "axis",   "file", "points", "transform" };
+        for (int k = 0; k < COUNT(SHAPE_ONLY); ++k)
+            if (get(it, SHAPE_ONLY[k])) {
+                vkey(v, SHAPE_ONLY[k]);
+                return vfail(v, "only with \"shape\" (a \"fill\": \"container\" region takes the tank's shape)");
+            }
+    } else {
+        int shape = -1;
+        SPHSIM_TRY(parse_shape_kind(v, it, s, &shape));
+        r->fill = REGION_SHAPE;
+        r->shape.role = OBJ_OBSTACLE; /* its signed distance: negative inside the shape */
+        snprintf(r->shape.name, sizeof r->shape.name, "%s", label);
+        SPHSIM_TRY(parse_shape(v, it, s, &r->shape, shape, label, &s->region_grid, &s->region_grid_n));
+    }
+    int above_given = 0, below_given = 0;
+    SPHSIM_TRY(vnum(v, it, "above", 0, -INFINITY, R_ANY, &r->above, &above_given));
+    SPHSIM_TRY(vnum(v, it, "below", 0, INFINITY, R_ANY, &r->below, &below_given));
+    if (above_given && below_given && !(r->below > r->above)) {
+        vkey(v, "below");
+        return vfail(v, "must be greater than \"above\" (%s m), got %s m; the region is empty", fmt_num(a, r->above),
+                     fmt_num(b, r->below));
+    }
+    r->bounds = s->tank;
+    if (r->fill == REGION_SHAPE) {
+        double lo[3], hi[3];
+        geom_bounds(&r->shape, s->region_grid, dims, lo, hi);
+        for (int k = 0; k < dims; ++k) {
+            r->bounds.min[k] = fmax(r->bounds.min[k], lo[k]);
+            r->bounds.max[k] = fmin(r->bounds.max[k], hi[k]);
+        }
+    }
+    r->bounds.min[dims - 1] = fmax(r->bounds.min[dims - 1], r->above);
+    r->bounds.max[dims - 1] = fmin(r->bounds.max[dims - 1], r->below);
+    return SPHSIM_OK;
+}
+
+/* The resolved form of region r into ro. */
+static void region_resolved(cJSON *ro, const scene *s, const scene_region *r)
+{
+    if (r->fill == REGION_CONTAINER) cJSON_AddStringToObject(ro, "fill", FILL_NAMES[0]);
+    else {
+        cJSON_AddStringToObject(ro, "shape", shape_name(s, r->shape.shape));
+        shape_resolved(ro, s, &r->shape);
+    }
+    if (isfinite(r->above)) add_num(ro, "above", r->above);
+    if (isfinite(r->below)) add_num(ro, "below", r->below);
+}
+
+/* "fluid.regions": up to SCENE_MAX_REGIONS shaped regions filled with fluid (parse_region). */
+static sphsim_status parse_fluid_regions(vctx *v, const cJSON *fluid, scene *s)
+{
+    const cJSON *arr;
+    SPHSIM_TRY(varr(v, fluid, "regions", 0, 1, SCENE_MAX_REGIONS, "fluid regions", &arr));
+    if (!arr) return SPHSIM_OK;
+    size_t old = vkey(v, "regions");
+    int i = 0;
+    for (const cJSON *it = arr->child; it; it = it->next, ++i) {
+        size_t o1 = vidx(v, i);
+        char label[32];
+        snprintf(label, sizeof label, "fluid.regions[%d]", i);
+        s->n_regions = s->n_fluid_regions = i + 1; /* scene_free frees its mesh from here on */
+        SPHSIM_TRY(parse_region(v, it, s, &s->regions[i], label));
+        vpop(v, o1);
+    }
+    vpop(v, old);
     return SPHSIM_OK;
 }
 
@@ -1652,124 +1973,20 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
             vpop(v, o2);
         }
         int shape = -1, role;
-        if (!get(it, "shape")) {
-            vkey(v, "shape");
-            return vfail(v, "required key missing (expected %s)",
-                         s->dims == 3 ? "\"box\", \"sphere\", \"cylinder\" or \"mesh\""
-                                      : "\"rectangle\", \"circle\" or \"polygon\"");
-        }
-        if (s->dims == 3)
-            SPHSIM_TRY(venum(v, it, "shape", SHAPE_NAMES_3D, SHAPE_VALUES_3D, COUNT(SHAPE_NAMES_3D), -1, &shape));
-        else SPHSIM_TRY(venum(v, it, "shape", SHAPE_NAMES_2D, SHAPE_VALUES_2D, COUNT(SHAPE_NAMES_2D), -1, &shape));
-        o->shape = (unsigned)shape;
+        SPHSIM_TRY(parse_shape_kind(v, it, s, &shape));
         SPHSIM_TRY(venum(v, it, "role", ROLE_NAMES, ROLE_VALUES, COUNT(ROLE_NAMES), OBJ_OBSTACLE, &role));
         o->role = role;
-        const double zero[3] = { 0, 0, 0 }, ez[3] = { 0, 0, 1 };
-        SPHSIM_TRY(vvec(v, it, "center", 0, zero, o->center, NULL));
-        const char *allowed[3];
-        int n_allowed = 0;
-        if (shape == GEOM_BOX) {
-            SPHSIM_TRY(vvec(v, it, "size", 1, NULL, o->size, NULL));
-            size_t o2 = vkey(v, "size");
-            for (int k = 0; k < s->dims; ++k)
-                if (!(o->size[k] > 0)) {
-                    vidx(v, k);
-                    return vfail(v, "expected a size > 0 m, got %g m; the %s is degenerate", o->size[k],
-                                 s->dims == 3 ? "box" : "rectangle");
-                }
-            vpop(v, o2);
-            allowed[n_allowed++] = "size";
-        } else if (shape == GEOM_POLYGON) {
-            SPHSIM_TRY(parse_polygon_points(v, s, it, o));
-            allowed[n_allowed++] = "points";
-        } else if (shape == GEOM_MESH) {
-            SPHSIM_TRY(vfile(v, it, "the path of an STL or OBJ file", o->file, sizeof o->file));
-            allowed[n_allowed++] = "file";
-        } else {
-            SPHSIM_TRY(vnum(v, it, "radius", 1, 0, R_POS, &o->radius, NULL));
-            allowed[n_allowed++] = "radius";
-        }
-        if (shape == GEOM_CYLINDER) {
-            SPHSIM_TRY(vnum(v, it, "length", 1, 0, R_POS, &o->length, NULL));
-            SPHSIM_TRY(vvec(v, it, "axis", 0, ez, o->axis, NULL));
-            if (o->axis[0] == 0 && o->axis[1] == 0 && o->axis[2] == 0) {
-                size_t o2 = vkey(v, "axis");
-                (void)o2;
-                return vfail(v, "the axis [0, 0, 0] has no direction");
-            }
-            allowed[n_allowed++] = "length";
-            allowed[n_allowed++] = "axis";
-        } else {
-            memcpy(o->axis, ez, sizeof ez);
-        }
-        /* keys of other shapes */
-        static const char *const SHAPE_KEYS[] = { "size", "radius", "length", "axis", "file", "points" };
-        for (int k = 0; k < COUNT(SHAPE_KEYS); ++k) {
-            int ok = 0;
-            for (int a = 0; a < n_allowed; ++a) ok |= strcmp(SHAPE_KEYS[k], allowed[a]) == 0;
-            if (!ok && get(it, SHAPE_KEYS[k])) {
-                size_t o2 = vkey(v, SHAPE_KEYS[k]);
-                (void)o2;
-                return vfail(v, "not a key of shape \"%s\"",
-                             cJSON_GetObjectItemCaseSensitive(it, "shape")->valuestring);
-            }
-        }
-        /* transform */
-        const cJSON *tr, *rot = NULL;
-        SPHSIM_TRY(vobj(v, it, "transform", 0, NULL, &tr));
-        size_t o2 = vkey(v, "transform");
-        if (tr) SPHSIM_TRY(check_keys(v, tr, TRANSFORM_KEYS, COUNT(TRANSFORM_KEYS)));
-        SPHSIM_TRY(vvec(v, tr, "translate", 0, zero, o->translate, NULL));
-        SPHSIM_TRY(vnum(v, tr, "scale", 0, 1.0, R_POS, &o->scale, NULL));
-        SPHSIM_TRY(vobj(v, tr, "rotate", 0, NULL, &rot));
-        size_t o3 = vkey(v, "rotate");
-        if (rot) SPHSIM_TRY(check_keys(v, rot, ROTATE_KEYS, COUNT(ROTATE_KEYS)));
-        memcpy(o->rot_axis, ez, sizeof ez);
-        if (s->dims == 3) {
-            SPHSIM_TRY(vvec(v, rot, "axis", 0, ez, o->rot_axis, NULL));
-            if (o->rot_axis[0] == 0 && o->rot_axis[1] == 0 && o->rot_axis[2] == 0) {
-                vkey(v, "axis");
-                return vfail(v, "the axis [0, 0, 0] has no direction");
-            }
-        } else if (get(rot, "axis")) {
-            vkey(v, "axis");
-            return vfail(v, "not allowed in 2D: a 2D object turns about z; give \"degrees\" only");
-        }
-        SPHSIM_TRY(vnum(v, rot, "degrees", 0, 0.0, R_ANY, &o->degrees, NULL));
-        vpop(v, o3);
-        vpop(v, o2);
-        geom_place(o, s->dims);
+        char label[32];
+        snprintf(label, sizeof label, "objects[%d]", i);
         s->n_objects = i + 1; /* scene_free frees its mesh from here on */
-        if (shape == GEOM_MESH) SPHSIM_TRY(load_mesh_object(v, s, o, i));
-        if (shape == GEOM_POLYGON) SPHSIM_TRY(place_polygon(v, s, o));
+        SPHSIM_TRY(parse_shape(v, it, s, o, shape, label, &s->geom_grid, &s->geom_grid_n));
 
         cJSON *ro = cJSON_CreateObject();
         cJSON_AddItemToArray(ra, ro);
         cJSON_AddStringToObject(ro, "name", o->name);
-        cJSON_AddStringToObject(
-            ro, "shape", s->dims == 3 ? SHAPE_NAMES_3D[shape] : SHAPE_NAMES_2D[shape == GEOM_POLYGON ? 2 : shape]);
+        cJSON_AddStringToObject(ro, "shape", shape_name(s, o->shape));
         cJSON_AddStringToObject(ro, "role", ROLE_NAMES[o->role]);
-        cJSON_AddItemToObject(ro, "center", vec_item(o->center, s->dims));
-        if (shape == GEOM_BOX) cJSON_AddItemToObject(ro, "size", vec_item(o->size, s->dims));
-        else if (shape == GEOM_POLYGON) {
-            cJSON *pts = cJSON_AddArrayToObject(ro, "points");
-            for (long k = 0; k < o->n_vertices; ++k) cJSON_AddItemToArray(pts, vec_item(o->poly + 2 * k, 2));
-        } else if (shape == GEOM_MESH) {
-            char hx[20];
-            snprintf(hx, sizeof hx, "%016llx", (unsigned long long)o->file_hash);
-            cJSON_AddStringToObject(ro, "file", o->file);
-            cJSON_AddStringToObject(ro, "file_fnv1a", hx);
-        } else add_num(ro, "radius", o->radius);
-        if (shape == GEOM_CYLINDER) {
-            add_num(ro, "length", o->length);
-            cJSON_AddItemToObject(ro, "axis", vec_item(o->axis, 3));
-        }
-        cJSON *rt = cJSON_AddObjectToObject(ro, "transform");
-        cJSON_AddItemToObject(rt, "translate", vec_item(o->translate, s->dims));
-        cJSON *rr = cJSON_AddObjectToObject(rt, "rotate");
-        if (s->dims == 3) cJSON_AddItemToObject(rr, "axis", vec_item(o->rot_axis, 3));
-        add_num(rr, "degrees", o->degrees);
-        add_num(rt, "scale", o->scale);
+        shape_resolved(ro, s, o);
         SPHSIM_TRY(parse_motion(v, it, s, &o->motion, o->origin, ro));
         vpop(v, o1);
         s->n_objects = i + 1;
@@ -2541,6 +2758,15 @@ void scene_free(scene *s)
             m->seg[k].rows = NULL;
         }
         m->n_segments = 0;
+    }
+    free(s->region_grid);
+    s->region_grid = NULL;
+    s->region_grid_n = 0;
+    for (int k = 0; k < s->n_regions && k < SCENE_MAX_REGIONS; ++k) {
+        free(s->regions[k].shape.mesh_vert);
+        free(s->regions[k].shape.mesh_tri);
+        s->regions[k].shape.mesh_vert = NULL;
+        s->regions[k].shape.mesh_tri = NULL;
     }
     for (int k = 0; k < s->n_objects && k < SCENE_MAX_OBJECTS; ++k) {
         free(s->objects[k].mesh_vert);

@@ -52,12 +52,16 @@ typedef struct scene_box {
     double max[3]; /* m */
 } scene_box;
 
+#define SCENE_NO_REGION (-1)
+
 /* A group of hard spheres (discs in 2D) for the particle mode. */
 typedef struct scene_sphere_group {
     long count;                /* number of spheres; required */
     double radius;             /* m; required */
     double density;            /* kg/m^3 (mass = density * volume of sphere/disc); default 1000 */
-    scene_box region;          /* where they are placed; default: the tank */
+    scene_box region;          /* where they are placed; default: the tank; a shaped region: its bounds */
+    int shaped_region;         /* "region" given as a shape or a fill rule: its index in scene.regions;
+                                  SCENE_NO_REGION for a box (or the tank) */
     scene_placement placement; /* default lattice */
     double pitch;              /* m: lattice pitch ("pitch", or from "packing"); default 2.02 r */
     double packing;            /* "packing": volume (2D: area) fraction of the lattice, or 0 when not given */
@@ -144,6 +148,22 @@ typedef struct scene_object {
     double origin[3], rot[9], ext[3];
     scene_motion motion; /* "motion": none by default */
 } scene_object;
+/* A shaped region ("fluid.regions", or a sphere group's "region" given as a shape;
+ * docs/scene-format.md, "Regions"): the inside of a shape, given and placed as an object's
+ * (its `shape` has role obstacle, so its signed distance is negative inside), or with "fill":
+ * "container" all the room the tank and its containers leave; either cut to above <= x[v] <=
+ * below on the vertical axis v (the last one). Fluid and spheres fill it only where they also
+ * keep clear of every solid (docs/physics.md, "Objects"). */
+#define SCENE_MAX_REGIONS 16
+typedef enum { REGION_SHAPE = 0, REGION_CONTAINER = 1 } scene_region_fill; /* "shape" | "fill": "container" */
+typedef struct scene_region {
+    scene_region_fill fill;
+    scene_object shape; /* REGION_SHAPE: the shape and its transform, placed */
+    double above;       /* m: "above", the lowest level of the region; -inf when not given */
+    double below;       /* m: "below", its highest level; +inf when not given */
+    scene_box bounds;   /* derived: a box around the region's room within the tank */
+} scene_region;
+
 /* A gauge (SPH mode, "gauges"): a time series measured on the device (docs/scene-format.md,
  * "Gauges"; src/gauges.c). */
 typedef enum {
@@ -178,6 +198,7 @@ typedef struct scene {
     /* "fluid": SPH mode */
     int n_blocks;
     scene_box blocks[SCENE_MAX_BLOCKS]; /* "fluid.blocks" */
+    int n_fluid_regions;                /* "fluid.regions": scene.regions[0 .. n_fluid_regions-1] */
     double spacing;                     /* "fluid.spacing" m; or derived from "fluid.particle_count" */
     long particle_count;                /* "fluid.particle_count": target; 0 when spacing was given */
     double rest_density;                /* "fluid.rest_density" kg/m^3; default 1000 */
@@ -215,6 +236,12 @@ typedef struct scene {
     scene_object objects[SCENE_MAX_OBJECTS];
     float *geom_grid;   /* the meshes' signed distance grids, one after another (malloc'd) */
     size_t geom_grid_n; /* floats in geom_grid */
+
+    /* shaped regions: the fluid's ("fluid.regions"), or the sphere groups' shaped "region"s */
+    int n_regions;
+    scene_region regions[SCENE_MAX_REGIONS];
+    float *region_grid;   /* the regions' mesh grids and polygon points (as geom_grid for objects; host only) */
+    size_t region_grid_n; /* floats in region_grid */
 
     /* "time" */
     double t_end;     /* "time.end" s; required, >= 0 */

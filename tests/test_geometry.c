@@ -707,6 +707,345 @@ static void test_device_sdf_vs_host(void **state)
         2, 4);
 }
 
+/* ---- fluid and sphere regions (scene.regions) ---- */
+
+/* The tank's fluid lattice (cell-centred from tank.min at spacing dx), as regions fill it. */
+static long tank_lattice_n(double w, double dx) { return (long)floor(w / dx + 1e-9); }
+
+/* Fluid particles of the scene (after init_lattice); their positions in *x (3 per particle, malloc'd). */
+static long fluid_of(const char *json_sq, scene *s, double **x)
+{
+    sphsim_error e;
+    if (load(s, json_sq, &e) != SPHSIM_OK) fail_msg("%s", e.msg);
+    particles p;
+    assert_int_equal(init_lattice(s, &p, 1, &e), SPHSIM_OK);
+    *x = malloc((p.n_fluid ? p.n_fluid : 1) * 3 * sizeof **x);
+    long n = 0;
+    for (size_t i = 0; i < p.n; ++i)
+        if (p.type[i] == PTYPE_FLUID) {
+            for (int a = 0; a < 3; ++a) (*x)[3 * n + a] = p.pos[4 * i + a];
+            ++n;
+        }
+    assert_int_equal(n, (long)p.n_fluid);
+    assert_int_equal(n, s->n_fluid);
+    particles_free(&p);
+    return n;
+}
+
+/* A turned cylinder region: every fluid particle lies half a spacing inside it, and the count is
+ * that of the tank lattice's points so far inside (counted here from the cylinder's own axis and
+ * radius, not geometry.c), which is the volume of the cylinder shrunk by dx / 2 over dx^3 within
+ * rounding. */
+static void test_region_cylinder(void **state)
+{
+    (void)state;
+    const double dx = 0.02, R = 0.2, L = 0.3, T[3] = { 0.5, 0.45, 0.4 }, rot_axis[3] = { 0, 1, 0 }, deg = 30;
+    const double axis0[3] = { 1, 0, 1 };
+    scene s;
+    double *x;
+    const long n = fluid_of("{'format': 1, 'dimensions': 3, 'tank': {'min': [0, 0, 0], 'max': [1, 1, 1]},"
+                            " 'fluid': {'regions': [{'shape': 'cylinder', 'radius': 0.2, 'length': 0.3,"
+                            " 'axis': [1, 0, 1], 'transform': {'translate': [0.5, 0.45, 0.4],"
+                            " 'rotate': {'axis': [0, 1, 0], 'degrees': 30}}}], 'spacing': 0.02},"
+                            " 'time': {'end': 0.1}}",
+                            &s, &x);
+    double Rm[9], a[3] = { 0, 0, 0 };
+    rodrigues(rot_axis, deg, Rm);
+    const double l0 = sqrt(2.0);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) a[i] += Rm[3 * i + j] * axis0[j] / l0;
+    /* inside by m: radial distance <= R - m and |axial| <= L / 2 - m */
+#define IN_CYL(px, py, pz, m, ok)                                                                                      \
+    do {                                                                                                               \
+        const double d_[3] = { (px) - T[0], (py) - T[1], (pz) - T[2] };                                                \
+        const double ax_ = d_[0] * a[0] + d_[1] * a[1] + d_[2] * a[2];                                                 \
+        const double r_[3] = { d_[0] - ax_ * a[0], d_[1] - ax_ * a[1], d_[2] - ax_ * a[2] };                           \
+        ok = sqrt(r_[0] * r_[0] + r_[1] * r_[1] + r_[2] * r_[2]) <= R - (m) && fabs(ax_) <= L / 2 - (m);             \
+    } while (0)
+    for (long i = 0; i < n; ++i) {
+        int ok;
+        IN_CYL(x[3 * i], x[3 * i + 1], x[3 * i + 2], 0.5 * dx - 1e-6, ok);
+        if (!ok) fail_msg("fluid particle %ld at (%g, %g, %g) is not half a spacing inside the cylinder", i, x[3 * i],
+                          x[3 * i + 1], x[3 * i + 2]);
+    }
+    long want = 0;
+    const long N = tank_lattice_n(1.0, dx);
+    for (long k = 0; k < N; ++k)
+        for (long j = 0; j < N; ++j)
+            for (long l = 0; l < N; ++l) {
+                int ok;
+                IN_CYL((l + 0.5) * dx, (j + 0.5) * dx, (k + 0.5) * dx, 0.5 * dx, ok);
+                want += ok;
+            }
+#undef IN_CYL
+    const double vol = M_PI * (R - dx / 2) * (R - dx / 2) * (L - dx) / pow(dx, 3);
+    printf("cylinder region: %ld fluid particles, %ld lattice points inside, volume / dx^3 = %.1f\n", n, want, vol);
+    assert_int_equal(n, want);
+    assert_true(fabs(n - vol) < 0.02 * vol);
+    free(x);
+    scene_free(&s);
+}
+
+/* The cylindrical mesh tank (scenes/meshes/tank_cylinder.stl: 64 sides, circumradius 0.3 m, on
+ * z = 0) filled up to z = 0.3 m around a box pillar: every particle half a spacing inside the
+ * prism (its 64 sides written out here), below 0.3 m and outside the pillar, and the count that
+ * of the lattice points that are, up to the ties of points on the margin, which the mesh's float
+ * grid may put on either side. */
+static void test_region_container_below(void **state)
+{
+    (void)state;
+    const double dx = 0.02, Rc = 0.3, below = 0.3, P[3] = { 0.05, 0, 0.25 }, Ps[3] = { 0.1, 0.1, 0.5 };
+    scene s;
+    double *x;
+    const long n = fluid_of("{'format': 1, 'dimensions': 3, 'tank': {'min': [-0.4, -0.4, 0], 'max': [0.4, 0.4, 0.8]},"
+                            " 'objects': [{'shape': 'mesh', 'role': 'container', 'file': "
+                            "'scenes/meshes/tank_cylinder.stl'},"
+                            " {'shape': 'box', 'center': [0.05, 0, 0.25], 'size': [0.1, 0.1, 0.5]}],"
+                            " 'fluid': {'regions': [{'fill': 'container', 'below': 0.3}], 'spacing': 0.02},"
+                            " 'time': {'end': 0.1}}",
+                            &s, &x);
+    const double apothem = Rc * cos(M_PI / 64);
+    /* the least room of point q: to the prism's sides and floor, the level, the pillar */
+#define ROOM(q, out)                                                                                                   \
+    do {                                                                                                               \
+        double m_ = fmin((q)[2], below - (q)[2]);                                                                      \
+        for (int k_ = 0; k_ < 64; ++k_) {                                                                              \
+            const double t_ = 2 * M_PI * (k_ + 0.5) / 64;                                                              \
+            m_ = fmin(m_, apothem - ((q)[0] * cos(t_) + (q)[1] * sin(t_)));                                            \
+        }                                                                                                              \
+        double o_ = 0, in_ = -INFINITY;                                                                                \
+        for (int c_ = 0; c_ < 3; ++c_) {                                                                               \
+            const double d_ = fabs((q)[c_] - P[c_]) - Ps[c_] / 2;                                                      \
+            o_ += d_ > 0 ? d_ * d_ : 0;                                                                                \
+            in_ = fmax(in_, d_);                                                                                       \
+        }                                                                                                              \
+        out = fmin(m_, o_ > 0 ? sqrt(o_) : in_);                                                                       \
+    } while (0)
+    for (long i = 0; i < n; ++i) {
+        double m;
+        ROOM(x + 3 * i, m);
+        if (!(m >= 0.5 * dx - 1e-4 * dx))
+            fail_msg("fluid particle %ld at (%g, %g, %g) has %g m of room, less than half a spacing", i, x[3 * i],
+                     x[3 * i + 1], x[3 * i + 2], m);
+    }
+    long want = 0, ties = 0;
+    const long N = tank_lattice_n(0.8, dx);
+    for (long k = 0; k < N; ++k)
+        for (long j = 0; j < N; ++j)
+            for (long l = 0; l < N; ++l) {
+                const double q[3] = { -0.4 + (l + 0.5) * dx, -0.4 + (j + 0.5) * dx, (k + 0.5) * dx };
+                double m;
+                ROOM(q, m);
+                want += m >= 0.5 * dx * (1 - 1e-9);
+                ties += fabs(m - 0.5 * dx) < 1e-4 * dx;
+            }
+#undef ROOM
+    printf("mesh tank below 0.3 m minus a pillar: %ld fluid particles, %ld lattice points with room (%ld on the "
+           "margin)\n",
+           n, want, ties);
+    assert_int_equal(n, want); /* the ties fall as the exact distance puts them */
+    free(x);
+    scene_free(&s);
+}
+
+/* A 2D polygon region (an L, turned, scaled and moved): every particle half a spacing inside it
+ * (the distance to its edges and the crossing test written out here) and the count that of the
+ * lattice points that are. */
+static void test_region_polygon_2d(void **state)
+{
+    (void)state;
+    const double dx = 0.01, pts[6][2] = { { 0, 0 }, { 0.3, 0 }, { 0.3, 0.1 }, { 0.1, 0.1 }, { 0.1, 0.25 }, { 0, 0.25 } };
+    const double deg = 20, sc = 1.5, T[2] = { 0.35, 0.2 };
+    scene s;
+    double *x;
+    const long n = fluid_of("{'format': 1, 'dimensions': 2, 'tank': {'min': [0, 0], 'max': [1, 1]},"
+                            " 'fluid': {'regions': [{'shape': 'polygon', 'points': [[0, 0], [0.3, 0], [0.3, 0.1],"
+                            " [0.1, 0.1], [0.1, 0.25], [0, 0.25]], 'transform': {'rotate': {'degrees': 20},"
+                            " 'scale': 1.5, 'translate': [0.35, 0.2]}}], 'spacing': 0.01},"
+                            " 'time': {'end': 0.1}}",
+                            &s, &x);
+    double w[6][2];
+    const double c = cos(deg * M_PI / 180), sn = sin(deg * M_PI / 180);
+    for (int k = 0; k < 6; ++k) {
+        w[k][0] = T[0] + sc * (c * pts[k][0] - sn * pts[k][1]);
+        w[k][1] = T[1] + sc * (sn * pts[k][0] + c * pts[k][1]);
+    }
+    /* signed room: the distance to the edges, positive inside */
+#define PROOM(px, py, out)                                                                                             \
+    do {                                                                                                               \
+        double best_ = INFINITY;                                                                                       \
+        int in_ = 0;                                                                                                   \
+        for (int k_ = 0; k_ < 6; ++k_) {                                                                               \
+            const double *a_ = w[k_], *b_ = w[(k_ + 1) % 6];                                                           \
+            const double ex_ = b_[0] - a_[0], ey_ = b_[1] - a_[1];                                                     \
+            double t_ = ((px - a_[0]) * ex_ + (py - a_[1]) * ey_) / (ex_ * ex_ + ey_ * ey_);                          \
+            t_ = t_ < 0 ? 0 : t_ > 1 ? 1 : t_;                                                                         \
+            best_ = fmin(best_, hypot(px - a_[0] - t_ * ex_, py - a_[1] - t_ * ey_));                                  \
+            if ((a_[1] > py) != (b_[1] > py) && px < a_[0] + (py - a_[1]) * ex_ / ey_) in_ = !in_;                    \
+        }                                                                                                              \
+        out = in_ ? best_ : -best_;                                                                                    \
+    } while (0)
+    for (long i = 0; i < n; ++i) {
+        double m;
+        PROOM(x[3 * i], x[3 * i + 1], m);
+        if (!(m >= 0.5 * dx - 1e-6)) fail_msg("fluid particle %ld has %g m of room in the polygon", i, m);
+    }
+    long want = 0;
+    for (long j = 0; j < 100; ++j)
+        for (long l = 0; l < 100; ++l) {
+            double m;
+            PROOM((l + 0.5) * dx, (j + 0.5) * dx, m);
+            want += m >= 0.5 * dx;
+        }
+#undef PROOM
+    printf("polygon region: %ld fluid particles, %ld lattice points inside\n", n, want);
+    assert_int_equal(n, want);
+    free(x);
+    scene_free(&s);
+}
+
+/* A region beside blocks: a container fill below a level in a plain tank gives exactly the block
+ * of the same height (the same lattice), and a region's points next to a block keep clear of it. */
+static void test_region_as_block(void **state)
+{
+    (void)state;
+    scene a, b;
+    double *xa, *xb;
+    const long na = fluid_of("{'format': 1, 'dimensions': 3, 'tank': {'min': [0, 0, 0], 'max': [0.4, 0.3, 0.5]},"
+                             " 'fluid': {'regions': [{'fill': 'container', 'below': 0.23}], 'spacing': 0.02},"
+                             " 'time': {'end': 0.1}}",
+                             &a, &xa);
+    const long nb = fluid_of("{'format': 1, 'dimensions': 3, 'tank': {'min': [0, 0, 0], 'max': [0.4, 0.3, 0.5]},"
+                             " 'fluid': {'blocks': [{'min': [0, 0, 0], 'max': [0.4, 0.3, 0.23]}], 'spacing': 0.02},"
+                             " 'time': {'end': 0.1}}",
+                             &b, &xb);
+    assert_int_equal(na, nb);
+    for (long i = 0; i < 3 * na; ++i) assert_true(xa[i] == xb[i]);
+    assert_true(fabs(a.fluid_height - 0.23) < 1e-12 && a.sound_speed == b.sound_speed);
+    free(xa);
+    free(xb);
+    scene_free(&a);
+    scene_free(&b);
+    /* a block in the corner and a region over all the tank below 0.2: the union, each point once */
+    scene c;
+    double *xc;
+    const long nc = fluid_of("{'format': 1, 'dimensions': 2, 'tank': {'min': [0, 0], 'max': [1, 1]},"
+                             " 'fluid': {'blocks': [{'min': [0, 0], 'max': [0.3, 0.6]}],"
+                             " 'regions': [{'fill': 'container', 'below': 0.2}], 'spacing': 0.02},"
+                             " 'time': {'end': 0.1}}",
+                             &c, &xc);
+    assert_int_equal(nc, 15 * 30 + 35 * 10);
+    for (long i = 0; i < nc; ++i)
+        for (long j = i + 1; j < nc; ++j)
+            assert_true(hypot(xc[3 * i] - xc[3 * j], xc[3 * i + 1] - xc[3 * j + 1]) > 0.02 * (1 - 1e-6));
+    free(xc);
+    scene_free(&c);
+}
+
+/* Sphere groups in shaped regions: every sphere lies inside its group's region by its radius (a
+ * sphere region on a lattice, a container fill below a level placed at random) and clear of an
+ * obstacle; a lattice that does not fit is the usual error. */
+static void test_region_spheres(void **state)
+{
+    (void)state;
+    scene s;
+    sphsim_error e;
+    if (load(&s,
+             "{'format': 1, 'dimensions': 3, 'mode': 'particles', 'tank': {'min': [0, 0, 0], 'max': [0.6, 0.6, 0.8]},"
+             " 'objects': [{'shape': 'box', 'center': [0.3, 0.3, 0.05], 'size': [0.2, 0.2, 0.1]}],"
+             " 'spheres': {'groups': [{'count': 300, 'radius': 0.01, 'region': {'shape': 'sphere', 'radius': 0.12,"
+             " 'center': [0.3, 0.3, 0.5]}}, {'count': 150, 'radius': 0.01, 'placement': 'random',"
+             " 'region': {'fill': 'container', 'below': 0.15}}]}, 'time': {'end': 0.1}}",
+             &e) != SPHSIM_OK)
+        fail_msg("%s", e.msg);
+    particles p;
+    assert_int_equal(init_lattice(&s, &p, 1, &e), SPHSIM_OK);
+    assert_int_equal((long)p.n, 450);
+    for (size_t i = 0; i < p.n; ++i) {
+        const double q[3] = { p.pos[4 * i], p.pos[4 * i + 1], p.pos[4 * i + 2] };
+        if (i < 300) assert_true(sqrt(pow(q[0] - 0.3, 2) + pow(q[1] - 0.3, 2) + pow(q[2] - 0.5, 2)) <= 0.11 + 1e-6);
+        else {
+            assert_true(q[2] <= 0.14 + 1e-6 && q[2] >= 0.01 - 1e-6);
+            double o = 0;
+            const double c[3] = { 0.3, 0.3, 0.05 }, hs[3] = { 0.1, 0.1, 0.05 };
+            for (int a = 0; a < 3; ++a) {
+                const double d = fabs(q[a] - c[a]) - hs[a];
+                o += d > 0 ? d * d : 0;
+            }
+            assert_true(sqrt(o) >= 0.01 - 1e-6);
+        }
+    }
+    particles_free(&p);
+    scene_free(&s);
+    /* 300 spheres of 1 cm on a lattice of pitch 2.02 cm do not fit in a sphere of 8 cm */
+    const sphsim_status st = load(&s,
+                                  "{'format': 1, 'dimensions': 3, 'mode': 'particles', 'tank': {'min': [0, 0, 0],"
+                                  " 'max': [0.6, 0.6, 0.8]}, 'spheres': {'groups': [{'count': 300, 'radius': 0.01,"
+                                  " 'region': {'shape': 'sphere', 'radius': 0.08, 'center': [0.3, 0.3, 0.5]}}]},"
+                                  " 'time': {'end': 0.1}}",
+                                  &e);
+    assert_int_equal(st, SPHSIM_E_SCENE);
+    assert_non_null(strstr(e.msg, "spheres.groups[0].count: 300 spheres of radius 0.01 m do not fit on a lattice"));
+    scene_free(&s);
+}
+
+/* Every message of a bad region names its JSON path. */
+static void test_region_errors(void **state)
+{
+    (void)state;
+#define T2 "{'format': 1, 'dimensions': 2, 'tank': {'min': [0, 0], 'max': [1, 1]}, "
+#define F2(r) "'fluid': {'regions': [" r "], 'spacing': 0.02}, 'time': {'end': 0.1}}"
+    static const bad_case BAD[] = {
+        { T2 F2("{'shape': 'circle', 'radius': 0.005, 'center': [0.5, 0.5]}"),
+          "fluid.regions[0]: holds no particle: no point of the fluid lattice (spacing 0.02 m, from the tank's "
+          "corner) lies half a spacing inside it" },
+        { T2 "'objects': [{'shape': 'circle', 'center': [0.5, 0.5], 'radius': 0.3}], "
+             F2("{'shape': 'rectangle', 'center': [0.5, 0.5], 'size': [0.2, 0.2]}"),
+          "fluid.regions[0]: holds no particle: the objects cover all of its 100 lattice points (a fluid particle "
+          "needs half a spacing, 0.01 m, of room from a solid)" },
+        { T2 F2("{'shape': 'cone', 'radius': 0.1}"),
+          "fluid.regions[0].shape: unknown value \"cone\"; expected one of \"rectangle\", \"circle\", \"polygon\"" },
+        { T2 F2("{'shape': 'circle', 'radus': 0.1}"), "fluid.regions[0].radus: unknown key; did you mean \"radius\"?" },
+        { T2 F2("{'shape': 'circle', 'radius': 0.1, 'role': 'container'}"), "fluid.regions[0].role: unknown key" },
+        { T2 F2("{'shape': 'circle', 'radius': 0.1, 'size': [1, 1]}"),
+          "fluid.regions[0].size: not a key of shape \"circle\"" },
+        { T2 F2("{'shape': 'circle', 'radius': 0.1, 'fill': 'container'}"),
+          "fluid.regions[0].fill: not allowed together with \"shape\"" },
+        { T2 F2("{'below': 0.3}"), "fluid.regions[0]: expected \"shape\" (a solid to fill" },
+        { T2 F2("{'fill': 'tank'}"), "fluid.regions[0].fill: unknown value \"tank\"; expected one of \"container\"" },
+        { T2 F2("{'fill': 'container', 'radius': 0.1}"), "fluid.regions[0].radius: only with \"shape\"" },
+        { T2 F2("{'fill': 'container', 'above': 0.3, 'below': 0.3}"),
+          "fluid.regions[0].below: must be greater than \"above\" (0.3 m), got 0.3 m; the region is empty" },
+        { T2 F2("{'fill': 'container', 'below': 'high'}"),
+          "fluid.regions[0].below: expected a number, got the string \"high\"" },
+        { T2 F2("{'shape': 'circle', 'radius': -1}"), "fluid.regions[0].radius: expected a number > 0" },
+        { T2 "'fluid': {'regions': [], 'spacing': 0.02}, 'time': {'end': 0.1}}",
+          "fluid.regions: expected 1 to 16 fluid regions, got 0" },
+        { T2 "'fluid': {'regions': [{'fill': 'container'}], 'particle_count': 100}, 'time': {'end': 0.1}}",
+          "fluid.particle_count: not available with fluid.regions" },
+        { T2 "'fluid': {'spacing': 0.02}, 'time': {'end': 0.1}}",
+          "fluid.blocks: required key missing (expected an array of fluid blocks, or give \"regions\")" },
+        { "{'format': 1, 'dimensions': 3, 'tank': {'min': [0, 0, 0], 'max': [1, 1, 1]}, 'fluid': {'regions': "
+          "[{'shape': 'mesh', 'file': 'no/such.stl'}], 'spacing': 0.05}, 'time': {'end': 0.1}}",
+          "fluid.regions[0].file: cannot open" },
+        { "{'format': 1, 'dimensions': 3, 'mode': 'particles', 'tank': {'min': [0, 0, 0], 'max': [1, 1, 1]},"
+          " 'spheres': {'groups': [{'count': 10, 'radius': 0.01, 'region': {'shape': 'ball', 'radius': 0.1}}]},"
+          " 'time': {'end': 0.1}}",
+          "spheres.groups[0].region.shape: unknown value \"ball\"" },
+    };
+#undef T2
+#undef F2
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; ++i) {
+        scene s;
+        sphsim_error e;
+        const sphsim_status st = load(&s, BAD[i].json, &e);
+        if (st != SPHSIM_E_SCENE && st != SPHSIM_E_IO)
+            fail_msg("case %zu: status %d, want SPHSIM_E_SCENE (%s)", i, st, e.msg);
+        if (!strstr(e.msg, BAD[i].part)) fail_msg("case %zu: message \"%s\" lacks \"%s\"", i, e.msg, BAD[i].part);
+        scene_free(&s);
+    }
+}
+
 static int make_dir(void **state)
 {
     (void)state;
@@ -729,6 +1068,9 @@ int main(void)
         cmocka_unit_test(test_boundary_sampling),  cmocka_unit_test(test_bad_geometry),
         cmocka_unit_test(test_mesh_readers),       cmocka_unit_test(test_mesh_errors),
         cmocka_unit_test(test_mesh_sdf),           cmocka_unit_test(test_device_sdf_vs_host),
+        cmocka_unit_test(test_region_cylinder),    cmocka_unit_test(test_region_container_below),
+        cmocka_unit_test(test_region_polygon_2d),  cmocka_unit_test(test_region_as_block),
+        cmocka_unit_test(test_region_spheres),     cmocka_unit_test(test_region_errors),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -1,5 +1,5 @@
 """Tests of the post-processing scripts (scripts/plot_snapshot.py, animate.py, plot_surge_front.py,
-surface.py, martin_moyce.py, gauges.py), of sweep.sh's device slots and interruption, and of the benchmark's
+surface.py, martin_moyce.py, gauges.py, spheric_test2.py), of sweep.sh's device slots and interruption, and of the benchmark's
 developed-flow mode (bench.py --until) on real sphsim runs of tiny scenes: a 2D dam break (200 fluid
 particles), a 3D block (1000 fluid particles) and 16 discs in particle mode. Each script runs as
 a command, headless (no DISPLAY, MPLBACKEND unset), and its output is opened and checked.
@@ -29,6 +29,7 @@ import bench  # noqa: E402
 import martin_moyce  # noqa: E402
 import plot_snapshot  # noqa: E402
 import plot_surge_front  # noqa: E402
+import spheric_test2  # noqa: E402
 import sphsim_reader  # noqa: E402
 import surface  # noqa: E402
 
@@ -128,7 +129,7 @@ def distinct_colours(im):
 # ---------------------------------------------------------------------------------- --help
 
 @pytest.mark.parametrize("name", ["plot_snapshot.py", "animate.py", "plot_surge_front.py", "surface.py",
-                                  "martin_moyce.py", "gauges.py"])
+                                  "martin_moyce.py", "gauges.py", "spheric_test2.py"])
 def test_help(name):
     p = script(name, "--help")
     assert p.stdout.startswith("usage:"), p.stdout[:200]
@@ -771,3 +772,67 @@ def test_gauges_csv_png_and_reference(tmp_path, capsys):
     plain = simulate(tmp_path / "plain", SCENE_3D)
     assert gauges_script.main([str(plain)]) == 1
     assert "has no gauges" in capsys.readouterr().err
+
+
+def write_spheric_file(path, t, series):
+    """A file in the layout of the SPHERIC Test 2 data (time, P1..P8, H1..H4, a header with units);
+    series: {column: values at t}, the other columns 0."""
+    names = [f"P{k}" for k in range(1, 9)] + [f"H{k}" for k in range(1, 5)]
+    with open(path, "w") as f:
+        f.write("Time (s) " + " ".join(f"{n} ({'Pa' if n[0] == 'P' else 'm'})" for n in names) + "\n")
+        for i, ti in enumerate(t):
+            f.write(" ".join([f"{ti:.6f}"] + [f"{series[n][i]:.6f}" if n in series else "0" for n in names]) + "\n")
+
+
+def test_spheric_test2_against_its_own_series(tmp_path, capsys):
+    """spheric_test2.py on a small 3D dam break with gauges named as the benchmark's (H2 in the
+    path of the front, H4 in the column, P1 on the far wall): against an "experiment" written from
+    the run's own gauges in the SPHERIC file layout, the RMS difference is 0 and the arrival times
+    agree to a sample; the same shifted by 20 ms shows the shift; the PNG and JSON are written; a
+    run without the gauges and a folder without the data are clear errors."""
+    scene = {"format": 1, "name": "tiny_spheric", "dimensions": 3,
+             "tank": {"min": [0, 0, 0], "max": [0.4, 0.1, 0.3]}, "gravity": [0, 0, -9.81],
+             "fluid": {"blocks": [{"min": [0.26, 0, 0], "max": [0.4, 0.1, 0.2]}], "spacing": 0.02},
+             "gauges": [{"name": "H2", "type": "height", "point": [0.1, 0.05, 0]},
+                        {"name": "H4", "type": "height", "point": [0.33, 0.05, 0]},
+                        {"name": "P1", "type": "pressure", "point": [0.0, 0.05, 0.02]}],
+             "time": {"end": 0.3}, "output": {"interval": 0.05}}
+    h5 = simulate(tmp_path, scene)
+    with sphsim_reader.open_run(h5) as run:
+        g = run.gauges()
+        sim = {n: (g[n].time, np.nan_to_num(g[n].values[:, 0])) for n in ("H2", "H4", "P1")}
+    te = np.arange(0.0, 0.3 + 1e-9, 0.001)
+    data = tmp_path / "data"
+    data.mkdir()
+    write_spheric_file(data / "test_case_2_exp_data.dat", te, {n: np.interp(te, *sim[n]) for n in sim})
+    js = tmp_path / "st2.json"
+    rc, out, _ = call(capsys, spheric_test2, h5, "--data", data, "--until", 0.3, "--png", tmp_path / "st2.png",
+                      "--json", js)
+    assert rc == 0
+    assert "| H2 |" in out and "| H4 |" in out and "| P1 |" in out
+    res = {r["signal"]: r for r in json.loads(js.read_text())["signals"]}
+    assert png_image(tmp_path / "st2.png").size[0] > 500
+    for n in ("H2", "H4", "P1"):
+        assert res[n]["rms_difference"] < 1e-3 * max(1.0, res[n]["experiment_max"]), res[n]
+    for n in ("H2", "P1"):
+        assert res[n]["arrival_simulation_s"] is not None
+        assert abs(res[n]["arrival_simulation_s"] - res[n]["arrival_experiment_s"]) < 2e-3, res[n]
+        assert res[n]["first_peak_experiment"] <= res[n]["first_peak_simulation"] + 1e-3
+    # the experiment 20 ms later
+    late = tmp_path / "late"
+    late.mkdir()
+    write_spheric_file(late / "exp.txt", te + 0.02, {n: np.interp(te, *sim[n]) for n in sim})
+    rc, out, _ = call(capsys, spheric_test2, h5, "--data", late, "--until", 0.3, "--png", tmp_path / "l.png",
+                      "--json", js)
+    assert rc == 0
+    res = {r["signal"]: r for r in json.loads(js.read_text())["signals"]}
+    assert abs(res["P1"]["arrival_experiment_s"] - res["P1"]["arrival_simulation_s"] - 0.02) < 2e-3
+    # errors
+    (tmp_path / "plain").mkdir()
+    plain = simulate(tmp_path / "plain", SCENE_3D)
+    with pytest.raises(SystemExit, match="no gauge H2, H4, P1"):
+        spheric_test2.main([str(plain), "--data", str(data), "--png", str(tmp_path / "x.png")])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SystemExit, match="no text file with a header naming P1 and H2"):
+        spheric_test2.main([str(h5), "--data", str(empty)])
