@@ -7,7 +7,7 @@
     python3 scripts/sloshing.py free.h5 --forced forced.h5 --png sloshing.png   # both runs in one figure
     python3 scripts/sloshing.py free.h5 --json                    # one JSON line (tests, sweeps)
     python3 scripts/sloshing.py free.h5 --forced forced.h5 --png docs/validation_sloshing.png \
-        --doc docs/validation_sloshing.md                         # the validation section (validate.py
+        --doc docs/validation_sloshing.md                         # the validation page (validate.py
                                                                   # copies it into validation.md)
 
 The water height of a `height` gauge (default: the first) is read from the file; the analysis

@@ -277,15 +277,23 @@ FINDINGS = """### Reading these results
 """
 
 
-def sloshing_section(docs):
-    """validation_sloshing.md (scripts/sloshing.py --doc: the moving tank's runs, 4 minutes, not
-    rerun here) under a heading of this report, without its own title; [] when absent."""
-    path = os.path.join(docs or "", "validation_sloshing.md")
-    if not docs or not os.path.exists(path):
-        return []
-    with open(path) as f:
-        body = f.read().split("\n", 1)[1].strip("\n")
-    return ["## Sloshing in a moving tank\n", body, ""]
+# The moving walls' validation pages (written by scripts/sloshing.py --doc and scripts/wavemaker.py
+# --doc; their runs take minutes and are not rerun here), copied into this report.
+MOVING_PAGES = ("validation_sloshing.md", "validation_wavemaker.md")
+
+
+def moving_sections(docs):
+    """The MOVING_PAGES that exist in docs, each under a heading of this report made from its
+    title."""
+    L = []
+    for name in MOVING_PAGES:
+        path = os.path.join(docs or "", name)
+        if not docs or not os.path.exists(path):
+            continue
+        with open(path) as f:
+            title, body = f.read().split("\n", 1)
+        L += ["#" + title.strip() + "\n", body.strip("\n"), ""]
+    return L
 
 
 # Sections of the report recorded by hand (runs this script does not make: SPHERIC Test 2 with
@@ -388,7 +396,7 @@ def report(ctx, cases, elapsed, docs=None, recorded=""):
     for label, cmd, n, wall, _, _ in ctx.runs:
         w(f"| {label} | `{cmd}` | {n} | {wall:.0f} |")
     w("")
-    L += sloshing_section(docs)
+    L += moving_sections(docs)
     return "\n".join(L)
 
 

@@ -2150,13 +2150,15 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     for (int k = 0; k < s->dims; ++k) tank_centre[k] = 0.5 * (s->tank.min[k] + s->tank.max[k]);
     cJSON *tank_motion = cJSON_CreateObject(); /* its resolved form, for the resolved tank below */
     sphsim_status mst = parse_motion(v, tank, s, &s->tank_motion, tank_centre, tank_motion);
-    if (mst != SPHSIM_OK) cJSON_Delete(tank_motion);
-    SPHSIM_TRY(mst);
     vpop(v, old);
 
     /* gravity */
     const double g2[3] = { 0, -9.81, 0 }, g3[3] = { 0, 0, -9.81 };
-    SPHSIM_TRY(vvec(v, root, "gravity", 0, s->dims == 2 ? g2 : g3, s->gravity, NULL));
+    if (mst == SPHSIM_OK) mst = vvec(v, root, "gravity", 0, s->dims == 2 ? g2 : g3, s->gravity, NULL);
+    if (mst != SPHSIM_OK) {
+        cJSON_Delete(tank_motion);
+        return mst;
+    }
 
     add_num(res, "format", s->format);
     cJSON_AddStringToObject(res, "name", s->name);
