@@ -6,19 +6,7 @@
  * Every sum is a gather in a fixed order: the same run gives the same rows. */
 #include "sph_common.h"
 #include "gauge_shared.h"
-
-/* Adds the work-group's pairs red[2 l], red[2 l + 1] into red[0], red[1] in a fixed tree (any
- * work-group size L); every work-item calls it. */
-inline void tree_add_pairs(__local float4 *red, const uint l, const uint L)
-{
-    for (uint h = 1u; h < L; h <<= 1u) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if ((l & (2u * h - 1u)) == 0u && l + h < L) {
-            red[2u * l] += red[2u * (l + h)];
-            red[2u * l + 1u] += red[2u * (l + h) + 1u];
-        }
-    }
-}
+#include "tree_sum.h"
 
 /* Per probe point k, over the fluid particles j within the support:
  *   sums[2k]     = (S, sum_j V_j W_kj p_j, 0, 0),   S = sum_j V_j W_kj,  V_j = m_j / rho_j

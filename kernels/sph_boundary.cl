@@ -15,6 +15,7 @@
  * a fixed tree (one row of partial sums per work-group; gauges.cl sums the rows). */
 #include "sph_common.h"
 #include "motion.h"
+#include "tree_sum.h"
 
 /* The pressure and density of wall particle i (list_walk: nlist_loop.h; kept: the step keeps
  * the lists). */
@@ -163,13 +164,7 @@ inline void measure_group_add(const uint slot, const float4 f, const float4 m, c
         if ((bits & (1u << k)) == 0u) continue;
         red[2u * l] = slot == k ? f : (float4)(0.0f);
         red[2u * l + 1u] = slot == k ? m : (float4)(0.0f);
-        for (uint h = 1u; h < L; h <<= 1u) {
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if ((l & (2u * h - 1u)) == 0u && l + h < L) {
-                red[2u * l] += red[2u * (l + h)];
-                red[2u * l + 1u] += red[2u * (l + h) + 1u];
-            }
-        }
+        tree_add_pairs(red, l, L);
         if (l == 0u) {
             acc[2u * k] += red[0];
             acc[2u * k + 1u] += red[1];
