@@ -1,5 +1,7 @@
 # sphsim: `make` builds build/sphsim; `make test` runs every test; `make bench` the benchmarks.
+# `make MPI=1` builds build-mpi/sphsim on MPI (mpicc; docs/mpi.md): `mpirun -np 4 build-mpi/sphsim ...`.
 CC ?= cc
+MPI ?= 0
 PREFIX ?= /usr/local
 PKGS := hdf5 libcjson OpenCL
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
@@ -14,6 +16,11 @@ ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(CFL
 LIBS := $(PKG_LIBS) -lm -lpthread
 
 B := build
+ifeq ($(MPI),1)
+CC := mpicc
+B := build-mpi
+ALL_CFLAGS += -DSPHSIM_MPI
+endif
 KERNEL_FILES := $(sort $(wildcard kernels/*.h kernels/*.cl))
 LIB_SRC := $(filter-out src/main.c,$(sort $(wildcard src/*.c)))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/%.o) $(B)/kernels_embedded.o
@@ -21,7 +28,7 @@ TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/%)
 TEST_HELPERS := $(sort $(wildcard tests/ref_*.c tests/testutil.c tests/output_fault.c))
 
-.PHONY: all run test sanitize unit-tests bench clean install format meshes
+.PHONY: all run test sanitize unit-tests bench clean install format meshes mpi
 all: $(B)/sphsim meshes
 
 # The triangle meshes the shipped scenes and tests use, generated (scripts/make_meshes.py).
@@ -58,7 +65,7 @@ $(B)/test_%: tests/test_%.c $(TEST_HELPERS) $(wildcard tests/*.h) $(B)/libsphsim
 # Every test: cmocka unit and device tests, then command-line and Python end-to-end tests,
 # then the unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer, and sphsim's
 # threads (time loop, snapshot writer) under ThreadSanitizer.
-test: all $(TEST_BIN)
+test: all $(TEST_BIN) mpi
 	sh tests/run-all.sh $(TEST_BIN)
 	$(MAKE) sanitize
 
@@ -70,6 +77,10 @@ sanitize:
 	$(MAKE) B=build-asan CFLAGS="$(SAN)" LDFLAGS="-fsanitize=address,undefined" unit-tests
 	$(MAKE) B=build-tsan CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread" build-tsan/sphsim
 	sh tests/tsan-run.sh build-tsan/sphsim
+
+# The MPI build beside the default one (tests/python/test_mpi.py runs it on 1 to 3 ranks).
+mpi:
+	$(MAKE) MPI=1 build-mpi/sphsim
 
 unit-tests: $(TEST_BIN)
 	sh tests/run-all.sh --unit-only $(TEST_BIN)

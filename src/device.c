@@ -5,6 +5,33 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "comm.h"
+
+/* MPI ranks of one node that compile the same program at once break PoCL's kernel cache (one
+ * rank's temporary files vanish under another's: CL_BUILD_PROGRAM_FAILURE, "unable to rename
+ * temporary"), so on several ranks the builds take turns, by a lock on a file in /tmp; where it
+ * cannot be opened they go ahead at once. */
+static int build_lock(void)
+{
+    if (comm_size() < 2) return -1;
+    const int fd = open("/tmp/sphsim-build.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void build_unlock(int fd)
+{
+    if (fd < 0) return;
+    flock(fd, LOCK_UN);
+    close(fd);
+}
 
 struct embedded_kernel {
     const char *name;
@@ -188,8 +215,11 @@ sphsim_status device_open(ocl_device *d, const char *selector, int profiling, co
     SPHSIM_TRY(enumerate(list, &n, e));
     int pick = -1;
     if (!selector) {
-        for (int i = 0; i < n && pick < 0; ++i)
-            if (list[i].type & CL_DEVICE_TYPE_GPU) pick = i;
+        /* the first GPU, or on several MPI ranks of a node the node-local rank's (round robin) */
+        int gpus = 0;
+        for (int i = 0; i < n; ++i) gpus += (list[i].type & CL_DEVICE_TYPE_GPU) != 0;
+        for (int i = 0, k = 0; i < n && pick < 0 && gpus > 0; ++i)
+            if ((list[i].type & CL_DEVICE_TYPE_GPU) && k++ == comm_local_rank() % gpus) pick = i;
         for (int i = 0; i < n && pick < 0; ++i)
             if (list[i].type & CL_DEVICE_TYPE_CPU) pick = i;
         if (pick < 0) pick = 0;
@@ -427,7 +457,9 @@ sphsim_status device_build_files(ocl_device *d, const char *const *files, int n_
     cl_program prog = clCreateProgramWithSource(d->ctx, 1, srcs, NULL, &err);
     free(src);
     CL_CHECK_ERR(e, err, "clCreateProgramWithSource");
+    const int lock = build_lock();
     err = clBuildProgram(prog, 1, &d->device, opts, NULL, NULL);
+    build_unlock(lock);
     if (err != CL_SUCCESS) {
         char *log = build_log(d, prog);
         SPHSIM_FAIL(e, SPHSIM_E_DEVICE,

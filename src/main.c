@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "comm.h"
 #include "contact.h"
 #include "device.h"
 #include "nlist.h"
@@ -242,8 +243,10 @@ static sphsim_status read_tuning(sphsim_tuning *t, const cli_args *a, sphsim_err
 
 /* Run the scene (or resume the run) of the command line: the scene, --check's report, or the
  * simulation with its progress on stderr and its summary line on stdout. *sig: the signal that
- * stopped it; *reported: a failure is on stderr already (the summary line follows it). */
-static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *sig, int *reported, sphsim_error *e)
+ * stopped it; *reported: a failure is on stderr already (the summary line follows it); *alone: a
+ * failure of the run that other MPI ranks may not share (they may wait for this one). */
+static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *sig, int *reported, int *alone,
+                              sphsim_error *e)
 {
     scene s;
     sphsim_status st;
@@ -257,7 +260,7 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
         st = scene_load(&s, a->scene_path, a->sets, a->n_sets, e);
     }
     if (st != SPHSIM_OK) return st;
-    if (s.notes[0] && !a->quiet) fprintf(stderr, "sphsim: %s", s.notes);
+    if (s.notes[0] && !a->quiet && comm_rank() == 0) fprintf(stderr, "sphsim: %s", s.notes);
     if (a->action == CLI_CHECK) {
         print_check(&s, t);
         scene_free(&s);
@@ -284,19 +287,26 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
     o.progress = a->quiet ? PROGRESS_NONE : a->progress;
     o.stats = a->stats;
     o.profile = a->profile;
-    o.log = a->quiet ? NULL : stderr;
+    /* on several MPI ranks rank 0 speaks for the run (each reports its own failure) */
+    const int speaks = comm_rank() == 0;
+    o.log = a->quiet || !speaks ? NULL : stderr;
+    if (!speaks) o.progress = PROGRESS_NONE;
     o.stop = &stop_signal;
     o.tune = t;
-    if (!a->quiet)
+    if (!a->quiet && speaks)
         fprintf(stderr, "sphsim %s: %s, %ld particles, %ld steps of %.4g s to t = %.4g s -> %s\n", SPHSIM_VERSION,
                 s.name, s.n_total, s.n_steps, s.dt, s.t_end, out);
 
     sim_result r;
     st = sim_run(&s, &o, &r, e);
     if (st != SPHSIM_OK) {
-        fprintf(stderr, "sphsim: %s\n", e->msg);
+        /* a usage error is every rank's alike; others may be one rank's own */
+        if (comm_size() > 1 && st != SPHSIM_E_USAGE)
+            fprintf(stderr, "sphsim (MPI rank %d of %d): %s\n", comm_rank(), comm_size(), e->msg);
+        else if (speaks) fprintf(stderr, "sphsim: %s\n", e->msg);
         *reported = 1;
-    } else if (!a->quiet) {
+        *alone = st != SPHSIM_E_USAGE && st != SPHSIM_E_INTERRUPTED && st != SPHSIM_E_NUMERIC;
+    } else if (!a->quiet && speaks) {
         fprintf(stderr, "sphsim: wrote %ld snapshot(s) to %s in %.1f s on %s.\n", r.snapshots, out, r.wall_time,
                 r.device_name);
         char xmf[1200];
@@ -306,7 +316,7 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
                 "Python: python3 scripts/sphsim_reader.py %s\n",
                 out, xmf, out);
     }
-    print_summary(out, &r, st, e);
+    if (speaks) print_summary(out, &r, st, e);
     scene_free(&s);
     *sig = (int)r.stop_signal;
     return st;
@@ -314,10 +324,11 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
 
 int main(int argc, char **argv)
 {
+    comm_init(&argc, &argv);
     cli_args a;
     sphsim_tuning tune;
     sphsim_error e = { 0 };
-    int sig = 0, reported = 0; /* reported: the error is on stderr already */
+    int sig = 0, reported = 0, alone = 0; /* reported: the error is on stderr already */
     sphsim_status st = cli_parse(argc, argv, &a, &e);
     if (st == SPHSIM_OK) st = read_tuning(&tune, &a, &e);
     if (st == SPHSIM_OK && !a.device) a.device = getenv("SPHSIM_DEVICE"); /* the default device selector */
@@ -332,8 +343,17 @@ int main(int argc, char **argv)
     } else if (a.action == CLI_LIST_DEVICES) {
         st = device_list(stdout, &e);
     } else {
-        st = simulate(&a, &tune, &sig, &reported, &e);
+        st = simulate(&a, &tune, &sig, &reported, &alone, &e);
     }
-    if (st != SPHSIM_OK && !reported) fprintf(stderr, "sphsim: %s\n", e.msg);
+    /* on several MPI ranks, failures before the run (the command line, the scene) are every
+     * rank's alike: rank 0 reports them */
+    if (st != SPHSIM_OK && !reported && comm_rank() == 0) fprintf(stderr, "sphsim: %s\n", e.msg);
+    /* A failure of one rank's run ends them all: the others may be waiting for it in an exchange.
+     * A signal or a numerical failure is agreed by every rank (sim.c), which end together. */
+    if (comm_size() > 1 && alone) {
+        fflush(NULL);
+        comm_abort(exit_code(st, sig));
+    }
+    comm_finalize();
     return exit_code(st, sig);
 }

@@ -7,7 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comm.h"
 #include "contact.h"
+#include "decomp.h"
 #include "gauges.h"
 #include "grid.h"
 #include "init.h"
@@ -121,6 +123,17 @@ typedef struct sim_ctx {
     double last_print;  /* s (now_s): the last progress line */
     progress_rate rate; /* the recent step rate, for the ETA */
     long outside_base;  /* particles found outside before this run (--resume) */
+    /* MPI (docs/mpi.md): with more than one rank (or tuning.mpi_exchange) the particles go round
+     * the host every step, each rank keeping those of its slab and their halo */
+    int rank, ranks;
+    int exchange;        /* the particles are exchanged every step */
+    size_t n_ids;        /* particles in the whole run (ids 0 .. n_ids - 1) */
+    size_t n_cap;        /* device rows allocated: the most particles this rank may hold */
+    decomp dc;           /* the slabs */
+    uint32_t *owned;     /* ascending: the ids of the particles this rank owns in this step */
+    size_t n_owned;
+    particles rb;        /* host rows read back from the device (n_cap) */
+    int stop_sig;        /* the signal that stops the run, agreed over the ranks */
 } sim_ctx;
 
 /* The host's physical memory (bytes; 0 if unknown), or tuning.host_memory when set, so that
@@ -262,46 +275,304 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
     return SPHSIM_OK;
 }
 
+/* Host particle k (id order) as the device holds it: SPH's mass in pos.w, an integrated density
+ * (state) in vel.w of fluid particles (kernels/sph_density.cl). */
+static decomp_rec host_record(const sim_ctx *c, size_t k)
+{
+    const particles *p = &c->hp;
+    decomp_rec r;
+    memset(&r, 0, sizeof r);
+    memcpy(r.pos, &p->pos[4 * k], 16);
+    memcpy(r.vel, &p->vel[4 * k], 16);
+    if (c->s->mode == MODE_SPH) r.pos[3] = p->mass[k];
+    if (c->s->density == DENSITY_CONTINUITY && p->type[k] == PTYPE_FLUID) r.vel[3] = p->rho[k];
+    r.id = p->id[k];
+    r.type = p->type[k];
+    r.mass = p->mass[k];
+    r.radius = p->radius[k];
+    return r;
+}
+
+/* Rows i0 .. i0 + m - 1 of the device state from records r, through the staging rows q (at least
+ * m). Positions and velocities go to pos_next/vel_next, as left by a step. */
+static sphsim_status upload_rows(sim_ctx *c, particles *q, const decomp_rec *r, size_t m, size_t i0, sphsim_error *e)
+{
+    ocl_device *d = &c->dev;
+    dev_state *st = &c->st;
+    for (size_t i = 0; i < m; ++i) {
+        memcpy(&q->pos[4 * i], r[i].pos, 16);
+        memcpy(&q->vel[4 * i], r[i].vel, 16);
+        q->mass[i] = r[i].mass;
+        q->radius[i] = r[i].radius;
+        q->id[i] = r[i].id;
+        q->type[i] = r[i].type;
+    }
+    if (m == 0) return SPHSIM_OK;
+    SPHSIM_TRY(device_write(d, st->pos_next, i0 * 16, m * 16, q->pos, e));
+    SPHSIM_TRY(device_write(d, st->vel_next, i0 * 16, m * 16, q->vel, e));
+    if (st->mass) SPHSIM_TRY(device_write(d, st->mass, i0 * 4, m * 4, q->mass, e));
+    SPHSIM_TRY(device_write(d, st->id, i0 * 4, m * 4, q->id, e));
+    SPHSIM_TRY(device_write(d, st->type, i0, m, q->type, e));
+    if (st->radius) SPHSIM_TRY(device_write(d, st->radius, i0 * 4, m * 4, q->radius, e));
+    return SPHSIM_OK;
+}
+
+/* The arrays upload_rows and the exchange's read-back use. */
+#define ROW_ARRAYS (FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE | FIELD_MASS | FIELD_RADIUS)
+
 /* Upload host particles (id order) into the device arrays in `order` (ids in device order;
  * NULL = id order), through a staging buffer of UPLOAD_BLOCK rows (page-locked when the device
- * gives it), so that no second copy of the whole state is needed. Positions and velocities go
- * to pos_next/vel_next, as left by a step. */
+ * gives it), so that no second copy of the whole state is needed. */
 #define UPLOAD_BLOCK ((size_t)1 << 21)
 static sphsim_status state_upload(sim_ctx *c, const uint32_t *order, sphsim_error *e)
 {
-    const particles *p = &c->hp;
-    const size_t n = p->n, rows = n < UPLOAD_BLOCK ? (n ? n : 1) : UPLOAD_BLOCK;
-    ocl_device *d = &c->dev;
-    dev_state *st = &c->st;
+    const size_t n = c->hp.n, rows = n < UPLOAD_BLOCK ? (n ? n : 1) : UPLOAD_BLOCK;
     particles q;
     cl_mem pinned = NULL;
-    SPHSIM_TRY(staging_alloc(
-        c, &q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE | FIELD_MASS | FIELD_RADIUS, &pinned, e));
-    sphsim_status r = SPHSIM_OK;
-    for (size_t i0 = 0; i0 < n && r == SPHSIM_OK; i0 += rows) {
-        const size_t m = n - i0 < rows ? n - i0 : rows;
-        for (size_t i = 0; i < m; ++i) {
-            const size_t k = order ? order[i0 + i] : i0 + i;
-            memcpy(&q.pos[4 * i], &p->pos[4 * k], 16);
-            memcpy(&q.vel[4 * i], &p->vel[4 * k], 16);
-            if (c->s->mode == MODE_SPH) q.pos[4 * i + 3] = p->mass[k]; /* the mass rides in pos.w (state.h) */
-            /* an integrated density is state: it rides in vel.w (kernels/sph_density.cl) */
-            if (c->s->density == DENSITY_CONTINUITY && p->type[k] == PTYPE_FLUID) q.vel[4 * i + 3] = p->rho[k];
-            q.mass[i] = p->mass[k];
-            q.radius[i] = p->radius[k];
-            q.id[i] = p->id[k];
-            q.type[i] = p->type[k];
-        }
-        r = device_write(d, st->pos_next, i0 * 16, m * 16, q.pos, e);
-        if (r == SPHSIM_OK) r = device_write(d, st->vel_next, i0 * 16, m * 16, q.vel, e);
-        if (r == SPHSIM_OK && st->mass) r = device_write(d, st->mass, i0 * 4, m * 4, q.mass, e);
-        if (r == SPHSIM_OK) r = device_write(d, st->id, i0 * 4, m * 4, q.id, e);
-        if (r == SPHSIM_OK) r = device_write(d, st->type, i0, m, q.type, e);
-        if (r == SPHSIM_OK && st->radius) r = device_write(d, st->radius, i0 * 4, m * 4, q.radius, e);
+    decomp_rec *r = malloc(rows * sizeof *r);
+    if (!r) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu upload rows", rows);
+    sphsim_status st = staging_alloc(c, &q, rows, ROW_ARRAYS, &pinned, e);
+    if (st != SPHSIM_OK) {
+        free(r);
+        return st;
     }
+    for (size_t i0 = 0; i0 < n && st == SPHSIM_OK; i0 += rows) {
+        const size_t m = n - i0 < rows ? n - i0 : rows;
+        for (size_t i = 0; i < m; ++i) r[i] = host_record(c, order ? order[i0 + i] : i0 + i);
+        st = upload_rows(c, &q, r, m, i0, e);
+    }
+    free(r);
     staging_unpin(c, &q, &pinned);
     particles_free(&q);
-    return r;
+    return st;
+}
+
+/* ---- MPI: the slabs and the exchange (docs/mpi.md) ---- */
+
+static sphsim_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, sphsim_error *e);
+
+/* Halo width in search radii: a particle's step reads its neighbours' densities (one radius),
+ * theirs their neighbours' positions (two), and the walls' pressures extrapolated from the fluid
+ * around them (three); one more for the lists' skin and rounding at the edge. */
+#define HALO_RADII 4.0
+
+/* The ids of the owned records of r (n, ascending id) into c->owned. */
+static sphsim_status take_owned(sim_ctx *c, const decomp_rec *r, size_t n, sphsim_error *e)
+{
+    uint32_t *o = realloc(c->owned, (n ? n : 1) * sizeof *o);
+    if (!o) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particle ids", n);
+    c->owned = o;
+    c->n_owned = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (r[i].owned) o[c->n_owned++] = r[i].id;
+    return SPHSIM_OK;
+}
+
+/* The first split, from the whole initial (or resumed) state every rank holds: slabs along the
+ * grid box's longest axis, cut at equal particle counts; this rank's records (its slab and
+ * halo, ascending id) into *loc, and the device rows it allocates (c->n_cap: twice the most any
+ * rank holds now, so that particles may crowd into a slab before the cuts follow them). */
+static sphsim_status decomp_start(sim_ctx *c, const grid_params *gp, decomp_rec **loc, size_t *n_loc,
+                                  sphsim_error *e)
+{
+    const particles *p = &c->hp;
+    double lo[3] = { 0, 0, 0 }, hi[3] = { 0, 0, 0 };
+    for (int a = 0; a < 3; ++a) {
+        lo[a] = gp->origin[a];
+        hi[a] = lo[a] + gp->ncell[a] * (double)gp->cell_size;
+    }
+    const int ax = decomp_axis(lo, hi, c->s->dims);
+    SPHSIM_TRY(decomp_init(&c->dc, c->ranks, ax, lo[ax], hi[ax], HALO_RADII * gp->radius, e));
+    uint64_t *hist = calloc(DECOMP_BINS, sizeof *hist);
+    if (!hist) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the decomposition");
+    for (size_t k = 0; k < p->n; ++k) hist[decomp_bin(&c->dc, p->pos[4 * k + ax])]++;
+    decomp_cut(&c->dc, hist);
+    free(hist);
+    size_t m = 0;
+    for (size_t k = 0; k < p->n; ++k) {
+        int a, b;
+        decomp_reach(&c->dc, p->pos[4 * k + ax], &a, &b);
+        m += a <= c->rank && c->rank <= b;
+    }
+    decomp_rec *r = malloc((m ? m : 1) * sizeof *r);
+    if (!r) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particles", m);
+    m = 0;
+    for (size_t k = 0; k < p->n; ++k) {
+        const double x = p->pos[4 * k + ax];
+        int a, b;
+        decomp_reach(&c->dc, x, &a, &b);
+        if (a > c->rank || c->rank > b) continue;
+        r[m] = host_record(c, k);
+        r[m++].owned = decomp_owner(&c->dc, x) == c->rank;
+    }
+    sphsim_status st = take_owned(c, r, m, e);
+    if (st != SPHSIM_OK) {
+        free(r);
+        return st;
+    }
+    const size_t most = (size_t)comm_max_long((long)m), cap = 2 * most + 1024;
+    c->n_cap = cap < p->n ? cap : p->n;
+    *loc = r;
+    *n_loc = m;
+    return SPHSIM_OK;
+}
+
+/* One exchange, between steps (the state in pos_next/vel_next): every rank reads its particles
+ * back, keeps those it owns, moves the cuts if the counts have drifted apart
+ * (tuning.mpi_rebalance), sends each particle to the ranks whose slab or halo holds it, and
+ * uploads what it receives in ascending id, so that the grid's stable sort orders every cell by
+ * id on any number of ranks (docs/mpi.md: why the result is the same). */
+static sphsim_status exchange(sim_ctx *c, sphsim_error *e)
+{
+    dev_state *st = &c->st;
+    particles *q = &c->rb;
+    const size_t n = st->n;
+    ocl_device *d = &c->dev;
+    if (n) {
+        SPHSIM_TRY(device_read(d, st->pos_next, 0, n * 16, q->pos, e));
+        SPHSIM_TRY(device_read(d, st->vel_next, 0, n * 16, q->vel, e));
+        SPHSIM_TRY(device_read(d, st->id, 0, n * 4, q->id, e));
+        SPHSIM_TRY(device_read(d, st->type, 0, n, q->type, e));
+        if (st->mass) SPHSIM_TRY(device_read(d, st->mass, 0, n * 4, q->mass, e));
+        if (st->radius) SPHSIM_TRY(device_read(d, st->radius, 0, n * 4, q->radius, e));
+    }
+    decomp_rec *mine = malloc((c->n_owned ? c->n_owned : 1) * sizeof *mine);
+    if (!mine) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particles", c->n_owned);
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < c->n_owned; ++i) {
+        if (decomp_find(c->owned, c->n_owned, q->id[i]) < 0) continue;
+        decomp_rec *r = &mine[k++];
+        memset(r, 0, sizeof *r);
+        memcpy(r->pos, &q->pos[4 * i], 16);
+        memcpy(r->vel, &q->vel[4 * i], 16);
+        r->id = q->id[i];
+        r->type = q->type[i];
+        r->mass = st->mass ? q->mass[i] : 0.0f;
+        r->radius = st->radius ? q->radius[i] : 0.0f;
+    }
+    if (k != c->n_owned) {
+        free(mine);
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI rank %d: %zu of its %zu particles came back from the device",
+                           c->rank, k, c->n_owned);
+    }
+    /* the cuts: every rank decides on the same counts, so all move them or none */
+    long *count = malloc((size_t)c->ranks * sizeof *count);
+    uint64_t *hist = calloc(DECOMP_BINS, sizeof *hist);
+    if (!count || !hist) {
+        free(mine);
+        free(count);
+        free(hist);
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the decomposition");
+    }
+    comm_allgather_long((long)k, count);
+    const double limit = c->o->tune->mpi_rebalance > 0.0 ? c->o->tune->mpi_rebalance : 0.1;
+    if (decomp_imbalance(count, c->ranks) > limit) {
+        for (size_t i = 0; i < k; ++i) hist[decomp_bin(&c->dc, mine[i].pos[c->dc.axis])]++;
+        comm_sum_u64(hist, DECOMP_BINS);
+        decomp_cut(&c->dc, hist);
+    }
+    free(count);
+    free(hist);
+    decomp_rec *send = NULL;
+    size_t bytes[DECOMP_MAX_RANKS];
+    sphsim_status rst = decomp_route(&c->dc, mine, k, &send, bytes, e);
+    free(mine);
+    SPHSIM_TRY(rst);
+    void *recv = NULL;
+    size_t got = 0;
+    rst = comm_exchange(send, bytes, &recv, &got, e);
+    free(send);
+    SPHSIM_TRY(rst);
+    decomp_rec *r = recv;
+    const size_t m = got / sizeof *r;
+    decomp_sort(r, m);
+    if (m > c->n_cap)
+        rst = SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
+                          "MPI rank %d: its slab and halo hold %zu particles, more than the %zu its device buffers "
+                          "were sized for at the start; run on more ranks",
+                          c->rank, m, c->n_cap);
+    if (rst == SPHSIM_OK) rst = take_owned(c, r, m, e);
+    if (rst == SPHSIM_OK) rst = upload_rows(c, q, r, m, 0, e);
+    if (rst == SPHSIM_OK) st->n = m;
+    free(recv);
+    return rst;
+}
+
+/* A snapshot on several ranks: each reads its rows back (as enqueue_read_back does for one),
+ * and rank 0 gathers the rows of the particles each owns into the writer's staging buffer, in
+ * rank order (the writer puts them in id order). */
+static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint flags[2], sim_result *r,
+                                          sphsim_error *e)
+{
+    const double t0 = now_s();
+    particles *q = NULL;
+    if (c->rank == 0) SPHSIM_TRY(writer_acquire(c->writer, &q, e));
+    snapshot_job job = { 0 };
+    job.time = step * c->s->dt;
+    job.step = step;
+    job.put_backs = (long)flags[1];
+    SPHSIM_TRY(c->sv.ops->snapshot(c->sv.impl, c->g, &c->st, &job.n_contacts, e));
+    SPHSIM_TRY(c->sv.ops->save_state(c->sv.impl, c->g, &c->st, &job.state, &job.state_bytes, e));
+    if (c->rank != 0) {
+        free(job.state);
+        job.state = NULL;
+    }
+    cl_event ev = NULL;
+    particles *x = &c->rb;
+    sphsim_status st = enqueue_read_back(c, x, &ev, e);
+    if (st == SPHSIM_OK && ev) st = clWaitForEvents(1, &ev) == CL_SUCCESS ? SPHSIM_OK
+                                    : SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "reading a snapshot back failed");
+    if (ev) clReleaseEvent(ev);
+    /* the owned rows, array by array (the staged arrays, staging_arrays) */
+    const size_t n = c->st.n;
+    size_t *row = malloc((c->n_owned ? c->n_owned : 1) * sizeof *row);
+    unsigned char *pack = malloc((c->n_owned ? c->n_owned : 1) * 16);
+    size_t k = 0;
+    if (st == SPHSIM_OK && (!row || !pack)) st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for a snapshot");
+    for (size_t i = 0; st == SPHSIM_OK && i < n && k < c->n_owned; ++i)
+        if (decomp_find(c->owned, c->n_owned, x->id[i]) >= 0) row[k++] = i;
+    const struct {
+        unsigned field;
+        void *src, *dst;
+        size_t size;
+    } col[] = {
+        { FIELD_POSITION, x->pos, q ? q->pos : NULL, 16 },        { FIELD_VELOCITY, x->vel, q ? q->vel : NULL, 16 },
+        { FIELD_DENSITY, x->rho, q ? q->rho : NULL, 4 },          { FIELD_PRESSURE, x->pressure, q ? q->pressure : NULL, 4 },
+        { FIELD_MASS, x->mass, q ? q->mass : NULL, 4 },           { FIELD_RADIUS, x->radius, q ? q->radius : NULL, 4 },
+        { FIELD_ANGULAR_VELOCITY, x->omega, q ? q->omega : NULL, 12 }, { FIELD_ID, x->id, q ? q->id : NULL, 4 },
+        { FIELD_TYPE, x->type, q ? q->type : NULL, 1 },
+    };
+    const unsigned arrays = staging_arrays(c->s);
+    /* every rank takes part in every gather, also after a failure of its own (which it reports) */
+    for (size_t a = 0; a < sizeof col / sizeof *col; ++a) {
+        if (!(arrays & col[a].field)) continue;
+        for (size_t j = 0; st == SPHSIM_OK && j < k; ++j)
+            memcpy(pack + j * col[a].size, (const unsigned char *)col[a].src + row[j] * col[a].size, col[a].size);
+        size_t total = 0;
+        sphsim_status g = comm_gather(pack, st == SPHSIM_OK ? k * col[a].size : 0, col[a].dst, &total, e);
+        if (st == SPHSIM_OK) st = g;
+        if (st == SPHSIM_OK && c->rank == 0 && total != c->n_ids * col[a].size)
+            st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI snapshot: the ranks own %zu particles, the run has %zu",
+                             total / col[a].size, c->n_ids);
+    }
+    free(row);
+    free(pack);
+    if (comm_or_u32(st != SPHSIM_OK)) {
+        free(job.state);
+        return st != SPHSIM_OK ? st : SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI snapshot: another rank failed");
+    }
+    if (c->rank == 0) {
+        cl_int err = CL_SUCCESS;
+        job.ready = clCreateUserEvent(c->dev.ctx, &err);
+        if (err == CL_SUCCESS) err = clSetUserEventStatus(job.ready, CL_COMPLETE);
+        if (err != CL_SUCCESS) {
+            free(job.state);
+            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "OpenCL user event: %s", cl_error_name(err));
+        }
+        writer_submit(c->writer, &job);
+    }
+    r->t_output += now_s() - t0;
+    return SPHSIM_OK;
 }
 
 static void swap_mem(cl_mem *a, cl_mem *b)
@@ -445,7 +716,7 @@ static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, si
     const size_t n = st->n, rows = n < BAD_BLOCK ? (n ? n : 1) : BAD_BLOCK;
     particles q;
     SPHSIM_TRY(particles_alloc_some(&q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE, e));
-    unsigned char *seen = calloc(n / 8 + 1, 1);
+    unsigned char *seen = calloc(c->n_ids / 8 + 1, 1);
     if (!seen) {
         particles_free(&q);
         return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory reading the state of %zu particles", n);
@@ -463,9 +734,9 @@ static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, si
         if (r == SPHSIM_OK) r = device_read(&c->dev, st->type, i0, m, q.type, e);
         for (size_t i = 0; i < m && r == SPHSIM_OK; ++i) {
             const uint32_t k = q.id[i];
-            if (k >= n || (seen[k / 8] >> (k % 8)) & 1u) {
+            if (k >= c->n_ids || (seen[k / 8] >> (k % 8)) & 1u) {
                 r = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "device returned particle id %u %s (of %zu): state corrupted", k,
-                                k >= n ? "out of range" : "twice", n);
+                                k >= c->n_ids ? "out of range" : "twice", c->n_ids);
                 break;
             }
             seen[k / 8] |= (unsigned char)(1u << (k % 8));
@@ -531,6 +802,10 @@ static sphsim_status check_flags(sim_ctx *c, sim_result *r, long last_check, lon
 {
     const scene *s = c->s;
     SPHSIM_TRY(read_flags(c, flags, e));
+    if (c->ranks > 1) { /* every rank ends alike */
+        flags[0] = comm_or_u32(flags[0]);
+        flags[1] = (cl_uint)comm_sum_long((long)flags[1]);
+    }
     if (flags[0] & (FLAG_NONFINITE | FLAG_RUNAWAY))
         return numerical_failure(c, r, last_check, step, flags[0], rebuilt, e);
     if ((long)flags[1] > put_back_limit(s)) {
@@ -742,6 +1017,19 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     const scene *s = c->s;
     const sim_options *o = c->o;
     const sphsim_tuning *t = o->tune;
+    c->rank = comm_rank();
+    c->ranks = comm_size();
+    c->exchange = c->ranks > 1 || t->mpi_exchange == 1;
+    if (c->exchange && s->mode == MODE_PARTICLES)
+        return SPHSIM_FAIL(e, SPHSIM_E_USAGE,
+                           "particle mode runs on one MPI rank (%d were started): the contact solver's carried "
+                           "impulses do not travel between ranks yet (docs/mpi.md)",
+                           c->ranks);
+    if (c->exchange && s->n_gauges > 0)
+        return SPHSIM_FAIL(e, SPHSIM_E_USAGE,
+                           "gauges are measured on one MPI rank (%d were started): a gauge's sums do not span "
+                           "ranks yet (docs/mpi.md)",
+                           c->ranks);
     /* tuning.profile_events = 0: --profile times the steps without timing each command (the
      * queue's profiling off), to measure what that costs */
     SPHSIM_TRY(device_open(&c->dev, o->device, o->profile && t->profile_events, t, e));
@@ -749,12 +1037,14 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     snprintf(r->device_name, sizeof r->device_name, "%s", c->dev.name);
     r->n_particles = s->n_total;
     size_t need = sim_device_bytes(s);
+    /* a rank's device holds its share, its halo and room for as many again (decomp_start) */
+    if (c->ranks > 1) need = (size_t)((double)need * 2.0 / c->ranks);
     if (need > c->dev.global_mem)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                            "the run needs about %.3g GB of device memory (%ld particles) but %s has %.3g GB; use fewer "
                            "particles (a larger fluid.spacing)",
                            need / 1e9, s->n_total, c->dev.name, c->dev.global_mem / 1e9);
-    if ((cl_ulong)s->n_total * 16 > c->dev.max_alloc)
+    if ((cl_ulong)s->n_total * 16 / (c->ranks > 1 ? (cl_ulong)c->ranks / 2 : 1) > c->dev.max_alloc)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                            "the run needs device buffers of %.3g GB (%ld particles x 16 B) but %s allows at most %.3g "
                            "GB in one buffer; use fewer particles (a larger fluid.spacing)",
@@ -774,14 +1064,20 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     size_t state_bytes = 0;
     if (o->resume_path) {
         /* a file of an older layout, or one laid out for a shorter run (--set time.end), is
-         * laid out again for this scene first */
+         * laid out again for this scene first (by rank 0; the others read it afterwards, and
+         * rank 0 opens it for writing once they have) */
         long keep = -1;
         int relayout = 0;
-        SPHSIM_TRY(output_resume_check(o->resume_path, s, &keep, &relayout, e));
-        if (relayout) SPHSIM_TRY(output_relayout(o->resume_path, s, keep, e));
+        if (c->rank == 0) {
+            SPHSIM_TRY(output_resume_check(o->resume_path, s, &keep, &relayout, e));
+            if (relayout) SPHSIM_TRY(output_relayout(o->resume_path, s, keep, e));
+        }
+        comm_barrier();
         SPHSIM_TRY(resume_from(c, o->resume_path, r, &order, &state, &state_bytes, e));
+        comm_barrier();
     }
     const size_t n = c->hp.n;
+    c->n_ids = n;
     r->n_particles = (long)n;
     r->n_fluid = (long)c->hp.n_fluid;
     r->n_boundary = (long)c->hp.n_boundary;
@@ -794,9 +1090,26 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
         c->dev_need = need + (list_n ? sim_list_bytes(s, n, c->dev.max_alloc, t) : 0);
         st = sim_grid_geometry(s, list_n > 0, &gp, e);
     }
-    if (st == SPHSIM_OK) st = grid_create(&c->g, &c->dev, &gp, n, e);
-    if (st == SPHSIM_OK) st = state_alloc(c, n, list_n > 0, e);
-    if (st == SPHSIM_OK) st = state_upload(c, order, e);
+    /* with the exchange, this rank's slab and halo (ascending id; the stored device order of a
+     * resumed run does not apply) in device buffers of c->n_cap rows */
+    decomp_rec *loc = NULL;
+    size_t n_loc = n, n_dev = n;
+    if (st == SPHSIM_OK && c->exchange) {
+        st = decomp_start(c, &gp, &loc, &n_loc, e);
+        n_dev = c->n_cap;
+        if (list_n) list_n = n_dev;
+    }
+    if (st == SPHSIM_OK) st = grid_create(&c->g, &c->dev, &gp, n_dev, e);
+    if (st == SPHSIM_OK) st = state_alloc(c, n_dev, list_n > 0, e);
+    if (st == SPHSIM_OK && c->exchange)
+        st = particles_alloc_some(&c->rb, n_dev, ROW_ARRAYS | staging_arrays(s), e);
+    if (st == SPHSIM_OK && c->exchange) {
+        c->st.n = n_loc;
+        st = upload_rows(c, &c->rb, loc, n_loc, 0, e);
+    } else if (st == SPHSIM_OK) {
+        st = state_upload(c, order, e);
+    }
+    free(loc);
     free(order);
     /* the solver, with the masses init_generate set (also on --resume, which takes only
      * positions and velocities from the snapshot) */
@@ -824,6 +1137,10 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
      * drops the rest, and the two staging buffers get only those arrays (zeroed, so a field
      * the device does not hold, such as SPH radii, reads 0). */
     particles_keep(&c->hp, id_order_arrays(s));
+    if (c->rank != 0) { /* rank 0 writes the file (write_snapshot_ranks) */
+        particles_free(&c->hp);
+        return SPHSIM_OK;
+    }
     const int slots = staging_slots(s, n, t);
     SPHSIM_TRY(staging_alloc(c, &c->sorted, n, staging_arrays(s), &c->pinned[0], e));
     if (slots == 2) SPHSIM_TRY(staging_alloc(c, &c->sorted2, n, staging_arrays(s), &c->pinned[1], e));
@@ -888,9 +1205,12 @@ static sphsim_status run_steps(sim_ctx *c, sim_result *r, long *last, sphsim_err
         /* a snapshot step always rebuilds: a run resumed from it starts with a rebuild */
         const int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
         int rebuild = 1, prepared = 0;
+        /* the particles round the ranks (the first step has just been uploaded); a step after
+         * an exchange always rebuilds */
+        if (c->exchange && step > c->first_step) SPHSIM_TRY(exchange(c, e));
         if (ops->set_step) SPHSIM_TRY(ops->set_step(c->sv.impl, step, e));
         gauges_before_step(c->gauges, step); /* before the step's density stages */
-        SPHSIM_TRY(ops->begin_step(c->sv.impl, c->g, &c->st, is_output, &rebuild, &prepared, e));
+        SPHSIM_TRY(ops->begin_step(c->sv.impl, c->g, &c->st, is_output || c->exchange, &rebuild, &prepared, e));
         if (rebuild) SPHSIM_TRY(rebuild_grid(c, e));
         else keep_grid(&c->st);
         if (!prepared) SPHSIM_TRY(ops->prepare(c->sv.impl, c->g, &c->st, e));
@@ -901,10 +1221,14 @@ static sphsim_status run_steps(sim_ctx *c, sim_result *r, long *last, sphsim_err
             cl_uint flags[2] = { 0, 0 };
             SPHSIM_TRY(check_flags(c, r, last_check, step, 1, flags, e));
             last_check = step;
-            sphsim_status wst = write_snapshot(c, step, flags, r, e);
+            sphsim_status wst =
+                c->ranks > 1 ? write_snapshot_ranks(c, step, flags, r, e) : write_snapshot(c, step, flags, r, e);
             if (wst != SPHSIM_OK) return snapshot_failed(c, r, wst, e);
         }
-        if (step >= s->n_steps || (c->o->stop && *c->o->stop)) break;
+        /* a signal stops every rank at the same step */
+        c->stop_sig = c->o->stop ? (int)*c->o->stop : 0;
+        if (c->ranks > 1) c->stop_sig = (int)comm_max_long(c->stop_sig);
+        if (step >= s->n_steps || c->stop_sig) break;
         timer_start(c, &tm, step);
         SPHSIM_TRY(ops->advance(c->sv.impl, c->g, &c->st, e));
         ++step;
@@ -938,8 +1262,8 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
     r->last_step = step;
     r->sim_time = step * c->s->dt;
     r->wall_time = now_s() - c->t_steps0;
-    if (c->o->stop && *c->o->stop) {
-        r->stop_signal = (int)*c->o->stop;
+    if (c->stop_sig) {
+        r->stop_signal = c->stop_sig;
         const char *path = c->o->resume_path ? c->o->resume_path : c->o->out_path;
         return SPHSIM_FAIL(e, SPHSIM_E_INTERRUPTED,
                            "stopped by signal %d at step %ld (t = %.6g s); every snapshot up to then is in %s; "
@@ -993,5 +1317,7 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
     particles_free(&c.hp);
     particles_free(&c.sorted);
     particles_free(&c.sorted2);
+    particles_free(&c.rb);
+    free(c.owned);
     return st;
 }

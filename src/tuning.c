@@ -56,6 +56,10 @@ static const knob knobs[] = {
       "host memory the run may plan for (auto: the machine's)" },
     { "profile_events", K_INT, AT(profile_events), 0, 1, "0|1", "1",
       "with --profile, time every device command (0: time the steps alone)" },
+    { "mpi_exchange", K_INT, AT(mpi_exchange), 0, 1, "0|1", "0",
+      "exchange the particles every step on one MPI rank too (1: its result equals any rank count's)" },
+    { "mpi_rebalance", K_REAL, AT(mpi_rebalance), 0, 0, "auto|F > 0", "auto",
+      "the ranks' imbalance (largest / mean - 1) that moves the slab cuts (auto: 0.1)" },
 };
 #undef AT
 

@@ -41,6 +41,10 @@ typedef struct sphsim_tuning {
     int staging_buffers; /* TUNE_AUTO, 1, 2: snapshot staging buffers */
     double host_memory;  /* 0: the machine's; bytes of host memory to assume */
     int profile_events;  /* 1 (default), 0: --profile times the steps with the queue's profiling off */
+    /* MPI (src/sim.c, docs/mpi.md) */
+    int mpi_exchange;     /* 0 (default): the particles go round the ranks every step on more than one
+                             rank only; 1: also on one (its result then equals any rank count's) */
+    double mpi_rebalance; /* 0: 0.1; the imbalance (largest rank's particles / mean - 1) that moves the cuts */
 } sphsim_tuning;
 
 /* Every knob at its default. */

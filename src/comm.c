@@ -1,0 +1,209 @@
+/* comm: MPI, or one rank without it (see comm.h). */
+#include "comm.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef SPHSIM_MPI
+#include <mpi.h>
+#endif
+
+static int g_rank = 0, g_size = 1, g_local = 0;
+
+int comm_rank(void) { return g_rank; }
+int comm_size(void) { return g_size; }
+int comm_local_rank(void) { return g_local; }
+
+#ifdef SPHSIM_MPI
+
+int comm_built_with_mpi(void) { return 1; }
+
+void comm_init(int *argc, char ***argv)
+{
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited) MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &g_local);
+    MPI_Comm_free(&node);
+}
+
+void comm_finalize(void)
+{
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Finalize();
+}
+
+void comm_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code ? code : 1); }
+
+void comm_barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
+
+long comm_sum_long(long v)
+{
+    long r = 0;
+    MPI_Allreduce(&v, &r, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return r;
+}
+
+long comm_max_long(long v)
+{
+    long r = 0;
+    MPI_Allreduce(&v, &r, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    return r;
+}
+
+double comm_max_double(double v)
+{
+    double r = 0;
+    MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return r;
+}
+
+uint32_t comm_or_u32(uint32_t v)
+{
+    uint32_t r = 0;
+    MPI_Allreduce(&v, &r, 1, MPI_UINT32_T, MPI_BOR, MPI_COMM_WORLD);
+    return r;
+}
+
+void comm_sum_u64(uint64_t *v, int n) { MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD); }
+
+void comm_allgather_long(long v, long *all) { MPI_Allgather(&v, 1, MPI_LONG, all, 1, MPI_LONG, MPI_COMM_WORLD); }
+
+void comm_broadcast(void *buf, size_t bytes, int root)
+{
+    /* in pieces below INT_MAX bytes (MPI counts are int) */
+    for (size_t off = 0; off < bytes; off += (size_t)1 << 30) {
+        const size_t m = bytes - off < ((size_t)1 << 30) ? bytes - off : ((size_t)1 << 30);
+        MPI_Bcast((char *)buf + off, (int)m, MPI_BYTE, root, MPI_COMM_WORLD);
+    }
+}
+
+/* Byte counts as MPI's int counts and displacements; fails past INT_MAX (2 GB a rank). */
+static sphsim_status int_counts(const size_t *bytes, int *count, int *displ, size_t *total, const char *what,
+                                sphsim_error *e)
+{
+    size_t sum = 0;
+    for (int r = 0; r < g_size; ++r) {
+        if (bytes[r] > INT_MAX || sum > INT_MAX)
+            return SPHSIM_FAIL(e, SPHSIM_E_NOMEM,
+                               "MPI %s: %zu bytes at rank %d, more than one call moves (2 GB); run on more ranks", what,
+                               bytes[r] + sum, r);
+        count[r] = (int)bytes[r];
+        displ[r] = (int)sum;
+        sum += bytes[r];
+    }
+    if (sum > INT_MAX)
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "MPI %s: %zu bytes, more than one call moves (2 GB); run on more ranks",
+                           what, sum);
+    *total = sum;
+    return SPHSIM_OK;
+}
+
+sphsim_status comm_exchange(const void *send, const size_t *send_bytes, void **recv, size_t *recv_bytes,
+                            sphsim_error *e)
+{
+    *recv = NULL;
+    *recv_bytes = 0;
+    const size_t n = (size_t)g_size;
+    int *sc = calloc(4 * n, sizeof *sc);
+    size_t *rb = calloc(n, sizeof *rb);
+    unsigned long long *sb = calloc(n, sizeof *sb), *rbb = calloc(n, sizeof *rbb);
+    sphsim_status st = SPHSIM_OK;
+    if (!sc || !rb || !sb || !rbb) {
+        st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the MPI exchange's counts");
+        goto done;
+    }
+    for (size_t r = 0; r < n; ++r) sb[r] = send_bytes[r];
+    MPI_Alltoall(sb, 1, MPI_UNSIGNED_LONG_LONG, rbb, 1, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
+    for (size_t r = 0; r < n; ++r) rb[r] = (size_t)rbb[r];
+    size_t st_total = 0, rt_total = 0;
+    /* every rank checks both sides, so that all of them fail together rather than wait */
+    sphsim_status a = int_counts(send_bytes, sc, sc + n, &st_total, "exchange", e);
+    sphsim_status b = a == SPHSIM_OK ? int_counts(rb, sc + 2 * n, sc + 3 * n, &rt_total, "exchange", e) : a;
+    if (comm_or_u32(b != SPHSIM_OK)) {
+        st = b != SPHSIM_OK ? b : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "MPI exchange: another rank's share is too large");
+        goto done;
+    }
+    void *buf = malloc(rt_total ? rt_total : 1);
+    if (comm_or_u32(buf == NULL)) {
+        free(buf);
+        st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu bytes of exchanged particles", rt_total);
+        goto done;
+    }
+    MPI_Alltoallv(send, sc, sc + n, MPI_BYTE, buf, sc + 2 * n, sc + 3 * n, MPI_BYTE, MPI_COMM_WORLD);
+    *recv = buf;
+    *recv_bytes = rt_total;
+done:
+    free(sc);
+    free(rb);
+    free(sb);
+    free(rbb);
+    return st;
+}
+
+sphsim_status comm_gather(const void *send, size_t bytes, void *recv, size_t *total, sphsim_error *e)
+{
+    const size_t n = (size_t)g_size;
+    unsigned long long mine = bytes, *all = calloc(n, sizeof *all);
+    size_t *each = calloc(n, sizeof *each);
+    int *cnt = calloc(2 * n, sizeof *cnt);
+    if (comm_or_u32(!all || !each || !cnt)) {
+        free(all);
+        free(each);
+        free(cnt);
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the MPI gather's counts");
+    }
+    MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
+    for (size_t r = 0; r < n; ++r) each[r] = (size_t)all[r];
+    size_t sum = 0;
+    sphsim_status st = int_counts(each, cnt, cnt + n, &sum, "gather", e);
+    if (st == SPHSIM_OK) {
+        if (total) *total = sum;
+        MPI_Gatherv(send, (int)bytes, MPI_BYTE, recv, cnt, cnt + n, MPI_BYTE, 0, MPI_COMM_WORLD);
+    }
+    free(all);
+    free(each);
+    free(cnt);
+    return st;
+}
+
+#else /* one rank, no MPI */
+
+int comm_built_with_mpi(void) { return 0; }
+void comm_init(int *argc, char ***argv) { (void)argc, (void)argv; }
+void comm_finalize(void) {}
+void comm_abort(int code) { exit(code ? code : 1); }
+void comm_barrier(void) {}
+long comm_sum_long(long v) { return v; }
+long comm_max_long(long v) { return v; }
+double comm_max_double(double v) { return v; }
+uint32_t comm_or_u32(uint32_t v) { return v; }
+void comm_sum_u64(uint64_t *v, int n) { (void)v, (void)n; }
+void comm_allgather_long(long v, long *all) { all[0] = v; }
+void comm_broadcast(void *buf, size_t bytes, int root) { (void)buf, (void)bytes, (void)root; }
+
+sphsim_status comm_exchange(const void *send, const size_t *send_bytes, void **recv, size_t *recv_bytes,
+                            sphsim_error *e)
+{
+    *recv = malloc(send_bytes[0] ? send_bytes[0] : 1);
+    if (!*recv) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu bytes of particles", send_bytes[0]);
+    if (send_bytes[0]) memcpy(*recv, send, send_bytes[0]);
+    *recv_bytes = send_bytes[0];
+    return SPHSIM_OK;
+}
+
+sphsim_status comm_gather(const void *send, size_t bytes, void *recv, size_t *total, sphsim_error *e)
+{
+    (void)e;
+    if (bytes) memcpy(recv, send, bytes);
+    if (total) *total = bytes;
+    return SPHSIM_OK;
+}
+
+#endif
