@@ -426,6 +426,87 @@ done:
     return r;
 }
 
+size_t contact_row_words(const contact_solver *c) { return omega_floats(&c->cp) + 3 * (size_t)c->cp.slots; }
+
+sphsim_status contact_state_rows(const contact_solver *c, const void *blob, size_t bytes, size_t n, const uint32_t *gid,
+                                 uint32_t *rows, int *warm, sphsim_error *e)
+{
+    const size_t slots = c->cp.slots, nw = omega_floats(&c->cp), rw = nw + 3 * slots;
+    uint32_t head[STATE_HEADER] = { 0 };
+    if (blob && bytes >= sizeof head) memcpy(head, blob, sizeof head);
+    *warm = 0;
+    if (!blob || head[0] != STATE_MAGIC || head[1] != STATE_VERSION || head[3] != slots || head[4] != c->cp.dims) {
+        for (size_t k = 0; k < n; ++k) { /* cold: no rotation, empty slots */
+            memset(rows + k * rw, 0, rw * 4);
+            for (size_t q = 0; q < slots; ++q) rows[k * rw + nw + 3 * q] = CONTACT_NO_ID;
+        }
+        return blob && head[0] != STATE_MAGIC
+                   ? SPHSIM_FAIL(e, SPHSIM_E_IO, "the stored contact solver state is not one (its header is damaged)")
+                   : SPHSIM_OK;
+    }
+    if (head[2] != n || bytes != state_words(n, slots, nw) * 4)
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "the contact solver state holds %u particles (%zu bytes), %zu expected",
+                           head[2], bytes, n);
+    const uint32_t *w_in = (const uint32_t *)blob + STATE_HEADER, *s_in = w_in + n * nw;
+    for (size_t k = 0; k < n; ++k) {
+        uint32_t *r = rows + k * rw;
+        memcpy(r, w_in + k * nw, nw * 4);
+        memcpy(r + nw, s_in + k * slots * 3, slots * 12);
+        for (size_t q = 0; q < slots; ++q) {
+            uint32_t *code = &r[nw + 3 * q];
+            if (!code_is_sphere(*code)) continue;
+            if (*code >= n) return SPHSIM_FAIL(e, SPHSIM_E_IO, "the contact solver state names sphere %u of %zu", *code, n);
+            if (gid) *code = gid[*code];
+        }
+    }
+    *warm = head[5] != 0;
+    return SPHSIM_OK;
+}
+
+/* Index of id in the ascending gid[n] (NULL: 0 .. n-1), or n. */
+static size_t index_of(const uint32_t *gid, size_t n, uint32_t id)
+{
+    if (!gid) return id < n ? id : n;
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (gid[mid] < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && gid[lo] == id ? lo : n;
+}
+
+sphsim_status contact_state_join(const contact_solver *c, const uint32_t *rows, size_t n, const uint32_t *gid, int warm,
+                                 void **blob, size_t *bytes, sphsim_error *e)
+{
+    const size_t slots = c->cp.slots, nw = omega_floats(&c->cp), rw = nw + 3 * slots, words = state_words(n, slots, nw);
+    uint32_t *out = malloc(words * 4);
+    if (!out) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for a %zu-byte contact state", words * 4);
+    const uint32_t head[STATE_HEADER] = { STATE_MAGIC, STATE_VERSION, (uint32_t)n, (uint32_t)slots,
+                                          c->cp.dims,  (uint32_t)(warm != 0), 0, 0 };
+    memcpy(out, head, sizeof head);
+    uint32_t *w_out = out + STATE_HEADER, *s_out = w_out + n * nw;
+    for (size_t k = 0; k < n; ++k) {
+        const uint32_t *r = rows + k * rw;
+        memcpy(w_out + k * nw, r, nw * 4);
+        uint32_t *sl = s_out + k * slots * 3;
+        memcpy(sl, r + nw, slots * 12);
+        for (size_t q = 0; q < slots; ++q) {
+            if (!code_is_sphere(sl[3 * q])) continue;
+            const size_t at = index_of(gid, n, sl[3 * q]);
+            if (at < n) {
+                sl[3 * q] = (uint32_t)at;
+            } else { /* the partner is on no rank's side of this one: an empty slot */
+                sl[3 * q] = CONTACT_NO_ID;
+                sl[3 * q + 1] = sl[3 * q + 2] = 0;
+            }
+        }
+    }
+    *blob = out;
+    *bytes = words * 4;
+    return SPHSIM_OK;
+}
+
 sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
                               dev_state *st, sphsim_error *e)
 {
@@ -583,6 +664,26 @@ static sphsim_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem 
     return device_run1d(c->d, c->k_pairs, n, CONTACT_LOCAL, e);
 }
 
+static sphsim_status check_grid(const contact_solver *c, const grid *g, sphsim_error *e);
+
+/* count[i]: the touching partners j > i (sorted index) of sorted sphere i. The counts go through
+ * pos_next, which holds nothing the next step reads (contact.h). */
+static sphsim_status count_each(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
+                                uint32_t *count, sphsim_error *e)
+{
+    SPHSIM_TRY(enqueue_pairs(c, cell_start, cell_end, gp_buf, st, 0, st->pos_next, NULL, e));
+    return device_read(c->d, st->pos_next, 0, st->n * 4, count, e);
+}
+
+sphsim_status contact_count_each(contact_solver *c, grid *g, dev_state *st, uint32_t *count, sphsim_error *e)
+{
+    SPHSIM_TRY(check_grid(c, g, e));
+    if (!st->pos || !st->radius || !st->pos_next)
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_count: the state lacks positions or radii");
+    if (st->n == 0) return SPHSIM_OK;
+    return count_each(c, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), st, count, e);
+}
+
 sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
                                   long *n_contacts, sphsim_error *e)
 {
@@ -592,9 +693,7 @@ sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem c
     if (st->n == 0) return SPHSIM_OK;
     uint32_t *count = malloc(st->n * sizeof *count);
     if (!count) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu contact counts", st->n);
-    /* the counts go through pos_next, which holds nothing the next step reads (contact.h) */
-    sphsim_status r = enqueue_pairs(c, cell_start, cell_end, gp_buf, st, 0, st->pos_next, NULL, e);
-    if (r == SPHSIM_OK) r = device_read(c->d, st->pos_next, 0, st->n * 4, count, e);
+    sphsim_status r = count_each(c, cell_start, cell_end, gp_buf, st, count, e);
     long total = 0;
     for (size_t i = 0; r == SPHSIM_OK && i < st->n; ++i) total += (long)count[i];
     free(count);

@@ -57,6 +57,10 @@ sphsim_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_c
 
 /* Device bytes the solver allocates for n particles in a run (slots, angular velocities,
  * contact counts; its scratch is the grid's, contact_step). */
+/* count[i] (st->n of them): the touching partners j > i (sorted index) of sorted sphere i, after
+ * a grid build on st->pos; summed, contact_count's total (blocks). On MPI ranks, whose cells
+ * are sorted alike, the sum over the spheres each owns counts every pair once. */
+sphsim_status contact_count_each(contact_solver *c, grid *g, dev_state *st, uint32_t *count, sphsim_error *e);
 size_t contact_bytes(const scene *s, size_t n);
 
 /* Angular velocities (rad/s) of st's spheres in st's sorted order into `out` (n * 3 floats;
@@ -104,6 +108,20 @@ size_t contact_state_size(int dims, size_t n);
 sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, void **blob, size_t *bytes,
                                  sphsim_error *e);
 sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void *blob, size_t bytes, sphsim_error *e);
+
+/* The carried state per sphere, for the MPI exchange (docs/mpi.md): row k of a blob of n
+ * particles is particle k's angular velocity (1 or 3 floats) and its slots (3 words each), with
+ * a sphere partner named by gid[partner] instead of its index in the blob (gid NULL: as is).
+ * contact_state_rows: the rows of `blob` (which must hold n particles) into rows[n *
+ * contact_row_words], and *warm (0: it carries no impulses); a blob of another format starts
+ * cold, as contact_state_restore does. contact_state_join: the blob of n particles whose ids are
+ * gid[0..n-1] (ascending; NULL: 0 .. n-1) from such rows; a slot whose partner is not among them
+ * is left empty. */
+size_t contact_row_words(const contact_solver *c);
+sphsim_status contact_state_rows(const contact_solver *c, const void *blob, size_t bytes, size_t n, const uint32_t *gid,
+                                 uint32_t *rows, int *warm, sphsim_error *e);
+sphsim_status contact_state_join(const contact_solver *c, const uint32_t *rows, size_t n, const uint32_t *gid, int warm,
+                                 void **blob, size_t *bytes, sphsim_error *e);
 sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
                                   long *n_contacts, sphsim_error *e);
 

@@ -85,33 +85,34 @@ double decomp_imbalance(const long *count, int size)
     return sum > 0 ? (double)mx * size / (double)sum - 1.0 : 0.0;
 }
 
-sphsim_status decomp_route(const decomp *d, const decomp_rec *in, size_t n, decomp_rec **out, size_t *bytes,
+sphsim_status decomp_route(const decomp *d, const void *in, size_t n, size_t row, void **out, size_t *bytes,
                            sphsim_error *e)
 {
+    const unsigned char *src = in;
     size_t *count = calloc((size_t)d->size + 1, sizeof *count);
     if (!count) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory routing particles");
     for (size_t i = 0; i < n; ++i) {
         int a, b;
-        decomp_reach(d, in[i].pos[d->axis], &a, &b);
+        decomp_reach(d, ((const decomp_rec *)(src + i * row))->pos[d->axis], &a, &b);
         for (int r = a; r <= b; ++r) count[r + 1]++;
     }
     for (int r = 0; r < d->size; ++r) count[r + 1] += count[r]; /* count[r]: rank r's first row */
     const size_t total = count[d->size];
-    decomp_rec *o = malloc((total ? total : 1) * sizeof *o);
+    unsigned char *o = malloc((total ? total : 1) * row);
     if (!o) {
         free(count);
         return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu routed particles", total);
     }
-    for (int r = 0; r < d->size; ++r) bytes[r] = (count[r + 1] - count[r]) * sizeof *o;
+    for (int r = 0; r < d->size; ++r) bytes[r] = (count[r + 1] - count[r]) * row;
     for (size_t i = 0; i < n; ++i) {
-        const double x = in[i].pos[d->axis];
+        const double x = ((const decomp_rec *)(src + i * row))->pos[d->axis];
         int a, b;
         decomp_reach(d, x, &a, &b);
         const int owner = decomp_owner(d, x);
         for (int r = a; r <= b; ++r) {
-            decomp_rec *q = &o[count[r]++];
-            *q = in[i];
-            q->owned = r == owner;
+            unsigned char *q = o + row * count[r]++;
+            memcpy(q, src + i * row, row);
+            ((decomp_rec *)q)->owned = r == owner;
         }
     }
     free(count);
@@ -125,9 +126,9 @@ static int by_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void decomp_sort(decomp_rec *r, size_t n)
+void decomp_sort(void *rows, size_t n, size_t row)
 {
-    if (n > 1) qsort(r, n, sizeof *r, by_id);
+    if (n > 1) qsort(rows, n, row, by_id);
 }
 
 long decomp_find(const uint32_t *ids, size_t n, uint32_t id)

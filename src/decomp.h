@@ -14,7 +14,8 @@
 #define DECOMP_BINS 4096
 #define DECOMP_MAX_RANKS 4096
 
-/* One particle as the ranks exchange it (48 B). */
+/* One particle as the ranks exchange it (48 B): the start of each row the ranks exchange, which
+ * the solver's carried state per particle may follow (a row of `row` bytes in all). */
 typedef struct decomp_rec {
     float pos[4]; /* m; SPH: w = mass (kg), as on the device (state.h) */
     float vel[4]; /* m/s; SPH: w = the integrated density (kg/m^3) where it is state */
@@ -55,14 +56,15 @@ void decomp_reach(const decomp *d, double x, int *first, int *last);
 /* max(count) / mean(count) - 1 over `size` counts (0 for an empty run). */
 double decomp_imbalance(const long *count, int size);
 
-/* Routes the records `in` (n; the particles this rank owns) to the ranks that hold them next:
- * a copy to every rank that x reaches, marked owned for x's owner. *out (malloc'd) holds them
- * grouped by rank (each group in the order of `in`), bytes[r] the bytes for rank r. */
-sphsim_status decomp_route(const decomp *d, const decomp_rec *in, size_t n, decomp_rec **out, size_t *bytes,
+/* Routes the rows `in` (n of `row` bytes, each a decomp_rec first; the particles this rank
+ * owns) to the ranks that hold them next: a copy to every rank that x reaches, marked owned for
+ * x's owner. *out (malloc'd) holds them grouped by rank (each group in the order of `in`),
+ * bytes[r] the bytes for rank r. */
+sphsim_status decomp_route(const decomp *d, const void *in, size_t n, size_t row, void **out, size_t *bytes,
                            sphsim_error *e);
 
-/* Sorts records by particle id (ids are unique). */
-void decomp_sort(decomp_rec *r, size_t n);
+/* Sorts rows of `row` bytes by particle id (ids are unique). */
+void decomp_sort(void *rows, size_t n, size_t row);
 
 /* Index of id in the ascending array ids[n], or -1. */
 long decomp_find(const uint32_t *ids, size_t n, uint32_t id);

@@ -134,6 +134,10 @@ typedef struct sim_ctx {
     size_t n_owned;
     particles rb;        /* host rows read back from the device (n_cap) */
     int stop_sig;        /* the signal that stops the run, agreed over the ranks */
+    /* particle mode with the exchange: the device's ids are the rank's own, 0 .. n - 1 in
+     * ascending particle id (the contact solver keeps its state by them), gid[] the particles' */
+    int local_ids;
+    uint32_t *gid;
 } sim_ctx;
 
 /* The host's physical memory (bytes; 0 if unknown), or tuning.host_memory when set, so that
@@ -293,19 +297,23 @@ static decomp_rec host_record(const sim_ctx *c, size_t k)
     return r;
 }
 
-/* Rows i0 .. i0 + m - 1 of the device state from records r, through the staging rows q (at least
- * m). Positions and velocities go to pos_next/vel_next, as left by a step. */
-static sphsim_status upload_rows(sim_ctx *c, particles *q, const decomp_rec *r, size_t m, size_t i0, sphsim_error *e)
+/* Rows i0 .. i0 + m - 1 of the device state from m rows of `row` bytes (each a decomp_rec
+ * first), through the staging rows q (at least m). Positions and velocities go to
+ * pos_next/vel_next, as left by a step. The device's ids: the particles' (c->local_ids == 0) or
+ * the rows' indices i0, i0 + 1, ... (decomp_start). */
+static sphsim_status upload_rows(sim_ctx *c, particles *q, const void *rows, size_t row, size_t m, size_t i0,
+                                 sphsim_error *e)
 {
     ocl_device *d = &c->dev;
     dev_state *st = &c->st;
     for (size_t i = 0; i < m; ++i) {
-        memcpy(&q->pos[4 * i], r[i].pos, 16);
-        memcpy(&q->vel[4 * i], r[i].vel, 16);
-        q->mass[i] = r[i].mass;
-        q->radius[i] = r[i].radius;
-        q->id[i] = r[i].id;
-        q->type[i] = r[i].type;
+        const decomp_rec *r = (const decomp_rec *)((const unsigned char *)rows + i * row);
+        memcpy(&q->pos[4 * i], r->pos, 16);
+        memcpy(&q->vel[4 * i], r->vel, 16);
+        q->mass[i] = r->mass;
+        q->radius[i] = r->radius;
+        q->id[i] = c->local_ids ? (uint32_t)(i0 + i) : r->id;
+        q->type[i] = r->type;
     }
     if (m == 0) return SPHSIM_OK;
     SPHSIM_TRY(device_write(d, st->pos_next, i0 * 16, m * 16, q->pos, e));
@@ -339,7 +347,7 @@ static sphsim_status state_upload(sim_ctx *c, const uint32_t *order, sphsim_erro
     for (size_t i0 = 0; i0 < n && st == SPHSIM_OK; i0 += rows) {
         const size_t m = n - i0 < rows ? n - i0 : rows;
         for (size_t i = 0; i < m; ++i) r[i] = host_record(c, order ? order[i0 + i] : i0 + i);
-        st = upload_rows(c, &q, r, m, i0, e);
+        st = upload_rows(c, &q, r, sizeof *r, m, i0, e);
     }
     free(r);
     staging_unpin(c, &q, &pinned);
@@ -356,17 +364,27 @@ static sphsim_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready
  * around them (three); one more for the lists' skin and rounding at the edge. */
 #define HALO_RADII 4.0
 
-/* The ids of the owned records of r (n, ascending id) into c->owned. */
-static sphsim_status take_owned(sim_ctx *c, const decomp_rec *r, size_t n, sphsim_error *e)
+/* The ids of the owned rows of `rows` (n of `row` bytes, ascending id) into c->owned, and with
+ * local ids every row's id into c->gid. */
+static sphsim_status take_owned(sim_ctx *c, const void *rows, size_t n, size_t row, sphsim_error *e)
 {
     uint32_t *o = realloc(c->owned, (n ? n : 1) * sizeof *o);
     if (!o) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particle ids", n);
     c->owned = o;
+    uint32_t *g = c->local_ids ? realloc(c->gid, (n ? n : 1) * sizeof *g) : NULL;
+    if (c->local_ids && !g) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particle ids", n);
+    if (g) c->gid = g;
     c->n_owned = 0;
-    for (size_t i = 0; i < n; ++i)
-        if (r[i].owned) o[c->n_owned++] = r[i].id;
+    for (size_t i = 0; i < n; ++i) {
+        const decomp_rec *r = (const decomp_rec *)((const unsigned char *)rows + i * row);
+        if (r->owned) o[c->n_owned++] = r->id;
+        if (g) g[i] = r->id;
+    }
     return SPHSIM_OK;
 }
+
+/* The particle id of device id k. */
+static uint32_t global_id(const sim_ctx *c, uint32_t k) { return c->local_ids ? c->gid[k] : k; }
 
 /* The first split, from the whole initial (or resumed) state every rank holds: slabs along the
  * grid box's longest axis, cut at equal particle counts; this rank's records (its slab and
@@ -382,7 +400,9 @@ static sphsim_status decomp_start(sim_ctx *c, const grid_params *gp, decomp_rec 
         hi[a] = lo[a] + gp->ncell[a] * (double)gp->cell_size;
     }
     const int ax = decomp_axis(lo, hi, c->s->dims);
-    SPHSIM_TRY(decomp_init(&c->dc, c->ranks, ax, lo[ax], hi[ax], HALO_RADII * gp->radius, e));
+    /* spheres: each of the step's passes reaches one contact further */
+    const double radii = c->s->mode == MODE_PARTICLES ? 2.0 * c->s->contact_iterations + 4.0 : HALO_RADII;
+    SPHSIM_TRY(decomp_init(&c->dc, c->ranks, ax, lo[ax], hi[ax], radii * gp->radius, e));
     uint64_t *hist = calloc(DECOMP_BINS, sizeof *hist);
     if (!hist) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the decomposition");
     for (size_t k = 0; k < p->n; ++k) hist[decomp_bin(&c->dc, p->pos[4 * k + ax])]++;
@@ -405,7 +425,7 @@ static sphsim_status decomp_start(sim_ctx *c, const grid_params *gp, decomp_rec 
         r[m] = host_record(c, k);
         r[m++].owned = decomp_owner(&c->dc, x) == c->rank;
     }
-    sphsim_status st = take_owned(c, r, m, e);
+    sphsim_status st = take_owned(c, r, m, sizeof *r, e);
     if (st != SPHSIM_OK) {
         free(r);
         return st;
@@ -418,7 +438,8 @@ static sphsim_status decomp_start(sim_ctx *c, const grid_params *gp, decomp_rec 
 }
 
 /* One exchange, between steps (the state in pos_next/vel_next): every rank reads its particles
- * back, keeps those it owns, moves the cuts if the counts have drifted apart
+ * back (and in particle mode the contact solver's carried state, which rides after each
+ * particle's record), keeps those it owns, moves the cuts if the counts have drifted apart
  * (tuning.mpi_rebalance), sends each particle to the ranks whose slab or halo holds it, and
  * uploads what it receives in ascending id, so that the grid's stable sort orders every cell by
  * id on any number of ranks (docs/mpi.md: why the result is the same). */
@@ -428,6 +449,8 @@ static sphsim_status exchange(sim_ctx *c, sphsim_error *e)
     particles *q = &c->rb;
     const size_t n = st->n;
     ocl_device *d = &c->dev;
+    contact_solver *cs = c->s->mode == MODE_PARTICLES ? c->sv.impl : NULL;
+    const size_t rw = cs ? contact_row_words(cs) : 0, row = sizeof(decomp_rec) + 4 * rw;
     if (n) {
         SPHSIM_TRY(device_read(d, st->pos_next, 0, n * 16, q->pos, e));
         SPHSIM_TRY(device_read(d, st->vel_next, 0, n * 16, q->vel, e));
@@ -436,24 +459,42 @@ static sphsim_status exchange(sim_ctx *c, sphsim_error *e)
         if (st->mass) SPHSIM_TRY(device_read(d, st->mass, 0, n * 4, q->mass, e));
         if (st->radius) SPHSIM_TRY(device_read(d, st->radius, 0, n * 4, q->radius, e));
     }
-    decomp_rec *mine = malloc((c->n_owned ? c->n_owned : 1) * sizeof *mine);
-    if (!mine) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particles", c->n_owned);
+    /* the carried state by device id, sphere partners named by particle id */
+    uint32_t *carried = NULL;
+    int warm = 0;
+    sphsim_status rst = SPHSIM_OK;
+    if (cs) {
+        void *blob = NULL;
+        size_t bytes = 0;
+        carried = malloc((n ? n : 1) * rw * 4);
+        rst = carried ? contact_state_save(cs, NULL, st, &blob, &bytes, e)
+                      : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the contact state");
+        if (rst == SPHSIM_OK) rst = contact_state_rows(cs, blob, bytes, n, c->gid, carried, &warm, e);
+        free(blob);
+    }
+    unsigned char *mine = rst == SPHSIM_OK ? malloc((c->n_owned ? c->n_owned : 1) * row) : NULL;
+    if (rst == SPHSIM_OK && !mine) rst = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particles", c->n_owned);
     size_t k = 0;
-    for (size_t i = 0; i < n && k < c->n_owned; ++i) {
-        if (decomp_find(c->owned, c->n_owned, q->id[i]) < 0) continue;
-        decomp_rec *r = &mine[k++];
+    for (size_t i = 0; rst == SPHSIM_OK && i < n && k < c->n_owned; ++i) {
+        const uint32_t id = global_id(c, q->id[i]);
+        if (decomp_find(c->owned, c->n_owned, id) < 0) continue;
+        decomp_rec *r = (decomp_rec *)(mine + row * k++);
         memset(r, 0, sizeof *r);
         memcpy(r->pos, &q->pos[4 * i], 16);
         memcpy(r->vel, &q->vel[4 * i], 16);
-        r->id = q->id[i];
+        r->id = id;
         r->type = q->type[i];
         r->mass = st->mass ? q->mass[i] : 0.0f;
         r->radius = st->radius ? q->radius[i] : 0.0f;
+        if (cs) memcpy(r + 1, carried + (size_t)q->id[i] * rw, rw * 4);
     }
-    if (k != c->n_owned) {
+    free(carried);
+    if (rst == SPHSIM_OK && k != c->n_owned)
+        rst = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI rank %d: %zu of its %zu particles came back from the device", c->rank,
+                          k, c->n_owned);
+    if (rst != SPHSIM_OK) {
         free(mine);
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI rank %d: %zu of its %zu particles came back from the device",
-                           c->rank, k, c->n_owned);
+        return rst;
     }
     /* the cuts: every rank decides on the same counts, so all move them or none */
     long *count = malloc((size_t)c->ranks * sizeof *count);
@@ -467,15 +508,15 @@ static sphsim_status exchange(sim_ctx *c, sphsim_error *e)
     comm_allgather_long((long)k, count);
     const double limit = c->o->tune->mpi_rebalance > 0.0 ? c->o->tune->mpi_rebalance : 0.1;
     if (decomp_imbalance(count, c->ranks) > limit) {
-        for (size_t i = 0; i < k; ++i) hist[decomp_bin(&c->dc, mine[i].pos[c->dc.axis])]++;
+        for (size_t i = 0; i < k; ++i) hist[decomp_bin(&c->dc, ((decomp_rec *)(mine + row * i))->pos[c->dc.axis])]++;
         comm_sum_u64(hist, DECOMP_BINS);
         decomp_cut(&c->dc, hist);
     }
     free(count);
     free(hist);
-    decomp_rec *send = NULL;
+    void *send = NULL;
     size_t bytes[DECOMP_MAX_RANKS];
-    sphsim_status rst = decomp_route(&c->dc, mine, k, &send, bytes, e);
+    rst = decomp_route(&c->dc, mine, k, row, &send, bytes, e);
     free(mine);
     SPHSIM_TRY(rst);
     void *recv = NULL;
@@ -483,19 +524,99 @@ static sphsim_status exchange(sim_ctx *c, sphsim_error *e)
     rst = comm_exchange(send, bytes, &recv, &got, e);
     free(send);
     SPHSIM_TRY(rst);
-    decomp_rec *r = recv;
-    const size_t m = got / sizeof *r;
-    decomp_sort(r, m);
+    const size_t m = got / row;
+    decomp_sort(recv, m, row);
     if (m > c->n_cap)
         rst = SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                           "MPI rank %d: its slab and halo hold %zu particles, more than the %zu its device buffers "
                           "were sized for at the start; run on more ranks",
                           c->rank, m, c->n_cap);
-    if (rst == SPHSIM_OK) rst = take_owned(c, r, m, e);
-    if (rst == SPHSIM_OK) rst = upload_rows(c, q, r, m, 0, e);
+    if (rst == SPHSIM_OK) rst = take_owned(c, recv, m, row, e);
+    if (rst == SPHSIM_OK) rst = upload_rows(c, q, recv, row, m, 0, e);
     if (rst == SPHSIM_OK) st->n = m;
+    if (rst == SPHSIM_OK && cs) { /* the carried state again, by the new device ids */
+        uint32_t *rows = malloc((m ? m : 1) * rw * 4);
+        void *blob = NULL;
+        size_t bb = 0;
+        if (!rows) rst = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the contact state");
+        for (size_t i = 0; rst == SPHSIM_OK && i < m; ++i)
+            memcpy(rows + i * rw, (unsigned char *)recv + i * row + sizeof(decomp_rec), rw * 4);
+        if (rst == SPHSIM_OK) rst = contact_state_join(cs, rows, m, c->gid, warm, &blob, &bb, e);
+        if (rst == SPHSIM_OK) rst = contact_state_restore(cs, st, blob, bb, e);
+        free(rows);
+        free(blob);
+    }
     free(recv);
     return rst;
+}
+
+/* Particle mode with local ids: this rank's contact state (*blob, by device id) becomes on rank 0
+ * the whole run's, by particle id, as --resume reads it: each rank's owned rows, gathered. */
+static sphsim_status gather_state(sim_ctx *c, void **blob, size_t *bytes, sphsim_error *e)
+{
+    contact_solver *cs = c->sv.impl;
+    const size_t n = c->st.n, rw = contact_row_words(cs), row = (rw + 1) * 4;
+    uint32_t *rows = malloc((n ? n : 1) * rw * 4), *mine = malloc((c->n_owned ? c->n_owned : 1) * row);
+    uint32_t *all = c->rank == 0 ? malloc((c->n_ids ? c->n_ids : 1) * row) : NULL;
+    uint32_t *sorted = c->rank == 0 ? malloc((c->n_ids ? c->n_ids : 1) * rw * 4) : NULL;
+    int warm = 0;
+    sphsim_status st = rows && mine && (c->rank != 0 || (all && sorted))
+                           ? contact_state_rows(cs, *blob, *bytes, n, c->gid, rows, &warm, e)
+                           : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the contact state");
+    size_t k = 0; /* the owned rows, each after its particle id */
+    for (size_t i = 0; st == SPHSIM_OK && i < n; ++i) {
+        if (decomp_find(c->owned, c->n_owned, c->gid[i]) < 0) continue;
+        mine[k * (rw + 1)] = c->gid[i];
+        memcpy(mine + k * (rw + 1) + 1, rows + i * rw, rw * 4);
+        ++k;
+    }
+    warm = (int)comm_or_u32((uint32_t)warm);
+    size_t total = 0;
+    sphsim_status g = comm_gather(mine, st == SPHSIM_OK ? k * row : 0, all, &total, e);
+    if (st == SPHSIM_OK) st = g;
+    if (st == SPHSIM_OK && c->rank == 0 && total != c->n_ids * row)
+        st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI snapshot: the ranks own %zu spheres' contact state, the run has %zu",
+                         total / row, c->n_ids);
+    if (st == SPHSIM_OK && c->rank == 0) {
+        for (size_t j = 0; j < c->n_ids; ++j) {
+            const uint32_t id = all[j * (rw + 1)];
+            if (id < c->n_ids) memcpy(sorted + (size_t)id * rw, all + j * (rw + 1) + 1, rw * 4);
+        }
+        free(*blob);
+        *blob = NULL;
+        st = contact_state_join(cs, sorted, c->n_ids, NULL, warm, blob, bytes, e);
+    }
+    free(rows);
+    free(mine);
+    free(all);
+    free(sorted);
+    return st;
+}
+
+/* Particle mode on several ranks (local ids), at the start: the stored contact state, by particle
+ * id, made this rank's (its particles' rows, partners named by device id) and restored. */
+static sphsim_status restore_share(sim_ctx *c, const void *blob, size_t bytes, sphsim_error *e)
+{
+    contact_solver *cs = c->sv.impl;
+    const size_t n = c->st.n, rw = contact_row_words(cs);
+    uint32_t *all = malloc((c->n_ids ? c->n_ids : 1) * rw * 4), *mine = malloc((n ? n : 1) * rw * 4);
+    int warm = 0;
+    void *b = NULL;
+    size_t bb = 0;
+    sphsim_status st = all && mine ? contact_state_rows(cs, blob, bytes, c->n_ids, NULL, all, &warm, e)
+                                   : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the contact state");
+    for (size_t k = 0; st == SPHSIM_OK && k < n; ++k) memcpy(mine + k * rw, all + (size_t)c->gid[k] * rw, rw * 4);
+    if (st == SPHSIM_OK) st = contact_state_join(cs, mine, n, c->gid, warm, &b, &bb, e);
+    if (st == SPHSIM_OK) st = contact_state_restore(cs, &c->st, b, bb, e);
+    free(all);
+    free(mine);
+    free(b);
+    if (st == SPHSIM_E_IO && e) {
+        char msg[sizeof e->msg];
+        memcpy(msg, e->msg, sizeof msg);
+        st = SPHSIM_FAIL(e, SPHSIM_E_IO, "%s: %s", c->o->resume_path, msg);
+    }
+    return st;
 }
 
 /* A snapshot on several ranks: each reads its rows back (as enqueue_read_back does for one),
@@ -511,26 +632,46 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
     job.time = step * c->s->dt;
     job.step = step;
     job.put_backs = (long)flags[1];
-    SPHSIM_TRY(c->sv.ops->snapshot(c->sv.impl, c->g, &c->st, &job.n_contacts, e));
-    SPHSIM_TRY(c->sv.ops->save_state(c->sv.impl, c->g, &c->st, &job.state, &job.state_bytes, e));
+    /* spheres: the contacts counted per sphere, summed over the owned ones below */
+    uint32_t *touch = NULL;
+    if (c->local_ids) {
+        touch = malloc((c->st.n ? c->st.n : 1) * sizeof *touch);
+        if (!touch) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu contact counts", c->st.n);
+        sphsim_status cst = contact_count_each(c->sv.impl, c->g, &c->st, touch, e);
+        if (cst != SPHSIM_OK) {
+            free(touch);
+            return cst;
+        }
+    } else {
+        SPHSIM_TRY(c->sv.ops->snapshot(c->sv.impl, c->g, &c->st, &job.n_contacts, e));
+    }
+    sphsim_status st = c->sv.ops->save_state(c->sv.impl, c->g, &c->st, &job.state, &job.state_bytes, e);
+    if (st == SPHSIM_OK && c->local_ids) st = gather_state(c, &job.state, &job.state_bytes, e);
     if (c->rank != 0) {
         free(job.state);
         job.state = NULL;
     }
     cl_event ev = NULL;
     particles *x = &c->rb;
-    sphsim_status st = enqueue_read_back(c, x, &ev, e);
+    if (st == SPHSIM_OK) st = enqueue_read_back(c, x, &ev, e);
     if (st == SPHSIM_OK && ev) st = clWaitForEvents(1, &ev) == CL_SUCCESS ? SPHSIM_OK
                                     : SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "reading a snapshot back failed");
     if (ev) clReleaseEvent(ev);
+    for (size_t i = 0; st == SPHSIM_OK && c->local_ids && i < c->st.n; ++i) x->id[i] = c->gid[x->id[i]];
     /* the owned rows, array by array (the staged arrays, staging_arrays) */
     const size_t n = c->st.n;
     size_t *row = malloc((c->n_owned ? c->n_owned : 1) * sizeof *row);
     unsigned char *pack = malloc((c->n_owned ? c->n_owned : 1) * 16);
     size_t k = 0;
     if (st == SPHSIM_OK && (!row || !pack)) st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for a snapshot");
+    long touching = 0;
     for (size_t i = 0; st == SPHSIM_OK && i < n && k < c->n_owned; ++i)
-        if (decomp_find(c->owned, c->n_owned, x->id[i]) >= 0) row[k++] = i;
+        if (decomp_find(c->owned, c->n_owned, x->id[i]) >= 0) {
+            row[k++] = i;
+            if (touch) touching += (long)touch[i];
+        }
+    free(touch);
+    if (c->local_ids) job.n_contacts = comm_sum_long(touching);
     const struct {
         unsigned field;
         void *src, *dst;
@@ -1020,11 +1161,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     c->rank = comm_rank();
     c->ranks = comm_size();
     c->exchange = c->ranks > 1 || t->mpi_exchange == 1;
-    if (c->exchange && s->mode == MODE_PARTICLES)
-        return SPHSIM_FAIL(e, SPHSIM_E_USAGE,
-                           "particle mode runs on one MPI rank (%d were started): the contact solver's carried "
-                           "impulses do not travel between ranks yet (docs/mpi.md)",
-                           c->ranks);
+    c->local_ids = c->exchange && s->mode == MODE_PARTICLES;
     if (c->exchange && s->n_gauges > 0)
         return SPHSIM_FAIL(e, SPHSIM_E_USAGE,
                            "gauges are measured on one MPI rank (%d were started): a gauge's sums do not span "
@@ -1105,7 +1242,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
         st = particles_alloc_some(&c->rb, n_dev, ROW_ARRAYS | staging_arrays(s), e);
     if (st == SPHSIM_OK && c->exchange) {
         c->st.n = n_loc;
-        st = upload_rows(c, &c->rb, loc, n_loc, 0, e);
+        st = upload_rows(c, &c->rb, loc, sizeof *loc, n_loc, 0, e);
     } else if (st == SPHSIM_OK) {
         st = state_upload(c, order, e);
     }
@@ -1118,7 +1255,9 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
                                  : contact_solver_open(&c->sv, &c->dev, s, e);
     /* after the upload, before the first rebuild: the first step carries what the stored
      * snapshot's next step carried */
-    if (st == SPHSIM_OK && state) {
+    if (st == SPHSIM_OK && state && c->local_ids) /* the stored state by particle id, this rank's share */
+        st = restore_share(c, state, state_bytes, e);
+    else if (st == SPHSIM_OK && state) {
         st = c->sv.ops->restore_state(c->sv.impl, &c->st, state, state_bytes, e);
         if (st == SPHSIM_E_IO && e) {
             char msg[sizeof e->msg];

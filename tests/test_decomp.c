@@ -99,9 +99,10 @@ static void test_route(void **state)
         in[i].pos[1] = (float)i;
         in[i].id = (uint32_t)(N - 1 - i); /* ids not in the input's order */
     }
-    decomp_rec *out = NULL;
+    void *routed = NULL;
     size_t bytes[3];
-    assert_int_equal(decomp_route(&d, in, N, &out, bytes, NULL), SPHSIM_OK);
+    assert_int_equal(decomp_route(&d, in, N, sizeof *in, &routed, bytes, NULL), SPHSIM_OK);
+    decomp_rec *out = routed;
     int owned[N] = { 0 }, copies[N] = { 0 };
     size_t row = 0;
     for (int r = 0; r < 3; ++r) {
@@ -126,8 +127,42 @@ static void test_route(void **state)
         for (int r = 0; r < 3; ++r) expect += x >= d.cut[r] - 0.1 && x < d.cut[r + 1] + 0.1;
         assert_int_equal(copies[i], expect);
     }
-    decomp_sort(out, row);
+    decomp_sort(out, row, sizeof *out);
     for (size_t j = 1; j < row; ++j) assert_true(out[j].id >= out[j - 1].id);
+    free(out);
+}
+
+/* Rows with a payload after the record (particle mode's carried state) travel whole. */
+static void test_route_rows_with_payload(void **state)
+{
+    (void)state;
+    typedef struct {
+        decomp_rec r;
+        uint32_t payload[7];
+    } row_t;
+    decomp d;
+    assert_int_equal(decomp_init(&d, 2, 2, 0.0, 1.0, 0.2, NULL), SPHSIM_OK);
+    d.cut[1] = 0.5;
+    enum { N = 200 };
+    row_t in[N];
+    for (int i = 0; i < N; ++i) {
+        memset(&in[i], 0, sizeof in[i]);
+        in[i].r.pos[2] = (float)(i + 0.5) / N;
+        in[i].r.id = (uint32_t)((i * 37) % N);
+        for (int k = 0; k < 7; ++k) in[i].payload[k] = in[i].r.id * 10u + (uint32_t)k;
+    }
+    void *out = NULL;
+    size_t bytes[2];
+    assert_int_equal(decomp_route(&d, in, N, sizeof(row_t), &out, bytes, NULL), SPHSIM_OK);
+    const size_t m = (bytes[0] + bytes[1]) / sizeof(row_t);
+    /* rank 0 holds z < 0.7, rank 1 z >= 0.3: 0.4 of them twice */
+    assert_int_equal(m, N + (size_t)(0.4 * N));
+    decomp_sort(out, m, sizeof(row_t));
+    const row_t *o = out;
+    for (size_t j = 0; j < m; ++j) {
+        if (j) assert_true(o[j].r.id >= o[j - 1].r.id);
+        for (int k = 0; k < 7; ++k) assert_int_equal(o[j].payload[k], o[j].r.id * 10u + (uint32_t)k);
+    }
     free(out);
 }
 
@@ -165,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_cuts_equal_counts),
         cmocka_unit_test(test_owner_and_reach_brute_force),
         cmocka_unit_test(test_route),
+        cmocka_unit_test(test_route_rows_with_payload),
         cmocka_unit_test(test_imbalance_and_find),
         cmocka_unit_test(test_init_errors),
     };
