@@ -135,7 +135,8 @@ __kernel void sph_boundary_walk(SPH_BOUNDARY_ARGS)
  * first_obj]; a slot >= n_slots is not gauged. partial holds a row of 2 n_slots float4 per
  * work-group, from row0 on: (sum F, 0), (sum M, 0) of each slot. */
 #define SPH_MEASURE_ARGS                                                                                               \
-    SPH_BOUNDARY_ARGS, const uint first_obj, const uint tank_slot, /* after MOTION_ARGS' id (sorted ids) */     \
+    SPH_BOUNDARY_ARGS, const uint own_axis, const float own_lo, const float own_hi, /* the walls that count */  \
+        const uint first_obj, const uint tank_slot, /* after MOTION_ARGS' id (sorted ids) */                           \
         __global const uchar *obj_slot, const uint n_slots, const float4 centre, /* the tank's centre (m) */           \
         __global float4 *partial, const uint row0, __local float4 *red,          /* 2 float4 per work-item */          \
         __local float4 *acc,                                                     /* 2 n_slots float4 */                \
@@ -182,7 +183,10 @@ inline void measure_group_add(const uint slot, const float4 f, const float4 m, c
                          nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, list_walk,                     \
                          !NLIST_REBUILT(nl_state), 1, &F_);                                                            \
         F_.w = 0.0f;                                                                                                   \
-        slot = type[i] == PTYPE_BOUNDARY ? measure_slot(i, id, first_obj, tank_slot, obj_slot) : n_slots;              \
+        const float own_x_ = own_axis == 0u ? pos[i].x : own_axis == 1u ? pos[i].y : pos[i].z;                         \
+        slot = type[i] == PTYPE_BOUNDARY && own_x_ >= own_lo && own_x_ < own_hi                                        \
+                   ? measure_slot(i, id, first_obj, tank_slot, obj_slot)                                               \
+                   : n_slots;                                                                                          \
         if (slot < n_slots) {                                                                                          \
             float4 r_ = pos[i] - centre;                                                                               \
             r_.w = 0.0f;                                                                                               \

@@ -75,6 +75,14 @@ void comm_sum_u64(uint64_t *v, int n) { MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UI
 
 void comm_allgather_long(long v, long *all) { MPI_Allgather(&v, 1, MPI_LONG, all, 1, MPI_LONG, MPI_COMM_WORLD); }
 
+void comm_sum_float_root(float *v, size_t n)
+{
+    for (size_t off = 0; off < n; off += (size_t)1 << 28) { /* int counts */
+        const int m = (int)(n - off < ((size_t)1 << 28) ? n - off : ((size_t)1 << 28));
+        MPI_Reduce(g_rank == 0 ? MPI_IN_PLACE : v + off, v + off, m, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+    }
+}
+
 void comm_broadcast(void *buf, size_t bytes, int root)
 {
     /* in pieces below INT_MAX bytes (MPI counts are int) */
@@ -186,6 +194,7 @@ double comm_max_double(double v) { return v; }
 uint32_t comm_or_u32(uint32_t v) { return v; }
 void comm_sum_u64(uint64_t *v, int n) { (void)v, (void)n; }
 void comm_allgather_long(long v, long *all) { all[0] = v; }
+void comm_sum_float_root(float *v, size_t n) { (void)v, (void)n; }
 void comm_broadcast(void *buf, size_t bytes, int root) { (void)buf, (void)bytes, (void)root; }
 
 sphsim_status comm_exchange(const void *send, const size_t *send_bytes, void **recv, size_t *recv_bytes,

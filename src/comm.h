@@ -34,6 +34,8 @@ double comm_max_double(double v);
 uint32_t comm_or_u32(uint32_t v);
 /* Element-wise sums of n values, in place. */
 void comm_sum_u64(uint64_t *v, int n);
+/* Element-wise sums of n floats over the ranks, into rank 0's v (the others' v unchanged). */
+void comm_sum_float_root(float *v, size_t n);
 /* Every rank's v, into all[comm_size()]. */
 void comm_allgather_long(long v, long *all);
 /* Rank root's bytes into every rank's buf. */

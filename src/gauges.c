@@ -376,6 +376,11 @@ sphsim_status gauges_take(gauges *g, long step1, gauge_block **out, sphsim_error
     return SPHSIM_OK;
 }
 
+void gauges_own(gauges *g, int axis, float lo, float hi)
+{
+    if (g && g->n_force > 0) sph_measure_own(g->sol, axis, lo, hi);
+}
+
 sphsim_status gauge_blocks_wait(gauge_block *b, sphsim_error *e)
 {
     for (; b; b = b->next) {

@@ -59,6 +59,9 @@ sphsim_status gauges_sample(gauges *g, long step, cl_mem cell_start, cl_mem cell
  * copies are enqueued. The caller owns the list (gauge_blocks_wait, gauge_blocks_free). */
 sphsim_status gauges_take(gauges *g, long step1, gauge_block **out, sphsim_error *e);
 
+/* Only walls with lo <= x[axis] < hi add to the force gauges (an MPI rank's slab). */
+void gauges_own(gauges *g, int axis, float lo, float hi);
+
 /* Wait for every block's copy. */
 sphsim_status gauge_blocks_wait(gauge_block *b, sphsim_error *e);
 void gauge_blocks_free(gauge_block *b);

@@ -1,6 +1,7 @@
 /* sim: the time loop (see sim.h). */
 #include "sim.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,10 +135,17 @@ typedef struct sim_ctx {
     size_t n_owned;
     particles rb;        /* host rows read back from the device (n_cap) */
     int stop_sig;        /* the signal that stops the run, agreed over the ranks */
+    long recuts;         /* the times the cuts moved */
     /* particle mode with the exchange: the device's ids are the rank's own, 0 .. n - 1 in
      * ascending particle id (the contact solver keeps its state by them), gid[] the particles' */
     int local_ids;
     uint32_t *gid;
+    /* gauges on several ranks: from step ep_step[k] on, gauge j's rows come from rank
+     * ep_owner[k * n_gauges + j] (a probe's or a line's: the rank whose slab holds it; -1: a
+     * force, summed over the ranks) */
+    long *ep_step;
+    int *ep_owner;
+    int n_ep;
 } sim_ctx;
 
 /* The host's physical memory (bytes; 0 if unknown), or tuning.host_memory when set, so that
@@ -399,7 +407,10 @@ static sphsim_status decomp_start(sim_ctx *c, const grid_params *gp, decomp_rec 
         lo[a] = gp->origin[a];
         hi[a] = lo[a] + gp->ncell[a] * (double)gp->cell_size;
     }
-    const int ax = decomp_axis(lo, hi, c->s->dims);
+    /* a height gauge's line must lie in one slab: not along the vertical */
+    int lines = 0;
+    for (int k = 0; k < c->s->n_gauges; ++k) lines |= c->s->gauges[k].type == GAUGE_HEIGHT;
+    const int ax = decomp_axis(lo, hi, lines ? c->s->dims - 1 : c->s->dims);
     /* spheres: each of the step's passes reaches one contact further */
     const double radii = c->s->mode == MODE_PARTICLES ? 2.0 * c->s->contact_iterations + 4.0 : HALO_RADII;
     SPHSIM_TRY(decomp_init(&c->dc, c->ranks, ax, lo[ax], hi[ax], radii * gp->radius, e));
@@ -437,13 +448,63 @@ static sphsim_status decomp_start(sim_ctx *c, const grid_params *gp, decomp_rec 
     return SPHSIM_OK;
 }
 
+/* From `step` on, with the cuts as they are: each gauge's rank (gauges on several ranks; see
+ * sim_ctx), and the walls this rank sums for the force gauges (its slab). */
+static sphsim_status gauge_owners(sim_ctx *c, long step, sphsim_error *e)
+{
+    const scene *s = c->s;
+    if (!c->gauges || c->ranks < 2) return SPHSIM_OK;
+    const int n = s->n_gauges, k = c->n_ep;
+    long *st = realloc(c->ep_step, (size_t)(k + 1) * sizeof *st);
+    if (st) c->ep_step = st;
+    int *ow = st ? realloc(c->ep_owner, (size_t)(k + 1) * (size_t)n * sizeof *ow) : NULL;
+    if (!ow) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the gauges' ranks");
+    c->ep_owner = ow;
+    c->ep_step[k] = step;
+    for (int j = 0; j < n; ++j) {
+        const scene_gauge *g = &s->gauges[j];
+        ow[k * n + j] = g->type == GAUGE_FORCE ? -1 : decomp_owner(&c->dc, g->point[c->dc.axis]);
+    }
+    c->n_ep = k + 1;
+    const int r = c->rank;
+    gauges_own(c->gauges, c->dc.axis, r == 0 ? -FLT_MAX : (float)c->dc.cut[r],
+               r == c->ranks - 1 ? FLT_MAX : (float)c->dc.cut[r + 1]);
+    return SPHSIM_OK;
+}
+
+/* Gauges on several ranks, at a snapshot: every rank's rows of blocks b (the same steps on
+ * every rank), each probe's and line's rows kept on the rank that owned it at the row's step and
+ * zeroed elsewhere, then summed into rank 0's: the owner's rows as they are (x + 0 = x), the
+ * force gauges' the sum of the ranks' slabs. */
+static void gauge_rows_combine(sim_ctx *c, gauge_block *b)
+{
+    const scene *s = c->s;
+    for (; b; b = b->next) {
+        size_t total = 0;
+        for (int j = 0; j < s->n_gauges; ++j) {
+            const scene_gauge *g = &s->gauges[j];
+            const size_t cols = (size_t)gauge_cols(s, g);
+            total += (size_t)b->rows[j] * cols;
+            const long first = (b->step0 + g->every - 1) / g->every * g->every;
+            for (long q = 0; q < b->rows[j]; ++q) {
+                const long step = first + q * g->every;
+                int k = c->n_ep - 1;
+                while (k > 0 && c->ep_step[k] > step) --k;
+                const int owner = c->ep_owner[k * s->n_gauges + j];
+                if (owner >= 0 && owner != c->rank) memset(b->data + b->offset[j] + (size_t)q * cols, 0, cols * 4);
+            }
+        }
+        comm_sum_float_root(b->data, total);
+    }
+}
+
 /* One exchange, between steps (the state in pos_next/vel_next): every rank reads its particles
  * back (and in particle mode the contact solver's carried state, which rides after each
  * particle's record), keeps those it owns, moves the cuts if the counts have drifted apart
  * (tuning.mpi_rebalance), sends each particle to the ranks whose slab or halo holds it, and
  * uploads what it receives in ascending id, so that the grid's stable sort orders every cell by
  * id on any number of ranks (docs/mpi.md: why the result is the same). */
-static sphsim_status exchange(sim_ctx *c, sphsim_error *e)
+static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
 {
     dev_state *st = &c->st;
     particles *q = &c->rb;
@@ -507,13 +568,19 @@ static sphsim_status exchange(sim_ctx *c, sphsim_error *e)
     }
     comm_allgather_long((long)k, count);
     const double limit = c->o->tune->mpi_rebalance > 0.0 ? c->o->tune->mpi_rebalance : 0.1;
-    if (decomp_imbalance(count, c->ranks) > limit) {
+    const int recut = decomp_imbalance(count, c->ranks) > limit;
+    c->recuts += recut;
+    if (recut) {
         for (size_t i = 0; i < k; ++i) hist[decomp_bin(&c->dc, ((decomp_rec *)(mine + row * i))->pos[c->dc.axis])]++;
         comm_sum_u64(hist, DECOMP_BINS);
         decomp_cut(&c->dc, hist);
     }
     free(count);
     free(hist);
+    if (recut && (rst = gauge_owners(c, step, e)) != SPHSIM_OK) {
+        free(mine);
+        return rst;
+    }
     void *send = NULL;
     size_t bytes[DECOMP_MAX_RANKS];
     rst = decomp_route(&c->dc, mine, k, row, &send, bytes, e);
@@ -672,6 +739,15 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
         }
     free(touch);
     if (c->local_ids) job.n_contacts = comm_sum_long(touching);
+    /* the gauges' rows up to this step, combined on rank 0 (gauge_rows_combine) */
+    sphsim_status gst = gauges_take(c->gauges, step + 1, &job.gauges, e);
+    if (gst == SPHSIM_OK) gst = gauge_blocks_wait(job.gauges, e);
+    if (st == SPHSIM_OK) st = gst;
+    if (comm_or_u32(st != SPHSIM_OK) == 0) gauge_rows_combine(c, job.gauges);
+    if (c->rank != 0) {
+        gauge_blocks_free(job.gauges);
+        job.gauges = NULL;
+    }
     const struct {
         unsigned field;
         void *src, *dst;
@@ -699,6 +775,7 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
     free(row);
     free(pack);
     if (comm_or_u32(st != SPHSIM_OK)) {
+        gauge_blocks_free(job.gauges);
         free(job.state);
         return st != SPHSIM_OK ? st : SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI snapshot: another rank failed");
     }
@@ -1162,11 +1239,6 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     c->ranks = comm_size();
     c->exchange = c->ranks > 1 || t->mpi_exchange == 1;
     c->local_ids = c->exchange && s->mode == MODE_PARTICLES;
-    if (c->exchange && s->n_gauges > 0)
-        return SPHSIM_FAIL(e, SPHSIM_E_USAGE,
-                           "gauges are measured on one MPI rank (%d were started): a gauge's sums do not span "
-                           "ranks yet (docs/mpi.md)",
-                           c->ranks);
     /* tuning.profile_events = 0: --profile times the steps without timing each command (the
      * queue's profiling off), to measure what that costs */
     SPHSIM_TRY(device_open(&c->dev, o->device, o->profile && t->profile_events, t, e));
@@ -1272,6 +1344,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     if (s->n_gauges > 0 && s->mode == MODE_SPH)
         SPHSIM_TRY(gauges_create(&c->gauges, &c->dev, s, c->sv.impl, c->first_step, o->resume_path != NULL,
                                  s->steps_per_output < GAUGE_CHUNK_STEPS ? s->steps_per_output : GAUGE_CHUNK_STEPS, e));
+    SPHSIM_TRY(gauge_owners(c, c->first_step, e));
     /* From here on the host holds only what snapshots take (staging_arrays): the id-order copy
      * drops the rest, and the two staging buffers get only those arrays (zeroed, so a field
      * the device does not hold, such as SPH radii, reads 0). */
@@ -1346,7 +1419,7 @@ static sphsim_status run_steps(sim_ctx *c, sim_result *r, long *last, sphsim_err
         int rebuild = 1, prepared = 0;
         /* the particles round the ranks (the first step has just been uploaded); a step after
          * an exchange always rebuilds */
-        if (c->exchange && step > c->first_step) SPHSIM_TRY(exchange(c, e));
+        if (c->exchange && step > c->first_step) SPHSIM_TRY(exchange(c, step, e));
         if (ops->set_step) SPHSIM_TRY(ops->set_step(c->sv.impl, step, e));
         gauges_before_step(c->gauges, step); /* before the step's density stages */
         SPHSIM_TRY(ops->begin_step(c->sv.impl, c->g, &c->st, is_output || c->exchange, &rebuild, &prepared, e));
@@ -1389,6 +1462,11 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
     long step = 0;
     SPHSIM_TRY(setup(c, r, e));
     SPHSIM_TRY(run_steps(c, r, &step, e));
+    if (c->exchange) {
+        r->mpi_ranks = c->ranks;
+        r->mpi_recuts = c->recuts;
+        r->mpi_held = (double)comm_sum_long((long)c->st.n) / (double)(c->n_ids ? c->n_ids : 1);
+    }
     solver_counters sc;
     SPHSIM_TRY(c->sv.ops->counters(c->sv.impl, &sc, e));
     r->list_rebuilds = sc.list_rebuilds;
@@ -1458,5 +1536,8 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
     particles_free(&c.sorted2);
     particles_free(&c.rb);
     free(c.owned);
+    free(c.gid);
+    free(c.ep_step);
+    free(c.ep_owner);
     return st;
 }

@@ -56,6 +56,11 @@ typedef struct sim_result {
     device_prof_entry prof[32]; /* per-kernel device time, when profile */
     int n_prof;
     int stop_signal; /* signal that stopped the run, or 0 */
+    /* MPI, when the particles are exchanged (docs/mpi.md): ranks, the times the slab cuts moved,
+     * and the particles every rank held at the end (owned and halo) over the run's */
+    int mpi_ranks;
+    long mpi_recuts;
+    double mpi_held;
 } sim_result;
 
 /* The neighbour grid of scene s (lists: with SPH neighbour lists, whose cells are

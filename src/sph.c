@@ -41,6 +41,8 @@ struct sph_solver {
         size_t local;   /* work-group size of the two kernels */
         cl_uint rows;   /* rows the last measuring stage wrote */
         int on;         /* the density stages measure */
+        cl_uint own_axis;         /* only walls with own_lo <= x[own_axis] < own_hi count (sph_measure_own) */
+        cl_float own_lo, own_hi;
     } m;
     /* moving walls (-DMOTION; docs/physics.md, "Moving walls"), else the placeholder dummy */
     cl_mem wall_ref;     /* float4 per wall particle, by id - first_wall: (rest position, body) */
@@ -433,6 +435,9 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
             SPHSIM_TRY(device_alloc(s->d, cap * 32 * s->m.n_slots, "force gauge sums", &s->m.partial, e));
             s->m.cap = cap;
         }
+        a[m++] = KARG("own_axis", s->m.own_axis);
+        a[m++] = KARG("own_lo", s->m.own_lo);
+        a[m++] = KARG("own_hi", s->m.own_hi);
         a[m++] = KARG("first_obj", s->m.first_obj);
         a[m++] = KARG("tank_slot", s->m.tank_slot);
         a[m++] = KARG("obj_slot", s->m.obj_slot);
@@ -563,6 +568,7 @@ sphsim_status sph_measure_setup(sph_solver *s, cl_uint first_obj, cl_uint tank_s
     if (n_obj) SPHSIM_TRY(device_write(s->d, s->m.obj_slot, 0, n_obj, obj_slot, e));
     s->m.first_obj = first_obj;
     s->m.tank_slot = tank_slot;
+    sph_measure_own(s, 0, -FLT_MAX, FLT_MAX);
     s->m.n_slots = n_slots;
     for (int a = 0; a < 3; ++a) s->m.centre.s[a] = (float)centre[a];
     s->m.centre.s[3] = 0.0f;
@@ -573,6 +579,13 @@ sphsim_status sph_measure_setup(sph_solver *s, cl_uint first_obj, cl_uint tank_s
 }
 
 void sph_measure(sph_solver *s, int on) { s->m.on = on && s->m.k != NULL; }
+
+void sph_measure_own(sph_solver *s, int axis, float lo, float hi)
+{
+    s->m.own_axis = (cl_uint)axis;
+    s->m.own_lo = lo;
+    s->m.own_hi = hi;
+}
 
 cl_mem sph_measured(const sph_solver *s, cl_uint *rows)
 {

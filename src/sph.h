@@ -111,6 +111,9 @@ sphsim_status sph_measure_setup(sph_solver *s, cl_uint first_obj, cl_uint tank_s
                                 size_t n_obj, cl_uint n_slots, const double centre[3], sphsim_error *e);
 /* on: the density stages enqueued from now on measure (off: they do not; the default). */
 void sph_measure(sph_solver *s, int on);
+/* Only walls with lo <= x[axis] < hi add to the force gauges' sums (an MPI rank's slab: the ranks'
+ * sums then add up to the whole run's; docs/mpi.md); every wall after sph_measure_setup. */
+void sph_measure_own(sph_solver *s, int axis, float lo, float hi);
 /* The partial sums the last measuring boundary stage enqueued: *rows rows of 2 n_slots float4,
  * (sum F, 0) and (sum M, 0) of each slot in turn. */
 cl_mem sph_measured(const sph_solver *s, cl_uint *rows);

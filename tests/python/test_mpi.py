@@ -9,7 +9,8 @@ Open MPI's mpirun, 1 to 3 ranks on this machine's cores (--oversubscribe).
 * --resume on another number of ranks continues bit for bit.
 * A rank killed mid-run leaves a readable file, which --resume completes.
 * Particle mode likewise: the contact solver's carried state travels with the spheres.
-* What does not span ranks yet (gauges) is refused with one clear message.
+* Gauges: a probe's or a line's rows come from the rank whose slab holds it, bit for bit; a
+  force gauge adds the ranks' walls, equal within rounding.
 """
 import json
 import os
@@ -205,10 +206,24 @@ def test_a_killed_rank_leaves_a_readable_file(mpi_bin, reader, tmp_path):
     assert abs(snapshots(reader, out)[1].times[-1] - 0.06) < 1e-9
 
 
-def test_gauges_are_refused_once(mpi_bin, tmp_path):
-    proc = mpirun(mpi_bin, 2, [REPO / "scenes" / "sloshing_2d.json", "-o", tmp_path / "x.h5", "--quiet"],
-                  tmp_path, expect_rc=2)
-    said = [ln for ln in proc.stderr.splitlines() if ln.startswith("sphsim")]
-    assert len(said) == 1, proc.stderr
-    assert "one MPI rank" in said[0] and "docs/mpi.md" in said[0]
-    assert not (tmp_path / "x.h5").exists()
+def test_gauges_over_ranks(mpi_bin, reader, tmp_path):
+    gauges = ('[{"name":"tank","type":"force"},{"name":"p","type":"pressure","point":[1.4,0.05]},'
+              '{"name":"v","type":"velocity","point":[0.1,0.1]},{"name":"h","type":"height","point":[0.8,0]}]')
+    args = scene_2d(REPO, "time.end=0.1", "output.interval=0.05", f"gauges={gauges}") + ["--quiet"]
+    one = tmp_path / "one.h5"
+    mpirun(mpi_bin, 1, args + ["-o", one], tmp_path, exchange=True)
+    three = tmp_path / "three.h5"
+    proc = mpirun(mpi_bin, 3, args + ["-o", three], tmp_path)
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["mpi_ranks"] == 3 and summary["mpi_recuts"] > 0  # the gauges changed hands
+    assert 1.0 < summary["mpi_held"] < 2.0
+    assert_same_files(reader, one, three)
+    with reader.open_run(one) as a, reader.open_run(three) as b:
+        ga, gb = a.gauges(), b.gauges()
+        assert sorted(ga) == sorted(gb) == ["h", "p", "tank", "v"]
+        for name in ("p", "v", "h"):
+            assert ga[name].values.shape[0] > 1900
+            assert np.array_equal(ga[name].values, gb[name].values, equal_nan=True), name
+        fa, fb = ga["tank"].values, gb["tank"].values
+        assert np.abs(fa).max() > 100  # N/m: the water's weight on the floor
+        assert np.abs(fa - fb).max() <= 1e-5 * np.abs(fa).max()  # measured 1e-7
