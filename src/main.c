@@ -337,6 +337,8 @@ int main(int argc, char **argv)
     if (st == SPHSIM_E_USAGE) {
         fprintf(stderr, "sphsim: %s\nRun 'sphsim --help' for the options.\n", e.msg);
         reported = 1;
+    } else if (comm_rank() != 0 && a.action != CLI_RUN) {
+        /* --help, --version, --list-devices, --check on several MPI ranks: rank 0 answers */
     } else if (a.action == CLI_HELP) {
         fputs(cli_usage, stdout);
         tuning_help(stdout);
