@@ -302,8 +302,9 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
     sim_result r;
     st = sim_run(&s, &o, &r, e);
     if (st != SPHSIM_OK) {
-        /* a usage error is every rank's alike; others may be one rank's own */
-        if (comm_size() > 1 && st != SPHSIM_E_USAGE)
+        /* a usage error or a signal is every rank's alike; others may be one rank's own (a numerical
+         * failure: each rank names the culprit it holds) */
+        if (comm_size() > 1 && st != SPHSIM_E_USAGE && st != SPHSIM_E_INTERRUPTED)
             fprintf(stderr, "sphsim (MPI rank %d of %d): %s\n", comm_rank(), comm_size(), e->msg);
         else if (speaks) fprintf(stderr, "sphsim: %s\n", e->msg);
         *reported = 1;

@@ -960,7 +960,7 @@ static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, si
             seen[k / 8] |= (unsigned char)(1u << (k % 8));
             int finite;
             if (k < best && particle_bad(c->s, &q.pos[4 * i], &q.vel[4 * i], &finite)) {
-                best = q.id[i];
+                best = k;
                 memcpy(bx, &q.pos[4 * i], sizeof bx);
                 memcpy(bv, &q.vel[4 * i], sizeof bv);
                 best_finite = finite;
@@ -972,7 +972,7 @@ static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, si
     free(seen);
     if (r == SPHSIM_OK && best != UINT32_MAX)
         snprintf(why, why_size, "particle id %u (%s) has position (%g, %g, %g) m and velocity (%g, %g, %g) m/s%s",
-                 (unsigned)best,
+                 (unsigned)global_id(c, best),
                  best_type == PTYPE_FLUID    ? "fluid"
                  : best_type == PTYPE_SPHERE ? "sphere"
                                              : "boundary",

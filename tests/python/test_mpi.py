@@ -227,3 +227,28 @@ def test_gauges_over_ranks(mpi_bin, reader, tmp_path):
         fa, fb = ga["tank"].values, gb["tank"].values
         assert np.abs(fa).max() > 100  # N/m: the water's weight on the floor
         assert np.abs(fa - fb).max() <= 1e-5 * np.abs(fa).max()  # measured 1e-7
+
+
+def test_a_signal_stops_every_rank_at_one_step(mpi_bin, reader, tmp_path):
+    out = tmp_path / "term.h5"
+    args = scene_2d(REPO, "time.end=0.03", "output.interval=0.001")
+    cmd = ["mpirun", "--oversubscribe", "-np", "3", str(mpi_bin)] + [str(a) for a in args] + \
+        ["-o", str(out), "--progress", "json"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=mpi_env())
+    lines = []
+    for line in proc.stderr:  # rank 0's progress
+        lines.append(line)
+        if line.startswith("{") and json.loads(line).get("snapshots", 0) >= 2:
+            break
+    proc.send_signal(signal.SIGTERM)  # mpirun passes it on to every rank
+    stdout, stderr = proc.communicate(timeout=120)
+    stderr = "".join(lines) + stderr
+    summary = json.loads(stdout.strip().splitlines()[-1])
+    assert summary["status"] == "interrupted", stdout + stderr
+    stopped = [ln for ln in stderr.splitlines() if "stopped by signal" in ln]
+    assert len(stopped) == 1 and stopped[0].startswith("sphsim: "), stderr  # one message, from rank 0
+    assert 0 < summary["last_step"] < 579
+    mpirun(mpi_bin, 1, ["--resume", out, "--quiet"], tmp_path)
+    snaps, run = snapshots(reader, out)
+    assert len(snaps) == 31 and abs(run.times[-1] - 0.03) < 1e-9
