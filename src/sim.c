@@ -65,7 +65,8 @@ static size_t state_bytes_per_particle(const scene *s)
     if (s->mode == MODE_SPH)
         b += 2 * 4 /* id */ + 2 * 1 /* type */ + sph_record_bytes(s, 0); /* pos_p (m and rho ride in pos.w
                                                                 and vel.w; lists widen it, sph_list_bytes) */
-    if (s->mode == MODE_PARTICLES) b += 4 + 1 + 4 + 4; /* id, type, mass, radius (gathered through pos_next) */
+    if (s->mode == MODE_PARTICLES) b += 4; /* id (gathered through pos_next; the mass rides in pos.w, the radius
+                                              in vel.w, and every particle is a sphere: no types) */
     return b;
 }
 
@@ -228,9 +229,8 @@ static void release_mem(cl_mem *m)
 
 static void state_release(dev_state *st)
 {
-    cl_mem *all[] = { &st->pos,    &st->vel,      &st->pos_next, &st->vel_next,   &st->pos_p,
-                      &st->mass,   &st->mass_tmp, &st->radius,   &st->radius_tmp, &st->id,
-                      &st->id_tmp, &st->type,     &st->type_tmp, &st->flags };
+    cl_mem *all[] = { &st->pos,    &st->vel,      &st->pos_next, &st->vel_next, &st->pos_p,
+                      &st->id,     &st->id_tmp,   &st->type,     &st->type_tmp, &st->flags };
     for (size_t i = 0; i < sizeof all / sizeof *all; ++i) release_mem(all[i]);
 }
 
@@ -244,17 +244,13 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
     SPHSIM_TRY(device_alloc(d, n * 16, "next positions", &st->pos_next, e));
     SPHSIM_TRY(device_alloc(d, n * 16, "next velocities", &st->vel_next, e));
     SPHSIM_TRY(device_alloc(d, n * 4, "ids", &st->id, e));
-    SPHSIM_TRY(device_alloc(d, n, "types", &st->type, e));
     if (c->s->mode == MODE_SPH) {
+        SPHSIM_TRY(device_alloc(d, n, "types", &st->type, e));
         /* SPH's snapshots use id_tmp as scratch (enqueue_read_back); particle mode gathers
          * through pos_next instead (rebuild_grid) */
         SPHSIM_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
         SPHSIM_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
         SPHSIM_TRY(device_alloc(d, n * sph_record_bytes(c->s, lists), "SPH positions with pressures", &st->pos_p, e));
-    }
-    if (c->s->mode == MODE_PARTICLES) {
-        SPHSIM_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
-        SPHSIM_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
     }
     SPHSIM_TRY(device_alloc(d, 8, "flags", &st->flags, e));
     cl_uint zero[2] = { 0, 0 };
@@ -276,7 +272,7 @@ static sphsim_status state_upload(sim_ctx *c, const uint32_t *order, sphsim_erro
     particles q;
     cl_mem pinned = NULL;
     SPHSIM_TRY(staging_alloc(
-        c, &q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE | FIELD_MASS | FIELD_RADIUS, &pinned, e));
+        c, &q, rows, FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE, &pinned, e));
     sphsim_status r = SPHSIM_OK;
     for (size_t i0 = 0; i0 < n && r == SPHSIM_OK; i0 += rows) {
         const size_t m = n - i0 < rows ? n - i0 : rows;
@@ -284,20 +280,17 @@ static sphsim_status state_upload(sim_ctx *c, const uint32_t *order, sphsim_erro
             const size_t k = order ? order[i0 + i] : i0 + i;
             memcpy(&q.pos[4 * i], &p->pos[4 * k], 16);
             memcpy(&q.vel[4 * i], &p->vel[4 * k], 16);
-            if (c->s->mode == MODE_SPH) q.pos[4 * i + 3] = p->mass[k]; /* the mass rides in pos.w (state.h) */
+            q.pos[4 * i + 3] = p->mass[k]; /* the mass rides in pos.w (state.h) */
             /* an integrated density is state: it rides in vel.w (kernels/sph_density.cl) */
             if (c->s->density == DENSITY_CONTINUITY && p->type[k] == PTYPE_FLUID) q.vel[4 * i + 3] = p->rho[k];
-            q.mass[i] = p->mass[k];
-            q.radius[i] = p->radius[k];
+            if (c->s->mode == MODE_PARTICLES) q.vel[4 * i + 3] = p->radius[k]; /* a sphere's radius rides in vel.w */
             q.id[i] = p->id[k];
             q.type[i] = p->type[k];
         }
         r = device_write(d, st->pos_next, i0 * 16, m * 16, q.pos, e);
         if (r == SPHSIM_OK) r = device_write(d, st->vel_next, i0 * 16, m * 16, q.vel, e);
-        if (r == SPHSIM_OK && st->mass) r = device_write(d, st->mass, i0 * 4, m * 4, q.mass, e);
         if (r == SPHSIM_OK) r = device_write(d, st->id, i0 * 4, m * 4, q.id, e);
-        if (r == SPHSIM_OK) r = device_write(d, st->type, i0, m, q.type, e);
-        if (r == SPHSIM_OK && st->radius) r = device_write(d, st->radius, i0 * 4, m * 4, q.radius, e);
+        if (r == SPHSIM_OK && st->type) r = device_write(d, st->type, i0, m, q.type, e);
     }
     staging_unpin(c, &q, &pinned);
     particles_free(&q);
@@ -329,9 +322,9 @@ static sphsim_status gather_array(sim_ctx *c, cl_mem *buf, cl_mem *tmp, cl_mem v
 
 /* The grid rebuilt on pos_next (the last step's output), then every per-particle array gathered
  * into the new order (state.h). Particle mode has no scratch arrays of its own: once pos_next
- * is gathered into pos its content is dead until the step writes it, so ids, types, masses and
- * radii go through it one at a time (13 B per sphere of device memory saved for a copy of as
- * many bytes per step; docs/contacts.md, "Memory"). */
+ * is gathered into pos its content is dead until the step writes it, so the ids go through it
+ * (4 B per sphere of device memory saved for a copy of as many bytes per step; masses and radii
+ * ride in pos.w and vel.w; docs/contacts.md, "Memory"). */
 static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
 {
     dev_state *st = &c->st;
@@ -340,10 +333,7 @@ static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
     SPHSIM_TRY(grid_gather(c->g, st->pos_next, st->pos, 16, n, e));
     SPHSIM_TRY(grid_gather(c->g, st->vel_next, st->vel, 16, n, e));
     SPHSIM_TRY(gather_array(c, &st->id, &st->id_tmp, st->pos_next, 4, e));
-    SPHSIM_TRY(gather_array(c, &st->type, &st->type_tmp, st->pos_next, 1, e));
-    if (st->mass) /* particle mode (SPH carries the mass in pos.w) */
-        SPHSIM_TRY(gather_array(c, &st->mass, &st->mass_tmp, st->pos_next, 4, e));
-    if (st->radius) SPHSIM_TRY(gather_array(c, &st->radius, &st->radius_tmp, st->pos_next, 4, e));
+    if (st->type) SPHSIM_TRY(gather_array(c, &st->type, &st->type_tmp, st->pos_next, 1, e));
     return SPHSIM_OK;
 }
 
@@ -386,13 +376,12 @@ static sphsim_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready
     const int spin = c->sv.ops->angular_velocity && q->omega;
     if (spin) SPHSIM_TRY(c->sv.ops->angular_velocity(c->sv.impl, st, st->pos_next, e));
     /* the arrays staged for the output fields (staging_arrays) */
-    read_req rd[9] = { { st->pos, n * 16, q->pos }, { st->id, n * 4, q->id }, { st->type, n, q->type } };
-    int nrd = 3;
+    read_req rd[9] = { { st->pos, n * 16, q->pos }, { st->id, n * 4, q->id } };
+    int nrd = 2;
+    if (st->type) rd[nrd++] = (read_req){ st->type, n, q->type }; /* particle mode: all spheres (setup) */
     if (q->vel) rd[nrd++] = (read_req){ st->vel, n * 16, q->vel };
-    if (st->mass && q->mass) rd[nrd++] = (read_req){ st->mass, n * 4, q->mass };
     if (derived && q->rho) rd[nrd++] = (read_req){ out_rho, n * 4, q->rho };
     if (derived && q->pressure) rd[nrd++] = (read_req){ out_pressure, n * 4, q->pressure };
-    if (st->radius && q->radius) rd[nrd++] = (read_req){ st->radius, n * 4, q->radius };
     if (spin) rd[nrd++] = (read_req){ st->pos_next, n * 12, q->omega };
     *ready = NULL;
     for (int k = 0; k < nrd; ++k) {
@@ -460,7 +449,8 @@ static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, si
         r = device_read(&c->dev, pos, i0 * 16, m * 16, q.pos, e);
         if (r == SPHSIM_OK) r = device_read(&c->dev, vel, i0 * 16, m * 16, q.vel, e);
         if (r == SPHSIM_OK) r = device_read(&c->dev, st->id, i0 * 4, m * 4, q.id, e);
-        if (r == SPHSIM_OK) r = device_read(&c->dev, st->type, i0, m, q.type, e);
+        if (r == SPHSIM_OK && st->type) r = device_read(&c->dev, st->type, i0, m, q.type, e);
+        else if (!st->type) memset(q.type, PTYPE_SPHERE, m); /* particle mode: no types on the device */
         for (size_t i = 0; i < m && r == SPHSIM_OK; ++i) {
             const uint32_t k = q.id[i];
             if (k >= n || (seen[k / 8] >> (k % 8)) & 1u) {
@@ -827,6 +817,8 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     const int slots = staging_slots(s, n, t);
     SPHSIM_TRY(staging_alloc(c, &c->sorted, n, staging_arrays(s), &c->pinned[0], e));
     if (slots == 2) SPHSIM_TRY(staging_alloc(c, &c->sorted2, n, staging_arrays(s), &c->pinned[1], e));
+    if (s->mode == MODE_PARTICLES) /* the device holds no types: every particle is a sphere */
+        for (int k = 0; k < slots; ++k) memset(k ? c->sorted2.type : c->sorted.type, PTYPE_SPHERE, n);
     else if (o->log && o->progress != PROGRESS_NONE)
         fprintf(o->log,
                 "sphsim: one snapshot staging buffer (%.3g GB of host memory each): a snapshot waits for the "
