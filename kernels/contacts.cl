@@ -373,8 +373,8 @@ inline float4 contact_slot_impulse(const contact_geo *g, uint3 slot, float mu, u
 __kernel void contact_list(const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,
                            __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,
                            __global const float4 *v0, __global const uint *id, const uint warm,
-                           __global const uint *idx, __global const uint *group_start, __global uchar *slot,
-                           __global uchar *info, __global const float *geom_grid)
+                           __global const uint *idx, __global uchar *slot, __global uchar *info,
+                           __global const float *geom_grid)
 {
     const uint i = spread_item(stride);
     if (i >= n) return;

@@ -531,9 +531,9 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     const karg list[] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
                           KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
                           KARG("pos0", st->pos), KARG("v0", st->vel),            KARG("id", st->id),
-                          KARG("warm", warm),    KARG("idx", idx_arg),           KARG("group_start", c->group_start),
-                          KARG("slot", c->slot), KARG("info", c->info),          KARG("geom_grid", c->geom_grid) };
-    SPHSIM_TRY(device_set_args(d, c->k_list, list, 15, e));
+                          KARG("warm", warm),    KARG("idx", idx_arg),           KARG("slot", c->slot),
+                          KARG("info", c->info), KARG("geom_grid", c->geom_grid) };
+    SPHSIM_TRY(device_set_args(d, c->k_list, list, 14, e));
     SPHSIM_TRY(device_run1d(d, c->k_list, n, CONTACT_LOCAL, e));
 
     /* The iterate (V, W) of the impulse passes lives in two buffer pairs: V in vel_next (side 0)
