@@ -57,13 +57,6 @@ long comm_max_long(long v)
     return r;
 }
 
-double comm_max_double(double v)
-{
-    double r = 0;
-    MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return r;
-}
-
 uint32_t comm_or_u32(uint32_t v)
 {
     uint32_t r = 0;
@@ -190,7 +183,6 @@ void comm_abort(int code) { exit(code ? code : 1); }
 void comm_barrier(void) {}
 long comm_sum_long(long v) { return v; }
 long comm_max_long(long v) { return v; }
-double comm_max_double(double v) { return v; }
 uint32_t comm_or_u32(uint32_t v) { return v; }
 void comm_sum_u64(uint64_t *v, int n) { (void)v, (void)n; }
 void comm_allgather_long(long v, long *all) { all[0] = v; }

@@ -30,7 +30,6 @@ void comm_barrier(void);
 /* Reductions over every rank (collective). */
 long comm_sum_long(long v);
 long comm_max_long(long v);
-double comm_max_double(double v);
 uint32_t comm_or_u32(uint32_t v);
 /* Element-wise sums of n values, in place. */
 void comm_sum_u64(uint64_t *v, int n);

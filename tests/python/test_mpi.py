@@ -171,21 +171,29 @@ def rank_pids(mpirun_pid):
     return out
 
 
-def test_a_killed_rank_leaves_a_readable_file(mpi_bin, reader, tmp_path):
-    out = tmp_path / "kill.h5"
-    args = scene_2d(REPO, "time.end=0.06", "output.interval=0.002")
+def start_until_snapshots(mpi_bin, tmp_path, out, sets, snapshots_written):
+    """3 ranks on the 2D dam break (with `sets`) writing `out`, started and left running once rank
+    0's progress (a JSON line every 2 s) counts `snapshots_written` committed snapshots; returns
+    the mpirun process and the progress lines read."""
+    args = scene_2d(REPO, *sets)
     cmd = ["mpirun", "--oversubscribe", "-np", "3", str(mpi_bin)] + [str(a) for a in args] + \
         ["-o", str(out), "--progress", "json"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=mpi_env())
-    written = 0
-    deadline = time.time() + 240
-    for line in proc.stderr:  # rank 0's progress, a JSON line every 2 s
+    lines, written, deadline = [], 0, time.time() + 240
+    for line in proc.stderr:
+        lines.append(line)
         if line.startswith("{") and '"snapshots"' in line:
             written = json.loads(line)["snapshots"]
-        if written >= 3 or time.time() > deadline:
+        if written >= snapshots_written or time.time() > deadline:
             break
-    assert written >= 3, "no snapshots within the time allowed"
+    assert written >= snapshots_written, "no snapshots within the time allowed"
+    return proc, lines
+
+
+def test_a_killed_rank_leaves_a_readable_file(mpi_bin, reader, tmp_path):
+    out = tmp_path / "kill.h5"
+    proc, _ = start_until_snapshots(mpi_bin, tmp_path, out, ("time.end=0.06", "output.interval=0.002"), 3)
     pids = rank_pids(proc.pid)
     assert sorted(pids) == [0, 1, 2], pids
     os.kill(pids[1], signal.SIGKILL)
@@ -231,16 +239,7 @@ def test_gauges_over_ranks(mpi_bin, reader, tmp_path):
 
 def test_a_signal_stops_every_rank_at_one_step(mpi_bin, reader, tmp_path):
     out = tmp_path / "term.h5"
-    args = scene_2d(REPO, "time.end=0.03", "output.interval=0.001")
-    cmd = ["mpirun", "--oversubscribe", "-np", "3", str(mpi_bin)] + [str(a) for a in args] + \
-        ["-o", str(out), "--progress", "json"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=mpi_env())
-    lines = []
-    for line in proc.stderr:  # rank 0's progress
-        lines.append(line)
-        if line.startswith("{") and json.loads(line).get("snapshots", 0) >= 2:
-            break
+    proc, lines = start_until_snapshots(mpi_bin, tmp_path, out, ("time.end=0.03", "output.interval=0.001"), 2)
     proc.send_signal(signal.SIGTERM)  # mpirun passes it on to every rank
     stdout, stderr = proc.communicate(timeout=120)
     stderr = "".join(lines) + stderr
