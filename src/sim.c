@@ -68,8 +68,7 @@ static size_t state_bytes_per_particle(const scene *s)
     if (s->mode == MODE_SPH)
         b += 2 * 4 /* id */ + 2 * 1 /* type */ + sph_record_bytes(s, 0); /* pos_p (m and rho ride in pos.w
                                                                 and vel.w; lists widen it, sph_list_bytes) */
-    if (s->mode == MODE_PARTICLES) b += 4; /* id (gathered through pos_next; the mass rides in pos.w, the radius
-                                              in vel.w, and every particle is a sphere: no types) */
+    if (s->mode == MODE_PARTICLES) b += 4 + 1 + 4 + 4; /* id, type, mass, radius (gathered through pos_next) */
     return b;
 }
 
@@ -254,8 +253,9 @@ static void release_mem(cl_mem *m)
 
 static void state_release(dev_state *st)
 {
-    cl_mem *all[] = { &st->pos,    &st->vel,      &st->pos_next, &st->vel_next, &st->pos_p,
-                      &st->id,     &st->id_tmp,   &st->type,     &st->type_tmp, &st->flags };
+    cl_mem *all[] = { &st->pos,    &st->vel,      &st->pos_next, &st->vel_next,   &st->pos_p,
+                      &st->mass,   &st->mass_tmp, &st->radius,   &st->radius_tmp, &st->id,
+                      &st->id_tmp, &st->type,     &st->type_tmp, &st->flags };
     for (size_t i = 0; i < sizeof all / sizeof *all; ++i) release_mem(all[i]);
 }
 
@@ -269,13 +269,17 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
     SPHSIM_TRY(device_alloc(d, n * 16, "next positions", &st->pos_next, e));
     SPHSIM_TRY(device_alloc(d, n * 16, "next velocities", &st->vel_next, e));
     SPHSIM_TRY(device_alloc(d, n * 4, "ids", &st->id, e));
+    SPHSIM_TRY(device_alloc(d, n, "types", &st->type, e));
     if (c->s->mode == MODE_SPH) {
-        SPHSIM_TRY(device_alloc(d, n, "types", &st->type, e));
         /* SPH's snapshots use id_tmp as scratch (enqueue_read_back); particle mode gathers
          * through pos_next instead (rebuild_grid) */
         SPHSIM_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
         SPHSIM_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
         SPHSIM_TRY(device_alloc(d, n * sph_record_bytes(c->s, lists), "SPH positions with pressures", &st->pos_p, e));
+    }
+    if (c->s->mode == MODE_PARTICLES) {
+        SPHSIM_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
+        SPHSIM_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
     }
     SPHSIM_TRY(device_alloc(d, 8, "flags", &st->flags, e));
     cl_uint zero[2] = { 0, 0 };
@@ -283,9 +287,8 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
     return SPHSIM_OK;
 }
 
-/* Host particle k (id order) as the device holds it (state.h): the mass in pos.w; a sphere's
- * radius in vel.w, an integrated density (state) in vel.w of fluid particles
- * (kernels/sph_density.cl). */
+/* Host particle k (id order) as the device holds it: SPH's mass in pos.w, an integrated density
+ * (state) in vel.w of fluid particles (kernels/sph_density.cl). */
 static decomp_rec host_record(const sim_ctx *c, size_t k)
 {
     const particles *p = &c->hp;
@@ -293,11 +296,12 @@ static decomp_rec host_record(const sim_ctx *c, size_t k)
     memset(&r, 0, sizeof r);
     memcpy(r.pos, &p->pos[4 * k], 16);
     memcpy(r.vel, &p->vel[4 * k], 16);
-    r.pos[3] = p->mass[k];
+    if (c->s->mode == MODE_SPH) r.pos[3] = p->mass[k];
     if (c->s->density == DENSITY_CONTINUITY && p->type[k] == PTYPE_FLUID) r.vel[3] = p->rho[k];
-    if (c->s->mode == MODE_PARTICLES) r.vel[3] = p->radius[k];
     r.id = p->id[k];
     r.type = p->type[k];
+    r.mass = p->mass[k];
+    r.radius = p->radius[k];
     return r;
 }
 
@@ -314,19 +318,23 @@ static sphsim_status upload_rows(sim_ctx *c, particles *q, const void *rows, siz
         const decomp_rec *r = (const decomp_rec *)((const unsigned char *)rows + i * row);
         memcpy(&q->pos[4 * i], r->pos, 16);
         memcpy(&q->vel[4 * i], r->vel, 16);
+        q->mass[i] = r->mass;
+        q->radius[i] = r->radius;
         q->id[i] = c->local_ids ? (uint32_t)(i0 + i) : r->id;
         q->type[i] = r->type;
     }
     if (m == 0) return SPHSIM_OK;
     SPHSIM_TRY(device_write(d, st->pos_next, i0 * 16, m * 16, q->pos, e));
     SPHSIM_TRY(device_write(d, st->vel_next, i0 * 16, m * 16, q->vel, e));
+    if (st->mass) SPHSIM_TRY(device_write(d, st->mass, i0 * 4, m * 4, q->mass, e));
     SPHSIM_TRY(device_write(d, st->id, i0 * 4, m * 4, q->id, e));
-    if (st->type) SPHSIM_TRY(device_write(d, st->type, i0, m, q->type, e)); /* SPH only (state.h) */
+    SPHSIM_TRY(device_write(d, st->type, i0, m, q->type, e));
+    if (st->radius) SPHSIM_TRY(device_write(d, st->radius, i0 * 4, m * 4, q->radius, e));
     return SPHSIM_OK;
 }
 
 /* The arrays upload_rows and the exchange's read-back use. */
-#define ROW_ARRAYS (FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE)
+#define ROW_ARRAYS (FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE | FIELD_MASS | FIELD_RADIUS)
 
 /* Upload host particles (id order) into the device arrays in `order` (ids in device order;
  * NULL = id order), through a staging buffer of UPLOAD_BLOCK rows (page-locked when the device
@@ -508,7 +516,9 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
         SPHSIM_TRY(device_read(d, st->pos_next, 0, n * 16, q->pos, e));
         SPHSIM_TRY(device_read(d, st->vel_next, 0, n * 16, q->vel, e));
         SPHSIM_TRY(device_read(d, st->id, 0, n * 4, q->id, e));
-        if (st->type) SPHSIM_TRY(device_read(d, st->type, 0, n, q->type, e)); /* else spheres (c->rb) */
+        SPHSIM_TRY(device_read(d, st->type, 0, n, q->type, e));
+        if (st->mass) SPHSIM_TRY(device_read(d, st->mass, 0, n * 4, q->mass, e));
+        if (st->radius) SPHSIM_TRY(device_read(d, st->radius, 0, n * 4, q->radius, e));
     }
     /* the carried state by device id, sphere partners named by particle id */
     uint32_t *carried = NULL;
@@ -535,6 +545,8 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
         memcpy(r->vel, &q->vel[4 * i], 16);
         r->id = id;
         r->type = q->type[i];
+        r->mass = st->mass ? q->mass[i] : 0.0f;
+        r->radius = st->radius ? q->radius[i] : 0.0f;
         if (cs) memcpy(r + 1, carried + (size_t)q->id[i] * rw, rw * 4);
     }
     free(carried);
@@ -713,8 +725,7 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
                                     : SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "reading a snapshot back failed");
     if (ev) clReleaseEvent(ev);
     for (size_t i = 0; st == SPHSIM_OK && c->local_ids && i < c->st.n; ++i) x->id[i] = c->gid[x->id[i]];
-    /* the owned rows, array by array (the staged arrays, staging_arrays, but masses and radii,
-     * which the writer takes from pos.w and vel.w) */
+    /* the owned rows, array by array (the staged arrays, staging_arrays) */
     const size_t n = c->st.n;
     size_t *row = malloc((c->n_owned ? c->n_owned : 1) * sizeof *row);
     unsigned char *pack = malloc((c->n_owned ? c->n_owned : 1) * 16);
@@ -744,6 +755,7 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
     } col[] = {
         { FIELD_POSITION, x->pos, q ? q->pos : NULL, 16 },        { FIELD_VELOCITY, x->vel, q ? q->vel : NULL, 16 },
         { FIELD_DENSITY, x->rho, q ? q->rho : NULL, 4 },          { FIELD_PRESSURE, x->pressure, q ? q->pressure : NULL, 4 },
+        { FIELD_MASS, x->mass, q ? q->mass : NULL, 4 },           { FIELD_RADIUS, x->radius, q ? q->radius : NULL, 4 },
         { FIELD_ANGULAR_VELOCITY, x->omega, q ? q->omega : NULL, 12 }, { FIELD_ID, x->id, q ? q->id : NULL, 4 },
         { FIELD_TYPE, x->type, q ? q->type : NULL, 1 },
     };
@@ -806,9 +818,9 @@ static sphsim_status gather_array(sim_ctx *c, cl_mem *buf, cl_mem *tmp, cl_mem v
 
 /* The grid rebuilt on pos_next (the last step's output), then every per-particle array gathered
  * into the new order (state.h). Particle mode has no scratch arrays of its own: once pos_next
- * is gathered into pos its content is dead until the step writes it, so the ids go through it
- * (4 B per sphere of device memory saved for a copy of as many bytes per step; masses and radii
- * ride in pos.w and vel.w; docs/contacts.md, "Memory"). */
+ * is gathered into pos its content is dead until the step writes it, so ids, types, masses and
+ * radii go through it one at a time (13 B per sphere of device memory saved for a copy of as
+ * many bytes per step; docs/contacts.md, "Memory"). */
 static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
 {
     dev_state *st = &c->st;
@@ -817,7 +829,10 @@ static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
     SPHSIM_TRY(grid_gather(c->g, st->pos_next, st->pos, 16, n, e));
     SPHSIM_TRY(grid_gather(c->g, st->vel_next, st->vel, 16, n, e));
     SPHSIM_TRY(gather_array(c, &st->id, &st->id_tmp, st->pos_next, 4, e));
-    if (st->type) SPHSIM_TRY(gather_array(c, &st->type, &st->type_tmp, st->pos_next, 1, e));
+    SPHSIM_TRY(gather_array(c, &st->type, &st->type_tmp, st->pos_next, 1, e));
+    if (st->mass) /* particle mode (SPH carries the mass in pos.w) */
+        SPHSIM_TRY(gather_array(c, &st->mass, &st->mass_tmp, st->pos_next, 4, e));
+    if (st->radius) SPHSIM_TRY(gather_array(c, &st->radius, &st->radius_tmp, st->pos_next, 4, e));
     return SPHSIM_OK;
 }
 
@@ -860,12 +875,13 @@ static sphsim_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready
     const int spin = c->sv.ops->angular_velocity && q->omega;
     if (spin) SPHSIM_TRY(c->sv.ops->angular_velocity(c->sv.impl, st, st->pos_next, e));
     /* the arrays staged for the output fields (staging_arrays) */
-    read_req rd[9] = { { st->pos, n * 16, q->pos }, { st->id, n * 4, q->id } };
-    int nrd = 2;
-    if (st->type) rd[nrd++] = (read_req){ st->type, n, q->type }; /* particle mode: all spheres (setup) */
+    read_req rd[9] = { { st->pos, n * 16, q->pos }, { st->id, n * 4, q->id }, { st->type, n, q->type } };
+    int nrd = 3;
     if (q->vel) rd[nrd++] = (read_req){ st->vel, n * 16, q->vel };
+    if (st->mass && q->mass) rd[nrd++] = (read_req){ st->mass, n * 4, q->mass };
     if (derived && q->rho) rd[nrd++] = (read_req){ out_rho, n * 4, q->rho };
     if (derived && q->pressure) rd[nrd++] = (read_req){ out_pressure, n * 4, q->pressure };
+    if (st->radius && q->radius) rd[nrd++] = (read_req){ st->radius, n * 4, q->radius };
     if (spin) rd[nrd++] = (read_req){ st->pos_next, n * 12, q->omega };
     *ready = NULL;
     for (int k = 0; k < nrd; ++k) {
@@ -933,8 +949,7 @@ static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, si
         r = device_read(&c->dev, pos, i0 * 16, m * 16, q.pos, e);
         if (r == SPHSIM_OK) r = device_read(&c->dev, vel, i0 * 16, m * 16, q.vel, e);
         if (r == SPHSIM_OK) r = device_read(&c->dev, st->id, i0 * 4, m * 4, q.id, e);
-        if (r == SPHSIM_OK && st->type) r = device_read(&c->dev, st->type, i0, m, q.type, e);
-        else if (!st->type) memset(q.type, PTYPE_SPHERE, m); /* particle mode: no types on the device */
+        if (r == SPHSIM_OK) r = device_read(&c->dev, st->type, i0, m, q.type, e);
         for (size_t i = 0; i < m && r == SPHSIM_OK; ++i) {
             const uint32_t k = q.id[i];
             if (k >= c->n_ids || (seen[k / 8] >> (k % 8)) & 1u) {
@@ -1295,10 +1310,8 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     }
     if (st == SPHSIM_OK) st = grid_create(&c->g, &c->dev, &gp, n_dev, e);
     if (st == SPHSIM_OK) st = state_alloc(c, n_dev, list_n > 0, e);
-    if (st == SPHSIM_OK && c->exchange) {
+    if (st == SPHSIM_OK && c->exchange)
         st = particles_alloc_some(&c->rb, n_dev, ROW_ARRAYS | staging_arrays(s), e);
-        if (st == SPHSIM_OK) memset(c->rb.type, PTYPE_SPHERE, n_dev); /* particle mode: no types on the device */
-    }
     if (st == SPHSIM_OK && c->exchange) {
         c->st.n = n_loc;
         st = upload_rows(c, &c->rb, loc, sizeof *loc, n_loc, 0, e);
@@ -1343,8 +1356,6 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     const int slots = staging_slots(s, n, t);
     SPHSIM_TRY(staging_alloc(c, &c->sorted, n, staging_arrays(s), &c->pinned[0], e));
     if (slots == 2) SPHSIM_TRY(staging_alloc(c, &c->sorted2, n, staging_arrays(s), &c->pinned[1], e));
-    if (s->mode == MODE_PARTICLES) /* the device holds no types: every particle is a sphere */
-        for (int k = 0; k < slots; ++k) memset(k ? c->sorted2.type : c->sorted.type, PTYPE_SPHERE, n);
     else if (o->log && o->progress != PROGRESS_NONE)
         fprintf(o->log,
                 "sphsim: one snapshot staging buffer (%.3g GB of host memory each): a snapshot waits for the "
