@@ -39,6 +39,16 @@
 #define SPH_WALK_POS_ pos_p
 #endif
 
+/* Whether this rank reports particle i's flags and motion: on an MPI rank that holds halo
+ * copies between exchanges (-DSPH_HALO; src/halo.h), only for the particles it owns, since a
+ * copy near the halo's outer edge misses neighbours and steps wrongly until the refresh
+ * overwrites it; its owner reports it. */
+#ifdef SPH_HALO
+#define SPH_MINE(i) (owned[i] != 0)
+#else
+#define SPH_MINE(i) 1
+#endif
+
 /* The step of fluid particle i (or the copy of wall particle i) from (pos, vel) into
  * (pos_next, vel_next). list_walk: a constant of each kernel (nlist_loop.h). */
 inline void sph_forces_one(const uint i, const uint n, __global const float4 *pos, /* (x (m), m (kg)), sorted */
@@ -49,8 +59,8 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
                            __constant const grid_params *gp, __constant const sph_params *P,
                            __global float4 *pos_next, /* m, out */
                            __global float4 *vel_next, /* m/s, out */
-                           __global uint *flags, __global const float *geom_grid, MOTION_ARGS, NLIST_READ_ARGS,
-                           const int list_walk)
+                           __global uint *flags, __global const float *geom_grid, __global const uchar *owned,
+                           MOTION_ARGS, NLIST_READ_ARGS, const int list_walk)
 {
     if (!NLIST_MINE(i, list_walk)) return; /* the other kernel's (nlist_loop.h) */
 #ifdef MOTION
@@ -260,14 +270,14 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
         }
         if (outside) {
             bad |= FLAG_OUTSIDE;
-            atomic_inc(flags + 1);
+            if (SPH_MINE(i)) atomic_inc(flags + 1);
         }
     }
     pos_next[i] = x_next;
     vel_next[i] = v_next;
-    if (bad) atomic_or(flags, bad);
+    if (bad && SPH_MINE(i)) atomic_or(flags, bad);
 #ifdef NLIST
-    { /* moved more than skin_k / 2 since the lists were built: the next step checks the relative
+    if (SPH_MINE(i)) { /* moved more than skin_k / 2 since the lists were built: the next step checks the relative
        * motion or rebuilds (NEED_SOFT); at least 2 skin_k, the fluid-wall entries' margin, or
        * skin_0 while some particle walks the kept grid: it rebuilds (NEED_HARD) (nlist_go;
        * docs/grid.md; a NaN position compares false here; the flags above stop the run) */
@@ -307,11 +317,13 @@ inline void sph_forces_one(const uint i, const uint n, __global const float4 *po
         __global float4 *vel_next,       /* m/s, out */                                                                \
         __global uint *flags,            /* [0]: FLAG_* bits, OR-ed; [1]: wall put-backs */                            \
         __global const float *geom_grid, /* the meshes' signed distance grids (geom_shared.h) */                       \
+        __global const uchar *owned,     /* -DSPH_HALO: 1 for the particles this MPI rank owns (SPH_MINE) */           \
         MOTION_ARGS, NLIST_READ_ARGS
 
 #define SPH_FORCES_ONE_(i, list_walk)                                                                                  \
     sph_forces_one(i, n, pos, vel, type, pos_p, cell_start, cell_end, gp, P, pos_next, vel_next, flags, geom_grid,     \
-                   id, wall_ref, motion, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state, NP, list_walk)
+                   owned, id, wall_ref, motion, nl_list, nl_list1, nl_list2, nl_list3, nl_count, pos_ref, nl_state,    \
+                   NP, list_walk)
 
 __kernel void sph_forces(SPH_FORCES_ARGS)
 {

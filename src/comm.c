@@ -66,6 +66,8 @@ uint32_t comm_or_u32(uint32_t v)
 
 void comm_sum_u64(uint64_t *v, int n) { MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD); }
 
+void comm_max_u32(uint32_t *v, int n) { MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT32_T, MPI_MAX, MPI_COMM_WORLD); }
+
 void comm_allgather_long(long v, long *all) { MPI_Allgather(&v, 1, MPI_LONG, all, 1, MPI_LONG, MPI_COMM_WORLD); }
 
 void comm_sum_float_root(float *v, size_t n)
@@ -106,42 +108,58 @@ static sphsim_status int_counts(const size_t *bytes, int *count, int *displ, siz
     return SPHSIM_OK;
 }
 
+sphsim_status comm_swap(const void *send, const size_t *send_bytes, void *recv, const size_t *recv_bytes,
+                        sphsim_error *e)
+{
+    const size_t n = (size_t)g_size;
+    int *c = calloc(4 * n, sizeof *c);
+    if (comm_or_u32(c == NULL)) {
+        free(c);
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the MPI exchange's counts");
+    }
+    size_t st_total = 0, rt_total = 0;
+    /* every rank checks both sides, so that all of them fail together rather than wait */
+    sphsim_status a = int_counts(send_bytes, c, c + n, &st_total, "exchange", e);
+    sphsim_status b = a == SPHSIM_OK ? int_counts(recv_bytes, c + 2 * n, c + 3 * n, &rt_total, "exchange", e) : a;
+    sphsim_status st = SPHSIM_OK;
+    if (comm_or_u32(b != SPHSIM_OK))
+        st = b != SPHSIM_OK ? b : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "MPI exchange: another rank's share is too large");
+    else MPI_Alltoallv(send, c, c + n, MPI_BYTE, recv, c + 2 * n, c + 3 * n, MPI_BYTE, MPI_COMM_WORLD);
+    free(c);
+    return st;
+}
+
 sphsim_status comm_exchange(const void *send, const size_t *send_bytes, void **recv, size_t *recv_bytes,
                             sphsim_error *e)
 {
     *recv = NULL;
     *recv_bytes = 0;
     const size_t n = (size_t)g_size;
-    int *sc = calloc(4 * n, sizeof *sc);
     size_t *rb = calloc(n, sizeof *rb);
     unsigned long long *sb = calloc(n, sizeof *sb), *rbb = calloc(n, sizeof *rbb);
     sphsim_status st = SPHSIM_OK;
-    if (!sc || !rb || !sb || !rbb) {
+    if (comm_or_u32(!rb || !sb || !rbb)) {
         st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the MPI exchange's counts");
         goto done;
     }
     for (size_t r = 0; r < n; ++r) sb[r] = send_bytes[r];
     MPI_Alltoall(sb, 1, MPI_UNSIGNED_LONG_LONG, rbb, 1, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
-    for (size_t r = 0; r < n; ++r) rb[r] = (size_t)rbb[r];
-    size_t st_total = 0, rt_total = 0;
-    /* every rank checks both sides, so that all of them fail together rather than wait */
-    sphsim_status a = int_counts(send_bytes, sc, sc + n, &st_total, "exchange", e);
-    sphsim_status b = a == SPHSIM_OK ? int_counts(rb, sc + 2 * n, sc + 3 * n, &rt_total, "exchange", e) : a;
-    if (comm_or_u32(b != SPHSIM_OK)) {
-        st = b != SPHSIM_OK ? b : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "MPI exchange: another rank's share is too large");
-        goto done;
-    }
-    void *buf = malloc(rt_total ? rt_total : 1);
+    size_t total = 0;
+    for (size_t r = 0; r < n; ++r) total += rb[r] = (size_t)rbb[r];
+    void *buf = malloc(total ? total : 1);
     if (comm_or_u32(buf == NULL)) {
         free(buf);
-        st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu bytes of exchanged particles", rt_total);
+        st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu bytes of exchanged particles", total);
         goto done;
     }
-    MPI_Alltoallv(send, sc, sc + n, MPI_BYTE, buf, sc + 2 * n, sc + 3 * n, MPI_BYTE, MPI_COMM_WORLD);
+    st = comm_swap(send, send_bytes, buf, rb, e);
+    if (st == SPHSIM_OK) {
     *recv = buf;
-    *recv_bytes = rt_total;
+        *recv_bytes = total;
+    } else {
+        free(buf);
+    }
 done:
-    free(sc);
     free(rb);
     free(sb);
     free(rbb);
@@ -185,9 +203,19 @@ long comm_sum_long(long v) { return v; }
 long comm_max_long(long v) { return v; }
 uint32_t comm_or_u32(uint32_t v) { return v; }
 void comm_sum_u64(uint64_t *v, int n) { (void)v, (void)n; }
+void comm_max_u32(uint32_t *v, int n) { (void)v, (void)n; }
 void comm_allgather_long(long v, long *all) { all[0] = v; }
 void comm_sum_float_root(float *v, size_t n) { (void)v, (void)n; }
 void comm_broadcast(void *buf, size_t bytes, int root) { (void)buf, (void)bytes, (void)root; }
+
+sphsim_status comm_swap(const void *send, const size_t *send_bytes, void *recv, const size_t *recv_bytes,
+                        sphsim_error *e)
+{
+    if (send_bytes[0] != recv_bytes[0])
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "exchange: %zu bytes sent, %zu expected", send_bytes[0], recv_bytes[0]);
+    if (send_bytes[0]) memcpy(recv, send, send_bytes[0]);
+    return SPHSIM_OK;
+}
 
 sphsim_status comm_exchange(const void *send, const size_t *send_bytes, void **recv, size_t *recv_bytes,
                             sphsim_error *e)

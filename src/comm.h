@@ -33,6 +33,8 @@ long comm_max_long(long v);
 uint32_t comm_or_u32(uint32_t v);
 /* Element-wise sums of n values, in place. */
 void comm_sum_u64(uint64_t *v, int n);
+/* Element-wise maxima of n values, in place. */
+void comm_max_u32(uint32_t *v, int n);
 /* Element-wise sums of n floats over the ranks, into rank 0's v (the others' v unchanged). */
 void comm_sum_float_root(float *v, size_t n);
 /* Every rank's v, into all[comm_size()]. */
@@ -44,6 +46,11 @@ void comm_broadcast(void *buf, size_t bytes, int root);
  * into *recv (malloc'd; *recv_bytes in all), the senders in rank order. */
 sphsim_status comm_exchange(const void *send, const size_t *send_bytes, void **recv, size_t *recv_bytes,
                             sphsim_error *e);
+
+/* As comm_exchange, with the counts known on both sides: recv_bytes[r] bytes from rank r into
+ * `recv` (room for their sum), the senders in rank order. */
+sphsim_status comm_swap(const void *send, const size_t *send_bytes, void *recv, const size_t *recv_bytes,
+                        sphsim_error *e);
 
 /* Rank 0 receives every rank's `bytes` bytes of `send`, in rank order, into `recv` (room for
  * the sum; other ranks: NULL); *total: the sum (rank 0). */

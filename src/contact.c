@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decomp.h"
 #include "geometry.h"
 #include "motion.h"
 
@@ -467,13 +468,8 @@ sphsim_status contact_state_rows(const contact_solver *c, const void *blob, size
 static size_t index_of(const uint32_t *gid, size_t n, uint32_t id)
 {
     if (!gid) return id < n ? id : n;
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        const size_t mid = lo + (hi - lo) / 2;
-        if (gid[mid] < id) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo < n && gid[lo] == id ? lo : n;
+    const long at = decomp_find(gid, n, id);
+    return at < 0 ? n : (size_t)at;
 }
 
 sphsim_status contact_state_join(const contact_solver *c, const uint32_t *rows, size_t n, const uint32_t *gid, int warm,

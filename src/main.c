@@ -128,7 +128,8 @@ static void print_summary(const char *out, const sim_result *r, sphsim_status st
     if (r->mean_candidates > 0)
         printf(",\"mean_neighbours\":%.4g,\"mean_candidates\":%.4g", r->mean_neighbours, r->mean_candidates);
     if (r->mpi_ranks > 0)
-        printf(",\"mpi_ranks\":%d,\"mpi_recuts\":%ld,\"mpi_held\":%.4g", r->mpi_ranks, r->mpi_recuts, r->mpi_held);
+        printf(",\"mpi_ranks\":%d,\"mpi_recuts\":%ld,\"mpi_exchanges\":%ld,\"mpi_held\":%.4g", r->mpi_ranks,
+               r->mpi_recuts, r->mpi_exchanges, r->mpi_held);
     if (r->n_prof > 0 || r->steps_timed > 0) {
         printf(",\"output_s\":%.6g,\"writer_s\":%.6g,\"writer_phases_s\":{\"copies\":%.6g,\"id_order\":%.6g,"
                "\"file\":%.6g},\"steps_timed\":%ld,\"steps_s\":%.6g,\"profile_s\":{",

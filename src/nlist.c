@@ -1,6 +1,8 @@
 /* nlist: the neighbour lists (see nlist.h; kernels in kernels/nlist.cl). */
 #include "nlist.h"
 
+#include "comm.h"
+
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@ struct nlist {
     int check;         /* the relative-motion check is on (tuning.list_check) and bound */
     int apart;         /* a rebuild builds the lists alone (nlist_build), then the densities read them */
     int ahead_read;    /* read the decision with nlist_read_begin/end */
+    int collective;    /* the decision's inputs are combined over the MPI ranks (nlist_set_collective) */
     size_t local;      /* work-group size of the kernels (the SPH solver's) */
     cl_program prog;
     cl_kernel k_go, k_cell_fluid, k_cell_boxes, k_check, k_build;
@@ -59,6 +62,8 @@ struct nlist {
  * two fluid particles in cells three apart (at least 2 R (1 + skin) apart at the build) stay
  * beyond the support (docs/grid.md). */
 static double wall_skin(double sk, double skin) { return fmin(2.0 * sk, 0.5 + skin); }
+
+double nlist_max_move(double skin) { return wall_skin(skin, skin); }
 
 /* Adaptive skin (docs/grid.md): level k lists use skin_k = skin / 2^k, k < levels. A step costs
  * its list loops, which grow with the skin, plus a rebuild spread over the L steps the lists
@@ -276,6 +281,39 @@ size_t nlist_kernel_local_limit(const nlist *nl)
 
 void nlist_set_local(nlist *nl, size_t local) { nl->local = local; }
 
+void nlist_set_collective(nlist *nl)
+{
+    nl->collective = 1;
+    nl->ahead_read = 0; /* every rank's decision waits for the others' inputs anyway */
+}
+
+/* The state's words at offsets at[0 .. n) (bytes) combined over the ranks (collective, blocks):
+ * the NEED_* bits OR-ed, the others (float bits of non-negative maxima, or counts) their
+ * maximum. Each rank's kernels wrote them from the particles it holds; the combination is what
+ * one device holding every particle writes, since each input is an OR or a maximum over
+ * particles or cells, and every particle's own is written by a rank that holds it exactly
+ * (docs/mpi.md). */
+static sphsim_status combine(nlist *nl, const size_t *at, int n, sphsim_error *e)
+{
+    if (comm_size() == 1) return SPHSIM_OK; /* one rank's are the run's */
+    cl_uint v[sizeof(nlist_state) / sizeof(cl_uint)];
+    SPHSIM_TRY(device_read(nl->d, nl->state, 0, sizeof v, v, e));
+    for (int k = 0; k < n; ++k) {
+        uint32_t w = v[at[k] / sizeof *v];
+        if (at[k] == offsetof(nlist_state, need)) w = comm_or_u32(w);
+        else comm_max_u32(&w, 1);
+        if (w != v[at[k] / sizeof *v]) SPHSIM_TRY(device_write(nl->d, nl->state, at[k], sizeof w, &w, e));
+    }
+    return SPHSIM_OK;
+}
+
+sphsim_status nlist_combine_built(nlist *nl, sphsim_error *e)
+{
+    if (!nl->collective || !nl->known_rebuild) return SPHSIM_OK;
+    const size_t at[] = { offsetof(nlist_state, walkers) };
+    return combine(nl, at, 1, e);
+}
+
 sphsim_status nlist_set_walls_outside(nlist *nl, int outside, sphsim_error *e)
 {
     nl->params.walls_outside = outside ? 1u : 0u;
@@ -385,6 +423,10 @@ static sphsim_status launch_check(nlist *nl, int every_step, sphsim_error *e)
     args[11] = KARG_LOCAL("red", local * sizeof(cl_float));
     SPHSIM_TRY(device_set_args(nl->d, nl->k_check, args, 12, e));
     SPHSIM_TRY(device_run_strided(nl->d, nl->k_check, nl->n_cells, local, NULL, e));
+    if (nl->collective) {
+        const size_t at[] = { offsetof(nlist_state, check_max) };
+        SPHSIM_TRY(combine(nl, at, 1, e));
+    }
     return launch_go(nl, 0, 1, e);
 }
 
@@ -393,6 +435,10 @@ static sphsim_status launch_check(nlist *nl, int every_step, sphsim_error *e)
 sphsim_status nlist_begin_step(nlist *nl, int force, sphsim_error *e)
 {
     nl->no_walkers = nl->known_kept = nl->known_rebuild = 0; /* until the decision is read */
+    if (nl->collective) {                                    /* the last step's motion, over every rank */
+        const size_t at[] = { offsetof(nlist_state, need), offsetof(nlist_state, step_max) };
+        SPHSIM_TRY(combine(nl, at, 2, e));
+    }
     return launch_go(nl, force, 0, e);
 }
 

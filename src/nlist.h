@@ -43,6 +43,10 @@ unsigned nlist_parts(size_t n, unsigned cap, unsigned long long max_alloc, int m
  * the cells' flags and the list of cells with fluid (21 bytes) unless the boxes exceed max_alloc. */
 size_t nlist_bytes(const scene *s, size_t n, size_t n_cells, unsigned long long max_alloc, int min_parts);
 
+/* The farthest a particle moves from where the lists were built before they are (NEED_HARD at
+ * level 0, the largest skin), in supports, for the scene's skin: min(2 skin, 1/2 + skin). */
+double nlist_max_move(double skin);
+
 /* ---- the lists of one run ---- */
 
 /* Lists for up to n particles of scene s on d, with the device's defaults resolved from t. The
@@ -55,6 +59,16 @@ void nlist_destroy(nlist *nl);
  * they are launched with (the SPH solver's, no larger than that limit). */
 size_t nlist_kernel_local_limit(const nlist *nl);
 void nlist_set_local(nlist *nl, size_t local);
+
+/* An MPI run's lists (docs/mpi.md): each step's decision takes the inputs that every rank's
+ * kernels found (the last step's NEED_* bits and largest displacement, the check's maximum, the
+ * build's particles over list_cap), combined over the ranks, so that every rank decides as one
+ * device holding every particle would. The ranks' forces stage writes them only for the
+ * particles each owns (sph.c, -DSPH_HALO). The decision is read blocking (no read ahead). */
+void nlist_set_collective(nlist *nl);
+/* After a rebuild's list build, before the forces stage: the particles over list_cap, combined
+ * over the ranks (nothing unless collective). */
+sphsim_status nlist_combine_built(nlist *nl, sphsim_error *e);
 
 /* Whether every wall particle lies outside the tank box (init.c's shell does), which lets the
  * build look for walls only near the tank's faces. Before the first step. */

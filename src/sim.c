@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "halo.h"
+#include "nlist.h"
 #include "contact.h"
 #include "decomp.h"
 #include "gauges.h"
@@ -127,7 +129,13 @@ typedef struct sim_ctx {
     /* MPI (docs/mpi.md): with more than one rank (or tuning.mpi_exchange) the particles go round
      * the host every step, each rank keeping those of its slab and their halo */
     int rank, ranks;
-    int exchange;        /* the particles are exchanged every step */
+    int exchange;    /* the particles are exchanged (every step, or with `resident` at rebuilds) */
+    int resident;    /* SPH with lists: between the lists' rebuilds the halo copies stay on the
+                            device and are refreshed every step (src/halo.h); the exchange comes
+                            with each rebuild, which every rank decides alike (nlist.h) */
+    halo *halo;      /* with `resident` */
+    float *up_x;     /* with `resident`: each uploaded row's coordinate along the slabs' axis */
+    long exchanges;  /* exchanges so far */
     size_t n_ids;        /* particles in the whole run (ids 0 .. n_ids - 1) */
     size_t n_cap;        /* device rows allocated: the most particles this rank may hold */
     decomp dc;           /* the slabs */
@@ -255,7 +263,7 @@ static void state_release(dev_state *st)
 {
     cl_mem *all[] = { &st->pos,    &st->vel,      &st->pos_next, &st->vel_next,   &st->pos_p,
                       &st->mass,   &st->mass_tmp, &st->radius,   &st->radius_tmp, &st->id,
-                      &st->id_tmp, &st->type,     &st->type_tmp, &st->flags };
+                      &st->id_tmp, &st->type,     &st->type_tmp, &st->flags,      &st->owned };
     for (size_t i = 0; i < sizeof all / sizeof *all; ++i) release_mem(all[i]);
 }
 
@@ -281,6 +289,7 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
         SPHSIM_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
         SPHSIM_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
     }
+    if (c->resident) SPHSIM_TRY(device_alloc(d, n, "owned flags", &st->owned, e));
     SPHSIM_TRY(device_alloc(d, 8, "flags", &st->flags, e));
     cl_uint zero[2] = { 0, 0 };
     SPHSIM_TRY(device_write(d, st->flags, 0, sizeof zero, zero, e));
@@ -322,8 +331,17 @@ static sphsim_status upload_rows(sim_ctx *c, particles *q, const void *rows, siz
         q->radius[i] = r->radius;
         q->id[i] = c->local_ids ? (uint32_t)(i0 + i) : r->id;
         q->type[i] = r->type;
+        if (c->up_x) c->up_x[i0 + i] = r->pos[c->dc.axis];
     }
     if (m == 0) return SPHSIM_OK;
+    if (st->owned) {
+        uint8_t *own = malloc(m);
+        if (!own) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu owned flags", m);
+        for (size_t i = 0; i < m; ++i) own[i] = ((const decomp_rec *)((const unsigned char *)rows + i * row))->owned;
+        const sphsim_status ws = device_write(d, st->owned, i0, m, own, e);
+        free(own);
+        SPHSIM_TRY(ws);
+    }
     SPHSIM_TRY(device_write(d, st->pos_next, i0 * 16, m * 16, q->pos, e));
     SPHSIM_TRY(device_write(d, st->vel_next, i0 * 16, m * 16, q->vel, e));
     if (st->mass) SPHSIM_TRY(device_write(d, st->mass, i0 * 4, m * 4, q->mass, e));
@@ -367,10 +385,19 @@ static sphsim_status state_upload(sim_ctx *c, const uint32_t *order, sphsim_erro
 
 static sphsim_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready, sphsim_error *e);
 
-/* Halo width in search radii: a particle's step reads its neighbours' densities (one radius),
- * theirs their neighbours' positions (two), and the walls' pressures extrapolated from the fluid
- * around them (three); one more for the lists' skin and rounding at the edge. */
+/* Halo width in search radii (SPH supports): a particle's step reads its neighbours' densities
+ * (one radius), theirs their neighbours' positions (two), and the walls' pressures extrapolated
+ * from the fluid around them (three); one more for the lists' skin and rounding at the edge.
+ * With the halo kept between exchanges (`resident`), every particle may move up to
+ * nlist_max_move supports before the lists and the exchange go, an owned one out of its slab
+ * and another towards it: 3 + 2 nlist_max_move + 1/2 (a step's motion past that bound, and
+ * rounding), no less than 4 (the default skin 0.1 takes 3.9). */
 #define HALO_RADII 4.0
+static double halo_radii(const sim_ctx *c)
+{
+    if (c->s->mode == MODE_PARTICLES) return 2.0 * c->s->contact_iterations + 4.0; /* each pass one contact further */
+    return c->resident ? fmax(HALO_RADII, 3.5 + 2.0 * nlist_max_move(c->s->skin)) : HALO_RADII;
+}
 
 /* The ids of the owned rows of `rows` (n of `row` bytes, ascending id) into c->owned, and with
  * local ids every row's id into c->gid. */
@@ -398,8 +425,7 @@ static uint32_t global_id(const sim_ctx *c, uint32_t k) { return c->local_ids ? 
  * grid box's longest axis, cut at equal particle counts; this rank's records (its slab and
  * halo, ascending id) into *loc, and the device rows it allocates (c->n_cap: twice the most any
  * rank holds now, so that particles may crowd into a slab before the cuts follow them). */
-static sphsim_status decomp_start(sim_ctx *c, const grid_params *gp, decomp_rec **loc, size_t *n_loc,
-                                  sphsim_error *e)
+static sphsim_status decomp_start(sim_ctx *c, const grid_params *gp, decomp_rec **loc, size_t *n_loc, sphsim_error *e)
 {
     const particles *p = &c->hp;
     double lo[3] = { 0, 0, 0 }, hi[3] = { 0, 0, 0 };
@@ -411,9 +437,7 @@ static sphsim_status decomp_start(sim_ctx *c, const grid_params *gp, decomp_rec 
     int lines = 0;
     for (int k = 0; k < c->s->n_gauges; ++k) lines |= c->s->gauges[k].type == GAUGE_HEIGHT;
     const int ax = decomp_axis(lo, hi, lines ? c->s->dims - 1 : c->s->dims);
-    /* spheres: each of the step's passes reaches one contact further */
-    const double radii = c->s->mode == MODE_PARTICLES ? 2.0 * c->s->contact_iterations + 4.0 : HALO_RADII;
-    SPHSIM_TRY(decomp_init(&c->dc, c->ranks, ax, lo[ax], hi[ax], radii * gp->radius, e));
+    SPHSIM_TRY(decomp_init(&c->dc, c->ranks, ax, lo[ax], hi[ax], halo_radii(c) * gp->radius, e));
     uint64_t *hist = calloc(DECOMP_BINS, sizeof *hist);
     if (!hist) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the decomposition");
     for (size_t k = 0; k < p->n; ++k) hist[decomp_bin(&c->dc, p->pos[4 * k + ax])]++;
@@ -512,6 +536,7 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
     ocl_device *d = &c->dev;
     contact_solver *cs = c->s->mode == MODE_PARTICLES ? c->sv.impl : NULL;
     const size_t rw = cs ? contact_row_words(cs) : 0, row = sizeof(decomp_rec) + 4 * rw;
+    c->exchanges++;
     if (n) {
         SPHSIM_TRY(device_read(d, st->pos_next, 0, n * 16, q->pos, e));
         SPHSIM_TRY(device_read(d, st->vel_next, 0, n * 16, q->vel, e));
@@ -534,7 +559,8 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
         free(blob);
     }
     unsigned char *mine = rst == SPHSIM_OK ? malloc((c->n_owned ? c->n_owned : 1) * row) : NULL;
-    if (rst == SPHSIM_OK && !mine) rst = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particles", c->n_owned);
+    if (rst == SPHSIM_OK && !mine)
+        rst = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particles", c->n_owned);
     size_t k = 0;
     for (size_t i = 0; rst == SPHSIM_OK && i < n && k < c->n_owned; ++i) {
         const uint32_t id = global_id(c, q->id[i]);
@@ -551,8 +577,8 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
     }
     free(carried);
     if (rst == SPHSIM_OK && k != c->n_owned)
-        rst = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI rank %d: %zu of its %zu particles came back from the device", c->rank,
-                          k, c->n_owned);
+        rst = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI rank %d: %zu of its %zu particles came back from the device",
+                          c->rank, k, c->n_owned);
     if (rst != SPHSIM_OK) {
         free(mine);
         return rst;
@@ -689,8 +715,7 @@ static sphsim_status restore_share(sim_ctx *c, const void *blob, size_t bytes, s
 /* A snapshot on several ranks: each reads its rows back (as enqueue_read_back does for one),
  * and rank 0 gathers the rows of the particles each owns into the writer's staging buffer, in
  * rank order (the writer puts them in id order). */
-static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint flags[2], sim_result *r,
-                                          sphsim_error *e)
+static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint flags[2], sim_result *r, sphsim_error *e)
 {
     const double t0 = now_s();
     particles *q = NULL;
@@ -721,7 +746,8 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
     cl_event ev = NULL;
     particles *x = &c->rb;
     if (st == SPHSIM_OK) st = enqueue_read_back(c, x, &ev, e);
-    if (st == SPHSIM_OK && ev) st = clWaitForEvents(1, &ev) == CL_SUCCESS ? SPHSIM_OK
+    if (st == SPHSIM_OK && ev)
+        st = clWaitForEvents(1, &ev) == CL_SUCCESS ? SPHSIM_OK
                                     : SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "reading a snapshot back failed");
     if (ev) clReleaseEvent(ev);
     for (size_t i = 0; st == SPHSIM_OK && c->local_ids && i < c->st.n; ++i) x->id[i] = c->gid[x->id[i]];
@@ -753,10 +779,14 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
         void *src, *dst;
         size_t size;
     } col[] = {
-        { FIELD_POSITION, x->pos, q ? q->pos : NULL, 16 },        { FIELD_VELOCITY, x->vel, q ? q->vel : NULL, 16 },
-        { FIELD_DENSITY, x->rho, q ? q->rho : NULL, 4 },          { FIELD_PRESSURE, x->pressure, q ? q->pressure : NULL, 4 },
-        { FIELD_MASS, x->mass, q ? q->mass : NULL, 4 },           { FIELD_RADIUS, x->radius, q ? q->radius : NULL, 4 },
-        { FIELD_ANGULAR_VELOCITY, x->omega, q ? q->omega : NULL, 12 }, { FIELD_ID, x->id, q ? q->id : NULL, 4 },
+        { FIELD_POSITION, x->pos, q ? q->pos : NULL, 16 },
+        { FIELD_VELOCITY, x->vel, q ? q->vel : NULL, 16 },
+        { FIELD_DENSITY, x->rho, q ? q->rho : NULL, 4 },
+        { FIELD_PRESSURE, x->pressure, q ? q->pressure : NULL, 4 },
+        { FIELD_MASS, x->mass, q ? q->mass : NULL, 4 },
+        { FIELD_RADIUS, x->radius, q ? q->radius : NULL, 4 },
+        { FIELD_ANGULAR_VELOCITY, x->omega, q ? q->omega : NULL, 12 },
+        { FIELD_ID, x->id, q ? q->id : NULL, 4 },
         { FIELD_TYPE, x->type, q ? q->type : NULL, 1 },
     };
     const unsigned arrays = staging_arrays(c->s);
@@ -833,7 +863,64 @@ static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
     if (st->mass) /* particle mode (SPH carries the mass in pos.w) */
         SPHSIM_TRY(gather_array(c, &st->mass, &st->mass_tmp, st->pos_next, 4, e));
     if (st->radius) SPHSIM_TRY(gather_array(c, &st->radius, &st->radius_tmp, st->pos_next, 4, e));
+    cl_mem none = NULL;
+    if (st->owned) SPHSIM_TRY(gather_array(c, &st->owned, &none, st->pos_next, 1, e));
     return SPHSIM_OK;
+}
+
+/* After an exchange and the grid's sort (`resident`): which device rows this rank sends to each
+ * rank at every refresh (its own particles that the rank holds as halo copies) and which it
+ * receives from each (its halo copies of that rank's particles), both in ascending particle id,
+ * from the rows' coordinates at the upload (in ascending id) and the sort's permutation. The
+ * owner and the ranks that hold a particle are those the exchange routed it by (decomp_route),
+ * so the two sides agree row for row. */
+static sphsim_status halo_maps(sim_ctx *c, sphsim_error *e)
+{
+    const size_t n = c->st.n, ranks = (size_t)c->ranks;
+    uint32_t *inv = malloc((n ? n : 1) * sizeof *inv), *rows = malloc((n ? n : 1) * sizeof *rows);
+    size_t *count = calloc(2 * ranks, sizeof *count), *at = calloc(2 * ranks + 1, sizeof *at);
+    uint32_t *list = NULL;
+    sphsim_status st =
+        inv && rows && count && at ? SPHSIM_OK : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the halo");
+    if (st == SPHSIM_OK && n) st = device_read(&c->dev, grid_index(c->g), 0, n * 4, rows, e);
+    for (size_t j = 0; st == SPHSIM_OK && j < n; ++j) inv[rows[j]] = (uint32_t)j; /* upload row -> device row */
+    /* count[r]: rows sent to rank r, count[ranks + r]: received from it; then each list's start */
+    for (int pass = 0; st == SPHSIM_OK && pass < 2; ++pass) {
+        if (pass == 1) {
+            for (size_t k = 0; k < 2 * ranks; ++k) at[k + 1] = at[k] + count[k];
+            if (!(list = malloc((at[2 * ranks] ? at[2 * ranks] : 1) * sizeof *list))) {
+                st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the halo");
+                break;
+            }
+        }
+        for (size_t u = 0; u < n; ++u) {
+            const double x = c->up_x[u];
+            const int owner = decomp_owner(&c->dc, x);
+            if (owner != c->rank) {
+                if (pass == 0) count[ranks + (size_t)owner]++;
+                else list[at[ranks + (size_t)owner]++] = inv[u];
+                continue;
+            }
+            int a, b;
+            decomp_reach(&c->dc, x, &a, &b);
+            for (int r = a; r <= b; ++r) {
+                if (r == c->rank) continue;
+                if (pass == 0) count[r]++;
+                else list[at[r]++] = inv[u];
+            }
+        }
+    }
+    if (st == SPHSIM_OK) {
+        size_t sent = 0;
+        for (size_t r = 0; r < ranks; ++r) sent += count[r];
+        st = halo_set(c->halo, list, count, list + sent, count + ranks, e);
+    }
+    free(inv);
+    free(rows);
+    free(count);
+    free(at);
+    free(list);
+    return st;
 }
 
 /* A step that keeps the grid: the last step's output is the sorted state already, so the pairs
@@ -1304,14 +1391,19 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     decomp_rec *loc = NULL;
     size_t n_loc = n, n_dev = n;
     if (st == SPHSIM_OK && c->exchange) {
+        c->resident = s->mode == MODE_SPH && list_n > 0;
         st = decomp_start(c, &gp, &loc, &n_loc, e);
         n_dev = c->n_cap;
         if (list_n) list_n = n_dev;
     }
+    if (st == SPHSIM_OK && c->resident) {
+        c->up_x = malloc((n_dev ? n_dev : 1) * sizeof *c->up_x);
+        st = c->up_x ? halo_create(&c->halo, &c->dev, e)
+                     : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particles", n_dev);
+    }
     if (st == SPHSIM_OK) st = grid_create(&c->g, &c->dev, &gp, n_dev, e);
     if (st == SPHSIM_OK) st = state_alloc(c, n_dev, list_n > 0, e);
-    if (st == SPHSIM_OK && c->exchange)
-        st = particles_alloc_some(&c->rb, n_dev, ROW_ARRAYS | staging_arrays(s), e);
+    if (st == SPHSIM_OK && c->exchange) st = particles_alloc_some(&c->rb, n_dev, ROW_ARRAYS | staging_arrays(s), e);
     if (st == SPHSIM_OK && c->exchange) {
         c->st.n = n_loc;
         st = upload_rows(c, &c->rb, loc, sizeof *loc, n_loc, 0, e);
@@ -1417,14 +1509,21 @@ static sphsim_status run_steps(sim_ctx *c, sim_result *r, long *last, sphsim_err
         /* a snapshot step always rebuilds: a run resumed from it starts with a rebuild */
         const int is_output = step % s->steps_per_output == 0 || step == s->n_steps;
         int rebuild = 1, prepared = 0;
-        /* the particles round the ranks (the first step has just been uploaded); a step after
-         * an exchange always rebuilds */
-        if (c->exchange && step > c->first_step) SPHSIM_TRY(exchange(c, step, e));
+        /* the particles round the ranks (the first step has just been uploaded), and a step
+         * after an exchange rebuilds: every step, or (resident) in the steps whose lists every
+         * rank decides to rebuild, with the halo copies refreshed in every step before that
+         * decision */
+        const int moved = c->exchange && step > c->first_step;
+        if (moved && c->resident) SPHSIM_TRY(halo_refresh(c->halo, c->st.pos_next, c->st.vel_next, e));
+        else if (moved) SPHSIM_TRY(exchange(c, step, e));
         if (ops->set_step) SPHSIM_TRY(ops->set_step(c->sv.impl, step, e));
         gauges_before_step(c->gauges, step); /* before the step's density stages */
-        SPHSIM_TRY(ops->begin_step(c->sv.impl, c->g, &c->st, is_output || c->exchange, &rebuild, &prepared, e));
+        const int force = is_output || (c->exchange && !c->resident);
+        SPHSIM_TRY(ops->begin_step(c->sv.impl, c->g, &c->st, force, &rebuild, &prepared, e));
+        if (rebuild && moved && c->resident) SPHSIM_TRY(exchange(c, step, e));
         if (rebuild) SPHSIM_TRY(rebuild_grid(c, e));
         else keep_grid(&c->st);
+        if (rebuild && c->resident) SPHSIM_TRY(halo_maps(c, e));
         if (!prepared) SPHSIM_TRY(ops->prepare(c->sv.impl, c->g, &c->st, e));
         SPHSIM_TRY(gauges_sample(c->gauges, step, grid_cell_start(c->g), grid_cell_end(c->g), grid_params_buffer(c->g),
                                  &c->st, e));
@@ -1465,6 +1564,7 @@ static sphsim_status run(sim_ctx *c, sim_result *r, sphsim_error *e)
     if (c->exchange) {
         r->mpi_ranks = c->ranks;
         r->mpi_recuts = c->recuts;
+        r->mpi_exchanges = c->exchanges;
         r->mpi_held = (double)comm_sum_long((long)c->st.n) / (double)(c->n_ids ? c->n_ids : 1);
     }
     solver_counters sc;
@@ -1527,6 +1627,7 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
     gauges_destroy(c.gauges);
     if (c.sv.ops) c.sv.ops->destroy(c.sv.impl);
     state_release(&c.st);
+    halo_destroy(c.halo);
     if (c.g) grid_destroy(c.g);
     staging_unpin(&c, &c.sorted, &c.pinned[0]);
     staging_unpin(&c, &c.sorted2, &c.pinned[1]);
@@ -1539,5 +1640,6 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
     free(c.gid);
     free(c.ep_step);
     free(c.ep_owner);
+    free(c.up_x);
     return st;
 }

@@ -60,6 +60,7 @@ typedef struct sim_result {
      * and the particles every rank held at the end (owned and halo) over the run's */
     int mpi_ranks;
     long mpi_recuts;
+    long mpi_exchanges; /* the particles' exchanges through the host (every step, or at the lists' rebuilds) */
     double mpi_held;
 } sim_result;
 

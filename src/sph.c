@@ -224,8 +224,11 @@ static sphsim_status sph_motion_create(sph_solver *s, const scene *sc, const sph
 
 sphsim_status sph_set_step(sph_solver *s, long step, sphsim_error *e) { return motion_dev_step(s->motion, step, e); }
 
-sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_t list_n, const sphsim_tuning *t,
-                         sphsim_error *e)
+/* sph_create; halo: the solver of an MPI rank that holds halo copies between exchanges
+ * (dev_state.owned; src/halo.h): its forces stage reports flags and motion for its own particles
+ * only (-DSPH_HALO), and its lists decide over every rank (nlist_set_collective). */
+static sphsim_status create(sph_solver **out, ocl_device *d, const scene *sc, size_t list_n, const sphsim_tuning *t,
+                            int halo, sphsim_error *e)
 {
     *out = NULL;
     if (sc->dims != 2 && sc->dims != 3)
@@ -251,6 +254,7 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
         free(s);
         return st;
     }
+    if (halo && s->nl) nlist_set_collective(s->nl);
     static const char *kernel_opt[] = { "KERNEL_POLY6", "KERNEL_CUBIC", "KERNEL_WENDLAND" };
     char list_opt[128] = "";
     if (s->nl) {
@@ -260,11 +264,11 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
     /* native_sqrt and native_divide in the pair loops on NVIDIA's GPUs (kernels/sph_common.h) */
     const int native = resolve(t->native_math, d, device_is_nvidia_gpu(d), 0);
     char *opts = s->options;
-    snprintf(opts, sizeof s->options, "-DDIMS=%d -D%s -D%s -D%s%s%s%s%s", sc->dims, kernel_opt[sc->kernel],
+    snprintf(opts, sizeof s->options, "-DDIMS=%d -D%s -D%s -D%s%s%s%s%s%s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
              sc->visc == VISC_LAPLACIAN ? "VISC_LAPLACIAN" : "VISC_ARTIFICIAL",
              sc->density == DENSITY_CONTINUITY ? " -DDENSITY_CONTINUITY" : "", list_opt,
-             native ? " -DSPH_NATIVE_MATH" : "", s->params.moving ? " -DMOTION" : "");
+             native ? " -DSPH_NATIVE_MATH" : "", s->params.moving ? " -DMOTION" : "", halo ? " -DSPH_HALO" : "");
     /* The register cap of the density program on NVIDIA's GPUs (-cl-nv-maxrregcount), 40 by
      * default: 12 work-groups of 128 then share an SM instead of the 11 that the list build's 44
      * registers allow (the build -3.5 %, the developed 3D dam break -0.3 % on an H100;
@@ -314,6 +318,12 @@ sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_
     if (s->nl) nlist_set_local(s->nl, s->local);
     *out = s;
     return SPHSIM_OK;
+}
+
+sphsim_status sph_create(sph_solver **out, ocl_device *d, const scene *sc, size_t list_n, const sphsim_tuning *t,
+                         sphsim_error *e)
+{
+    return create(out, d, sc, list_n, t, 0, e);
 }
 
 void sph_destroy(sph_solver *s)
@@ -412,6 +422,7 @@ static sphsim_status run_stage(sph_solver *s, cl_kernel k, sph_stage stage, int 
         a[m++] = KARG("vel_next", st->vel_next);
         a[m++] = KARG("flags", st->flags);
         a[m++] = KARG("geom_grid", s->geom_grid);
+        a[m++] = KARG("owned", *(st->owned ? &st->owned : &s->dummy));
     }
     if (stage != STAGE_DENSITY) { /* the moving walls' (kernels/motion.h) */
         a[m++] = KARG("id", st->id);
@@ -495,6 +506,7 @@ sphsim_status sph_enqueue_density(sph_solver *s, cl_mem cell_start, cl_mem cell_
 sphsim_status sph_enqueue_forces(sph_solver *s, cl_mem cell_start, cl_mem cell_end, cl_mem grid_params_buf,
                                  dev_state *st, sphsim_error *e)
 {
+    if (s->nl) SPHSIM_TRY(nlist_combine_built(s->nl, e)); /* collective: before the empty-rank return */
     if (st->n == 0) return SPHSIM_OK;
     SPHSIM_TRY(check_size(s, st, e));
     SPHSIM_TRY(run_stage(s, s->k_forces, STAGE_FORCES, 0, st, cell_start, cell_end, grid_params_buf, e));
@@ -675,7 +687,7 @@ sphsim_status sph_solver_open(solver *out, ocl_device *d, const scene *sc, size_
                                     op_restore_state, op_output_fields, op_counters, op_destroy,  NULL,
                                     op_state_size,    op_set_step };
     sph_solver *s = NULL;
-    SPHSIM_TRY(sph_create(&s, d, sc, list_n, t, e));
+    SPHSIM_TRY(create(&s, d, sc, list_n, t, st->owned != NULL, e));
     *out = (solver){ &ops, s }; /* the caller destroys it, also on failure below */
     SPHSIM_TRY(sph_set_masses(s, p->pos, p->mass, p->type, p->n, e));
     return sph_bind_grid(s, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), grid_get_params(g)->n_cells,

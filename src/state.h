@@ -42,6 +42,9 @@ typedef struct dev_state {
     cl_mem radius, radius_tmp; /* float, m (particle mode only, else NULL) */
     cl_mem id, id_tmp;         /* uint */
     cl_mem type, type_tmp;     /* uchar */
+    cl_mem owned;              /* uchar: 1 for the particles this MPI rank owns, 0 for its halo copies, on
+                                  a rank that keeps them between exchanges (SPH with lists; src/halo.h);
+                                  else NULL: every particle its own */
     /* the _tmp arrays: gather scratch (NULL: sim.c gathers through pos_next; particle mode) */
     cl_mem flags; /* two uints: [0] FLAG_* bits OR-ed by kernels, [1] wall put-backs (the SPH forces stage) */
 } dev_state;

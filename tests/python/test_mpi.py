@@ -2,8 +2,9 @@
 Open MPI's mpirun, 1 to 3 ranks on this machine's cores (--oversubscribe).
 
 * Every rank count gives the same file, bit for bit: 2 and 3 ranks against one rank that
-  exchanges its particles every step as they do (tuning mpi_exchange=1), in 2D and 3D, with
-  the integrated density, with moving walls.
+  exchanges its particles as they do (tuning mpi_exchange=1), in 2D and 3D, with the integrated
+  density, with moving walls; SPH exchanges only at the lists' rebuilds, its halo copies
+  refreshed on the device in between (src/halo.h), spheres every step.
 * One rank of the MPI build without the exchange is the default build to the bit; the ranks
   differ from it by rounding only (the order of the neighbour sums), bounded over 100 steps.
 * --resume on another number of ranks continues bit for bit.
@@ -78,13 +79,15 @@ def scene_2d(repo, *sets):
         [a for s in sets for a in ("--set", s)]
 
 
-@pytest.mark.parametrize("case", ["2d", "2d-continuity", "3d", "moving-walls", "spheres-2d", "spheres-3d",
-                                  "spheres-drum"])
+@pytest.mark.parametrize("case", ["2d", "2d-continuity", "2d-wide-skin", "3d", "moving-walls", "spheres-2d",
+                                  "spheres-3d", "spheres-drum"])
 def test_every_rank_count_writes_the_same_file(mpi_bin, reader, tmp_path, case):
     scenes = REPO / "scenes"
     args = {
         "2d": scene_2d(REPO),
         "2d-continuity": scene_2d(REPO, "fluid.density.type=continuity"),
+        # lists kept longer, particles moving farther between exchanges: a wider halo
+        "2d-wide-skin": scene_2d(REPO, "grid.skin=0.6", "time.end=0.03"),
         "3d": [scenes / "dam_break_3d.json", "--set", "fluid.particle_count=12000", "--set", "time.end=0.02",
                "--set", "output.interval=0.01"],
         "moving-walls": [scenes / "sloshing_forced_2d.json", "--set", "gauges=[]", "--set", "time.end=0.04",
@@ -98,8 +101,16 @@ def test_every_rank_count_writes_the_same_file(mpi_bin, reader, tmp_path, case):
     files = {}
     for ranks in (1, 2, 3):
         out = tmp_path / f"r{ranks}.h5"
-        mpirun(mpi_bin, ranks, args + ["-o", out, "--quiet"], tmp_path, exchange=ranks == 1)
+        proc = mpirun(mpi_bin, ranks, args + ["-o", out, "--quiet"], tmp_path, exchange=ranks == 1)
         files[ranks] = out
+        summary = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert summary["mpi_ranks"] == ranks
+        if case.startswith("spheres"):  # through the host every step
+            assert summary["mpi_exchanges"] == summary["steps"]
+        else:  # SPH with lists: the halo stays on the device, the particles go round at rebuilds
+            assert summary["neighbour_lists"]
+            assert summary["mpi_exchanges"] == summary["list_rebuilds"] - 1  # the first step's upload
+            assert summary["mpi_exchanges"] < summary["steps"] / 3
     assert_same_files(reader, files[1], files[2])
     assert_same_files(reader, files[1], files[3])
     snaps, _ = snapshots(reader, files[3])
