@@ -3,7 +3,17 @@
 CC ?= cc
 MPI ?= 0
 PREFIX ?= /usr/local
-PKGS := hdf5 libcjson OpenCL
+# HDF5 by its explicit pkg-config name: with Debian's serial and Open MPI -dev packages both
+# installed, the plain name `hdf5` follows the alternatives system (the MPI one wins), so the
+# default build asks for hdf5-serial and the MPI build for hdf5-openmpi (parallel HDF5,
+# libhdf5-openmpi-dev: the ranks write each snapshot collectively, docs/mpi.md). Systems
+# without those names fall back to `hdf5`.
+ifeq ($(MPI),1)
+HDF5_PKG := $(shell pkg-config --exists hdf5-openmpi && echo hdf5-openmpi || echo hdf5)
+else
+HDF5_PKG := $(shell pkg-config --exists hdf5-serial && echo hdf5-serial || echo hdf5)
+endif
+PKGS := $(HDF5_PKG) libcjson OpenCL
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))

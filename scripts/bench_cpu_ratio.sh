@@ -8,11 +8,14 @@
 #        scripts/bench_cpu_ratio.sh --device cpu scenes/dam_break_2d.json --set fluid.spacing=0.0025
 # Needs `make` first (build/libsphsim.a, build/sphsim). The one compile line:
 #   cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc -Itests -o build/bench_ref_step \
-#      tests/bench_ref_step.c tests/ref_sph.c build/libsphsim.a $(pkg-config --cflags --libs OpenCL hdf5 libcjson) -lm
+#      tests/bench_ref_step.c tests/ref_sph.c build/libsphsim.a $(pkg-config --cflags --libs OpenCL hdf5-serial libcjson) -lm
 set -eu
 cd "$(dirname "$0")/.."
 [ -f build/libsphsim.a ] && [ -x build/sphsim ] || { echo "bench_cpu_ratio.sh: run make first" >&2; exit 2; }
-PKGS="$(sed -n 's/^PKGS *:*= *//p' Makefile)"
+# the default build's packages (the Makefile's PKGS): serial HDF5 by its explicit name
+HDF5_PKG=hdf5-serial
+pkg-config --exists $HDF5_PKG || HDF5_PKG=hdf5
+PKGS="$HDF5_PKG libcjson OpenCL"
 ${CC:-cc} -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE ${CFLAGS:-} -Isrc -Itests $(pkg-config --cflags $PKGS) \
     -o build/bench_ref_step tests/bench_ref_step.c tests/ref_sph.c build/libsphsim.a \
     ${LDFLAGS:-} $(pkg-config --libs $PKGS) -lm -lpthread

@@ -2,9 +2,9 @@
 # Install what sphsim needs on Debian 12 / Ubuntu 24.04: compiler, pkg-config, the OpenCL ICD
 # loader and headers, PoCL (a CPU OpenCL device), cJSON, HDF5, cmocka, and h5py and numpy for
 # the system's python3 (scripts/sphsim_reader.py reads a run with them); with --tests also the
-# tools the tests use (ParaView's pvpython, Xvfb, Open MPI for the MPI build) and a Python
-# virtual environment in .venv (h5py, numpy, vtk, matplotlib, scikit-image, pytest). Safe to
-# run again.
+# tools the tests use (ParaView's pvpython, Xvfb, Open MPI and parallel HDF5 for the MPI build)
+# and a Python virtual environment in .venv (h5py, numpy, vtk, matplotlib, scikit-image, pytest).
+# Safe to run again.
 # Usage: scripts/setup.sh [--tests]
 set -eu
 cd "$(dirname "$0")/.."
@@ -16,7 +16,8 @@ SUDO=""
 
 pkgs="build-essential pkg-config ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
       libcjson-dev libhdf5-dev libcmocka-dev python3 python3-venv python3-h5py python3-numpy"
-[ $tests -eq 1 ] && pkgs="$pkgs paraview python3-paraview xvfb xauth hdf5-tools valgrind clang openmpi-bin libopenmpi-dev"
+[ $tests -eq 1 ] && pkgs="$pkgs paraview python3-paraview xvfb xauth hdf5-tools valgrind clang openmpi-bin libopenmpi-dev
+      libhdf5-openmpi-dev"
 
 missing=""
 for p in $pkgs; do
