@@ -18,6 +18,7 @@ int diskspace_reserve(hid_t file, double extra)
     hsize_t size = 0;
     int *fd = NULL;
     struct stat st;
+    if (h5io_is_parallel(file)) return 0; /* reserved when the file was laid out (docs/mpi.md) */
     if (H5Fget_filesize(file, &size) < 0) return EIO;
     if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) < 0 || !fd || *fd < 0) return EIO;
     if (fstat(*fd, &st) != 0) return errno;
@@ -35,6 +36,7 @@ void diskspace_release(hid_t file)
     hsize_t size = 0;
     int *fd = NULL;
     struct stat st;
+    if (h5io_is_parallel(file)) return;
     if (H5Fget_filesize(file, &size) < 0 || size == 0) return;
     if (H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) < 0 || !fd || *fd < 0) return;
     if (fstat(*fd, &st) == 0 && (hsize_t)st.st_size > size && ftruncate(*fd, (off_t)size) != 0) return;

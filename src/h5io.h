@@ -47,6 +47,24 @@ int h5io_attr_overwrite(hid_t loc, const char *name, hid_t mtype, const void *v)
 char *h5io_attr_read_str(hid_t loc, const char *obj, const char *name);
 int h5io_attr_read_i64(hid_t loc, const char *obj, const char *name, long long *v);
 
+/* Parallel HDF5 (an MPI build on several ranks, the file opened with H5FD_MPIO on
+ * MPI_COMM_WORLD): after h5io_parallel(file, is_root), every write h5io makes to `file` is a
+ * collective transfer which every rank makes with the same arguments, and only the root's data
+ * reaches the file (the other ranks select nothing), except h5io_ds_write_runs, where each rank
+ * writes its own rows; h5io_sync then flushes and syncs collectively. h5io_parallel(-1, 0) ends
+ * it (one parallel file at a time). Without parallel HDF5, h5io_parallel_supported() is 0. */
+int h5io_parallel_supported(void);
+void h5io_parallel(hid_t file, int is_root);
+int h5io_is_parallel(hid_t file);
+/* A collective write of each rank's own rows: run[2 j] .. run[2 j] + run[2 j + 1] - 1 (ascending,
+ * disjoint) of n_runs runs, from buf in that order. axis 0: rows base + run of dataset `path`
+ * (rank 1 or 2, every column); axis 1: of a rank-2 dataset, row `base`, the columns of the runs. */
+int h5io_ds_write_runs(hid_t file, const char *path, hid_t mtype, const void *buf, hsize_t base, const hsize_t *run,
+                       size_t n_runs, int axis);
+/* Whether the last h5io_ds_write_runs was carried out as collective MPI-IO (1), fell back to
+ * independent I/O (0; *why says HDF5's reason), or could not tell (-1). */
+int h5io_runs_collective(char *why, size_t n);
+
 /* Flush to the file and the file to the disk; fsync the directory holding `path`. */
 int h5io_sync(hid_t file);
 void h5io_fsync_dir(const char *path);

@@ -130,6 +130,9 @@ static void print_summary(const char *out, const sim_result *r, sphsim_status st
     if (r->mpi_ranks > 0)
         printf(",\"mpi_ranks\":%d,\"mpi_recuts\":%ld,\"mpi_exchanges\":%ld,\"mpi_held\":%.4g", r->mpi_ranks,
                r->mpi_recuts, r->mpi_exchanges, r->mpi_held);
+    if (r->mpi_ranks > 1 && r->mpi_io_collective >= 0) /* docs/mpi.md, "Output and restart" */
+        printf(",\"mpi_io\":\"%s\",\"mpi_io_rows\":%ld", r->mpi_io_collective ? "collective" : "independent",
+               r->mpi_io_rows);
     if (r->n_prof > 0 || r->steps_timed > 0) {
         printf(",\"output_s\":%.6g,\"writer_s\":%.6g,\"writer_phases_s\":{\"copies\":%.6g,\"id_order\":%.6g,"
                "\"file\":%.6g},\"steps_timed\":%ld,\"steps_s\":%.6g,\"profile_s\":{",

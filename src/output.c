@@ -17,7 +17,13 @@
  *   4. the XDMF sidecar rewritten in full (temp file, fsync, rename).
  * No step allocates, frees or moves anything in the file: a snapshot changes raw data and two
  * small metadata blocks in place (docs/output-format.md, "Crash safety"). Readers take NSteps
- * as the truth; rows past it are ignored, and written over by --resume. */
+ * as the truth; rows past it are ignored, and written over by --resume.
+ *
+ * On several MPI ranks (output_open_parallel, output_write_share) every rank runs this same code
+ * on the file opened with MPI-IO: each writes the rows of the particles it owns in collective
+ * transfers, rank 0's data fills the rest (the other ranks make the same calls with empty
+ * selections: h5io_parallel), and each flush is followed by an MPI_File_sync on every rank
+ * (docs/mpi.md, "Output and restart"). */
 #define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "comm.h"
 #include "output_geometry.h"
 #include "output_internal.h"
 
@@ -377,6 +384,8 @@ static output *output_alloc(const char *path)
     if (!o) return NULL;
     o->file = -1;
     o->block_rows = OUT_BLOCK_ROWS;
+    o->root = 1;
+    o->io_collective = -1;
     snprintf(o->path, sizeof o->path, "%s", path);
     output_xmf_path(path, o->xmf_path, sizeof o->xmf_path);
     return o;
@@ -388,6 +397,7 @@ static void output_free(output *o)
     free(o->times);
     free(o->buf);
     free(o->gauge_rows);
+    free(o->runs);
     free(o);
 }
 
@@ -520,6 +530,17 @@ static int ensure_buf(output *o, size_t bytes)
     return 0;
 }
 
+/* Parallel output: this rank's rows (o->ids) of the dataset `path` written collectively from buf:
+ * axis 0, rows row + id; axis 1, row `row` of a rank-2 dataset, columns id. Records whether
+ * the transfer stayed collective (o->io_collective). */
+static int write_share_rows(output *o, const char *path, hid_t mtype, const void *buf, hsize_t row, int axis)
+{
+    if (h5io_ds_write_runs(o->file, path, mtype, buf, row, o->runs, o->n_runs, axis) < 0) return -1;
+    const int c = h5io_runs_collective(NULL, 0);
+    if (c >= 0 && o->io_collective != 0) o->io_collective = c;
+    return 0;
+}
+
 /* Packs rows first .. first+count-1 of src into dst. */
 typedef void (*row_pack)(const void *src, size_t first, size_t count, void *dst);
 
@@ -537,6 +558,11 @@ static void pack_xyz(const void *src, size_t first, size_t count, void *dst)
 static int write_rows_packed(output *o, const char *path, hid_t mtype, size_t row_bytes, hsize_t row, size_t n,
                              row_pack pack, const void *src)
 {
+    if (o->par) { /* this rank's rows (n of them, at ids o->ids), packed at once and written collectively */
+        if (ensure_buf(o, row_bytes * (n ? n : 1)) < 0) return -1;
+        pack(src, 0, n, o->buf);
+        return write_share_rows(o, path, mtype, o->buf, row, 0);
+    }
     const size_t B = o->block_rows;
     if (ensure_buf(o, row_bytes * (n < B ? (n ? n : 1) : B)) < 0) return -1;
     if (n == 0) return h5io_ds_write_rows(o->file, path, mtype, o->buf, row, 0);
@@ -588,9 +614,27 @@ static int write_part_counts(output *o)
 static int write_used_masses(output *o, const particles *p)
 {
     double m_fluid = -1, m_boundary = -1;
-    for (size_t i = 0; i < p->n && (m_fluid < 0 || m_boundary < 0); ++i) {
-        if (p->type[i] == PTYPE_FLUID && m_fluid < 0) m_fluid = p->mass[i];
-        if (p->type[i] == PTYPE_BOUNDARY && m_boundary < 0) m_boundary = p->mass[i];
+    long first[2] = { -1, -1 }; /* the rows of the first fluid and boundary particle */
+    for (size_t i = 0; i < p->n && (first[0] < 0 || first[1] < 0); ++i) {
+        if (p->type[i] == PTYPE_FLUID && first[0] < 0) first[0] = (long)i;
+        if (p->type[i] == PTYPE_BOUNDARY && first[1] < 0) first[1] = (long)i;
+    }
+    if (first[0] >= 0) m_fluid = p->mass[first[0]];
+    if (first[1] >= 0) m_boundary = p->mass[first[1]];
+    if (o->par) { /* the first in id order over the ranks: its owner's mass, on every rank */
+        const int ranks = comm_size();
+        long *all = malloc((size_t)ranks * sizeof *all);
+        if (!all) return -1;
+        double *m[2] = { &m_fluid, &m_boundary };
+        for (int t = 0; t < 2; ++t) {
+            comm_allgather_long(first[t] >= 0 ? (long)o->ids[first[t]] : -1, all);
+            int owner = -1;
+            for (int r = 0; r < ranks; ++r)
+                if (all[r] >= 0 && (owner < 0 || all[r] < all[owner])) owner = r;
+            if (owner >= 0) comm_broadcast(m[t], sizeof *m[t], owner);
+            else *m[t] = -1;
+        }
+        free(all);
     }
     hid_t g = H5Gopen2(o->file, "/sphsim", H5P_DEFAULT);
     if (g < 0) return -1;
@@ -605,6 +649,8 @@ static int write_device_order(output *o, const uint32_t *order, hsize_t k)
 {
     size_t n = o->n;
     if (n == 0) return 0;
+    /* parallel: the ranks' ids at their own positions, so the row reads as id order */
+    if (o->par) return write_share_rows(o, "/sphsim/restart/device_order", H5T_NATIVE_UINT32, o->ids, k % 2, 1);
     const uint32_t *src = order;
     if (!src) {
         if (ensure_buf(o, n * sizeof(uint32_t)) < 0) return -1;
@@ -667,7 +713,7 @@ static int write_state(output *o, const void *blob, size_t bytes, hsize_t k)
     output_state_names(f, &name, &name_bytes);
     long long w = output_state_width_of(f, name, name_bytes);
     if (w < 0) return -1;
-    if (!blob) bytes = 0;
+    if (!blob && !o->par) bytes = 0; /* (parallel: the root's blob; the others pass NULL) */
     if (bytes == 0 && w == 0) return 0;
     if (w == 0) {
         if (create_state(f, bytes) < 0) return -1;
@@ -676,8 +722,8 @@ static int write_state(output *o, const void *blob, size_t bytes, hsize_t k)
     if (bytes > (size_t)w) return -1; /* refused with a message by output_write before */
     if (bytes > 0) {
         if (ensure_buf(o, (size_t)w) < 0) return -1;
-        memcpy(o->buf, blob, bytes);
-        memset((char *)o->buf + bytes, 0, (size_t)w - bytes);
+        if (blob) memcpy(o->buf, blob, bytes);
+        memset((char *)o->buf + (blob ? bytes : 0), 0, (size_t)w - (blob ? bytes : 0));
         hsize_t off[2] = { k % 2, 0 }, cnt[2] = { 1, (hsize_t)w };
         if (h5io_ds_block(f, name, H5T_NATIVE_UINT8, 2, off, cnt, o->buf, 1) < 0) return -1;
     }
@@ -691,8 +737,8 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
                                size_t state_bytes, hsize_t k)
 {
     hid_t f = o->file;
-    size_t n = o->n;
-    hsize_t row = k * n;
+    size_t n = o->par ? o->n_local : o->n; /* the rows this process writes */
+    hsize_t row = k * o->n;
     if (!o->have_topology) {
         if (o->sph && write_used_masses(o, p) < 0) return -1;
         o->have_topology = 1;
@@ -711,7 +757,9 @@ static int write_snapshot_rows(output *o, const particles *p, const output_snaps
         if (!src) return -1;
         char path[128];
         snprintf(path, sizeof path, "/VTKHDF/PointData/%s", fd->name);
-        if (h5io_ds_write_rows(f, path, output_field_mtype(fd->kind), src, row, n) < 0) return -1;
+        if (o->par ? write_share_rows(o, path, output_field_mtype(fd->kind), src, row, 0) < 0
+                   : h5io_ds_write_rows(f, path, output_field_mtype(fd->kind), src, row, n) < 0)
+            return -1;
     }
     if (write_device_order(o, si->device_order, k) < 0) return -1;
     if (write_state(o, state, state_bytes, k) < 0) return -1;
@@ -753,7 +801,8 @@ static int set_nsteps(hid_t file, hsize_t nsteps)
 static void poison_to(output *o, int null_sink)
 {
     int *fd = NULL;
-    if (H5Fget_vfd_handle(o->file, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) {
+    /* (a parallel file's handle is MPI-IO's: nothing is swapped; a failure there ends every rank) */
+    if (!o->par && H5Fget_vfd_handle(o->file, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) {
         int sink = null_sink ? -1 : memfd_create("sphsim-discarded-output", MFD_CLOEXEC);
         if (sink < 0) sink = open("/dev/null", O_RDWR);
         if (sink >= 0) {
@@ -772,11 +821,65 @@ sphsim_status output_write(output *o, const particles *p, const output_snapshot_
     return output_write_state(o, p, si, NULL, 0, e);
 }
 
+static sphsim_status write_snapshot(output *o, const particles *p, const output_snapshot_info *si, const void *state,
+                                    size_t state_bytes, sphsim_error *e);
+static sphsim_status read_open(output *o, const char *path, const scene *s, sphsim_error *e);
+
 sphsim_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
                                  size_t state_bytes, sphsim_error *e)
 {
-    if (!state) state_bytes = 0;
+    if (o && o->par)
+        return SPHSIM_FAIL(e, SPHSIM_E_IO, "output_write_state: '%s' is open on every rank (output_write_share)",
+                           o->path);
+    return write_snapshot(o, p, si, state, state_bytes, e);
+}
+
+sphsim_status output_write_share(output *o, const particles *p, const uint32_t *ids, const output_snapshot_info *si,
+                                 const void *state, size_t state_bytes, sphsim_error *e)
+{
+    if (!o || !o->par) return SPHSIM_FAIL(e, SPHSIM_E_IO, "output_write_share: the output is not parallel");
+    /* the ids as runs of consecutive ids */
+    size_t nr = 0;
+    for (size_t i = 0; i < p->n; ++i)
+        if (i == 0 || ids[i] != ids[i - 1] + 1) ++nr;
+    if (nr * 2 > o->cap_runs) {
+        hsize_t *r = realloc(o->runs, nr * 2 * sizeof *r);
+        if (!r) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory writing '%s'", o->path);
+        o->runs = r;
+        o->cap_runs = nr * 2;
+    }
+    size_t j = 0;
+    int bad = 0;
+    for (size_t i = 0; i < p->n; ++i) {
+        if (ids[i] >= o->n || (i > 0 && ids[i] <= ids[i - 1])) bad = 1;
+        if (i == 0 || ids[i] != ids[i - 1] + 1) {
+            o->runs[2 * j] = ids[i];
+            o->runs[2 * j + 1] = 0;
+            ++j;
+        }
+        o->runs[2 * (j - 1) + 1]++;
+    }
+    o->n_runs = nr;
+    o->ids = ids;
+    o->n_local = p->n;
+    /* every particle once over the ranks */
+    if (comm_or_u32((uint32_t)bad) || (size_t)comm_sum_long((long)p->n) != o->n)
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "cannot write snapshot %llu to '%s': the ranks' rows are not the %zu particles once each",
+                           (unsigned long long)o->nsteps, o->path, o->n);
+    o->io_collective = -1;
+    sphsim_status st = write_snapshot(o, p, si, state, state_bytes, e);
+    o->ids = NULL;
+    return st;
+}
+
+int output_io_collective(const output *o) { return o ? o->io_collective : -1; }
+
+static sphsim_status write_snapshot(output *o, const particles *p, const output_snapshot_info *si, const void *state,
+                                    size_t state_bytes, sphsim_error *e)
+{
     if (!o || o->file < 0) return SPHSIM_FAIL(e, SPHSIM_E_IO, "output_write: the output is not open");
+    if (!state && !o->par) state_bytes = 0;
     if (o->broken)
         return SPHSIM_FAIL(e, SPHSIM_E_IO,
                            "'%s' is unusable after an earlier write error; its first %llu snapshot(s) are intact",
@@ -794,7 +897,7 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
         return SPHSIM_FAIL(e, SPHSIM_E_IO,
                            "cannot write snapshot %llu (t = %g s) to '%s': the file was laid out for %llu snapshots",
                            (unsigned long long)k, si->time, o->path, (unsigned long long)o->capacity);
-    if (p->n != o->n)
+    if (!o->par && p->n != o->n)
         return SPHSIM_FAIL(e, SPHSIM_E_IO,
                            "cannot write snapshot %llu to '%s': it has %zu particles but the file holds %zu per "
                            "snapshot (the particle count must stay fixed)",
@@ -823,6 +926,11 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
     int rc = write_snapshot_rows(o, p, si, state, state_bytes, k);
     if (rc == 0 && output_fault_hook && output_fault_hook(k)) {
         h5io_set_reason("Input/output error (injected by a test)");
+        rc = -1;
+    }
+    /* parallel: every rank goes on to the commit, or none */
+    if (o->par && comm_or_u32(rc != 0) && rc == 0) {
+        h5io_set_reason("another rank could not write its rows");
         rc = -1;
     }
     /* 1. the snapshot's raw data on disk before the commit point */
@@ -857,7 +965,7 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
                            "are intact",
                            (unsigned long long)k, si->time, o->path, why, (unsigned long long)k);
     }
-    return xdmf_write(o, e);
+    return o->root ? xdmf_write(o, e) : SPHSIM_OK;
 }
 
 sphsim_status output_close(output *o, sphsim_error *e)
@@ -881,9 +989,107 @@ sphsim_status output_close(output *o, sphsim_error *e)
         h5io_reason(why, sizeof why);
         r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot close output file '%s': %s", o->path, why);
     }
+    if (o->par) h5io_parallel(-1, 0);
     h5io_forget();
     output_free(o);
     return r;
+}
+
+sphsim_status output_open_parallel(output **out, const char *path, const scene *s, sphsim_error *e)
+{
+    *out = NULL;
+    h5io_quiet();
+    if (!h5io_parallel_supported())
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "this sphsim was built without parallel HDF5, which several MPI ranks write with; build it "
+                           "with `make MPI=1` on libhdf5-openmpi-dev (docs/mpi.md)");
+    output *o = output_alloc(path);
+    if (!o) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory opening '%s'", path);
+    o->par = 1;
+    o->root = comm_rank() == 0;
+    hid_t fapl = output_fapl();
+#ifdef H5_HAVE_PARALLEL
+    if (fapl >= 0 && H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL) < 0) {
+        H5Pclose(fapl);
+        fapl = -1;
+    }
+#endif
+    o->file = fapl >= 0 ? H5Fopen(path, H5F_ACC_RDWR, fapl) : -1;
+    if (fapl >= 0) H5Pclose(fapl);
+    if (o->file < 0) {
+        char why[512];
+        h5io_reason(why, sizeof why);
+        sphsim_status r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' on every rank (MPI-IO): %s", path, why);
+        output_free(o);
+        return r;
+    }
+    h5io_parallel(o->file, o->root);
+    sphsim_status r = read_open(o, path, s, e);
+    o->sph = s->mode == MODE_SPH;
+    if (r != SPHSIM_OK) {
+        H5Fclose(o->file);
+        h5io_parallel(-1, 0);
+        h5io_forget();
+        output_free(o);
+        return r;
+    }
+    *out = o;
+    return SPHSIM_OK;
+}
+
+/* The state of an existing output file o->file (of the current layout version): its capacity,
+ * committed snapshots, fields, particles per snapshot and the committed times. Reads only. */
+static sphsim_status read_open(output *o, const char *path, const scene *s, sphsim_error *e)
+{
+    hid_t f = o->file;
+    sphsim_status r = SPHSIM_OK;
+    hsize_t ns = 0;
+    long long lv = 0, cap = 0;
+    if (h5io_attr_read_i64(f, "/sphsim", "layout_version", &lv) < 0 || lv != OUT_LAYOUT_VERSION ||
+        h5io_attr_read_i64(f, "/sphsim", "snapshots_allocated", &cap) < 0 || cap < 1) {
+        h5io_forget();
+        r = SPHSIM_FAIL(e, SPHSIM_E_IO,
+                        "cannot append to '%s': it has output layout version %lld, this sphsim appends to version %d "
+                        "only (files whose whole run is allocated at creation); rerun the scene, or resume it with "
+                        "the sphsim version that wrote it",
+                        path, lv, OUT_LAYOUT_VERSION);
+        return r;
+    }
+    o->capacity = (hsize_t)cap;
+    if ((r = output_read_nsteps(f, path, &ns, e)) != SPHSIM_OK) return r;
+    for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
+        char p[128];
+        snprintf(p, sizeof p, "/VTKHDF/PointData/%s", OUTPUT_FIELDS[i].name);
+        if (h5io_link_exists(f, p)) o->fields |= OUTPUT_FIELDS[i].bit;
+        else if (OUTPUT_FIELDS[i].bit & ALWAYS_FIELDS) {
+            r = output_bad_file(e, path, "a required field (velocity, id or type) is missing");
+            return r;
+        }
+    }
+    o->fields |= FIELD_POSITION;
+    {
+        long long rows = h5io_ds_rows(f, "/VTKHDF/Points");
+        if (rows < 0 || rows % cap) {
+            r = output_bad_file(e, path, "Points does not hold whole snapshots");
+            return r;
+        }
+        o->n = (size_t)(rows / cap);
+    }
+    if (ns > 0) {
+        o->have_topology = 1;
+        o->times_cap = ns + 64;
+        o->times = malloc(o->times_cap * sizeof *o->times);
+        if (!o->times) {
+            return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory opening '%s'", path);
+        }
+        if (h5io_ds_read_rows(f, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0) {
+            r = output_bad_file(e, path, "cannot read /sphsim/steps/time");
+            return r;
+        }
+    }
+    o->nsteps = ns;
+    o->scene = s;
+    return SPHSIM_OK;
 }
 
 sphsim_status output_open_append(output **out, const char *path, const scene *s, const output_run_info *ri,
@@ -904,54 +1110,9 @@ sphsim_status output_open_append(output **out, const char *path, const scene *s,
         return r;
     }
     hid_t f = o->file;
-    sphsim_status r = SPHSIM_OK;
-    hsize_t ns = 0;
-    long long lv = 0, cap = 0;
-    if (h5io_attr_read_i64(f, "/sphsim", "layout_version", &lv) < 0 || lv != OUT_LAYOUT_VERSION ||
-        h5io_attr_read_i64(f, "/sphsim", "snapshots_allocated", &cap) < 0 || cap < 1) {
-        h5io_forget();
-        r = SPHSIM_FAIL(e, SPHSIM_E_IO,
-                        "cannot append to '%s': it has output layout version %lld, this sphsim appends to version %d "
-                        "only (files whose whole run is allocated at creation); rerun the scene, or resume it with "
-                        "the sphsim version that wrote it",
-                        path, lv, OUT_LAYOUT_VERSION);
-        goto fail;
-    }
-    o->capacity = (hsize_t)cap;
-    if ((r = output_read_nsteps(f, path, &ns, e)) != SPHSIM_OK) goto fail;
-    for (int i = 0; i < OUTPUT_N_FIELDS; ++i) {
-        char p[128];
-        snprintf(p, sizeof p, "/VTKHDF/PointData/%s", OUTPUT_FIELDS[i].name);
-        if (h5io_link_exists(f, p)) o->fields |= OUTPUT_FIELDS[i].bit;
-        else if (OUTPUT_FIELDS[i].bit & ALWAYS_FIELDS) {
-            r = output_bad_file(e, path, "a required field (velocity, id or type) is missing");
-            goto fail;
-        }
-    }
-    o->fields |= FIELD_POSITION;
-    {
-        long long rows = h5io_ds_rows(f, "/VTKHDF/Points");
-        if (rows < 0 || rows % cap) {
-            r = output_bad_file(e, path, "Points does not hold whole snapshots");
-            goto fail;
-        }
-        o->n = (size_t)(rows / cap);
-    }
-    if (ns > 0) {
-        o->have_topology = 1;
-        o->times_cap = ns + 64;
-        o->times = malloc(o->times_cap * sizeof *o->times);
-        if (!o->times) {
-            r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory opening '%s'", path);
-            goto fail;
-        }
-        if (h5io_ds_read_rows(f, "/sphsim/steps/time", H5T_NATIVE_DOUBLE, o->times, 0, ns) < 0) {
-            r = output_bad_file(e, path, "cannot read /sphsim/steps/time");
-            goto fail;
-        }
-    }
-    o->nsteps = ns;
-    o->scene = s;
+    sphsim_status r = read_open(o, path, s, e);
+    if (r != SPHSIM_OK) goto fail;
+    const hsize_t ns = o->nsteps;
     /* Rows past NSteps (a snapshot written but never committed) lie in allocated space and are
      * simply written again. Steps/Values is set to the committed times in full (a kill right
      * after a commit can leave it one short): its extent changes in place within its chunk. */

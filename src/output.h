@@ -65,6 +65,26 @@ sphsim_status output_write(output *o, const particles *p, const output_snapshot_
 sphsim_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
                                  size_t state_bytes, sphsim_error *e);
 
+/* Parallel HDF5 (the MPI build on several ranks, docs/mpi.md): every rank opens `path`, which
+ * rank 0 has created (output_open) or reopened (output_open_append) and closed before, with
+ * MPI-IO (collective: every rank calls it, on MPI_COMM_WORLD). Each snapshot is then written
+ * by output_write_share on every rank, and output_close closes it on every rank. */
+sphsim_status output_open_parallel(output **o, const char *path, const scene *s, sphsim_error *e);
+
+/* A snapshot of a parallel output, on every rank at once (collective): this rank's rows, p->n
+ * of them, of the particles `ids` (ascending; over the ranks every particle once) in that
+ * order, written at their id positions in one collective transfer per dataset; the restart
+ * device order is stored as id order. The rest (the records in si, the solver state, gauge rows
+ * from output_write_gauges, the commit, the sidecar) is rank 0's: every rank passes the same
+ * si, state_bytes and gauge row counts, and only rank 0's state bytes and gauge values are
+ * written (the others may pass state NULL). The commit protocol is output_write_state's. */
+sphsim_status output_write_share(output *o, const particles *p, const uint32_t *ids, const output_snapshot_info *si,
+                                 const void *state, size_t state_bytes, sphsim_error *e);
+
+/* Whether the particle rows of the last output_write_share went as collective MPI-IO (1), fell
+ * back to independent I/O (0) or cannot be told (-1: serial file, or nothing written yet). */
+int output_io_collective(const output *o);
+
 /* Rows of the scene's gauges for the steps from step0 on: gauge k's rows[k] rows (its samples at
  * the multiples of its every_steps from step0 on) of its columns (floats) at data + offset[k]. */
 typedef struct output_gauge_rows {

@@ -58,6 +58,17 @@ struct output {
     const scene *scene;            /* the run's scene (its gauges; NULL: none) */
     output_gauge_rows *gauge_rows; /* gauge rows for the next snapshot (output_write_gauges) */
     int n_gauge_rows, cap_gauge_rows;
+    /* Parallel HDF5 (output_open_parallel): every rank holds the file open and writes the rows of
+     * the particles it owns; the root (rank 0; the only process of a serial file) writes the rest
+     * (records, restart state, gauges: the other ranks make the same calls selecting nothing) and
+     * the sidecar. */
+    int par;
+    int root;
+    const uint32_t *ids; /* the snapshot being written: the particle ids of this rank's rows (par) */
+    size_t n_local;      /* their count */
+    hsize_t *runs;       /* ids as runs of consecutive ids: start, length (h5io_ds_write_runs) */
+    size_t n_runs, cap_runs;
+    int io_collective; /* the last snapshot's particle rows went as collective MPI-IO (1), not (0), unknown (-1) */
 };
 
 /* output_gauges.c: the gauges' datasets (/sphsim/gauges): created with the file's layout for the

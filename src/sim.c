@@ -142,6 +142,8 @@ typedef struct sim_ctx {
     uint32_t *owned;     /* ascending: the ids of the particles this rank owns in this step */
     size_t n_owned;
     particles rb;        /* host rows read back from the device (n_cap) */
+    particles own;       /* several ranks: a snapshot's owned rows, id order */
+    long written;        /* several ranks: snapshots committed (no writer thread) */
     int stop_sig;        /* the signal that stops the run, agreed over the ranks */
     long recuts;         /* the times the cuts moved */
     /* particle mode with the exchange: the device's ids are the rank's own, 0 .. n - 1 in
@@ -712,14 +714,15 @@ static sphsim_status restore_share(sim_ctx *c, const void *blob, size_t bytes, s
     return st;
 }
 
-/* A snapshot on several ranks: each reads its rows back (as enqueue_read_back does for one),
- * and rank 0 gathers the rows of the particles each owns into the writer's staging buffer, in
- * rank order (the writer puts them in id order). */
+/* A snapshot on several ranks, written collectively with parallel HDF5 (docs/mpi.md, "Output and
+ * restart"): each rank reads its rows back (as enqueue_read_back does for one), puts those of
+ * the particles it owns in id order (c->own) and writes them at their id positions of the
+ * shared file, in one collective transfer per dataset (output_write_share); rank 0 adds the
+ * records, the solver state (gathered by particle id, gather_state), the gauges' rows and the
+ * commit. Synchronous: every rank waits for the write and its syncs. */
 static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint flags[2], sim_result *r, sphsim_error *e)
 {
     const double t0 = now_s();
-    particles *q = NULL;
-    if (c->rank == 0) SPHSIM_TRY(writer_acquire(c->writer, &q, e));
     snapshot_job job = { 0 };
     job.time = step * c->s->dt;
     job.step = step;
@@ -744,81 +747,78 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
         job.state = NULL;
     }
     cl_event ev = NULL;
-    particles *x = &c->rb;
+    particles *x = &c->rb, *own = &c->own;
     if (st == SPHSIM_OK) st = enqueue_read_back(c, x, &ev, e);
     if (st == SPHSIM_OK && ev)
         st = clWaitForEvents(1, &ev) == CL_SUCCESS ? SPHSIM_OK
                                     : SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "reading a snapshot back failed");
     if (ev) clReleaseEvent(ev);
     for (size_t i = 0; st == SPHSIM_OK && c->local_ids && i < c->st.n; ++i) x->id[i] = c->gid[x->id[i]];
-    /* the owned rows, array by array (the staged arrays, staging_arrays) */
+    /* the owned rows in ascending id (c->owned's order), array by array (staging_arrays) */
+    const struct {
+        void *src, *dst;
+        size_t size;
+    } col[] = {
+        { x->pos, own->pos, 16 },      { x->vel, own->vel, 16 },   { x->rho, own->rho, 4 },
+        { x->pressure, own->pressure, 4 }, { x->mass, own->mass, 4 }, { x->radius, own->radius, 4 },
+        { x->omega, own->omega, 12 },  { x->id, own->id, 4 },      { x->type, own->type, 1 },
+    };
     const size_t n = c->st.n;
-    size_t *row = malloc((c->n_owned ? c->n_owned : 1) * sizeof *row);
-    unsigned char *pack = malloc((c->n_owned ? c->n_owned : 1) * 16);
     size_t k = 0;
-    if (st == SPHSIM_OK && (!row || !pack)) st = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for a snapshot");
     long touching = 0;
-    for (size_t i = 0; st == SPHSIM_OK && i < n && k < c->n_owned; ++i)
-        if (decomp_find(c->owned, c->n_owned, x->id[i]) >= 0) {
-            row[k++] = i;
-            if (touch) touching += (long)touch[i];
-        }
+    for (size_t i = 0; st == SPHSIM_OK && i < n && k < c->n_owned; ++i) {
+        const long j = decomp_find(c->owned, c->n_owned, x->id[i]);
+        if (j < 0) continue;
+        for (size_t a = 0; a < sizeof col / sizeof *col; ++a)
+            if (col[a].src && col[a].dst)
+                memcpy((unsigned char *)col[a].dst + (size_t)j * col[a].size,
+                       (const unsigned char *)col[a].src + i * col[a].size, col[a].size);
+        if (touch) touching += (long)touch[i];
+        ++k;
+    }
     free(touch);
+    if (st == SPHSIM_OK && k != c->n_owned)
+        st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI snapshot: rank %d holds %zu of the %zu particles it owns", c->rank, k,
+                         c->n_owned);
+    own->n = c->n_owned;
+    if (st == SPHSIM_OK && c->s->mode == MODE_SPH && own->mass) /* SPH keeps the mass in pos.w (state.h) */
+        for (size_t i = 0; i < own->n; ++i) own->mass[i] = own->pos[4 * i + 3];
     if (c->local_ids) job.n_contacts = comm_sum_long(touching);
-    /* the gauges' rows up to this step, combined on rank 0 (gauge_rows_combine) */
+    /* the gauges' rows up to this step, combined on rank 0 (gauge_rows_combine); every rank
+     * writes the same rows' shape, rank 0's values */
     sphsim_status gst = gauges_take(c->gauges, step + 1, &job.gauges, e);
     if (gst == SPHSIM_OK) gst = gauge_blocks_wait(job.gauges, e);
     if (st == SPHSIM_OK) st = gst;
     if (comm_or_u32(st != SPHSIM_OK) == 0) gauge_rows_combine(c, job.gauges);
-    if (c->rank != 0) {
-        gauge_blocks_free(job.gauges);
-        job.gauges = NULL;
-    }
-    const struct {
-        unsigned field;
-        void *src, *dst;
-        size_t size;
-    } col[] = {
-        { FIELD_POSITION, x->pos, q ? q->pos : NULL, 16 },
-        { FIELD_VELOCITY, x->vel, q ? q->vel : NULL, 16 },
-        { FIELD_DENSITY, x->rho, q ? q->rho : NULL, 4 },
-        { FIELD_PRESSURE, x->pressure, q ? q->pressure : NULL, 4 },
-        { FIELD_MASS, x->mass, q ? q->mass : NULL, 4 },
-        { FIELD_RADIUS, x->radius, q ? q->radius : NULL, 4 },
-        { FIELD_ANGULAR_VELOCITY, x->omega, q ? q->omega : NULL, 12 },
-        { FIELD_ID, x->id, q ? q->id : NULL, 4 },
-        { FIELD_TYPE, x->type, q ? q->type : NULL, 1 },
-    };
-    const unsigned arrays = staging_arrays(c->s);
-    /* every rank takes part in every gather, also after a failure of its own (which it reports) */
-    for (size_t a = 0; a < sizeof col / sizeof *col; ++a) {
-        if (!(arrays & col[a].field)) continue;
-        for (size_t j = 0; st == SPHSIM_OK && j < k; ++j)
-            memcpy(pack + j * col[a].size, (const unsigned char *)col[a].src + row[j] * col[a].size, col[a].size);
-        size_t total = 0;
-        sphsim_status g = comm_gather(pack, st == SPHSIM_OK ? k * col[a].size : 0, col[a].dst, &total, e);
-        if (st == SPHSIM_OK) st = g;
-        if (st == SPHSIM_OK && c->rank == 0 && total != c->n_ids * col[a].size)
-            st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI snapshot: the ranks own %zu particles, the run has %zu",
-                             total / col[a].size, c->n_ids);
-    }
-    free(row);
-    free(pack);
     if (comm_or_u32(st != SPHSIM_OK)) {
         gauge_blocks_free(job.gauges);
         free(job.state);
         return st != SPHSIM_OK ? st : SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI snapshot: another rank failed");
     }
-    if (c->rank == 0) {
-        cl_int err = CL_SUCCESS;
-        job.ready = clCreateUserEvent(c->dev.ctx, &err);
-        if (err == CL_SUCCESS) err = clSetUserEventStatus(job.ready, CL_COMPLETE);
-        if (err != CL_SUCCESS) {
-            free(job.state);
-            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "OpenCL user event: %s", cl_error_name(err));
-        }
-        writer_submit(c->writer, &job);
+    /* the particles outside the tank: each rank counts those it owns */
+    output_snapshot_info si = { 0 };
+    si.time = job.time;
+    si.step = job.step;
+    si.n_contacts = job.n_contacts;
+    si.n_outside = c->outside_base + job.put_backs + comm_sum_long(writer_count_outside(c->s, own, job.time));
+    if (si.n_outside > r->n_outside && c->o->log)
+        fprintf(c->o->log, "warning: %ld time(s) a particle was found outside the tank so far (t = %.6g s, step %ld)\n",
+                si.n_outside, si.time, si.step);
+    if (si.n_outside > r->n_outside) r->n_outside = si.n_outside;
+    long state_bytes = (long)job.state_bytes; /* rank 0's */
+    comm_broadcast(&state_bytes, sizeof state_bytes, 0);
+    for (const gauge_block *b = job.gauges; st == SPHSIM_OK && b; b = b->next) {
+        const output_gauge_rows rows = { b->step0, b->rows, b->offset, b->data };
+        st = output_write_gauges(c->out, &rows, e);
     }
+    if (st == SPHSIM_OK) st = output_write_share(c->out, own, c->owned, &si, job.state, (size_t)state_bytes, e);
+    gauge_blocks_free(job.gauges);
+    free(job.state);
+    if (st != SPHSIM_OK) return st;
+    r->snapshots++;
+    c->written = r->snapshots;
+    r->mpi_io_collective = output_io_collective(c->out);
+    r->mpi_io_rows = (long)own->n;
     r->t_output += now_s() - t0;
     return SPHSIM_OK;
 }
@@ -1176,6 +1176,7 @@ static void progress(sim_ctx *c, long step, long first_step, double t0, double *
         long written = 0, outside = 0; /* snapshots committed to the file so far */
         double busy = 0;
         if (c->writer) writer_counts(c->writer, &written, &outside, &busy, NULL);
+        else written = c->written;
         char eta_s[32] = "null";
         if (known) snprintf(eta_s, sizeof eta_s, "%.4g", eta);
         fprintf(o->log,
@@ -1441,9 +1442,24 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
      * drops the rest, and the two staging buffers get only those arrays (zeroed, so a field
      * the device does not hold, such as SPH radii, reads 0). */
     particles_keep(&c->hp, id_order_arrays(s));
-    if (c->rank != 0) { /* rank 0 writes the file (write_snapshot_ranks) */
+    char start[32];
+    iso_now(start, sizeof start);
+    output_run_info ri = { SPHSIM_VERSION, c->dev.name, start, c->sv.ops->state_size(c->sv.impl, n) };
+    if (c->ranks > 1) {
+        /* Every rank writes its share of each snapshot (write_snapshot_ranks) into the file rank
+         * 0 lays out (or reopens, --resume) as one process does, then closes; every rank then
+         * opens it with MPI-IO. No rank holds the whole run's rows. */
         particles_free(&c->hp);
-        return SPHSIM_OK;
+        SPHSIM_TRY(particles_alloc_some(&c->own, c->n_cap, staging_arrays(s) | FIELD_MASS, e));
+        const char *path = o->resume_path ? o->resume_path : o->out_path;
+        if (c->rank == 0) {
+            output *first = NULL;
+            if (o->resume_path) SPHSIM_TRY(output_open_append(&first, o->resume_path, s, &ri, e));
+            else SPHSIM_TRY(output_open(&first, o->out_path, o->overwrite, s, &ri, e));
+            SPHSIM_TRY(output_close(first, e));
+        }
+        comm_barrier();
+        return output_open_parallel(&c->out, path, s, e);
     }
     const int slots = staging_slots(s, n, t);
     SPHSIM_TRY(staging_alloc(c, &c->sorted, n, staging_arrays(s), &c->pinned[0], e));
@@ -1454,9 +1470,6 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
                 "writer to finish the one before\n",
                 (double)particles_row_bytes(staging_arrays(s)) * (double)n / 1e9);
 
-    char start[32];
-    iso_now(start, sizeof start);
-    output_run_info ri = { SPHSIM_VERSION, c->dev.name, start, c->sv.ops->state_size(c->sv.impl, n) };
     if (o->resume_path) SPHSIM_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
     else SPHSIM_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));
     particles *staging[2] = { &c->sorted, slots == 2 ? &c->sorted2 : NULL };
@@ -1595,6 +1608,7 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
     sim_ctx c;
     memset(&c, 0, sizeof c);
     memset(r, 0, sizeof *r);
+    r->mpi_io_collective = -1;
     sphsim_tuning defaults;
     sim_options opts = *o;
     if (!opts.tune) {
@@ -1617,7 +1631,10 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
         writer_stop(c.writer);
     }
     sphsim_error close_err;
-    if (c.out) {
+    /* a parallel file is closed by every rank together: not after a failure of this rank's own,
+     * which ends every rank (main.c; every committed snapshot is in the file already) */
+    const int close_out = c.ranks <= 1 || st == SPHSIM_OK || st == SPHSIM_E_INTERRUPTED || st == SPHSIM_E_NUMERIC;
+    if (c.out && close_out) {
         sphsim_status cst = output_close(c.out, &close_err);
         if (st == SPHSIM_OK && cst != SPHSIM_OK) {
             *e = close_err;
@@ -1636,6 +1653,7 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
     particles_free(&c.sorted);
     particles_free(&c.sorted2);
     particles_free(&c.rb);
+    particles_free(&c.own);
     free(c.owned);
     free(c.gid);
     free(c.ep_step);

@@ -62,6 +62,11 @@ typedef struct sim_result {
     long mpi_recuts;
     long mpi_exchanges; /* the particles' exchanges through the host (every step, or at the lists' rebuilds) */
     double mpi_held;
+    /* several ranks: whether the last snapshot's particle rows went to the file as collective
+     * MPI-IO (1), fell back to independent I/O (0), or no snapshot was written (-1); and the rows
+     * rank 0 wrote of it (the particles it owned) */
+    int mpi_io_collective;
+    long mpi_io_rows;
 } sim_result;
 
 /* The neighbour grid of scene s (lists: with SPH neighbour lists, whose cells are

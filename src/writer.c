@@ -44,7 +44,7 @@ static double now_s(void)
 
 /* Fluid and sphere particles outside the tank box (host, id order) at time `time` (s): a moving
  * tank's box where its motion has carried it (each point taken back to the tank's rest frame). */
-static long count_outside(const scene *s, const particles *p, double time)
+long writer_count_outside(const scene *s, const particles *p, double time)
 {
     long n = 0;
     const int moves = s->tank_motion.n_segments > 0;
@@ -85,7 +85,7 @@ static sphsim_status write_one(snapshot_writer *w, particles *q, snapshot_job *j
     si.time = job->time;
     si.step = job->step;
     si.n_contacts = job->n_contacts;
-    si.n_outside = w->outside_base + job->put_backs + count_outside(w->s, p, job->time);
+    si.n_outside = w->outside_base + job->put_backs + writer_count_outside(w->s, p, job->time);
     si.device_order = q->id;
     if (si.n_outside > w->n_outside && w->log) /* w->n_outside is written by this thread only */
         fprintf(w->log, "%swarning: %ld time(s) a particle was found outside the tank so far (t = %.6g s, step %ld)\n",

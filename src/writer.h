@@ -59,6 +59,11 @@ sphsim_status writer_drain(snapshot_writer *w, sphsim_error *e);
  * in its WRITER_PHASES parts. Call after writer_drain. */
 void writer_counts(snapshot_writer *w, long *snapshots, long *n_outside, double *busy_s, double *phase_s);
 
+/* Fluid and sphere particles of p outside the tank box at time `time` (s), as the writer counts
+ * them for each snapshot (a moving tank's box where its motion has carried it); p's rows in any
+ * order (several MPI ranks count their own and add them up). */
+long writer_count_outside(const scene *s, const particles *p, double time);
+
 /* Drain, stop and join the thread, free everything (NULL is fine). */
 void writer_stop(snapshot_writer *w);
 

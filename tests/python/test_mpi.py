@@ -9,6 +9,7 @@ Open MPI's mpirun, 1 to 3 ranks on this machine's cores (--oversubscribe).
   differ from it by rounding only (the order of the neighbour sums), bounded over 100 steps.
 * --resume on another number of ranks continues bit for bit.
 * A rank killed mid-run leaves a readable file, which --resume completes.
+* Several ranks write each snapshot collectively with parallel HDF5, each its own rows.
 * Particle mode likewise: the contact solver's carried state travels with the spheres.
 * Gauges: a probe's or a line's rows come from the rank whose slab holds it, bit for bit; a
   force gauge adds the ranks' walls, equal within rounding.
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import time
 
+import h5py
 import numpy as np
 import pytest
 
@@ -118,6 +120,26 @@ def test_every_rank_count_writes_the_same_file(mpi_bin, reader, tmp_path, case):
     assert np.array_equal(snaps[-1]["id"], np.arange(n))
     if case.startswith("spheres"):  # something to compare: contacts, and spin
         assert snaps[-1]["n_contacts"] > 0 and np.abs(snaps[-1]["angular_velocity"]).max() > 0
+
+
+def test_ranks_write_their_own_rows_collectively(mpi_bin, reader, tmp_path):
+    out = tmp_path / "coll.h5"
+    proc = mpirun(mpi_bin, 3, scene_2d(REPO) + ["-o", out, "--quiet"], tmp_path)
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["mpi_ranks"] == 3
+    # HDF5 reports the transfer of the last snapshot's rows as collective MPI-IO
+    assert summary["mpi_io"] == "collective", summary
+    # rank 0 wrote its own share of the rows, not the whole snapshot
+    n = summary["particles"]
+    assert 0 < summary["mpi_io_rows"] < 0.75 * n, summary
+    # the restart order: each rank's ids at their own positions, so id order (a single run
+    # stores its device's sorted order there)
+    with h5py.File(out, "r") as f:
+        order = f["sphsim/restart/device_order"][()]
+        assert f["VTKHDF/Steps"].attrs["NSteps"] == 3
+    assert np.array_equal(order, np.tile(np.arange(n, dtype=order.dtype), (2, 1)))
+    snaps, _ = snapshots(reader, out)
+    assert all(np.array_equal(s["id"], np.arange(n)) for s in snaps)
 
 
 def test_one_rank_is_the_default_build_and_ranks_differ_by_rounding(mpi_bin, sphsim_bin, reader, tmp_path):
