@@ -42,8 +42,9 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Fluid and sphere particles outside the tank box (host, id order) at time `time` (s): a moving
- * tank's box where its motion has carried it (each point taken back to the tank's rest frame). */
+/* Fluid and sphere particles outside the tank box (host rows, in any order) at time `time` (s):
+ * a moving tank's box where its motion has carried it (each point taken back to the tank's rest
+ * frame). */
 long writer_count_outside(const scene *s, const particles *p, double time)
 {
     long n = 0;

@@ -1,8 +1,9 @@
 /* test_output: the HDF5 snapshot writer and its XDMF sidecar, checked by reading the files
  * back with the HDF5 C API: layout (VTKHDF PolyData, temporal), values, offsets, step
  * records, provenance attributes, the sidecar's hyperslabs, overwrite refusal, --resume
- * (read_last, open_append, cutting uncommitted rows) and I/O failures (unwritable
- * directory, disk full on a small tmpfs and through RLIMIT_FSIZE).
+ * (read_last, open_append, cutting uncommitted rows), I/O failures (unwritable
+ * directory, disk full on a small tmpfs and through RLIMIT_FSIZE), and the selection each MPI
+ * rank writes its rows of a snapshot with (h5io_ds_write_runs).
  *
  * Environment:
  *   SPHSIM_KEEP_OUTPUT=<path>          also write a small 3-snapshot 3D file there and keep it.
@@ -31,6 +32,7 @@
 #include <cmocka.h>
 #include <hdf5.h>
 
+#include "h5io.h"
 #include "output.h"
 #include "output_fault.h"
 #include "tuning.h"
@@ -1332,6 +1334,70 @@ static void test_packed_blocks(void **state)
     for (int d = 0; d < 4; ++d) free(ref[d]);
 }
 
+/* h5io_ds_write_runs, the selection each MPI rank writes its rows of a snapshot with (docs/mpi.md):
+ * a packed buffer lands at the runs' rows (axis 0, every column) and at the runs' columns of one
+ * row (axis 1, the restart device order), with over a thousand runs (their union built as a
+ * tree) and with none; every other element is left as it was, and a run past the end refused. */
+static void test_write_runs(void **state)
+{
+    (void)state;
+    h5io_quiet();
+    char path[512];
+    snprintf(path, sizeof path, "%s/runs.h5", g_dir);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(f >= 0);
+    enum { N = 4000 };
+    const hsize_t base = 2 * N; /* the third snapshot's rows */
+    assert_int_equal(h5io_ds_create_fixed(f, "/a", H5T_IEEE_F32LE, 2, 3 * N, 3, 0), 0);
+    assert_int_equal(h5io_ds_create_fixed(f, "/b", H5T_STD_U32LE, 2, 2, N, 0), 0);
+    float *a = calloc(3 * N * 3, sizeof *a), *buf = calloc(N * 3, sizeof *buf);
+    uint32_t *b = calloc(2 * N, sizeof *b), *ids = calloc(N, sizeof *ids);
+    hsize_t *run = calloc(2 * N, sizeof *run);
+    assert_non_null(a && buf && b && ids && run);
+    for (size_t i = 0; i < 3 * N * 3; ++i) a[i] = -1.0f;
+    for (size_t i = 0; i < 2 * N; ++i) b[i] = 0xffffffffu;
+    assert_int_equal(h5io_ds_write_rows(f, "/a", H5T_NATIVE_FLOAT, a, 0, 3 * N), 0);
+    assert_int_equal(h5io_ds_write_rows(f, "/b", H5T_NATIVE_UINT32, b, 0, 2), 0);
+    /* the ids a rank might own: irregular, ascending, in many runs */
+    size_t n = 0, nr = 0;
+    for (uint32_t i = 0; i < N; ++i)
+        if (i % 3u != 1u) {
+            if (n == 0 || ids[n - 1] + 1 != i) run[2 * nr++] = i;
+            run[2 * nr - 1]++;
+            for (int c = 0; c < 3; ++c) buf[3 * n + c] = (float)(3 * i + c) + 0.5f;
+            ids[n++] = i;
+        }
+    assert_true(nr > 1000);
+    assert_int_equal(h5io_ds_write_runs(f, "/a", H5T_NATIVE_FLOAT, buf, base, run, nr, 0), 0);
+    assert_int_equal(h5io_runs_collective(NULL, 0), -1); /* a serial file: no MPI-IO */
+    assert_int_equal(h5io_ds_write_runs(f, "/b", H5T_NATIVE_UINT32, ids, 1, run, nr, 1), 0);
+    assert_int_equal(h5io_ds_write_runs(f, "/a", H5T_NATIVE_FLOAT, buf, 0, run, 0, 0), 0); /* none */
+    const hsize_t past[2] = { N - 1, 2 };
+    assert_int_equal(h5io_ds_write_runs(f, "/a", H5T_NATIVE_FLOAT, buf, base, past, 1, 0), -1);
+    assert_int_equal(h5io_ds_write_runs(f, "/b", H5T_NATIVE_UINT32, ids, 1, past, 1, 1), -1);
+    assert_int_equal(h5io_ds_read_rows(f, "/a", H5T_NATIVE_FLOAT, a, 0, 3 * N), 0);
+    assert_int_equal(h5io_ds_read_rows(f, "/b", H5T_NATIVE_UINT32, b, 0, 2), 0);
+    H5Fclose(f);
+    size_t k = 0;
+    for (uint32_t i = 0; i < N; ++i) {
+        const int mine = k < n && ids[k] == i;
+        for (int c = 0; c < 3; ++c) {
+            assert_true(a[3 * i + c] == -1.0f);       /* the first snapshot's rows: untouched */
+            assert_true(a[3 * (N + i) + c] == -1.0f); /* the second's */
+            assert_true(a[3 * (base + i) + c] == (mine ? (float)(3 * i + c) + 0.5f : -1.0f));
+        }
+        assert_int_equal(b[i], 0xffffffffu);
+        assert_int_equal(b[N + i], mine ? i : 0xffffffffu);
+        k += (size_t)mine;
+    }
+    assert_int_equal(k, n);
+    free(a);
+    free(buf);
+    free(b);
+    free(ids);
+    free(run);
+}
+
 /* particles_scatter_by_id (the writer's id order): rows in a shuffled order come out in id
  * order, every array with them; an id out of range or one that appears twice is refused. */
 static void test_scatter_by_id(void **state)
@@ -1529,6 +1595,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_disk_full_tmpfs, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_disk_full_rlimit, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_failed_write_keeps_commits, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_write_runs, setup_dir, teardown_dir),
         cmocka_unit_test(test_no_open_files),
     };
     const char *keep = getenv("SPHSIM_KEEP_OUTPUT");
