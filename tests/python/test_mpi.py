@@ -226,7 +226,7 @@ def start_until_snapshots(mpi_bin, tmp_path, out, sets, snapshots_written):
 
 def test_a_killed_rank_leaves_a_readable_file(mpi_bin, reader, tmp_path):
     out = tmp_path / "kill.h5"
-    proc, _ = start_until_snapshots(mpi_bin, tmp_path, out, ("time.end=0.06", "output.interval=0.002"), 3)
+    proc, _ = start_until_snapshots(mpi_bin, tmp_path, out, ("time.end=0.2", "output.interval=0.004"), 3)
     pids = rank_pids(proc.pid)
     assert sorted(pids) == [0, 1, 2], pids
     os.kill(pids[1], signal.SIGKILL)
@@ -237,14 +237,14 @@ def test_a_killed_rank_leaves_a_readable_file(mpi_bin, reader, tmp_path):
     while any(pathlib.Path(f"/proc/{p}").exists() for p in pids.values()) and time.time() < deadline:
         time.sleep(0.2)
     snaps, run = snapshots(reader, out)
-    assert len(snaps) >= 3 and run.times[-1] < 0.06
+    assert len(snaps) >= 3 and run.times[-1] < 0.2
     n = len(snaps[0]["id"])
     for s in snaps:
         assert np.array_equal(s["id"], np.arange(n))
         assert np.isfinite(s["positions"]).all()
     # and the run goes on from it, on another number of ranks
     mpirun(mpi_bin, 2, ["--resume", out, "--quiet"], tmp_path, timeout=600)
-    assert abs(snapshots(reader, out)[1].times[-1] - 0.06) < 1e-9
+    assert abs(snapshots(reader, out)[1].times[-1] - 0.2) < 1e-9
 
 
 def test_gauges_over_ranks(mpi_bin, reader, tmp_path):
@@ -272,7 +272,7 @@ def test_gauges_over_ranks(mpi_bin, reader, tmp_path):
 
 def test_a_signal_stops_every_rank_at_one_step(mpi_bin, reader, tmp_path):
     out = tmp_path / "term.h5"
-    proc, lines = start_until_snapshots(mpi_bin, tmp_path, out, ("time.end=0.03", "output.interval=0.001"), 2)
+    proc, lines = start_until_snapshots(mpi_bin, tmp_path, out, ("time.end=0.2", "output.interval=0.01"), 2)
     proc.send_signal(signal.SIGTERM)  # mpirun passes it on to every rank
     stdout, stderr = proc.communicate(timeout=120)
     stderr = "".join(lines) + stderr
@@ -280,7 +280,7 @@ def test_a_signal_stops_every_rank_at_one_step(mpi_bin, reader, tmp_path):
     assert summary["status"] == "interrupted", stdout + stderr
     stopped = [ln for ln in stderr.splitlines() if "stopped by signal" in ln]
     assert len(stopped) == 1 and stopped[0].startswith("sphsim: "), stderr  # one message, from rank 0
-    assert 0 < summary["last_step"] < 579
+    assert 0 < summary["last_step"] < 3856  # of 3856 (dt 5.187e-5 s)
     mpirun(mpi_bin, 1, ["--resume", out, "--quiet"], tmp_path)
     snaps, run = snapshots(reader, out)
-    assert len(snaps) == 31 and abs(run.times[-1] - 0.03) < 1e-9
+    assert len(snaps) == 21 and abs(run.times[-1] - 0.2) < 1e-9
