@@ -63,8 +63,8 @@ double decomp_imbalance(const long *count, int size);
 sphsim_status decomp_route(const decomp *d, const void *in, size_t n, size_t row, void **out, size_t *bytes,
                            sphsim_error *e);
 
-/* Sorts rows of `row` bytes by particle id (ids are unique). */
-void decomp_sort(void *rows, size_t n, size_t row);
+/* Sorts rows of `row` bytes (each a decomp_rec first) by particle id (ids are unique). */
+sphsim_status decomp_sort(void *rows, size_t n, size_t row, sphsim_error *e);
 
 /* Index of id in the ascending array ids[n], or -1. */
 long decomp_find(const uint32_t *ids, size_t n, uint32_t id);

@@ -291,7 +291,7 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
         SPHSIM_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
         SPHSIM_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
     }
-    if (c->resident) SPHSIM_TRY(device_alloc(d, n, "owned flags", &st->owned, e));
+    if (c->exchange) SPHSIM_TRY(device_alloc(d, n, "owned flags", &st->owned, e));
     SPHSIM_TRY(device_alloc(d, 8, "flags", &st->flags, e));
     cl_uint zero[2] = { 0, 0 };
     SPHSIM_TRY(device_write(d, st->flags, 0, sizeof zero, zero, e));
@@ -547,11 +547,13 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
         if (st->mass) SPHSIM_TRY(device_read(d, st->mass, 0, n * 4, q->mass, e));
         if (st->radius) SPHSIM_TRY(device_read(d, st->radius, 0, n * 4, q->radius, e));
     }
+    uint8_t *own = malloc(n ? n : 1);
+    if (!own) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu owned flags", n);
+    sphsim_status rst = n ? device_read(d, st->owned, 0, n, own, e) : SPHSIM_OK;
     /* the carried state by device id, sphere partners named by particle id */
     uint32_t *carried = NULL;
     int warm = 0;
-    sphsim_status rst = SPHSIM_OK;
-    if (cs) {
+    if (cs && rst == SPHSIM_OK) {
         void *blob = NULL;
         size_t bytes = 0;
         carried = malloc((n ? n : 1) * rw * 4);
@@ -565,8 +567,8 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
         rst = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particles", c->n_owned);
     size_t k = 0;
     for (size_t i = 0; rst == SPHSIM_OK && i < n && k < c->n_owned; ++i) {
+        if (!own[i]) continue;
         const uint32_t id = global_id(c, q->id[i]);
-        if (decomp_find(c->owned, c->n_owned, id) < 0) continue;
         decomp_rec *r = (decomp_rec *)(mine + row * k++);
         memset(r, 0, sizeof *r);
         memcpy(r->pos, &q->pos[4 * i], 16);
@@ -578,6 +580,7 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
         if (cs) memcpy(r + 1, carried + (size_t)q->id[i] * rw, rw * 4);
     }
     free(carried);
+    free(own);
     if (rst == SPHSIM_OK && k != c->n_owned)
         rst = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI rank %d: %zu of its %zu particles came back from the device",
                           c->rank, k, c->n_owned);
@@ -620,7 +623,7 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
     free(send);
     SPHSIM_TRY(rst);
     const size_t m = got / row;
-    decomp_sort(recv, m, row);
+    rst = decomp_sort(recv, m, row, e);
     if (m > c->n_cap)
         rst = SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
                           "MPI rank %d: its slab and halo hold %zu particles, more than the %zu its device buffers "
@@ -877,6 +880,10 @@ static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
 static sphsim_status halo_maps(sim_ctx *c, sphsim_error *e)
 {
     const size_t n = c->st.n, ranks = (size_t)c->ranks;
+    if (ranks == 1) { /* no halo (tuning.mpi_exchange on one rank) */
+        const size_t none = 0;
+        return halo_set(c->halo, NULL, &none, NULL, &none, e);
+    }
     uint32_t *inv = malloc((n ? n : 1) * sizeof *inv), *rows = malloc((n ? n : 1) * sizeof *rows);
     size_t *count = calloc(2 * ranks, sizeof *count), *at = calloc(2 * ranks + 1, sizeof *at);
     uint32_t *list = NULL;

@@ -127,7 +127,7 @@ static void test_route(void **state)
         for (int r = 0; r < 3; ++r) expect += x >= d.cut[r] - 0.1 && x < d.cut[r + 1] + 0.1;
         assert_int_equal(copies[i], expect);
     }
-    decomp_sort(out, row, sizeof *out);
+    assert_int_equal(decomp_sort(out, row, sizeof *out, NULL), SPHSIM_OK);
     for (size_t j = 1; j < row; ++j) assert_true(out[j].id >= out[j - 1].id);
     free(out);
 }
@@ -157,13 +157,42 @@ static void test_route_rows_with_payload(void **state)
     const size_t m = (bytes[0] + bytes[1]) / sizeof(row_t);
     /* rank 0 holds z < 0.7, rank 1 z >= 0.3: 0.4 of them twice */
     assert_int_equal(m, N + (size_t)(0.4 * N));
-    decomp_sort(out, m, sizeof(row_t));
+    assert_int_equal(decomp_sort(out, m, sizeof(row_t), NULL), SPHSIM_OK);
     const row_t *o = out;
     for (size_t j = 0; j < m; ++j) {
         if (j) assert_true(o[j].r.id >= o[j - 1].r.id);
         for (int k = 0; k < 7; ++k) assert_int_equal(o[j].payload[k], o[j].r.id * 10u + (uint32_t)k);
     }
     free(out);
+}
+
+static int by_id_ref(const void *a, const void *b)
+{
+    const uint32_t x = ((const decomp_rec *)a)->id, y = ((const decomp_rec *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* The sort by id against qsort's, on ids spread over all 32 bits (both digits of the radix
+ * passes), each row's payload moving with its id. */
+static void test_sort_by_id(void **state)
+{
+    (void)state;
+    enum { N = 50000 };
+    decomp_rec *a = calloc(N, sizeof *a), *b = calloc(N, sizeof *b);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (uint32_t i = 0; i < N; ++i) {
+        a[i].id = i * 2654435761u; /* odd multiplier: unique ids, scattered over 32 bits */
+        a[i].pos[0] = (float)i;
+        a[i].mass = (float)(a[i].id % 1000u);
+    }
+    a[7].id = 0xffffffffu; /* and a[0].id = 0 */
+    memcpy(b, a, N * sizeof *a);
+    qsort(b, N, sizeof *b, by_id_ref);
+    assert_int_equal(decomp_sort(a, N, sizeof *a, NULL), SPHSIM_OK);
+    assert_memory_equal(a, b, N * sizeof *a);
+    free(a);
+    free(b);
 }
 
 static void test_imbalance_and_find(void **state)
@@ -201,7 +230,7 @@ int main(void)
         cmocka_unit_test(test_owner_and_reach_brute_force),
         cmocka_unit_test(test_route),
         cmocka_unit_test(test_route_rows_with_payload),
-        cmocka_unit_test(test_imbalance_and_find),
+        cmocka_unit_test(test_sort_by_id), cmocka_unit_test(test_imbalance_and_find),
         cmocka_unit_test(test_init_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
