@@ -142,6 +142,7 @@ typedef struct sim_ctx {
     uint32_t *owned;     /* ascending: the ids of the particles this rank owns in this step */
     size_t n_owned;
     particles rb;        /* host rows read back from the device (n_cap) */
+    cl_mem rb_pinned;    /* page-locked memory behind rb, when the device gives it */
     particles own;       /* several ranks: a snapshot's owned rows, id order */
     long written;        /* several ranks: snapshots committed (no writer thread) */
     int stop_sig;        /* the signal that stops the run, agreed over the ranks */
@@ -1411,7 +1412,8 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     }
     if (st == SPHSIM_OK) st = grid_create(&c->g, &c->dev, &gp, n_dev, e);
     if (st == SPHSIM_OK) st = state_alloc(c, n_dev, list_n > 0, e);
-    if (st == SPHSIM_OK && c->exchange) st = particles_alloc_some(&c->rb, n_dev, ROW_ARRAYS | staging_arrays(s), e);
+    if (st == SPHSIM_OK && c->exchange)
+        st = staging_alloc(c, &c->rb, n_dev, ROW_ARRAYS | staging_arrays(s), &c->rb_pinned, e);
     if (st == SPHSIM_OK && c->exchange) {
         c->st.n = n_loc;
         st = upload_rows(c, &c->rb, loc, sizeof *loc, n_loc, 0, e);
@@ -1655,6 +1657,7 @@ sphsim_status sim_run(const scene *s, const sim_options *o, sim_result *r, sphsi
     if (c.g) grid_destroy(c.g);
     staging_unpin(&c, &c.sorted, &c.pinned[0]);
     staging_unpin(&c, &c.sorted2, &c.pinned[1]);
+    staging_unpin(&c, &c.rb, &c.rb_pinned);
     if (c.dev_open) device_close(&c.dev);
     particles_free(&c.hp);
     particles_free(&c.sorted);
