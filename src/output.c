@@ -995,45 +995,56 @@ sphsim_status output_close(output *o, sphsim_error *e)
     return r;
 }
 
-sphsim_status output_open_parallel(output **out, const char *path, const scene *s, sphsim_error *e)
+/* An existing output file opened for writing and its state read (read_open): by this process,
+ * or (par) by every MPI rank together with MPI-IO. */
+static sphsim_status open_existing(output **out, const char *path, const scene *s, int par, sphsim_error *e)
 {
     *out = NULL;
     h5io_quiet();
-    if (!h5io_parallel_supported())
-        return SPHSIM_FAIL(e, SPHSIM_E_IO,
-                           "this sphsim was built without parallel HDF5, which several MPI ranks write with; build it "
-                           "with `make MPI=1` on libhdf5-openmpi-dev (docs/mpi.md)");
     output *o = output_alloc(path);
     if (!o) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory opening '%s'", path);
-    o->par = 1;
-    o->root = comm_rank() == 0;
+    o->par = par;
+    o->root = !par || comm_rank() == 0;
     hid_t fapl = output_fapl();
 #ifdef H5_HAVE_PARALLEL
-    if (fapl >= 0 && H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL) < 0) {
+    if (par && fapl >= 0 && H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL) < 0) {
         H5Pclose(fapl);
         fapl = -1;
     }
 #endif
-    o->file = fapl >= 0 ? H5Fopen(path, H5F_ACC_RDWR, fapl) : -1;
+    o->file = !par || fapl >= 0 ? H5Fopen(path, H5F_ACC_RDWR, fapl) : -1;
     if (fapl >= 0) H5Pclose(fapl);
     if (o->file < 0) {
         char why[512];
         h5io_reason(why, sizeof why);
-        sphsim_status r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' on every rank (MPI-IO): %s", path, why);
+        sphsim_status r = par ? SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' on every rank (MPI-IO): %s", path, why)
+                              : SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to append: %s", path, why);
         output_free(o);
         return r;
     }
-    h5io_parallel(o->file, o->root);
+    if (par) h5io_parallel(o->file, o->root);
     sphsim_status r = read_open(o, path, s, e);
-    o->sph = s->mode == MODE_SPH;
     if (r != SPHSIM_OK) {
+        poison(o); /* leave the file as it was; H5Fclose must not fail (nothing swapped for MPI-IO) */
         H5Fclose(o->file);
-        h5io_parallel(-1, 0);
+        if (par) h5io_parallel(-1, 0);
         h5io_forget();
         output_free(o);
         return r;
     }
     *out = o;
+    return SPHSIM_OK;
+}
+
+sphsim_status output_open_parallel(output **out, const char *path, const scene *s, sphsim_error *e)
+{
+    *out = NULL;
+    if (!h5io_parallel_supported())
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "this sphsim was built without parallel HDF5, which several MPI ranks write with; build it "
+                           "with `make MPI=1` on libhdf5-openmpi-dev (docs/mpi.md)");
+    SPHSIM_TRY(open_existing(out, path, s, 1, e));
+    (*out)->sph = s->mode == MODE_SPH;
     return SPHSIM_OK;
 }
 
@@ -1095,23 +1106,10 @@ static sphsim_status read_open(output *o, const char *path, const scene *s, sphs
 sphsim_status output_open_append(output **out, const char *path, const scene *s, const output_run_info *ri,
                                  sphsim_error *e)
 {
-    *out = NULL;
-    h5io_quiet();
-    output *o = output_alloc(path);
-    if (!o) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory opening '%s'", path);
-    hid_t fapl = output_fapl();
-    o->file = H5Fopen(path, H5F_ACC_RDWR, fapl);
-    if (fapl >= 0) H5Pclose(fapl);
-    if (o->file < 0) {
-        char why[512];
-        h5io_reason(why, sizeof why);
-        sphsim_status r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot open '%s' to append: %s", path, why);
-        output_free(o);
-        return r;
-    }
+    output *o = NULL;
+    SPHSIM_TRY(open_existing(&o, path, s, 0, e));
     hid_t f = o->file;
-    sphsim_status r = read_open(o, path, s, e);
-    if (r != SPHSIM_OK) goto fail;
+    sphsim_status r = SPHSIM_OK;
     const hsize_t ns = o->nsteps;
     /* Rows past NSteps (a snapshot written but never committed) lie in allocated space and are
      * simply written again. Steps/Values is set to the committed times in full (a kill right

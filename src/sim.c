@@ -129,13 +129,13 @@ typedef struct sim_ctx {
     /* MPI (docs/mpi.md): with more than one rank (or tuning.mpi_exchange) the particles go round
      * the host every step, each rank keeping those of its slab and their halo */
     int rank, ranks;
-    int exchange;    /* the particles are exchanged (every step, or with `resident` at rebuilds) */
-    int resident;    /* SPH with lists: between the lists' rebuilds the halo copies stay on the
+    int exchange;        /* the particles are exchanged (every step, or with `resident` at rebuilds) */
+    int resident;        /* SPH with lists: between the lists' rebuilds the halo copies stay on the
                             device and are refreshed every step (src/halo.h); the exchange comes
                             with each rebuild, which every rank decides alike (nlist.h) */
-    halo *halo;      /* with `resident` */
-    float *up_x;     /* with `resident`: each uploaded row's coordinate along the slabs' axis */
-    long exchanges;  /* exchanges so far */
+    halo *halo;          /* with `resident` */
+    float *up_x;         /* with `resident`: each uploaded row's coordinate along the slabs' axis */
+    long exchanges;      /* exchanges so far */
     size_t n_ids;        /* particles in the whole run (ids 0 .. n_ids - 1) */
     size_t n_cap;        /* device rows allocated: the most particles this rank may hold */
     decomp dc;           /* the slabs */
