@@ -9,12 +9,15 @@
 
 /* Contact slots per sphere: the state a contact carries through the passes of a step and into
  * the next step (warm start): its code (partner or wall), its normal impulse and its two
- * tangential impulse components, one float4 per slot, stored at the sphere's id. A sphere with
+ * tangential impulse components, 11 bytes per slot, in one block of CONTACT_SLOT_BYTES per
+ * sphere stored at the sphere's id (kernels/contacts.cl, contact_slot_load). A sphere with
  * more contacts than slots solves all of its sphere contacts without state (still correct, less
  * well converged; docs/contacts.md, "Memory"). Walls come first and always have a slot. */
 #define CONTACT_SLOTS_2D 6
 #define CONTACT_SLOTS_3D 8
 #define CONTACT_SLOTS_MAX (CONTACT_SLOTS_3D > CONTACT_SLOTS_2D ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D)
+/* Bytes of a sphere's block of S slots: 11 S, rounded up to whole words (88 in 3D, 68 in 2D). */
+#define CONTACT_SLOT_BYTES(S) ((11u * (S) + 3u) & ~3u)
 
 /* Jacobi relaxation of a pair with d_i, d_j contacts at the start of the step:
  * omega = min(1, OMEGA / max(d_i, d_j)); positions over-relaxed (the corrections of one sphere
@@ -33,10 +36,9 @@
 #define CONTACT_NO_ID 0x7fffffffu
 #define CONTACT_OBJECT_FACE 6u /* the first face code of an object (the tank has 6 faces) */
 
-/* The per-sphere info word of a step: bits 0-7 the number of contacts d (at most 255), bits
- * 8-15 the sphere's group (material table index). */
+/* The per-sphere info byte of a step: the number of contacts d (at most 255). (The sphere's
+ * group, its material table index, follows from its id: contact_group.) */
 #define CONTACT_DEGREE(info) ((info)&0xffu)
-#define CONTACT_GROUP(info) (((info) >> 8) & 0xffu)
 
 typedef struct contact_params {
     float gravity[3];       /* m/s^2 (z = 0 in 2D) */

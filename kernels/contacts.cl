@@ -20,7 +20,9 @@
  * Each kernel takes one sphere per work-item, in blocks spread over the index range (spread_item:
  * on CPUs, a pile at one end of the sorted order would otherwise fall to one thread). Arrays
  * are in grid-sorted order unless they say "by id"; pos0 and v0 are the step's input
- * state (the positions the cell table was built on). Symbols (docs/contacts.md): x position (m),
+ * state (the positions the cell table was built on); pos0.w holds the sphere's mass and v0.w its
+ * radius (set at upload, carried by contact_integrate and the grid's gathers; contact_xyz drops
+ * them). Symbols (docs/contacts.md): x position (m),
  * v velocity (m/s), w angular velocity (rad/s), m mass (kg), r radius (m), I = k m r^2, e
  * restitution, mu friction; a pair (a, b) is taken from the side of its lower-id sphere a; n the
  * unit normal from b to a at the contact's configuration, s the time since its touch (s), u the
@@ -52,10 +54,45 @@ inline float4 contact_axis(uint a, float sign)
     return (float4)(a == 0u ? sign : 0.0f, a == 1u ? sign : 0.0f, a == 2u ? sign : 0.0f, 0.0f);
 }
 
-/* A contact slot: three words, (code, lambda_n as float, tangential word); see contact_slot_lt. */
-inline uint3 contact_slot_load(__global const uint *slot, size_t k) { return vload3(k, slot); }
-inline void contact_slot_store(__global uint *slot, size_t k, uint3 s) { vstore3(s, k, slot); }
+/* The 24-bit form of a normal impulse lambda_n >= 0 in a slot: bits 7-30 of the float (its
+ * exponent and the 16 high bits of its mantissa), rounded to nearest, ties to even: the float's
+ * range, within 2^-17 (7.6e-6) of the value. A pass applies the impulse it computes (the
+ * increment over the value it loaded) and stores it rounded: the slot is the warm start and the
+ * base of the next pass's increment (docs/contacts.md, "Memory"). */
+inline uint contact_ln_pack(float ln)
+{
+    uint u = as_uint(ln) & 0x7fffffffu;
+    u += 0x3fu + ((u >> 7) & 1u);
+    return min(u >> 7, 0xfeffffu); /* below the infinities */
+}
+inline float contact_ln_unpack(uint h) { return as_float(h << 7); }
+
+/* A sphere's S contact slots: one block of CONTACT_SLOT_BYTES(S) bytes at its id (slot + id
+ * CONTACT_SLOT_BYTES(S)), each field in an array of S: the codes (uint), the tangential words
+ * (uint; see contact_slot_lt), the 16 high bits (ushort) and the 8 low bits (uchar) of each
+ * lambda_n's 24-bit form (contact_ln_pack). Every access is a naturally aligned load or store
+ * within the block. Loaded as three words (code, lambda_n as float, tangential word). */
+inline uint3 contact_slot_load(__global const uchar *blk, uint k, uint S)
+{
+    const uint h = ((__global const ushort *)(blk + 8u * S))[k], l = blk[10u * S + k];
+    return (uint3)(((__global const uint *)blk)[k], as_uint(contact_ln_unpack((h << 8) | l)),
+                   ((__global const uint *)blk)[S + k]);
+}
+inline void contact_slot_store(__global uchar *blk, uint k, uint S, uint3 s)
+{
+    const uint h = contact_ln_pack(as_float(s.y));
+    ((__global uint *)blk)[k] = s.x;
+    ((__global uint *)blk)[S + k] = s.z;
+    ((__global ushort *)(blk + 8u * S))[k] = (ushort)(h >> 8);
+    blk[10u * S + k] = (uchar)h;
+}
+/* The end of a sphere's slots (k < S): an empty code; what follows it is never read. */
+inline void contact_slot_end(__global uchar *blk, uint k) { ((__global uint *)blk)[k] = CONTACT_NO_ID; }
 inline uint contact_code(uint3 slot) { return slot.x; }
+
+/* A position or velocity of the state without its w lane, which holds the sphere's mass (pos)
+ * or radius (vel) (contact_integrate carries both). */
+inline float4 contact_xyz(float4 p) { return (float4)(p.x, p.y, p.z, 0.0f); }
 
 inline int contact_is_wall(uint code) { return code >= CONTACT_WALL && code < CONTACT_NO_ID; }
 
@@ -333,28 +370,28 @@ inline float4 contact_slot_impulse(const contact_geo *g, uint3 slot, float mu, u
 
 /* Contacts at the start of the step, written into sphere i's slots (by id): first the walls it
  * touches (centre closer than r to the plane), then the spheres it overlaps in scan order;
- * info[i] = d_i | group << 8. A contact in the sphere's last slots (when `warm`: written by the
+ * info[i] = d_i (at most 255). A contact in the sphere's last slots (when `warm`: written by the
  * last step, whose sorted order idx[] maps to) keeps the impulses stored there (warm start);
  * both spheres of a pair hold the same values, so they agree. */
 __kernel void contact_list(const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,
                            __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,
-                           __global const float *radius, __global const uint *id, const uint warm,
-                           __global const uint *idx, __global const uint *group_start, __global uint *slot,
-                           __global ushort *info, __global const float *geom_grid)
+                           __global const float4 *v0, __global const uint *id, const uint warm,
+                           __global const uint *idx, __global uchar *slot, __global uchar *info,
+                           __global const float *geom_grid)
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
     const uint S = cp->slots, id_i = id[i];
-    const size_t base = (size_t)id_i * S;
+    __global uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);
     uint3 old[CONTACT_SLOTS_MAX];
     uint n_old = 0;
     if (warm)
         for (; n_old < S; ++n_old) {
-            old[n_old] = contact_slot_load(slot, base + n_old);
+            old[n_old] = contact_slot_load(blk, n_old, S);
             if (contact_code(old[n_old]) == CONTACT_NO_ID) break;
         }
-    const float4 p0_i = pos0[i];
-    const float r_i = radius[i];
+    const float4 p0_i = contact_xyz(pos0[i]);
+    const float r_i = v0[i].w;
     uint k = 0;
     for (uint f = 0; f < 2u * cp->dims + cp->n_objects; ++f) {
         const uint face = f < 2u * cp->dims ? f : CONTACT_OBJECT_FACE + (f - 2u * cp->dims); /* walls, objects */
@@ -363,12 +400,12 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
         uint3 sl = (uint3)(code, 0u, 0u);
         for (uint q = 0; q < n_old; ++q)
             if (contact_code(old[q]) == code) sl = old[q];
-        if (k < S) contact_slot_store(slot, base + k, sl);
+        if (k < S) contact_slot_store(blk, k, S, sl);
         ++k;
     }
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
     if (j == i) continue;
-    if (!contact_touch(p0_i, pos0[j], r_i + radius[j])) continue;
+    if (!contact_touch(p0_i, contact_xyz(pos0[j]), r_i + v0[j].w)) continue;
     if (k < S) {
         const uint code = j | (id_i < id[j] ? CONTACT_FIRST : 0u);
         uint3 sl = (uint3)(code, 0u, 0u);
@@ -377,19 +414,19 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
             const uint c = contact_code(old[q]) & CONTACT_INDEX;
             if (c < CONTACT_WALL && c == was) sl = (uint3)(code, old[q].y, old[q].z);
         }
-        contact_slot_store(slot, base + k, sl);
+        contact_slot_store(blk, k, S, sl);
     }
     ++k;
     NEIGHBOURS_END
-    for (uint q = k; q < S; ++q) contact_slot_store(slot, base + q, (uint3)(CONTACT_NO_ID, 0u, 0u));
-    info[i] = (ushort)(min(k, 255u) | (contact_group(cp, group_start, id_i) << 8));
+    if (k < S) contact_slot_end(blk, k);
+    info[i] = (uchar)min(k, 255u);
 }
 
 /* The contact of slot code `code` of sphere i (at p0_i moving at v0_i, radius r_i, group g_i):
  * its geometry and material, from the pair's side; *first: i is the pair's a (walls: 1). */
 inline contact_geo contact_slot_geo(uint code, float4 p0_i, float4 v0_i, float r_i, uint g_i,
                                     __global const float4 *pos0, __global const float4 *v0,
-                                    __global const float *radius, __global const ushort *info,
+                                    __global const uint *id, __global const uint *group_start,
                                     __global const float2 *material, __constant contact_params *cp,
                                     __global const float *geom_grid, int *first, float2 *mat)
 {
@@ -398,9 +435,9 @@ inline contact_geo contact_slot_geo(uint code, float4 p0_i, float4 v0_i, float r
         *mat = contact_material(cp, material, g_i, cp->n_groups);
         return contact_wall_geo(p0_i, v0_i, r_i, code - CONTACT_WALL, cp, geom_grid);
     }
-    const uint j = code & CONTACT_INDEX, g_j = CONTACT_GROUP(info[j]);
-    const float4 p0_j = pos0[j], v0_j = v0[j];
-    const float r_j = radius[j];
+    const uint j = code & CONTACT_INDEX, g_j = cp->uniform ? 0u : contact_group(cp, group_start, id[j]);
+    const float4 p0_j = contact_xyz(pos0[j]), v0_j = contact_xyz(v0[j]);
+    const float r_j = v0[j].w;
     *first = (code & CONTACT_FIRST) != 0u;
     *mat = *first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i);
     return *first ? contact_pair_geo(p0_i, p0_j, v0_i, v0_j, r_i, r_j, cp)
@@ -409,7 +446,7 @@ inline contact_geo contact_slot_geo(uint code, float4 p0_i, float4 v0_i, float r
 
 /* Does the contact of slot code `code` carry state this step? Walls always; a sphere pair when
  * both spheres have at most `slots` contacts (d_i, and the partner's). */
-inline int contact_slot_kept(uint code, uint d_i, __global const ushort *info, uint S)
+inline int contact_slot_kept(uint code, uint d_i, __global const uchar *info, uint S)
 {
     return contact_is_wall(code) || (d_i <= S && CONTACT_DEGREE(info[code & CONTACT_INDEX]) <= S);
 }
@@ -418,8 +455,8 @@ inline int contact_slot_kept(uint code, uint d_i, __global const ushort *info, u
 #define CONTACT_STEP_ARGS                                                                                              \
     const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,                        \
         __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,                   \
-        __global const float4 *v0, __global const float *mass, __global const float *radius, __global const uint *id,  \
-        __global const ushort *info, __global uint *slot, __global const float2 *material,                             \
+        __global const float4 *v0, __global const uint *group_start, __global const uint *id,                          \
+        __global const uchar *info, __global uchar *slot, __global const float2 *material,                             \
         __global const float *geom_grid
 
 /* Warm start: V, W = (v0, w0) plus the impulses the slots carried. A sphere pair is solved with
@@ -430,24 +467,24 @@ __kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __glo
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
-    const uint info_i = info[i], d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    const uint d_i = info[i];
     if (d_i == 0u) return; /* a free sphere: no stage reads its iterate (contact_integrate) */
-    const uint S = cp->slots, dims = cp->dims, id_i = id[i];
-    const size_t base = (size_t)id_i * S;
-    const float4 p0_i = pos0[i], v0_i = v0[i];
-    const float m_i = mass[i], r_i = radius[i], I_i = cp->inertia * m_i * r_i * r_i;
+    const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
+    __global uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);
+    const float4 p0_i = contact_xyz(pos0[i]), v0_i = contact_xyz(v0[i]);
+    const float m_i = pos0[i].w, r_i = v0[i].w, I_i = cp->inertia * m_i * r_i * r_i;
     const float4 w0 = contact_w_load(omega, id_i, dims);
     float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
-        const uint3 sl = contact_slot_load(slot, base + k);
+        const uint3 sl = contact_slot_load(blk, k, S);
         if (!contact_slot_kept(sl.x, d_i, info, S)) {
-            contact_slot_store(slot, base + k, (uint3)(sl.x, 0u, 0u));
+            contact_slot_store(blk, k, S, (uint3)(sl.x, 0u, 0u));
             continue;
         }
         int first;
         float2 mat;
         const contact_geo g =
-            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, geom_grid, &first, &mat);
+            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, id, group_start, material, cp, geom_grid, &first, &mat);
         const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
         dv += first ? P : -P; /* impulse sums, divided by m_i and I_i at the end */
         dw += (first ? g.a_a : g.a_b) * cross(g.n, P);
@@ -472,44 +509,44 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
-    const uint info_i = info[i], d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    const uint d_i = info[i];
     if (d_i == 0u) return; /* a free sphere */
-    const uint S = cp->slots, dims = cp->dims, id_i = id[i];
-    const size_t base = (size_t)id_i * S;
-    const float4 p0_i = pos0[i], v0_i = v0[i], V_i = V_in[i];
+    const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
+    __global uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);
+    const float4 p0_i = contact_xyz(pos0[i]), v0_i = contact_xyz(v0[i]), V_i = V_in[i];
     const float2 W_i = dims == 3u ? W_in[i] : (float2)(0.0f);
     const float4 v_i = (float4)(V_i.x, V_i.y, V_i.z, 0.0f), w_i = contact_w_of(V_i, W_i, dims);
-    const float m_i = mass[i], r_i = radius[i], k_I = cp->inertia, I_i = k_I * m_i * r_i * r_i;
+    const float m_i = pos0[i].w, r_i = v0[i].w, k_I = cp->inertia, I_i = k_I * m_i * r_i * r_i;
     const float v_rest = cp->v_rest;
     float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
-        uint3 sl = contact_slot_load(slot, base + k);
+        uint3 sl = contact_slot_load(blk, k, S);
         const uint code = contact_code(sl);
         const int wall = contact_is_wall(code);
         if (!wall && d_i > S) break; /* the sphere contacts come from the cell walk below */
         int first;
         float2 mat;
         const contact_geo g =
-            contact_slot_geo(code, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, geom_grid, &first, &mat);
+            contact_slot_geo(code, p0_i, v0_i, r_i, g_i, pos0, v0, id, group_start, material, cp, geom_grid, &first, &mat);
         const float target = contact_target(g.u0_n, mat.x, v_rest);
         float4 dP;
         if (wall) { /* the contact point's velocity relative to the wall's */
             const float4 u = v_i - g.v_w - cross(g.a_a * w_i, g.n);
             dP = contact_update(&g, u, target, m_i, contact_mass_t(&g, m_i, k_I), mat.y,
                                 contact_relax(cp->omega_v, d_i, 1u), dims, &sl);
-            contact_slot_store(slot, base + k, sl);
+            contact_slot_store(blk, k, S, sl);
         } else {
             const uint j = code & CONTACT_INDEX, d_j = CONTACT_DEGREE(info[j]);
             const float4 V_j = V_in[j];
             const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
             const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
-            const float m_j = mass[j];
+            const float m_j = pos0[j].w;
             const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
             const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
             const float m_t = contact_mass_t(&g, m_n, k_I), w = contact_relax(cp->omega_v, d_i, d_j);
             if (d_j <= S) {
                 dP = contact_update(&g, u, target, m_n, m_t, mat.y, w, dims, &sl);
-                contact_slot_store(slot, base + k, sl);
+                contact_slot_store(blk, k, S, sl);
             } else {
                 dP = contact_update_free(&g, u, target, m_n, m_t, mat.y, w);
             }
@@ -520,15 +557,15 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
     if (d_i > S) {
         NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
         if (j == i) continue;
-        const float4 p0_j = pos0[j];
-        const float r_j = radius[j];
+        const float4 p0_j = contact_xyz(pos0[j]);
+        const float r_j = v0[j].w;
         if (!contact_touch(p0_i, p0_j, r_i + r_j)) continue;
-        const uint info_j = info[j], d_j = CONTACT_DEGREE(info_j), g_j = CONTACT_GROUP(info_j);
+        const uint d_j = info[j], g_j = cp->uniform ? 0u : contact_group(cp, group_start, id[j]);
         const int first = id_i < id[j];
-        const float4 v0_j = v0[j], V_j = V_in[j];
+        const float4 v0_j = contact_xyz(v0[j]), V_j = V_in[j];
         const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
         const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
-        const float m_j = mass[j];
+        const float m_j = pos0[j].w;
         const contact_geo g = first ? contact_pair_geo(p0_i, p0_j, v0_i, v0_j, r_i, r_j, cp)
                                     : contact_pair_geo(p0_j, p0_i, v0_j, v0_i, r_j, r_i, cp);
         const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
@@ -555,20 +592,20 @@ __kernel void contact_displace(CONTACT_STEP_ARGS, __global float4 *x_out)
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
-    const uint info_i = info[i], d_i = CONTACT_DEGREE(info_i), g_i = CONTACT_GROUP(info_i);
+    const uint d_i = info[i];
     if (d_i == 0u) return; /* a free sphere */
-    const uint S = cp->slots, dims = cp->dims, id_i = id[i];
-    const size_t base = (size_t)id_i * S;
-    const float4 p0_i = pos0[i], v0_i = v0[i];
-    const float m_i = mass[i], r_i = radius[i];
+    const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
+    __global uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);
+    const float4 p0_i = contact_xyz(pos0[i]), v0_i = contact_xyz(v0[i]);
+    const float m_i = pos0[i].w, r_i = v0[i].w;
     float4 dx = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
-        const uint3 sl = contact_slot_load(slot, base + k);
+        const uint3 sl = contact_slot_load(blk, k, S);
         if (!contact_slot_kept(sl.x, d_i, info, S)) continue;
         int first;
         float2 mat;
         const contact_geo g =
-            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, radius, info, material, cp, geom_grid, &first, &mat);
+            contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, id, group_start, material, cp, geom_grid, &first, &mat);
         const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
         dx += g.s * (first ? P : -P);
     }
@@ -591,47 +628,47 @@ inline float contact_wall_clamp(float lo, float hi, float x)
  * of the overlap); then the walls. */
 __kernel void contact_project(const uint n, const uint stride, __constant grid_params *gp,
                               __constant contact_params *cp, __global const uint *cell_start,
-                              __global const uint *cell_end, __global const float4 *pos0, __global const float *mass,
-                              __global const float *radius, __global const uint *id, __global const ushort *info,
-                              __global const uint *slot, __global const float *geom_grid, __global const float4 *x_in,
+                              __global const uint *cell_end, __global const float4 *pos0,
+                              __global const float4 *v0, __global const uint *id, __global const uchar *info,
+                              __global const uchar *slot, __global const float *geom_grid, __global const float4 *x_in,
                               __global float4 *x_out)
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
     const uint S = cp->slots, id_i = id[i], d_i = CONTACT_DEGREE(info[i]);
     if (d_i == 0u) return; /* a free sphere: inside the walls, no overlap to remove */
-    const size_t base = (size_t)id_i * S;
+    __global const uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);
     const float4 x_i = x_in[i];
-    const float m_i = mass[i], r_i = radius[i];
+    const float m_i = pos0[i].w, r_i = v0[i].w;
     float4 dx_sum = (float4)(0.0f);
     if (d_i <= S) {
         for (uint k = 0; k < d_i; ++k) {
-            const uint code = contact_code(contact_slot_load(slot, base + k));
+            const uint code = contact_code(contact_slot_load(blk, k, S));
             if (contact_is_wall(code)) continue;
             const uint j = code & CONTACT_INDEX;
-            const float r_sum = r_i + radius[j];
+            const float r_sum = r_i + v0[j].w;
             const float4 dx = x_i - x_in[j];
             const float r2 = dot(dx, dx);
             if (r2 >= r_sum * r_sum) continue;
             const float dist = sqrt(r2);
             const float4 n_ij =
                 dist > 0.0f ? dx / dist : (float4)((code & CONTACT_FIRST) ? 1.0f : -1.0f, 0.0f, 0.0f, 0.0f);
-            const float m_j = mass[j];
+            const float m_j = pos0[j].w;
             const float w_x = contact_relax(cp->omega_x, d_i, CONTACT_DEGREE(info[j])) * (m_j / (m_i + m_j));
             dx_sum += ((r_sum - dist) * w_x) * n_ij;
         }
     } else {
-        const float4 p0_i = pos0[i];
+        const float4 p0_i = contact_xyz(pos0[i]);
         NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
         if (j == i) continue;
-        const float r_sum = r_i + radius[j];
-        if (!contact_touch(p0_i, pos0[j], r_sum)) continue;
+        const float r_sum = r_i + v0[j].w;
+        if (!contact_touch(p0_i, contact_xyz(pos0[j]), r_sum)) continue;
         const float4 dx = x_i - x_in[j];
         const float r2 = dot(dx, dx);
         if (r2 >= r_sum * r_sum) continue;
         const float dist = sqrt(r2);
         const float4 n_ij = dist > 0.0f ? dx / dist : (float4)(id_i < id[j] ? 1.0f : -1.0f, 0.0f, 0.0f, 0.0f);
-        const float m_j = mass[j];
+        const float m_j = pos0[j].w;
         const float w_x = contact_relax(cp->omega_x, d_i, CONTACT_DEGREE(info[j])) * (m_j / (m_i + m_j));
         dx_sum += ((r_sum - dist) * w_x) * n_ij;
         NEIGHBOURS_END
@@ -671,7 +708,7 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
  * torque but the contacts'), so that the iterate's buffers are free for the positions. A free
  * sphere (no contact: the other stages skip it) keeps its own. */
 __kernel void contact_spin(const uint n, const uint stride, __constant contact_params *cp,
-                           __global const ushort *info, __global const float4 *V_in, __global const float2 *W_in,
+                           __global const uchar *info, __global const float4 *V_in, __global const float2 *W_in,
                            __global const uint *id, __global float *omega)
 {
     const uint i = spread_item(stride);
@@ -691,7 +728,7 @@ __kernel void contact_spin(const uint n, const uint stride, __constant contact_p
  * x_in and V_in may be pos_next or vel_next: each work-item reads its own entries before
  * writing them. */
 __kernel void contact_integrate(const uint n, const uint stride, __constant contact_params *cp,
-                                __global const float4 *pos0, __global const float4 *v0, __global const ushort *info,
+                                __global const float4 *pos0, __global const float4 *v0, __global const uchar *info,
                                 __global const float4 *x_in, __global const float4 *V_in, __global const uint *id,
                                 __global const float *omega, __global float4 *pos_next, __global float4 *vel_next,
                                 __global uint *flags)
@@ -704,8 +741,8 @@ __kernel void contact_integrate(const uint n, const uint stride, __constant cont
     const float4 g = (float4)(cp->gravity[0], cp->gravity[1], cp->gravity[2], 0.0f);
     const float4 v = (float4)(V.x, V.y, V.z, 0.0f) + g * dt;
     const float4 x = (float4)(x_i.x, x_i.y, x_i.z, 0.0f) + v * dt;
-    pos_next[i] = x;
-    vel_next[i] = v;
+    pos_next[i] = (float4)(x.x, x.y, x.z, pos0[i].w); /* the mass rides on */
+    vel_next[i] = (float4)(v.x, v.y, v.z, v0[i].w); /* the radius rides on */
     const float4 w = contact_w_load(omega, id[i], cp->dims);
     if (flags) {
         const int finite = isfinite(x.x) && isfinite(x.y) && isfinite(x.z) && isfinite(v.x) && isfinite(v.y) &&
@@ -720,18 +757,18 @@ __kernel void contact_integrate(const uint n, const uint stride, __constant cont
  * to partner[i * max_per ...] (the count is never truncated, so the host sees an overflow).
  * Every touching pair is within 2 r_max <= gp->radius, hence inside the scanned block. */
 __kernel void contact_pairs(const uint n, __constant grid_params *gp, __global const uint *cell_start,
-                            __global const uint *cell_end, __global const float4 *pos, __global const float *radius,
+                            __global const uint *cell_end, __global const float4 *pos, __global const float4 *vel,
                             const uint max_per, __global uint *count, __global uint *partner)
 {
     const uint i = get_global_id(0);
     if (i >= n) return;
-    const float4 x_i = pos[i];
-    const float r_i = radius[i];
+    const float4 x_i = contact_xyz(pos[i]);
+    const float r_i = vel[i].w;
     uint k = 0;
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, x_i, j)
     if (j <= i) continue;
-    const float4 dx = x_i - pos[j]; /* dx = x_i - x_j */
-    const float r_sum = r_i + radius[j];
+    const float4 dx = x_i - contact_xyz(pos[j]); /* dx = x_i - x_j */
+    const float r_sum = r_i + vel[j].w;
     if (dot(dx, dx) >= r_sum * r_sum) continue;
     if (k < max_per) partner[(size_t)i * max_per + k] = j;
     ++k;

@@ -3,6 +3,7 @@
 #include "contact.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,9 @@ struct contact_solver {
     cl_mem group_start; /* uint per group: its first sphere id */
     cl_mem material;    /* float2 (e, mu) per (group, group or walls) */
     size_t cap;         /* spheres the buffers hold */
-    cl_mem slot;        /* 3 words per slot, `slots` per sphere, by id: code, lambda_n, lambda_t */
+    cl_mem slot;        /* a block of CONTACT_SLOT_BYTES(slots) per sphere, by id: codes, lambda_n, lambda_t */
     cl_mem omega;       /* float, 3 (3D) or 1 (2D) per sphere, by id: angular velocity (rad/s) */
-    cl_mem info;        /* ushort per sphere (sorted): contacts and group of the step */
+    cl_mem info;        /* uchar per sphere (sorted): contacts of the step */
     size_t align;         /* bytes: the device's sub-buffer alignment */
     cl_mem scratch;       /* contact_step: the grid's scratch (grid_scratch), else NULL */
     size_t scratch_bytes; /* its size */
@@ -42,6 +43,53 @@ struct contact_solver {
 };
 
 static size_t omega_floats(const contact_params *cp) { return cp->dims == 3 ? 3 : 1; }
+
+/* The device's slots: one block of CONTACT_SLOT_BYTES(S) bytes per sphere, its S codes, S
+ * tangential words, and the 16 high and 8 low bits of S normal impulses in 24 bits (bits 7-30
+ * of the float, rounded to nearest even); kernels/contacts.cl, contact_slot_load. */
+static size_t slot_block(size_t slots) { return CONTACT_SLOT_BYTES(slots); }
+
+static uint32_t ln_pack(uint32_t bits)
+{
+    uint32_t u = bits & 0x7fffffffu;
+    u += 0x3fu + ((u >> 7) & 1u);
+    u >>= 7;
+    return u < 0xfeffffu ? u : 0xfeffffu;
+}
+
+/* n spheres' slots between the three-word form (code, lambda_n as float, tangential word; S per
+ * sphere) and the device's blocks. A device block ends at its first empty code (the kernels
+ * write nothing after it): the rest come back empty. */
+static void slots_pack(const uint32_t *w, uint8_t *h, size_t n, size_t S)
+{
+    for (size_t i = 0; i < n; ++i, w += 3 * S, h += slot_block(S))
+        for (size_t k = 0; k < S; ++k) {
+            const uint32_t l = ln_pack(w[3 * k + 1]);
+            const uint16_t hi = (uint16_t)(l >> 8);
+            memcpy(h + 4 * k, &w[3 * k], 4);
+            memcpy(h + 4 * (S + k), &w[3 * k + 2], 4);
+            memcpy(h + 8 * S + 2 * k, &hi, 2);
+            h[10 * S + k] = (uint8_t)l;
+        }
+}
+static void slots_unpack(const uint8_t *h, uint32_t *w, size_t n, size_t S)
+{
+    for (size_t i = 0; i < n; ++i, w += 3 * S, h += slot_block(S)) {
+        int ended = 0;
+        for (size_t k = 0; k < S; ++k) {
+            uint16_t hi;
+            memcpy(&w[3 * k], h + 4 * k, 4);
+            memcpy(&w[3 * k + 2], h + 4 * (S + k), 4);
+            memcpy(&hi, h + 8 * S + 2 * k, 2);
+            w[3 * k + 1] = (((uint32_t)hi << 8) | h[10 * S + k]) << 7;
+            ended |= w[3 * k] == CONTACT_NO_ID;
+            if (ended) {
+                w[3 * k] = CONTACT_NO_ID;
+                w[3 * k + 1] = w[3 * k + 2] = 0;
+            }
+        }
+    }
+}
 
 void contact_params_from_scene(const scene *s, contact_params *p)
 {
@@ -104,7 +152,7 @@ size_t contact_bytes(const scene *s, size_t n)
     const size_t w = s->dims == 3 ? 3 : 1;
     /* the impulse passes' iterates and the position passes' live in pos_next, vel_next and the
      * grid's scratch (contact_enqueue) */
-    return n * (slots * 12 /* slots */ + w * 4 /* angular velocity */ + 2 /* info */);
+    return n * (slot_block(slots) /* slots */ + w * 4 /* angular velocity */ + 1 /* info */);
 }
 
 static void release_mem(cl_mem *m)
@@ -181,8 +229,10 @@ static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, sp
     if (clGetDeviceInfo(d->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL) != CL_SUCCESS)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact solver: the device's sub-buffer alignment is unknown");
     c->align = align_bits >= 8 ? align_bits / 8 : 1;
-    SPHSIM_TRY(device_alloc(d, sizeof c->cp, "contact parameters", &c->params, e));
-    SPHSIM_TRY(device_write(d, c->params, 0, sizeof c->cp, &c->cp, e));
+    /* the object table only as far as the scene has objects (the kernels read no further) */
+    const size_t cp_bytes = offsetof(contact_params, objects) + c->cp.n_objects * sizeof(geom_object);
+    SPHSIM_TRY(device_alloc(d, cp_bytes, "contact parameters", &c->params, e));
+    SPHSIM_TRY(device_write(d, c->params, 0, cp_bytes, &c->cp, e));
     const size_t g = c->cp.n_groups, w = g + 1;
     uint32_t *starts = calloc(g, sizeof *starts);
     float *mat = calloc(2 * w * w, sizeof *mat);
@@ -227,9 +277,9 @@ static sphsim_status reserve(contact_solver *c, size_t n, sphsim_error *e)
     release_buffers(c);
     const size_t m = n ? n : 1, slots = c->cp.slots;
     /* the slots are read only after a step or a restore wrote them (have_warm) */
-    SPHSIM_TRY(device_alloc(c->d, m * slots * 12, "contact slots", &c->slot, e));
+    SPHSIM_TRY(device_alloc(c->d, m * slot_block(slots), "contact slots", &c->slot, e));
     SPHSIM_TRY(device_alloc(c->d, m * omega_floats(&c->cp) * 4, "angular velocities", &c->omega, e));
-    SPHSIM_TRY(device_alloc(c->d, m * 2, "contact counts", &c->info, e));
+    SPHSIM_TRY(device_alloc(c->d, m, "contact counts", &c->info, e));
     const float zero = 0.0f;
     CL_CHECK(e, clEnqueueFillBuffer(c->d->queue, c->omega, &zero, 4, 0, m * omega_floats(&c->cp) * 4, 0, NULL, NULL));
     c->cap = n;
@@ -238,9 +288,8 @@ static sphsim_status reserve(contact_solver *c, size_t n, sphsim_error *e)
 
 static sphsim_status check_state(const dev_state *st, sphsim_error *e)
 {
-    if (!st->pos || !st->vel || !st->pos_next || !st->vel_next || !st->mass || !st->radius || !st->id)
-        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE,
-                           "contact solver: the device state lacks positions, velocities, masses, radii or ids");
+    if (!st->pos || !st->vel || !st->pos_next || !st->vel_next || !st->id)
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact solver: the device state lacks positions, velocities or ids");
     if (st->n >= CONTACT_WALL)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact solver: %zu spheres, at most %u", st->n,
                            (unsigned)CONTACT_WALL - 1u);
@@ -253,10 +302,12 @@ void contact_forget(contact_solver *c) { c->have_warm = 0; }
  * Blob, 4-byte words in the host's byte order:
  *   header [STATE_HEADER]: STATE_MAGIC, STATE_VERSION, n, slots, dims, warm (0/1), 0, 0
  *   omega [n * nw]: angular velocities (rad/s) of particle id 0, 1, ... (nw = 3 in 3D, 1 in 2D)
- *   slots [n * slots * 3]: per particle id, its slots: code, lambda_n, tangential word (as on
- *     the device, kernels/contacts.cl), where a sphere partner's code is its particle id (the
- *     lower-id flag dropped); walls and empty slots as on the device. With warm == 0 every slot
- *     is empty. */
+ *   slots [n * slots * 3]: per particle id, its slots: code, lambda_n (a float, one of those the
+ *     device's 24 bits stand for: slots_pack), tangential word (as on the device,
+ *     kernels/contacts.cl), where a sphere partner's code is its particle id (the lower-id flag
+ *     dropped); walls and empty slots as on the device. With warm == 0 every slot is empty. A
+ *     lambda_n between those floats (a blob of an earlier build) is rounded as the device
+ *     rounds. */
 #define STATE_MAGIC 0x53435353u /* "SSCS" */
 #define STATE_VERSION 2u
 #define STATE_HEADER 8
@@ -328,7 +379,15 @@ sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, v
             }
             id_old[o] = id[i];
         }
-        if ((r = device_read(c->d, c->slot, 0, ns * 12, s_out, e)) != SPHSIM_OK) goto done;
+        uint8_t *h = malloc(n * slot_block(slots));
+        if (!h) {
+            r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory saving the contact state of %zu particles", n);
+            goto done;
+        }
+        r = device_read(c->d, c->slot, 0, n * slot_block(slots), h, e);
+        if (r == SPHSIM_OK) slots_unpack(h, s_out, n, slots);
+        free(h);
+        if (r != SPHSIM_OK) goto done;
         for (size_t s = 0; s < ns; ++s) {
             const uint32_t code = s_out[3 * s];
             if (!code_is_sphere(code)) continue;
@@ -377,6 +436,7 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
     const size_t ns = n * slots;
     const uint32_t *w_in = (const uint32_t *)blob + STATE_HEADER, *s_in = w_in + n * nw;
     uint32_t *sl = malloc(ns * 12), *id = malloc(n * 4), *at = malloc(n * 4);
+    uint8_t *h = NULL;
     sphsim_status r = SPHSIM_OK;
     if (!sl || !id || !at) {
         r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory restoring the contact state of %zu particles", n);
@@ -418,10 +478,16 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
         sl[3 * s] = at[code] | (self < code ? CONTACT_FIRST : 0u);
     }
     if ((r = device_write(c->d, c->omega, 0, n * nw * 4, w_in, e)) != SPHSIM_OK) goto done;
-    if ((r = device_write(c->d, c->slot, 0, ns * 12, sl, e)) != SPHSIM_OK) goto done;
+    if (!(h = malloc(n * slot_block(slots)))) {
+        r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory restoring the contact state of %zu particles", n);
+        goto done;
+    }
+    slots_pack(sl, h, n, slots);
+    if ((r = device_write(c->d, c->slot, 0, n * slot_block(slots), h, e)) != SPHSIM_OK) goto done;
     c->have_warm = head[5] != 0;
 done:
     free(sl);
+    free(h);
     free(id);
     free(at);
     return r;
@@ -545,10 +611,10 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     /* contacts at the start of the step and what they carried */
     const karg list[] = { KARG("n", n),          KARG("stride", stride),         KARG("gp", gp_buf),
                           KARG("cp", c->params), KARG("cell_start", cell_start), KARG("cell_end", cell_end),
-                          KARG("pos0", st->pos), KARG("radius", st->radius),     KARG("id", st->id),
-                          KARG("warm", warm),    KARG("idx", idx_arg),           KARG("group_start", c->group_start),
-                          KARG("slot", c->slot), KARG("info", c->info),          KARG("geom_grid", c->geom_grid) };
-    SPHSIM_TRY(device_set_args(d, c->k_list, list, 15, e));
+                          KARG("pos0", st->pos), KARG("v0", st->vel),            KARG("id", st->id),
+                          KARG("warm", warm),    KARG("idx", idx_arg),           KARG("slot", c->slot),
+                          KARG("info", c->info), KARG("geom_grid", c->geom_grid) };
+    SPHSIM_TRY(device_set_args(d, c->k_list, list, 14, e));
     SPHSIM_TRY(device_run1d(d, c->k_list, n, CONTACT_LOCAL, e));
 
     /* The iterate (V, W) of the impulse passes lives in two buffer pairs: V in vel_next (side 0)
@@ -561,7 +627,7 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     int s = (c->iterations & 1) ? 0 : 1;
     /* the arguments contact_warm, contact_resolve and contact_displace share
      * (CONTACT_STEP_ARGS), then each one's own */
-    karg a[19] = { KARG("n", n),
+    karg a[18] = { KARG("n", n),
                    KARG("stride", stride),
                    KARG("gp", gp_buf),
                    KARG("cp", c->params),
@@ -569,24 +635,23 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                    KARG("cell_end", cell_end),
                    KARG("pos0", st->pos),
                    KARG("v0", st->vel),
-                   KARG("mass", st->mass),
-                   KARG("radius", st->radius),
+                   KARG("group_start", c->group_start),
                    KARG("id", st->id),
                    KARG("info", c->info),
                    KARG("slot", c->slot),
                    KARG("material", c->material),
                    KARG("geom_grid", c->geom_grid) };
-    a[15] = KARG("omega", c->omega);
-    a[16] = KARG("V_out", side_v[s]);
-    a[17] = KARG("W_out", side_w[s]);
-    SPHSIM_TRY(device_set_args(d, c->k_warm, a, 18, e));
+    a[14] = KARG("omega", c->omega);
+    a[15] = KARG("V_out", side_v[s]);
+    a[16] = KARG("W_out", side_w[s]);
+    SPHSIM_TRY(device_set_args(d, c->k_warm, a, 17, e));
     SPHSIM_TRY(device_run1d(d, c->k_warm, n, CONTACT_LOCAL, e));
     for (int it = 0; it < c->iterations; ++it, s ^= 1) {
-        a[15] = KARG("V_in", side_v[s]);
-        a[16] = KARG("W_in", side_w[s]);
-        a[17] = KARG("V_out", side_v[s ^ 1]);
-        a[18] = KARG("W_out", side_w[s ^ 1]);
-        SPHSIM_TRY(device_set_args(d, c->k_resolve, a, 19, e));
+        a[14] = KARG("V_in", side_v[s]);
+        a[15] = KARG("W_in", side_w[s]);
+        a[16] = KARG("V_out", side_v[s ^ 1]);
+        a[17] = KARG("W_out", side_w[s ^ 1]);
+        SPHSIM_TRY(device_set_args(d, c->k_resolve, a, 18, e));
         SPHSIM_TRY(device_run1d(d, c->k_resolve, n, CONTACT_LOCAL, e));
     }
 
@@ -597,28 +662,27 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     SPHSIM_TRY(device_run1d(d, c->k_spin, n, CONTACT_LOCAL, e));
 
     /* positions: moved along the corrected paths, then the overlaps removed */
-    a[15] = KARG("x_out", st->vel_next);
-    SPHSIM_TRY(device_set_args(d, c->k_displace, a, 16, e));
+    a[14] = KARG("x_out", st->vel_next);
+    SPHSIM_TRY(device_set_args(d, c->k_displace, a, 15, e));
     SPHSIM_TRY(device_run1d(d, c->k_displace, n, CONTACT_LOCAL, e));
     cl_mem xs[2] = { st->vel_next, scr };
     int x = 0;
-    karg p[15] = { KARG("n", n),
+    karg p[14] = { KARG("n", n),
                    KARG("stride", stride),
                    KARG("gp", gp_buf),
                    KARG("cp", c->params),
                    KARG("cell_start", cell_start),
                    KARG("cell_end", cell_end),
                    KARG("pos0", st->pos),
-                   KARG("mass", st->mass),
-                   KARG("radius", st->radius),
+                   KARG("v0", st->vel),
                    KARG("id", st->id),
                    KARG("info", c->info),
                    KARG("slot", c->slot),
                    KARG("geom_grid", c->geom_grid) };
     for (int it = 0; it < c->iterations; ++it, x ^= 1) {
-        p[13] = KARG("x_in", xs[x]);
-        p[14] = KARG("x_out", xs[x ^ 1]);
-        SPHSIM_TRY(device_set_args(d, c->k_project, p, 15, e));
+        p[12] = KARG("x_in", xs[x]);
+        p[13] = KARG("x_out", xs[x ^ 1]);
+        SPHSIM_TRY(device_set_args(d, c->k_project, p, 14, e));
         SPHSIM_TRY(device_run1d(d, c->k_project, n, CONTACT_LOCAL, e));
     }
 
@@ -652,7 +716,7 @@ static sphsim_status enqueue_pairs(contact_solver *c, cl_mem cell_start, cl_mem 
                           KARG("cell_start", cell_start),
                           KARG("cell_end", cell_end),
                           KARG("pos", st->pos),
-                          KARG("radius", st->radius),
+                          KARG("vel", st->vel),
                           KARG("max_per", max_per),
                           KARG("count", count),
                           KARG("partner", partner_arg) };
@@ -674,7 +738,7 @@ static sphsim_status count_each(contact_solver *c, cl_mem cell_start, cl_mem cel
 sphsim_status contact_count_each(contact_solver *c, grid *g, dev_state *st, uint32_t *count, sphsim_error *e)
 {
     SPHSIM_TRY(check_grid(c, g, e));
-    if (!st->pos || !st->radius || !st->pos_next)
+    if (!st->pos || !st->vel || !st->pos_next)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_count: the state lacks positions or radii");
     if (st->n == 0) return SPHSIM_OK;
     return count_each(c, grid_cell_start(g), grid_cell_end(g), grid_params_buffer(g), st, count, e);
@@ -684,7 +748,7 @@ sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem c
                                   long *n_contacts, sphsim_error *e)
 {
     *n_contacts = 0;
-    if (!st->pos || !st->radius || !st->pos_next)
+    if (!st->pos || !st->vel || !st->pos_next)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_count: the state lacks positions or radii");
     if (st->n == 0) return SPHSIM_OK;
     uint32_t *count = malloc(st->n * sizeof *count);
@@ -700,7 +764,7 @@ sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem c
 sphsim_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
                                  unsigned max_per, uint32_t *count, uint32_t *partner, sphsim_error *e)
 {
-    if (!st->pos || !st->radius || !st->pos_next)
+    if (!st->pos || !st->vel || !st->pos_next)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_list_pairs: the state lacks positions or radii");
     if (st->n == 0) return SPHSIM_OK;
     if (max_per == 0) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact_list_pairs: max_per must be >= 1");

@@ -74,7 +74,9 @@ sphsim_status contact_set_angular_velocity(contact_solver *c, dev_state *st, con
  * built on st->pos; gp_buf: a grid_params (__constant) with radius >= 2 * max sphere radius;
  * idx: uint per particle, sorted slot -> slot in the order the last contact_enqueue wrote
  * (pos_next), or NULL: then no impulses are carried into this step.
- * st needs pos, vel, pos_next, vel_next, mass, radius, id (flags may be NULL). The solver
+ * st needs pos (with each sphere's mass in pos.w), vel (with its radius in vel.w), pos_next,
+ * vel_next and id (flags may be NULL); the step carries pos.w and vel.w into pos_next and
+ * vel_next. The solver
  * allocates its own scratch (16 B per sphere) for this. */
 sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
                               dev_state *st, sphsim_error *e);

@@ -14,16 +14,15 @@
 #define DECOMP_BINS 4096
 #define DECOMP_MAX_RANKS 4096
 
-/* One particle as the ranks exchange it (48 B): the start of each row the ranks exchange, which
+/* One particle as the ranks exchange it (40 B): the start of each row the ranks exchange, which
  * the solver's carried state per particle may follow (a row of `row` bytes in all). */
 typedef struct decomp_rec {
-    float pos[4]; /* m; SPH: w = mass (kg), as on the device (state.h) */
-    float vel[4]; /* m/s; SPH: w = the integrated density (kg/m^3) where it is state */
+    float pos[4]; /* m; w = mass (kg), as on the device (state.h) */
+    float vel[4]; /* m/s; w = a sphere's radius (m), or the integrated density (kg/m^3) where it is state */
     uint32_t id;
     uint8_t type;
     uint8_t owned; /* 1: the receiving rank owns it; 0: a halo copy */
     uint8_t pad[2];
-    float mass, radius; /* particle mode: kg, m */
 } decomp_rec;
 
 typedef struct decomp {

@@ -70,7 +70,8 @@ static size_t state_bytes_per_particle(const scene *s)
     if (s->mode == MODE_SPH)
         b += 2 * 4 /* id */ + 2 * 1 /* type */ + sph_record_bytes(s, 0); /* pos_p (m and rho ride in pos.w
                                                                 and vel.w; lists widen it, sph_list_bytes) */
-    if (s->mode == MODE_PARTICLES) b += 4 + 1 + 4 + 4; /* id, type, mass, radius (gathered through pos_next) */
+    if (s->mode == MODE_PARTICLES) b += 4; /* id (gathered through pos_next; the mass rides in pos.w, the radius
+                                              in vel.w, and every particle is a sphere: no types) */
     return b;
 }
 
@@ -264,9 +265,8 @@ static void release_mem(cl_mem *m)
 
 static void state_release(dev_state *st)
 {
-    cl_mem *all[] = { &st->pos,    &st->vel,      &st->pos_next, &st->vel_next,   &st->pos_p,
-                      &st->mass,   &st->mass_tmp, &st->radius,   &st->radius_tmp, &st->id,
-                      &st->id_tmp, &st->type,     &st->type_tmp, &st->flags,      &st->owned };
+    cl_mem *all[] = { &st->pos,    &st->vel,  &st->pos_next, &st->vel_next, &st->pos_p, &st->id,
+                      &st->id_tmp, &st->type, &st->type_tmp, &st->flags,    &st->owned };
     for (size_t i = 0; i < sizeof all / sizeof *all; ++i) release_mem(all[i]);
 }
 
@@ -280,17 +280,13 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
     SPHSIM_TRY(device_alloc(d, n * 16, "next positions", &st->pos_next, e));
     SPHSIM_TRY(device_alloc(d, n * 16, "next velocities", &st->vel_next, e));
     SPHSIM_TRY(device_alloc(d, n * 4, "ids", &st->id, e));
-    SPHSIM_TRY(device_alloc(d, n, "types", &st->type, e));
     if (c->s->mode == MODE_SPH) {
+        SPHSIM_TRY(device_alloc(d, n, "types", &st->type, e));
         /* SPH's snapshots use id_tmp as scratch (enqueue_read_back); particle mode gathers
          * through pos_next instead (rebuild_grid) */
         SPHSIM_TRY(device_alloc(d, n * 4, "ids (scratch)", &st->id_tmp, e));
         SPHSIM_TRY(device_alloc(d, n, "types (scratch)", &st->type_tmp, e));
         SPHSIM_TRY(device_alloc(d, n * sph_record_bytes(c->s, lists), "SPH positions with pressures", &st->pos_p, e));
-    }
-    if (c->s->mode == MODE_PARTICLES) {
-        SPHSIM_TRY(device_alloc(d, n * 4, "masses", &st->mass, e));
-        SPHSIM_TRY(device_alloc(d, n * 4, "radii", &st->radius, e));
     }
     if (c->exchange) SPHSIM_TRY(device_alloc(d, n, "owned flags", &st->owned, e));
     SPHSIM_TRY(device_alloc(d, 8, "flags", &st->flags, e));
@@ -299,8 +295,9 @@ static sphsim_status state_alloc(sim_ctx *c, size_t n, int lists, sphsim_error *
     return SPHSIM_OK;
 }
 
-/* Host particle k (id order) as the device holds it: SPH's mass in pos.w, an integrated density
- * (state) in vel.w of fluid particles (kernels/sph_density.cl). */
+/* Host particle k (id order) as the device holds it (state.h): the mass in pos.w; a sphere's
+ * radius in vel.w, an integrated density (state) in vel.w of fluid particles
+ * (kernels/sph_density.cl). */
 static decomp_rec host_record(const sim_ctx *c, size_t k)
 {
     const particles *p = &c->hp;
@@ -308,12 +305,11 @@ static decomp_rec host_record(const sim_ctx *c, size_t k)
     memset(&r, 0, sizeof r);
     memcpy(r.pos, &p->pos[4 * k], 16);
     memcpy(r.vel, &p->vel[4 * k], 16);
-    if (c->s->mode == MODE_SPH) r.pos[3] = p->mass[k];
+    r.pos[3] = p->mass[k];
     if (c->s->density == DENSITY_CONTINUITY && p->type[k] == PTYPE_FLUID) r.vel[3] = p->rho[k];
+    if (c->s->mode == MODE_PARTICLES) r.vel[3] = p->radius[k];
     r.id = p->id[k];
     r.type = p->type[k];
-    r.mass = p->mass[k];
-    r.radius = p->radius[k];
     return r;
 }
 
@@ -330,8 +326,6 @@ static sphsim_status upload_rows(sim_ctx *c, particles *q, const void *rows, siz
         const decomp_rec *r = (const decomp_rec *)((const unsigned char *)rows + i * row);
         memcpy(&q->pos[4 * i], r->pos, 16);
         memcpy(&q->vel[4 * i], r->vel, 16);
-        q->mass[i] = r->mass;
-        q->radius[i] = r->radius;
         q->id[i] = c->local_ids ? (uint32_t)(i0 + i) : r->id;
         q->type[i] = r->type;
         if (c->up_x) c->up_x[i0 + i] = r->pos[c->dc.axis];
@@ -347,15 +341,13 @@ static sphsim_status upload_rows(sim_ctx *c, particles *q, const void *rows, siz
     }
     SPHSIM_TRY(device_write(d, st->pos_next, i0 * 16, m * 16, q->pos, e));
     SPHSIM_TRY(device_write(d, st->vel_next, i0 * 16, m * 16, q->vel, e));
-    if (st->mass) SPHSIM_TRY(device_write(d, st->mass, i0 * 4, m * 4, q->mass, e));
     SPHSIM_TRY(device_write(d, st->id, i0 * 4, m * 4, q->id, e));
-    SPHSIM_TRY(device_write(d, st->type, i0, m, q->type, e));
-    if (st->radius) SPHSIM_TRY(device_write(d, st->radius, i0 * 4, m * 4, q->radius, e));
+    if (st->type) SPHSIM_TRY(device_write(d, st->type, i0, m, q->type, e)); /* SPH only (state.h) */
     return SPHSIM_OK;
 }
 
 /* The arrays upload_rows and the exchange's read-back use. */
-#define ROW_ARRAYS (FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE | FIELD_MASS | FIELD_RADIUS)
+#define ROW_ARRAYS (FIELD_POSITION | FIELD_VELOCITY | FIELD_ID | FIELD_TYPE)
 
 /* Upload host particles (id order) into the device arrays in `order` (ids in device order;
  * NULL = id order), through a staging buffer of UPLOAD_BLOCK rows (page-locked when the device
@@ -544,9 +536,7 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
         SPHSIM_TRY(device_read(d, st->pos_next, 0, n * 16, q->pos, e));
         SPHSIM_TRY(device_read(d, st->vel_next, 0, n * 16, q->vel, e));
         SPHSIM_TRY(device_read(d, st->id, 0, n * 4, q->id, e));
-        SPHSIM_TRY(device_read(d, st->type, 0, n, q->type, e));
-        if (st->mass) SPHSIM_TRY(device_read(d, st->mass, 0, n * 4, q->mass, e));
-        if (st->radius) SPHSIM_TRY(device_read(d, st->radius, 0, n * 4, q->radius, e));
+        if (st->type) SPHSIM_TRY(device_read(d, st->type, 0, n, q->type, e)); /* else spheres (c->rb) */
     }
     uint8_t *own = malloc(n ? n : 1);
     if (!own) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu owned flags", n);
@@ -576,8 +566,6 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
         memcpy(r->vel, &q->vel[4 * i], 16);
         r->id = id;
         r->type = q->type[i];
-        r->mass = st->mass ? q->mass[i] : 0.0f;
-        r->radius = st->radius ? q->radius[i] : 0.0f;
         if (cs) memcpy(r + 1, carried + (size_t)q->id[i] * rw, rw * 4);
     }
     free(carried);
@@ -758,7 +746,8 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
                                     : SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "reading a snapshot back failed");
     if (ev) clReleaseEvent(ev);
     for (size_t i = 0; st == SPHSIM_OK && c->local_ids && i < c->st.n; ++i) x->id[i] = c->gid[x->id[i]];
-    /* the owned rows in ascending id (c->owned's order), array by array (staging_arrays) */
+    /* the owned rows in ascending id (c->owned's order), array by array (staging_arrays; masses
+     * and radii are taken from pos.w and vel.w below) */
     const struct {
         void *src, *dst;
         size_t size;
@@ -785,8 +774,10 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
         st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI snapshot: rank %d holds %zu of the %zu particles it owns", c->rank, k,
                          c->n_owned);
     own->n = c->n_owned;
-    if (st == SPHSIM_OK && c->s->mode == MODE_SPH && own->mass) /* SPH keeps the mass in pos.w (state.h) */
+    if (st == SPHSIM_OK && own->mass) /* the device keeps the mass in pos.w (state.h) */
         for (size_t i = 0; i < own->n; ++i) own->mass[i] = own->pos[4 * i + 3];
+    if (st == SPHSIM_OK && c->s->mode == MODE_PARTICLES && own->radius) /* and a sphere's radius in vel.w */
+        for (size_t i = 0; i < own->n; ++i) own->radius[i] = own->vel[4 * i + 3];
     if (c->local_ids) job.n_contacts = comm_sum_long(touching);
     /* the gauges' rows up to this step, combined on rank 0 (gauge_rows_combine); every rank
      * writes the same rows' shape, rank 0's values */
@@ -852,9 +843,9 @@ static sphsim_status gather_array(sim_ctx *c, cl_mem *buf, cl_mem *tmp, cl_mem v
 
 /* The grid rebuilt on pos_next (the last step's output), then every per-particle array gathered
  * into the new order (state.h). Particle mode has no scratch arrays of its own: once pos_next
- * is gathered into pos its content is dead until the step writes it, so ids, types, masses and
- * radii go through it one at a time (13 B per sphere of device memory saved for a copy of as
- * many bytes per step; docs/contacts.md, "Memory"). */
+ * is gathered into pos its content is dead until the step writes it, so the ids go through it
+ * (4 B per sphere of device memory saved for a copy of as many bytes per step; masses and radii
+ * ride in pos.w and vel.w; docs/contacts.md, "Memory"). */
 static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
 {
     dev_state *st = &c->st;
@@ -863,10 +854,7 @@ static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
     SPHSIM_TRY(grid_gather(c->g, st->pos_next, st->pos, 16, n, e));
     SPHSIM_TRY(grid_gather(c->g, st->vel_next, st->vel, 16, n, e));
     SPHSIM_TRY(gather_array(c, &st->id, &st->id_tmp, st->pos_next, 4, e));
-    SPHSIM_TRY(gather_array(c, &st->type, &st->type_tmp, st->pos_next, 1, e));
-    if (st->mass) /* particle mode (SPH carries the mass in pos.w) */
-        SPHSIM_TRY(gather_array(c, &st->mass, &st->mass_tmp, st->pos_next, 4, e));
-    if (st->radius) SPHSIM_TRY(gather_array(c, &st->radius, &st->radius_tmp, st->pos_next, 4, e));
+    if (st->type) SPHSIM_TRY(gather_array(c, &st->type, &st->type_tmp, st->pos_next, 1, e)); /* SPH only */
     cl_mem none = NULL;
     if (st->owned) SPHSIM_TRY(gather_array(c, &st->owned, &none, st->pos_next, 1, e));
     return SPHSIM_OK;
@@ -970,13 +958,12 @@ static sphsim_status enqueue_read_back(sim_ctx *c, particles *q, cl_event *ready
     const int spin = c->sv.ops->angular_velocity && q->omega;
     if (spin) SPHSIM_TRY(c->sv.ops->angular_velocity(c->sv.impl, st, st->pos_next, e));
     /* the arrays staged for the output fields (staging_arrays) */
-    read_req rd[9] = { { st->pos, n * 16, q->pos }, { st->id, n * 4, q->id }, { st->type, n, q->type } };
-    int nrd = 3;
+    read_req rd[9] = { { st->pos, n * 16, q->pos }, { st->id, n * 4, q->id } };
+    int nrd = 2;
+    if (st->type) rd[nrd++] = (read_req){ st->type, n, q->type }; /* particle mode: all spheres (setup) */
     if (q->vel) rd[nrd++] = (read_req){ st->vel, n * 16, q->vel };
-    if (st->mass && q->mass) rd[nrd++] = (read_req){ st->mass, n * 4, q->mass };
     if (derived && q->rho) rd[nrd++] = (read_req){ out_rho, n * 4, q->rho };
     if (derived && q->pressure) rd[nrd++] = (read_req){ out_pressure, n * 4, q->pressure };
-    if (st->radius && q->radius) rd[nrd++] = (read_req){ st->radius, n * 4, q->radius };
     if (spin) rd[nrd++] = (read_req){ st->pos_next, n * 12, q->omega };
     *ready = NULL;
     for (int k = 0; k < nrd; ++k) {
@@ -1044,7 +1031,8 @@ static sphsim_status first_bad(sim_ctx *c, cl_mem pos, cl_mem vel, char *why, si
         r = device_read(&c->dev, pos, i0 * 16, m * 16, q.pos, e);
         if (r == SPHSIM_OK) r = device_read(&c->dev, vel, i0 * 16, m * 16, q.vel, e);
         if (r == SPHSIM_OK) r = device_read(&c->dev, st->id, i0 * 4, m * 4, q.id, e);
-        if (r == SPHSIM_OK) r = device_read(&c->dev, st->type, i0, m, q.type, e);
+        if (r == SPHSIM_OK && st->type) r = device_read(&c->dev, st->type, i0, m, q.type, e);
+        else if (!st->type) memset(q.type, PTYPE_SPHERE, m); /* particle mode: no types on the device */
         for (size_t i = 0; i < m && r == SPHSIM_OK; ++i) {
             const uint32_t k = q.id[i];
             if (k >= c->n_ids || (seen[k / 8] >> (k % 8)) & 1u) {
@@ -1412,8 +1400,11 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     }
     if (st == SPHSIM_OK) st = grid_create(&c->g, &c->dev, &gp, n_dev, e);
     if (st == SPHSIM_OK) st = state_alloc(c, n_dev, list_n > 0, e);
-    if (st == SPHSIM_OK && c->exchange)
+    if (st == SPHSIM_OK && c->exchange) {
         st = staging_alloc(c, &c->rb, n_dev, ROW_ARRAYS | staging_arrays(s), &c->rb_pinned, e);
+        if (st == SPHSIM_OK && s->mode == MODE_PARTICLES)
+            memset(c->rb.type, PTYPE_SPHERE, n_dev); /* no types on the device (state.h) */
+    }
     if (st == SPHSIM_OK && c->exchange) {
         c->st.n = n_loc;
         st = upload_rows(c, &c->rb, loc, sizeof *loc, n_loc, 0, e);
@@ -1473,6 +1464,8 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     const int slots = staging_slots(s, n, t);
     SPHSIM_TRY(staging_alloc(c, &c->sorted, n, staging_arrays(s), &c->pinned[0], e));
     if (slots == 2) SPHSIM_TRY(staging_alloc(c, &c->sorted2, n, staging_arrays(s), &c->pinned[1], e));
+    if (s->mode == MODE_PARTICLES) /* the device holds no types: every particle is a sphere */
+        for (int k = 0; k < slots; ++k) memset(k ? c->sorted2.type : c->sorted.type, PTYPE_SPHERE, n);
     else if (o->log && o->progress != PROGRESS_NONE)
         fprintf(o->log,
                 "sphsim: one snapshot staging buffer (%.3g GB of host memory each): a snapshot waits for the "

@@ -129,8 +129,6 @@ static void tsys_init(tsys *t, const scene *s, size_t n, double cell_ratio)
     assert_int_equal(device_alloc(&dev, m * 16, "vel", &st->vel, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(&dev, m * 16, "pos_next", &st->pos_next, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(&dev, m * 16, "vel_next", &st->vel_next, &e), SPHSIM_OK);
-    assert_int_equal(device_alloc(&dev, m * 4, "mass", &st->mass, &e), SPHSIM_OK);
-    assert_int_equal(device_alloc(&dev, m * 4, "radius", &st->radius, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(&dev, m * 4, "id", &st->id, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(&dev, m * 4, "idx", &t->idx_buf, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(&dev, 4, "flags", &st->flags, &e), SPHSIM_OK);
@@ -147,7 +145,7 @@ static void tsys_init(tsys *t, const scene *s, size_t n, double cell_ratio)
 static void tsys_free(tsys *t)
 {
     contact_destroy(t->c);
-    cl_mem all[] = { t->st.pos, t->st.vel,   t->st.pos_next, t->st.vel_next, t->st.mass, t->st.radius,
+    cl_mem all[] = { t->st.pos, t->st.vel,   t->st.pos_next, t->st.vel_next,
                      t->st.id,  t->st.flags, t->cs_buf,      t->ce_buf,      t->gp_buf,  t->idx_buf };
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k)
         if (all[k]) clReleaseMemObject(all[k]);
@@ -210,10 +208,12 @@ static void tsys_sort_upload(tsys *t)
     permute1(t->mass, t->perm, n, t->tmp);
     permute1(t->radius, t->perm, n, t->tmp);
     permute1(t->id, t->perm, n, t->tmp);
+    for (size_t i = 0; i < n; ++i) { /* the mass rides in pos.w, the radius in vel.w (state.h) */
+        t->pos[4 * i + 3] = t->mass[i];
+        t->vel[4 * i + 3] = t->radius[i];
+    }
     assert_int_equal(device_write(&dev, t->st.pos, 0, n * 16, t->pos, &e), SPHSIM_OK);
     assert_int_equal(device_write(&dev, t->st.vel, 0, n * 16, t->vel, &e), SPHSIM_OK);
-    assert_int_equal(device_write(&dev, t->st.mass, 0, n * 4, t->mass, &e), SPHSIM_OK);
-    assert_int_equal(device_write(&dev, t->st.radius, 0, n * 4, t->radius, &e), SPHSIM_OK);
     assert_int_equal(device_write(&dev, t->st.id, 0, n * 4, t->id, &e), SPHSIM_OK);
     for (size_t i = 0; i < n; ++i) t->idx[i] = t->slot_of_id[t->id[i]];
     assert_int_equal(device_write(&dev, t->idx_buf, 0, n * 4, t->idx, &e), SPHSIM_OK);
@@ -1081,10 +1081,6 @@ static void rg_rebuild(rgsys *r)
     assert_int_equal(grid_gather(r->g, st->vel_next, st->vel, 16, n, &e), SPHSIM_OK);
     assert_int_equal(grid_gather(r->g, st->id, st->id_tmp, 4, n, &e), SPHSIM_OK);
     t = st->id, st->id = st->id_tmp, st->id_tmp = t;
-    assert_int_equal(grid_gather(r->g, st->mass, st->mass_tmp, 4, n, &e), SPHSIM_OK);
-    t = st->mass, st->mass = st->mass_tmp, st->mass_tmp = t;
-    assert_int_equal(grid_gather(r->g, st->radius, st->radius_tmp, 4, n, &e), SPHSIM_OK);
-    t = st->radius, st->radius = st->radius_tmp, st->radius_tmp = t;
 }
 
 /* Read the state written by the last step into id order. */
@@ -1135,16 +1131,18 @@ static void test_real_grid(void **state)
     dev_state *st = &r.st;
     st->n = n;
     cl_mem *bufs16[] = { &st->pos, &st->vel, &st->pos_next, &st->vel_next };
-    cl_mem *bufs4[] = { &st->mass, &st->mass_tmp, &st->radius, &st->radius_tmp, &st->id, &st->id_tmp };
+    cl_mem *bufs4[] = { &st->id, &st->id_tmp };
     for (size_t k = 0; k < 4; ++k) assert_int_equal(device_alloc(&dev, n * 16, "state", bufs16[k], &e), SPHSIM_OK);
-    for (size_t k = 0; k < 6; ++k) assert_int_equal(device_alloc(&dev, n * 4, "state", bufs4[k], &e), SPHSIM_OK);
+    for (size_t k = 0; k < 2; ++k) assert_int_equal(device_alloc(&dev, n * 4, "state", bufs4[k], &e), SPHSIM_OK);
     assert_int_equal(device_alloc(&dev, 4, "flags", &st->flags, &e), SPHSIM_OK);
     uint32_t zero = 0;
     assert_int_equal(device_write(&dev, st->flags, 0, 4, &zero, &e), SPHSIM_OK);
+    for (size_t i = 0; i < n; ++i) { /* the mass rides in pos.w, the radius in vel.w (state.h) */
+        t.pos[4 * i + 3] = t.mass[i];
+        t.vel[4 * i + 3] = t.radius[i];
+    }
     assert_int_equal(device_write(&dev, st->pos_next, 0, n * 16, t.pos, &e), SPHSIM_OK);
     assert_int_equal(device_write(&dev, st->vel_next, 0, n * 16, t.vel, &e), SPHSIM_OK);
-    assert_int_equal(device_write(&dev, st->mass, 0, n * 4, t.mass, &e), SPHSIM_OK);
-    assert_int_equal(device_write(&dev, st->radius, 0, n * 4, t.radius, &e), SPHSIM_OK);
     assert_int_equal(device_write(&dev, st->id, 0, n * 4, t.id, &e), SPHSIM_OK);
     grid_params gp;
     double glo[3], ghi[3];
@@ -1163,11 +1161,11 @@ static void test_real_grid(void **state)
         rg_rebuild(&r);
         long nc = -1;
         assert_int_equal(contact_count(r.c, r.g, st, &nc, &e), SPHSIM_OK);
-        float *ps = malloc(n * 16), *rs = malloc(n * 4);
+        float *ps = malloc(n * 16), *rs = malloc(n * 16);
         assert_int_equal(device_read(&dev, st->pos, 0, n * 16, ps, &e), SPHSIM_OK);
-        assert_int_equal(device_read(&dev, st->radius, 0, n * 4, rs, &e), SPHSIM_OK);
+        assert_int_equal(device_read(&dev, st->vel, 0, n * 16, rs, &e), SPHSIM_OK);
         to_double(ps, pd, 4 * n);
-        to_double(rs, rd, n);
+        for (size_t i = 0; i < n; ++i) rd[i] = rs[4 * i + 3]; /* radii from vel.w */
         assert_int_equal(nc, ref_contact_pairs(n, pd, rd, 0, NULL));
         free(ps);
         free(rs);
@@ -1212,8 +1210,7 @@ static void test_real_grid(void **state)
     free(rd);
     contact_destroy(r.c);
     grid_destroy(r.g);
-    cl_mem all[] = { st->pos,    st->vel,        st->pos_next, st->vel_next, st->mass, st->mass_tmp,
-                     st->radius, st->radius_tmp, st->id,       st->id_tmp,   st->flags };
+    cl_mem all[] = { st->pos, st->vel, st->pos_next, st->vel_next, st->id, st->id_tmp, st->flags };
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k) clReleaseMemObject(all[k]);
     tsys_free(&t);
 }
@@ -1456,7 +1453,7 @@ static ref_diff compare_reference(tsys *t, const ref_contact_params *rp, int ste
         assert_int_equal(device_read(&dev, t->st.vel_next, 0, n * 16, vf, &e), SPHSIM_OK);
         tsys_omega(t, wf);
         for (size_t i = 0; i < n; ++i) {
-            for (int a = 0; a < 4; ++a) {
+            for (int a = 0; a < 3; ++a) { /* pf's w holds the mass (state.h) */
                 worst.x = fmax(worst.x, fabs(pf[4 * i + a] - po[4 * i + a]));
                 worst.v = fmax(worst.v, fabs(vf[4 * i + a] - vo[4 * i + a]));
             }

@@ -3,6 +3,7 @@
 
     python3 scripts/granular/bench_gran.py [--steps 20000] [--ranks 1,2] [--work DIR] [--same-dt]
                                            [--sphsim build/sphsim] [--device cpu] [--repeat 1]
+                                           [--side 39]
 
 The box (scripts/granular/in.gran): 39^3 = 59 319 spheres of diameter 1 (lj units: density 1)
 on a simple cubic lattice of number density 0.7 (pitch 0.7^(-1/3) = 1.126), 40 lattice cells
@@ -13,7 +14,10 @@ reaches them), friction 0.5 and the restitution of LAMMPS's spring and damping b
 spheres (e = 0.39), 4 passes, for the same simulated time at its automatic time step (0.0131,
 26 times LAMMPS's) and, with --same-dt, at LAMMPS's. Every run is timed from outside its loop as the program reports it: LAMMPS's
 "Loop time", sphsim's steps (--profile: the first snapshot's copies done to the last step done).
-Prints one JSON object: particle-steps per second of each run, and sphsim's kernels.
+Prints one JSON object: particle-steps per second of each run, sphsim's device bytes per sphere
+and its kernels. --side N runs sphsim alone on the same lattice with N^3 spheres in a tank N + 1
+pitches wide (a GPU needs 10^6 spheres and more to fill it: --side 100, 215); LAMMPS runs only the
+39^3 box.
 """
 import argparse
 import json
@@ -46,26 +50,26 @@ def lammps(steps, ranks, work):
             "simulated_time": n_steps * DT_LAMMPS}
 
 
-def scene(t_end, dt=None):
+def scene(t_end, dt=None, side=N_SIDE):
     pitch = DENSITY_SC ** (-1.0 / 3.0)
-    L = 40 * pitch
+    L = (side + 1) * pitch
     lo = pitch - 0.5  # the first lattice site is at 1 pitch, as LAMMPS's "region atoms block 1 39"
-    hi = lo + (N_SIDE - 1) * pitch + 1.0 + 1e-6
+    hi = lo + (side - 1) * pitch + 1.0 + 1e-6
     time = {"end": t_end, "cfl": 0.25}
     if dt:
         time["dt"] = dt
     return {"format": 1, "name": "gran_box", "dimensions": 3, "mode": "particles",
             "tank": {"min": [0, 0, 0], "max": [L, L, L]}, "gravity": [0, 0, -1],
-            "spheres": {"groups": [{"count": N_SIDE ** 3, "radius": 0.5, "density": 1.0, "placement": "lattice",
+            "spheres": {"groups": [{"count": side ** 3, "radius": 0.5, "density": 1.0, "placement": "lattice",
                                     "pitch": pitch, "region": {"min": [lo] * 3, "max": [hi] * 3}}],
                         "restitution": 0.39, "friction": 0.5, "iterations": 4},
             "time": time, "output": {"interval": t_end, "fields": ["position", "velocity"]}}
 
 
-def sphsim(binary, device, t_end, dt, work, tag):
+def sphsim(binary, device, t_end, dt, work, tag, side):
     path = os.path.join(work, "gran_%s.json" % tag)
     with open(path, "w") as f:
-        json.dump(scene(t_end, dt), f, indent=1)
+        json.dump(scene(t_end, dt, side), f, indent=1)
     cmd = [binary, path, "-o", os.path.join(work, "gran_%s.h5" % tag), "--overwrite", "--quiet", "--profile"]
     if device:
         cmd += ["--device", device]
@@ -75,6 +79,7 @@ def sphsim(binary, device, t_end, dt, work, tag):
     total = sum(prof.values()) or 1.0
     return {"dt": d["simulated_time_s"] / d["steps"], "steps": d["steps"], "steps_s": d["steps_s"],
             "particle_steps_per_s": d["particles"] * d["steps_timed"] / d["steps_s"],
+            "device_bytes_per_sphere": round(d["device_bytes"] / d["particles"], 2),
             "kernels_percent": {k: round(100 * v / total, 1) for k, v in sorted(prof.items(), key=lambda x: -x[1])
                                 if 100 * v / total >= 0.5},
             "device": d["device"]}
@@ -89,17 +94,20 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--repeat", type=int, default=1, help="runs of each; the fastest is reported")
     p.add_argument("--same-dt", action="store_true", help="also run sphsim at LAMMPS's time step")
+    p.add_argument("--side", type=int, default=N_SIDE, help="sphsim's spheres per lattice side")
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     t_end = args.steps * DT_LAMMPS
-    out = {"spheres": N_SIDE ** 3, "simulated_time": t_end, "lammps": [], "sphsim": {}}
+    if args.side != N_SIDE and args.ranks:
+        p.error("--side other than %d runs sphsim alone: add --ranks ''" % N_SIDE)
+    out = {"spheres": args.side ** 3, "simulated_time": t_end, "lammps": [], "sphsim": {}}
     best = lambda runs: max(runs, key=lambda r: r["particle_steps_per_s"])
     for r in [int(x) for x in args.ranks.split(",") if x]:
         out["lammps"].append(best([lammps(args.steps, r, args.work) for _ in range(args.repeat)]))
-    out["sphsim"]["automatic_dt"] = best([sphsim(args.sphsim, args.device, t_end, None, args.work, "auto")
+    out["sphsim"]["automatic_dt"] = best([sphsim(args.sphsim, args.device, t_end, None, args.work, "auto", args.side)
                                           for _ in range(args.repeat)])
     if args.same_dt:
-        out["sphsim"]["lammps_dt"] = best([sphsim(args.sphsim, args.device, t_end, DT_LAMMPS, args.work, "dt")
+        out["sphsim"]["lammps_dt"] = best([sphsim(args.sphsim, args.device, t_end, DT_LAMMPS, args.work, "dt", args.side)
                                            for _ in range(args.repeat)])
     print(json.dumps(out, indent=1))
 

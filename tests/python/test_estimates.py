@@ -38,9 +38,9 @@ def test_device_memory_estimate(sphsim_bin, repo_root, tmp_path, name):
     assert ("grid.neighbour_list=off" in sets) == (not summary.get("neighbour_lists", False)) or "spheres" in name
 
 
-# Device bytes per sphere of the box below (docs/contacts.md, "Memory": 218 B; the granular
-# issue asks for 200 B, which the slots leave out of reach without losing accuracy).
-BOX_BYTES_PER_SPHERE = 220.0
+# Device bytes per sphere of the box below: at most the 200 B the granular issue asks for
+# (docs/contacts.md, "Memory": 200.0 B).
+BOX_BYTES_PER_SPHERE = 200.0
 
 
 def test_sphere_box_memory_per_sphere(sphsim_bin, repo_root, tmp_path):
