@@ -184,7 +184,7 @@ static void test_sort_by_id(void **state)
     for (uint32_t i = 0; i < N; ++i) {
         a[i].id = i * 2654435761u; /* odd multiplier: unique ids, scattered over 32 bits */
         a[i].pos[0] = (float)i;
-        a[i].mass = (float)(a[i].id % 1000u);
+        a[i].pos[3] = (float)(a[i].id % 1000u);
     }
     a[7].id = 0xffffffffu; /* and a[0].id = 0 */
     memcpy(b, a, N * sizeof *a);
