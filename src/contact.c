@@ -569,6 +569,66 @@ sphsim_status contact_state_join(const contact_solver *c, const uint32_t *rows, 
     return SPHSIM_OK;
 }
 
+/* A byte run of the blob, merged with the last when they touch. */
+static void add_run(uint64_t *run, size_t *n_runs, uint64_t off, uint64_t len)
+{
+    if (*n_runs > 0 && run[2 * *n_runs - 2] + run[2 * *n_runs - 1] == off) {
+        run[2 * *n_runs - 1] += len;
+        return;
+    }
+    run[2 * *n_runs] = off;
+    run[2 * *n_runs + 1] = len;
+    ++*n_runs;
+}
+
+sphsim_status contact_state_runs(const contact_solver *c, const uint32_t *rows, const uint32_t *ids, size_t k,
+                                 size_t n_ids, int warm, int root, void **data, uint64_t **run, size_t *n_runs,
+                                 size_t *total, sphsim_error *e)
+{
+    const size_t slots = c->cp.slots, nw = omega_floats(&c->cp), rw = nw + 3 * slots;
+    *data = NULL;
+    *run = NULL;
+    *n_runs = 0;
+    *total = state_words(n_ids, slots, nw) * 4;
+    for (size_t i = 0; i < k; ++i)
+        if (ids[i] >= n_ids || (i > 0 && ids[i] <= ids[i - 1]))
+            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "contact state: share row %zu holds sphere %u (of %zu), out of order",
+                               i, ids[i], n_ids);
+    uint32_t *d = malloc((root ? STATE_HEADER * 4 : 0) + k * rw * 4 + 4);
+    uint64_t *r = malloc((2 * k + 1) * 2 * sizeof *r);
+    if (!d || !r) {
+        free(d);
+        free(r);
+        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the contact state of %zu spheres", k);
+    }
+    uint32_t *at = d;
+    size_t nr = 0;
+    if (root) {
+        const uint32_t head[STATE_HEADER] = { STATE_MAGIC, STATE_VERSION, (uint32_t)n_ids, (uint32_t)slots,
+                                              c->cp.dims,  (uint32_t)(warm != 0), 0, 0 };
+        memcpy(at, head, sizeof head);
+        at += STATE_HEADER;
+        add_run(r, &nr, 0, sizeof head);
+    }
+    for (size_t i = 0; i < k; ++i, at += nw) { /* the angular velocities, then the slots */
+        memcpy(at, rows + i * rw, nw * 4);
+        add_run(r, &nr, (STATE_HEADER + (uint64_t)ids[i] * nw) * 4, nw * 4);
+    }
+    for (size_t i = 0; i < k; ++i, at += 3 * slots) {
+        memcpy(at, rows + i * rw + nw, slots * 12);
+        for (size_t q = 0; q < slots; ++q)
+            if (code_is_sphere(at[3 * q]) && at[3 * q] >= n_ids) { /* as contact_state_join: an empty slot */
+                at[3 * q] = CONTACT_NO_ID;
+                at[3 * q + 1] = at[3 * q + 2] = 0;
+            }
+        add_run(r, &nr, (STATE_HEADER + (uint64_t)n_ids * nw + (uint64_t)ids[i] * slots * 3) * 4, slots * 12);
+    }
+    *data = d;
+    *run = r;
+    *n_runs = nr;
+    return SPHSIM_OK;
+}
+
 sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, cl_mem idx,
                               dev_state *st, sphsim_error *e)
 {

@@ -124,6 +124,15 @@ sphsim_status contact_state_rows(const contact_solver *c, const void *blob, size
                                  uint32_t *rows, int *warm, sphsim_error *e);
 sphsim_status contact_state_join(const contact_solver *c, const uint32_t *rows, size_t n, const uint32_t *gid, int warm,
                                  void **blob, size_t *bytes, sphsim_error *e);
+/* One rank's share of the blob of a run of n_ids spheres (partners by particle id), for a
+ * collective write (output_write_shares): its k rows (contact_state_rows' form, partners by
+ * particle id) of the spheres ids[0..k-1] (ascending), and the header too when `root`, as runs
+ * of the blob's bytes (offset, length; ascending) in *run and their bytes in *data, in that
+ * order; *total: the blob's size. Over the ranks every sphere once, these are the bytes
+ * contact_state_join gives for the whole run. */
+sphsim_status contact_state_runs(const contact_solver *c, const uint32_t *rows, const uint32_t *ids, size_t k,
+                                 size_t n_ids, int warm, int root, void **data, uint64_t **run, size_t *n_runs,
+                                 size_t *total, sphsim_error *e);
 sphsim_status contact_count_cells(contact_solver *c, cl_mem cell_start, cl_mem cell_end, cl_mem gp_buf, dev_state *st,
                                   long *n_contacts, sphsim_error *e);
 

@@ -398,6 +398,7 @@ static void output_free(output *o)
     free(o->buf);
     free(o->gauge_rows);
     free(o->runs);
+    free(o->share_runs);
     free(o);
 }
 
@@ -720,7 +721,15 @@ static int write_state(output *o, const void *blob, size_t bytes, hsize_t k)
         w = (long long)bytes;
     }
     if (bytes > (size_t)w) return -1; /* refused with a message by output_write before */
-    if (bytes > 0) {
+    if (o->par && o->share) { /* every rank its own bytes (output_write_shares), one collective transfer */
+        if (bytes != (size_t)w) {
+            h5io_set_reason("the solver state's shares do not fill its dataset");
+            return -1;
+        }
+        if (h5io_ds_write_runs(f, name, H5T_NATIVE_UINT8, o->share->data, k % 2, o->share_runs, o->share->n_runs,
+                               1) < 0)
+            return -1;
+    } else if (bytes > 0) {
         if (ensure_buf(o, (size_t)w) < 0) return -1;
         if (blob) memcpy(o->buf, blob, bytes);
         memset((char *)o->buf + (blob ? bytes : 0), 0, (size_t)w - (blob ? bytes : 0));
@@ -832,6 +841,38 @@ sphsim_status output_write_state(output *o, const particles *p, const output_sna
         return SPHSIM_FAIL(e, SPHSIM_E_IO, "output_write_state: '%s' is open on every rank (output_write_share)",
                            o->path);
     return write_snapshot(o, p, si, state, state_bytes, e);
+}
+
+sphsim_status output_write_shares(output *o, const particles *p, const uint32_t *ids, const output_snapshot_info *si,
+                                  const output_state_share *state, sphsim_error *e)
+{
+    if (!o || !o->par) return SPHSIM_FAIL(e, SPHSIM_E_IO, "output_write_shares: the output is not parallel");
+    if (state->n_runs * 2 > o->cap_share_runs) {
+        hsize_t *r = realloc(o->share_runs, state->n_runs * 2 * sizeof *r);
+        if (!r) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory writing '%s'", o->path);
+        o->share_runs = r;
+        o->cap_share_runs = state->n_runs * 2;
+    }
+    int bad = 0;
+    uint64_t end = 0, mine = 0;
+    for (size_t j = 0; j < state->n_runs; ++j) {
+        const uint64_t a = state->run[2 * j], len = state->run[2 * j + 1];
+        bad |= a < end || len == 0 || a + len > state->bytes;
+        end = a + len;
+        mine += len;
+        o->share_runs[2 * j] = (hsize_t)a;
+        o->share_runs[2 * j + 1] = (hsize_t)len;
+    }
+    /* every byte once over the ranks */
+    if (comm_or_u32((uint32_t)bad) || (uint64_t)comm_sum_long((long)mine) != state->bytes)
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "cannot write snapshot %llu to '%s': the ranks' shares are not the %zu bytes of the solver "
+                           "state once each",
+                           (unsigned long long)o->nsteps, o->path, state->bytes);
+    o->share = state;
+    const sphsim_status st = output_write_share(o, p, ids, si, NULL, state->bytes, e);
+    o->share = NULL;
+    return st;
 }
 
 sphsim_status output_write_share(output *o, const particles *p, const uint32_t *ids, const output_snapshot_info *si,

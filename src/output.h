@@ -81,6 +81,20 @@ sphsim_status output_open_parallel(output **o, const char *path, const scene *s,
 sphsim_status output_write_share(output *o, const particles *p, const uint32_t *ids, const output_snapshot_info *si,
                                  const void *state, size_t state_bytes, sphsim_error *e);
 
+/* A solver state written by every rank, each its own bytes of it (particle mode: the rows of the
+ * spheres it owns): `bytes` of it in all, of which this rank holds run[2 j] .. run[2 j] +
+ * run[2 j + 1] - 1 (ascending, disjoint) of n_runs runs, their bytes in `data` in that order. */
+typedef struct output_state_share {
+    const void *data;
+    const uint64_t *run;
+    size_t n_runs, bytes;
+} output_state_share;
+
+/* output_write_share with the solver state in shares (every rank passes the same bytes and its
+ * own runs; over the ranks every byte once): one collective transfer instead of rank 0's. */
+sphsim_status output_write_shares(output *o, const particles *p, const uint32_t *ids, const output_snapshot_info *si,
+                                  const output_state_share *state, sphsim_error *e);
+
 /* Whether the particle rows of the last output_write_share went as collective MPI-IO (1), fell
  * back to independent I/O (0) or cannot be told (-1: serial file, or nothing written yet). */
 int output_io_collective(const output *o);

@@ -68,6 +68,9 @@ struct output {
     size_t n_local;      /* their count */
     hsize_t *runs;       /* ids as runs of consecutive ids: start, length (h5io_ds_write_runs) */
     size_t n_runs, cap_runs;
+    const output_state_share *share; /* the snapshot being written: its solver state in shares (par), or NULL */
+    hsize_t *share_runs;             /* share's runs as h5io_ds_write_runs takes them */
+    size_t cap_share_runs;
     int io_collective; /* the last snapshot's particle rows went as collective MPI-IO (1), not (0), unknown (-1) */
 };
 

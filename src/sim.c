@@ -637,46 +637,34 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
     return rst;
 }
 
-/* Particle mode with local ids: this rank's contact state (*blob, by device id) becomes on rank 0
- * the whole run's, by particle id, as --resume reads it: each rank's owned rows, gathered. */
-static sphsim_status gather_state(sim_ctx *c, void **blob, size_t *bytes, sphsim_error *e)
+/* Particle mode on several ranks (local ids), at a snapshot: this rank's share of the run's
+ * contact state, by particle id (contact_state_runs): the rows of the spheres it owns, from its
+ * own blob (contact_state_save, partners by device id), for one collective write. */
+static sphsim_status share_state(sim_ctx *c, const void *blob, size_t bytes, output_state_share *sh, void **data,
+                                 uint64_t **run, sphsim_error *e)
 {
     contact_solver *cs = c->sv.impl;
-    const size_t n = c->st.n, rw = contact_row_words(cs), row = (rw + 1) * 4;
-    uint32_t *rows = malloc((n ? n : 1) * rw * 4), *mine = malloc((c->n_owned ? c->n_owned : 1) * row);
-    uint32_t *all = c->rank == 0 ? malloc((c->n_ids ? c->n_ids : 1) * row) : NULL;
-    uint32_t *sorted = c->rank == 0 ? malloc((c->n_ids ? c->n_ids : 1) * rw * 4) : NULL;
+    const size_t n = c->st.n, rw = contact_row_words(cs);
+    uint32_t *rows = malloc((n ? n : 1) * rw * 4), *mine = malloc((c->n_owned ? c->n_owned : 1) * rw * 4);
+    uint32_t *ids = malloc((c->n_owned ? c->n_owned : 1) * 4);
     int warm = 0;
-    sphsim_status st = rows && mine && (c->rank != 0 || (all && sorted))
-                           ? contact_state_rows(cs, *blob, *bytes, n, c->gid, rows, &warm, e)
-                           : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the contact state");
-    size_t k = 0; /* the owned rows, each after its particle id */
+    sphsim_status st = rows && mine && ids ? contact_state_rows(cs, blob, bytes, n, c->gid, rows, &warm, e)
+                                           : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the contact state");
+    size_t k = 0; /* the owned rows, in ascending id as the device numbers them */
     for (size_t i = 0; st == SPHSIM_OK && i < n; ++i) {
         if (decomp_find(c->owned, c->n_owned, c->gid[i]) < 0) continue;
-        mine[k * (rw + 1)] = c->gid[i];
-        memcpy(mine + k * (rw + 1) + 1, rows + i * rw, rw * 4);
+        ids[k] = c->gid[i];
+        memcpy(mine + k * rw, rows + i * rw, rw * 4);
         ++k;
     }
     warm = (int)comm_or_u32((uint32_t)warm);
-    size_t total = 0;
-    sphsim_status g = comm_gather(mine, st == SPHSIM_OK ? k * row : 0, all, &total, e);
-    if (st == SPHSIM_OK) st = g;
-    if (st == SPHSIM_OK && c->rank == 0 && total != c->n_ids * row)
-        st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI snapshot: the ranks own %zu spheres' contact state, the run has %zu",
-                         total / row, c->n_ids);
-    if (st == SPHSIM_OK && c->rank == 0) {
-        for (size_t j = 0; j < c->n_ids; ++j) {
-            const uint32_t id = all[j * (rw + 1)];
-            if (id < c->n_ids) memcpy(sorted + (size_t)id * rw, all + j * (rw + 1) + 1, rw * 4);
-        }
-        free(*blob);
-        *blob = NULL;
-        st = contact_state_join(cs, sorted, c->n_ids, NULL, warm, blob, bytes, e);
-    }
+    size_t n_runs = 0, total = 0;
+    if (st == SPHSIM_OK)
+        st = contact_state_runs(cs, mine, ids, k, c->n_ids, warm, c->rank == 0, data, run, &n_runs, &total, e);
+    *sh = (output_state_share){ *data, *run, n_runs, total };
     free(rows);
     free(mine);
-    free(all);
-    free(sorted);
+    free(ids);
     return st;
 }
 
@@ -710,8 +698,9 @@ static sphsim_status restore_share(sim_ctx *c, const void *blob, size_t bytes, s
  * restart"): each rank reads its rows back (as enqueue_read_back does for one), puts those of
  * the particles it owns in id order (c->own) and writes them at their id positions of the
  * shared file, in one collective transfer per dataset (output_write_share); rank 0 adds the
- * records, the solver state (gathered by particle id, gather_state), the gauges' rows and the
- * commit. Synchronous: every rank waits for the write and its syncs. */
+ * records, the gauges' rows, the commit and the solver state; of particle mode's state every rank
+ * writes its owned spheres' rows, by particle id (share_state). Synchronous: every rank waits for
+ * the write and its syncs. */
 static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint flags[2], sim_result *r, sphsim_error *e)
 {
     const double t0 = now_s();
@@ -733,8 +722,15 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
         SPHSIM_TRY(c->sv.ops->snapshot(c->sv.impl, c->g, &c->st, &job.n_contacts, e));
     }
     sphsim_status st = c->sv.ops->save_state(c->sv.impl, c->g, &c->st, &job.state, &job.state_bytes, e);
-    if (st == SPHSIM_OK && c->local_ids) st = gather_state(c, &job.state, &job.state_bytes, e);
-    if (c->rank != 0) {
+    output_state_share share = { 0 };
+    void *share_data = NULL;
+    uint64_t *share_run = NULL;
+    if (c->local_ids) { /* every rank takes part, also after a failure of its own */
+        const sphsim_status sst = share_state(c, st == SPHSIM_OK ? job.state : NULL, st == SPHSIM_OK ? job.state_bytes : 0,
+                                              &share, &share_data, &share_run, e);
+        if (st == SPHSIM_OK) st = sst;
+    }
+    if (c->rank != 0 || c->local_ids) {
         free(job.state);
         job.state = NULL;
     }
@@ -788,6 +784,8 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
     if (comm_or_u32(st != SPHSIM_OK)) {
         gauge_blocks_free(job.gauges);
         free(job.state);
+        free(share_data);
+        free(share_run);
         return st != SPHSIM_OK ? st : SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI snapshot: another rank failed");
     }
     /* the particles outside the tank: each rank counts those it owns */
@@ -806,9 +804,13 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
         const output_gauge_rows rows = { b->step0, b->rows, b->offset, b->data };
         st = output_write_gauges(c->out, &rows, e);
     }
-    if (st == SPHSIM_OK) st = output_write_share(c->out, own, c->owned, &si, job.state, (size_t)state_bytes, e);
+    if (st == SPHSIM_OK)
+        st = c->local_ids ? output_write_shares(c->out, own, c->owned, &si, &share, e)
+                          : output_write_share(c->out, own, c->owned, &si, job.state, (size_t)state_bytes, e);
     gauge_blocks_free(job.gauges);
     free(job.state);
+    free(share_data);
+    free(share_run);
     if (st != SPHSIM_OK) return st;
     r->snapshots++;
     c->written = r->snapshots;

@@ -120,6 +120,14 @@ def test_every_rank_count_writes_the_same_file(mpi_bin, reader, tmp_path, case):
     assert np.array_equal(snaps[-1]["id"], np.arange(n))
     if case.startswith("spheres"):  # something to compare: contacts, and spin
         assert snaps[-1]["n_contacts"] > 0 and np.abs(snaps[-1]["angular_velocity"]).max() > 0
+        # the contact state --resume reads, which each rank writes its own spheres' rows of
+        states = {}
+        for ranks, path in files.items():
+            with h5py.File(path, "r") as f:
+                states[ranks] = (f["sphsim/restart/solver_state"][()], f["sphsim/restart/solver_state_bytes"][()])
+        assert states[1][1].min() > 0
+        for ranks in (2, 3):
+            assert np.array_equal(states[ranks][0], states[1][0]) and np.array_equal(states[ranks][1], states[1][1])
 
 
 def test_ranks_write_their_own_rows_collectively(mpi_bin, reader, tmp_path):
