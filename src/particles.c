@@ -216,3 +216,11 @@ sphsim_status particles_scatter_by_id(const particles *q, particles *p, int thre
     free(inv);
     return SPHSIM_OK;
 }
+
+void particles_from_lanes(particles *p, int spheres)
+{
+    if (p->mass)
+        for (size_t i = 0; i < p->n; ++i) p->mass[i] = p->pos[4 * i + 3];
+    if (spheres && p->radius)
+        for (size_t i = 0; i < p->n; ++i) p->radius[i] = p->vel[4 * i + 3];
+}

@@ -52,6 +52,9 @@ void particles_touch(particles *p, int threads);
 /* Frees every array not in `arrays` (it becomes NULL). */
 void particles_keep(particles *p, unsigned arrays);
 void particles_free(particles *p);
+/* The masses (and, when `spheres`, the radii) of rows read back from the device, which keeps
+ * them in the spare lanes pos.w (and vel.w) (state.h): into p->mass (p->radius) where allocated. */
+void particles_from_lanes(particles *p, int spheres);
 
 /* Scatter `sorted` (rows in device order, sorted->id[i] the particle id of row i) into `out`
  * in id order (same n), every array the two both have (out->id[k] = k); fails if an id is out

@@ -770,10 +770,7 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
         st = SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI snapshot: rank %d holds %zu of the %zu particles it owns", c->rank, k,
                          c->n_owned);
     own->n = c->n_owned;
-    if (st == SPHSIM_OK && own->mass) /* the device keeps the mass in pos.w (state.h) */
-        for (size_t i = 0; i < own->n; ++i) own->mass[i] = own->pos[4 * i + 3];
-    if (st == SPHSIM_OK && c->s->mode == MODE_PARTICLES && own->radius) /* and a sphere's radius in vel.w */
-        for (size_t i = 0; i < own->n; ++i) own->radius[i] = own->vel[4 * i + 3];
+    if (st == SPHSIM_OK) particles_from_lanes(own, c->s->mode == MODE_PARTICLES);
     if (c->local_ids) job.n_contacts = comm_sum_long(touching);
     /* the gauges' rows up to this step, combined on rank 0 (gauge_rows_combine); every rank
      * writes the same rows' shape, rank 0's values */

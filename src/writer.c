@@ -78,10 +78,7 @@ static sphsim_status write_one(snapshot_writer *w, particles *q, snapshot_job *j
                            cl_error_name(err));
     phase_s[0] += (t1 = now_s()) - t;
     t = t1;
-    if (q->mass) /* the device keeps the mass in pos.w (state.h) */
-        for (size_t i = 0; i < q->n; ++i) q->mass[i] = q->pos[4 * i + 3];
-    if (w->s->mode == MODE_PARTICLES && q->radius) /* and a sphere's radius in vel.w */
-        for (size_t i = 0; i < q->n; ++i) q->radius[i] = q->vel[4 * i + 3];
+    particles_from_lanes(q, w->s->mode == MODE_PARTICLES);
     particles *p = w->hp;
     SPHSIM_TRY(particles_scatter_by_id(q, p, w->threads, e));
     output_snapshot_info si = { 0 };
