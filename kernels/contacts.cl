@@ -86,6 +86,27 @@ inline void contact_slot_store(__global uchar *blk, uint k, uint S, uint3 s)
     ((__global ushort *)(blk + 8u * S))[k] = (ushort)(h >> 8);
     blk[10u * S + k] = (uchar)h;
 }
+#ifndef CONTACT_AHEAD
+#define CONTACT_AHEAD 0
+#endif
+/* CPUs (-DCONTACT_AHEAD=D, tuning's contact_ahead): request the slot block of the sphere D items
+ * further on in the sorted order now, so that it is in the cache when that item comes: PoCL runs
+ * a work-group's items one after another, and the blocks lie by id, scattered over the sorted
+ * order (docs/performance.md). A sphere without contacts is skipped when `info` is given: the
+ * stages that take info skip such a sphere and never read its block. */
+inline void contact_ahead(__global const uchar *slot, __global const uint *id, __global const uchar *info, uint i,
+                          uint n, uint S)
+{
+#if CONTACT_AHEAD > 0
+    const uint a = i + CONTACT_AHEAD;
+    if (a < n && (!info || info[a] != 0u)) {
+        __global const uchar *b = slot + (size_t)id[a] * CONTACT_SLOT_BYTES(S);
+        __builtin_prefetch(b);
+        __builtin_prefetch(b + CONTACT_SLOT_BYTES(S) - 1u);
+    }
+#endif
+}
+
 /* The end of a sphere's slots (k < S): an empty code; what follows it is never read. */
 inline void contact_slot_end(__global uchar *blk, uint k) { ((__global uint *)blk)[k] = CONTACT_NO_ID; }
 inline uint contact_code(uint3 slot) { return slot.x; }
@@ -381,6 +402,7 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
+    contact_ahead(slot, id, 0, i, n, cp->slots);
     const uint S = cp->slots, id_i = id[i];
     __global uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);
     uint3 old[CONTACT_SLOTS_MAX];
@@ -467,6 +489,7 @@ __kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __glo
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
+    contact_ahead(slot, id, info, i, n, cp->slots);
     const uint d_i = info[i];
     if (d_i == 0u) return; /* a free sphere: no stage reads its iterate (contact_integrate) */
     const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
@@ -509,6 +532,7 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
+    contact_ahead(slot, id, info, i, n, cp->slots);
     const uint d_i = info[i];
     if (d_i == 0u) return; /* a free sphere */
     const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
@@ -592,6 +616,7 @@ __kernel void contact_displace(CONTACT_STEP_ARGS, __global float4 *x_out)
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
+    contact_ahead(slot, id, info, i, n, cp->slots);
     const uint d_i = info[i];
     if (d_i == 0u) return; /* a free sphere */
     const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
@@ -635,6 +660,7 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
 {
     const uint i = spread_item(stride);
     if (i >= n) return;
+    contact_ahead(slot, id, info, i, n, cp->slots);
     const uint S = cp->slots, id_i = id[i], d_i = CONTACT_DEGREE(info[i]);
     if (d_i == 0u) return; /* a free sphere: inside the walls, no overlap to remove */
     __global const uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,7 +196,7 @@ static sphsim_status check_coefficient(double v, double hi, const char *key, sph
     return SPHSIM_OK;
 }
 
-static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, sphsim_error *e)
+static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, const sphsim_tuning *t, sphsim_error *e)
 {
     if (s->dims != 2 && s->dims != 3)
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE, "dimensions: expected 2 or 3, got %d", s->dims);
@@ -215,7 +216,14 @@ static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, sp
     for (int g = 0; g < s->n_groups; ++g)
         if (s->groups[g].radius > c->r_max) c->r_max = s->groups[g].radius;
     contact_params_from_scene(s, &c->cp);
-    SPHSIM_TRY(device_build(d, "contacts.cl", c->cp.moving ? "-DMOTION" : "", &c->prog, e));
+    /* the slots of the sphere `ahead` items on requested early on CPUs: PoCL runs a work-group's
+     * items in turn, and the blocks lie by id, scattered over the sorted order; the first load
+     * of a block was the stages' costliest instruction (docs/performance.md, "Spheres against
+     * LAMMPS"). GPUs keep many spheres in flight instead. */
+    const int knob = t ? t->contact_ahead : TUNE_AUTO, ahead = knob != TUNE_AUTO ? knob : d->is_gpu ? 0 : 4;
+    char opts[64];
+    snprintf(opts, sizeof opts, "%s -DCONTACT_AHEAD=%d", c->cp.moving ? "-DMOTION" : "", ahead);
+    SPHSIM_TRY(device_build(d, "contacts.cl", opts, &c->prog, e));
     struct {
         const char *name;
         cl_kernel *k;
@@ -249,12 +257,13 @@ static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, sp
     return st;
 }
 
-sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s, sphsim_error *e)
+sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s, const sphsim_tuning *t,
+                             sphsim_error *e)
 {
     *out = NULL;
     contact_solver *c = calloc(1, sizeof *c);
     if (!c) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory creating the contact solver");
-    sphsim_status st = create(c, d, s, e);
+    sphsim_status st = create(c, d, s, t, e);
     const size_t grid_bytes = s->geom_grid_n ? s->geom_grid_n * sizeof(float) : 4;
     if (st == SPHSIM_OK)
         st = device_alloc(d, grid_bytes + (c->cp.moving ? MOTION_DEV_BYTES : 0), "signed distance grids", &c->geom_grid,
@@ -962,13 +971,14 @@ size_t contact_state_size(int dims, size_t n)
     return state_words(n, dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D, dims == 3 ? 3 : 1) * 4;
 }
 
-sphsim_status contact_solver_open(solver *out, ocl_device *d, const scene *s, sphsim_error *e)
+sphsim_status contact_solver_open(solver *out, ocl_device *d, const scene *s, const sphsim_tuning *t,
+                                  sphsim_error *e)
 {
     static const solver_ops ops = { op_begin_step,    op_prepare, op_advance,  op_snapshot, op_save_state,
                                     op_restore_state, NULL,       op_counters, op_destroy,  op_angular_velocity,
                                     op_state_size,    op_set_step };
     contact_solver *c = NULL;
-    SPHSIM_TRY(contact_create(&c, d, s, e));
+    SPHSIM_TRY(contact_create(&c, d, s, t, e));
     *out = (solver){ &ops, c };
     return SPHSIM_OK;
 }

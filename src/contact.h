@@ -30,6 +30,7 @@
 #include "scene.h"
 #include "solver.h"
 #include "state.h"
+#include "tuning.h"
 #include "../kernels/contact_shared.h"
 
 typedef struct contact_solver contact_solver;
@@ -41,7 +42,9 @@ void contact_params_from_scene(const scene *s, contact_params *p);
  * the walls). */
 void contact_materials(const scene *s, uint32_t *group_start, float *material);
 
-sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s, sphsim_error *e);
+/* t: the tuning (contact_ahead); NULL: the defaults. */
+sphsim_status contact_create(contact_solver **out, ocl_device *d, const scene *s, const sphsim_tuning *t,
+                             sphsim_error *e);
 void contact_destroy(contact_solver *c);
 
 /* Enqueue one step on `st` (sorted) using grid `g`. Never blocks the host. Fails
@@ -144,6 +147,7 @@ sphsim_status contact_list_pairs(contact_solver *c, cl_mem cell_start, cl_mem ce
                                  unsigned max_per, uint32_t *count, uint32_t *partner, sphsim_error *e);
 
 /* The contact solver of a run (contact_create) behind the time loop's interface (solver.h). */
-sphsim_status contact_solver_open(solver *out, ocl_device *d, const scene *s, sphsim_error *e);
+sphsim_status contact_solver_open(solver *out, ocl_device *d, const scene *s, const sphsim_tuning *t,
+                                  sphsim_error *e);
 
 #endif

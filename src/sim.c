@@ -1416,7 +1416,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
      * positions and velocities from the snapshot) */
     if (st == SPHSIM_OK)
         st = s->mode == MODE_SPH ? sph_solver_open(&c->sv, &c->dev, s, list_n, t, &c->hp, c->g, &c->st, e)
-                                 : contact_solver_open(&c->sv, &c->dev, s, e);
+                                 : contact_solver_open(&c->sv, &c->dev, s, t, e);
     /* after the upload, before the first rebuild: the first step carries what the stored
      * snapshot's next step carried */
     if (st == SPHSIM_OK && state && c->local_ids) /* the stored state by particle id, this rank's share */

@@ -46,6 +46,8 @@ static const knob knobs[] = {
       "register cap of the density and list programs, 0: none (auto: 40 on NVIDIA's GPUs)" },
     { "native_math", K_INT, AT(native_math), 0, 1, "auto|0|1", "auto",
       "native_sqrt and native_divide in the pair loops (auto: 1 on NVIDIA's GPUs)" },
+    { "contact_ahead", K_INT, AT(contact_ahead), 0, 64, "auto|0-64", "auto",
+      "contact stages: fetch the slots of the sphere N items ahead, 0: none (auto: 4 on CPUs, 0 on GPUs)" },
     { "init_threads", K_INT, AT(init_threads), 1, 64, "auto|1-64", "auto",
       "host threads of the initial state and of touching staging memory" },
     { "writer_threads", K_INT, AT(writer_threads), 1, 64, "auto|1-64", "auto",

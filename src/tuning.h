@@ -35,6 +35,9 @@ typedef struct sphsim_tuning {
     int density_regs; /* TUNE_AUTO (40 on NVIDIA's GPUs), 0 (no cap), 16-255: register cap of the
                          density and list programs (NVIDIA only) */
     int native_math;  /* TUNE_AUTO (NVIDIA's GPUs), 0, 1: native_sqrt/native_divide in the pair loops */
+    /* contact solver (src/contact.c) */
+    int contact_ahead; /* TUNE_AUTO (CPUs 4, GPUs 0), 0-64: the stages request the contact slots of the
+                          sphere that many items ahead (0: none) */
     /* host */
     int init_threads;    /* TUNE_AUTO, 1-64: threads of the initial state and of page touching */
     int writer_threads;  /* TUNE_AUTO, 1-64: threads of a snapshot's id order */

@@ -81,6 +81,9 @@ typedef struct tsys {
     contact_solver *c;
 } tsys;
 
+/* The tuning tsys_init hands the solver (NULL: the defaults). */
+static const sphsim_tuning *tsys_tune;
+
 static void tsys_init(tsys *t, const scene *s, size_t n, double cell_ratio)
 {
     sphsim_error e;
@@ -138,7 +141,7 @@ static void tsys_init(tsys *t, const scene *s, size_t n, double cell_ratio)
     assert_int_equal(device_alloc(&dev, gp->n_cells * 4, "cell_end", &t->ce_buf, &e), SPHSIM_OK);
     assert_int_equal(device_alloc(&dev, sizeof *gp, "grid params", &t->gp_buf, &e), SPHSIM_OK);
     assert_int_equal(device_write(&dev, t->gp_buf, 0, sizeof *gp, gp, &e), SPHSIM_OK);
-    sphsim_status rc = contact_create(&t->c, &dev, s, &e);
+    sphsim_status rc = contact_create(&t->c, &dev, s, tsys_tune, &e);
     if (rc != SPHSIM_OK) fail_msg("contact_create: %s", e.msg);
 }
 
@@ -1061,6 +1064,35 @@ static void test_determinism(void **state)
     free(i2);
 }
 
+/* The slots requested ahead (tuning.contact_ahead; the device's default on this one, then none,
+ * one item and 16 items ahead) change nothing: the cloud's state is the same to the bit. */
+static void test_ahead_same(void **state)
+{
+    (void)state;
+    const size_t n = 400;
+    float *p0 = malloc(n * 16), *v0 = malloc(n * 16), *p = malloc(n * 16), *v = malloc(n * 16);
+    uint32_t *i0 = malloc(n * 4), *ids = malloc(n * 4);
+    run_cloud(60, p0, v0, i0, n);
+    const int ahead[] = { 0, 1, 16 };
+    sphsim_tuning t;
+    tuning_defaults(&t);
+    for (size_t k = 0; k < sizeof ahead / sizeof *ahead; ++k) {
+        t.contact_ahead = ahead[k];
+        tsys_tune = &t;
+        run_cloud(60, p, v, ids, n);
+        tsys_tune = NULL;
+        assert_memory_equal(i0, ids, n * 4);
+        assert_memory_equal(p0, p, n * 16);
+        assert_memory_equal(v0, v, n * 16);
+    }
+    free(p0);
+    free(v0);
+    free(p);
+    free(v);
+    free(i0);
+    free(ids);
+}
+
 /* The real device grid (src/grid.c) with contact_step, as sim.c drives it: rebuild on pos_next,
  * gather every array into the new order, step. Its Morton order differs from the host table's
  * linear order, so sums run in another order: states agree to rounding, not bitwise. */
@@ -1152,7 +1184,7 @@ static void test_real_grid(void **state)
     }
     assert_int_equal(grid_geometry(3, glo, ghi, s.support, 1.0, &gp, &e), SPHSIM_OK);
     assert_int_equal(grid_create(&r.g, &dev, &gp, n, &e), SPHSIM_OK);
-    assert_int_equal(contact_create(&r.c, &dev, &s, &e), SPHSIM_OK);
+    assert_int_equal(contact_create(&r.c, &dev, &s, NULL, &e), SPHSIM_OK);
 
     float *pa = malloc(n * 16), *va = malloc(n * 16), *pb = malloc(n * 16), *vb = malloc(n * 16);
     double *pd = malloc(n * 32), *rd = malloc(n * 8);
@@ -1276,7 +1308,7 @@ static void test_state_round_trip(void **state)
     state_step(&t, t.c, perm, pa, va); /* the original solver's next step */
 
     contact_solver *cb = NULL, *cc = NULL;
-    assert_int_equal(contact_create(&cb, &dev, &s, &e), SPHSIM_OK);
+    assert_int_equal(contact_create(&cb, &dev, &s, NULL, &e), SPHSIM_OK);
     sphsim_status rc = contact_state_restore(cb, &t.st, blob, bytes, &e);
     if (rc != SPHSIM_OK) fail_msg("contact_state_restore: %s", e.msg);
     state_step(&t, cb, ident, pb, vb);
@@ -1321,7 +1353,7 @@ static void test_state_round_trip(void **state)
     assert_true(short_lists > 0); /* discs with fewer contacts than slots */
 
     /* cold start (no carried impulses, no rotation): the state matters here */
-    assert_int_equal(contact_create(&cc, &dev, &s, &e), SPHSIM_OK);
+    assert_int_equal(contact_create(&cc, &dev, &s, NULL, &e), SPHSIM_OK);
     state_step(&t, cc, ident, pc, vc);
     double dv = 0;
     for (size_t i = 0; i < 4 * n; ++i) dv = fmax(dv, fabs((double)vc[i] - va[i]));
@@ -1358,7 +1390,7 @@ static void test_state_round_trip(void **state)
     memcpy(bad, blob, bytes);
     bad[1] = 99;
     contact_solver *cd = NULL;
-    assert_int_equal(contact_create(&cd, &dev, &s, &e), SPHSIM_OK);
+    assert_int_equal(contact_create(&cd, &dev, &s, NULL, &e), SPHSIM_OK);
     assert_int_equal(contact_state_restore(cd, &t.st, bad, bytes, &e), SPHSIM_OK);
     state_step(&t, cd, ident, pb, vb);
     assert_memory_equal(vc, vb, n * 16);
@@ -1366,11 +1398,11 @@ static void test_state_round_trip(void **state)
     /* a solver that has carried nothing saves an empty state (no rotation), which restores cold */
     void *blob_d = NULL;
     size_t bytes_d = 0;
-    assert_int_equal(contact_create(&cd, &dev, &s, &e), SPHSIM_OK);
+    assert_int_equal(contact_create(&cd, &dev, &s, NULL, &e), SPHSIM_OK);
     assert_int_equal(contact_state_save(cd, t.idx_buf, &t.st, &blob_d, &bytes_d, &e), SPHSIM_OK);
     assert_int_equal(bytes_d, bytes); /* the same size: a file's rows have one width */
     contact_destroy(cd);
-    assert_int_equal(contact_create(&cd, &dev, &s, &e), SPHSIM_OK);
+    assert_int_equal(contact_create(&cd, &dev, &s, NULL, &e), SPHSIM_OK);
     assert_int_equal(contact_state_restore(cd, &t.st, blob_d, bytes_d, &e), SPHSIM_OK);
     state_step(&t, cd, ident, pb, vb);
     assert_memory_equal(vc, vb, n * 16);
@@ -1654,6 +1686,7 @@ int main(void)
         cmocka_unit_test(test_reference_step),
         cmocka_unit_test(test_crowd),
         cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_ahead_same),
         cmocka_unit_test(test_ball_drop),
         cmocka_unit_test(test_gas_conservation),
         cmocka_unit_test(test_pile_settles),
