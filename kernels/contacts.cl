@@ -86,8 +86,16 @@ inline void contact_slot_store(__global uchar *blk, uint k, uint S, uint3 s)
     ((__global ushort *)(blk + 8u * S))[k] = (ushort)(h >> 8);
     blk[10u * S + k] = (uchar)h;
 }
+
 #ifndef CONTACT_AHEAD
 #define CONTACT_AHEAD 0
+#endif
+/* A request for the cache line of byte p: clang's prefetch instruction where the compiler is
+ * clang (PoCL), else OpenCL's prefetch, which a device may ignore. */
+#ifdef __clang__
+#define CONTACT_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define CONTACT_PREFETCH(p) prefetch((p), 1)
 #endif
 /* CPUs (-DCONTACT_AHEAD=D, tuning's contact_ahead): request the slot block of the sphere D items
  * further on in the sorted order now, so that it is in the cache when that item comes: PoCL runs
@@ -101,8 +109,8 @@ inline void contact_ahead(__global const uchar *slot, __global const uint *id, _
     const uint a = i + CONTACT_AHEAD;
     if (a < n && (!info || info[a] != 0u)) {
         __global const uchar *b = slot + (size_t)id[a] * CONTACT_SLOT_BYTES(S);
-        __builtin_prefetch(b);
-        __builtin_prefetch(b + CONTACT_SLOT_BYTES(S) - 1u);
+        CONTACT_PREFETCH(b);
+        CONTACT_PREFETCH(b + CONTACT_SLOT_BYTES(S) - 1u);
     }
 #endif
 }
