@@ -1045,41 +1045,17 @@ static void run_cloud(int steps, float *pos_out, float *vel_out, uint32_t *id_ou
     tsys_free(&t);
 }
 
-static void test_determinism(void **state)
+/* The cloud run with the default tuning, then with each of `tunes` (NULL: the defaults again),
+ * is the same to the bit every time. */
+static void assert_clouds_same(int steps, const sphsim_tuning *const *tunes, size_t n_tunes)
 {
-    (void)state;
-    const size_t n = 400;
-    float *p1 = malloc(n * 16), *v1 = malloc(n * 16), *p2 = malloc(n * 16), *v2 = malloc(n * 16);
-    uint32_t *i1 = malloc(n * 4), *i2 = malloc(n * 4);
-    run_cloud(200, p1, v1, i1, n);
-    run_cloud(200, p2, v2, i2, n);
-    assert_memory_equal(i1, i2, n * 4);
-    assert_memory_equal(p1, p2, n * 16);
-    assert_memory_equal(v1, v2, n * 16);
-    free(p1);
-    free(v1);
-    free(p2);
-    free(v2);
-    free(i1);
-    free(i2);
-}
-
-/* The slots requested ahead (tuning.contact_ahead; the device's default on this one, then none,
- * one item and 16 items ahead) change nothing: the cloud's state is the same to the bit. */
-static void test_ahead_same(void **state)
-{
-    (void)state;
     const size_t n = 400;
     float *p0 = malloc(n * 16), *v0 = malloc(n * 16), *p = malloc(n * 16), *v = malloc(n * 16);
     uint32_t *i0 = malloc(n * 4), *ids = malloc(n * 4);
-    run_cloud(60, p0, v0, i0, n);
-    const int ahead[] = { 0, 1, 16 };
-    sphsim_tuning t;
-    tuning_defaults(&t);
-    for (size_t k = 0; k < sizeof ahead / sizeof *ahead; ++k) {
-        t.contact_ahead = ahead[k];
-        tsys_tune = &t;
-        run_cloud(60, p, v, ids, n);
+    run_cloud(steps, p0, v0, i0, n);
+    for (size_t k = 0; k < n_tunes; ++k) {
+        tsys_tune = tunes[k];
+        run_cloud(steps, p, v, ids, n);
         tsys_tune = NULL;
         assert_memory_equal(i0, ids, n * 4);
         assert_memory_equal(p0, p, n * 16);
@@ -1091,6 +1067,29 @@ static void test_ahead_same(void **state)
     free(v);
     free(i0);
     free(ids);
+}
+
+static void test_determinism(void **state)
+{
+    (void)state;
+    const sphsim_tuning *again[] = { NULL };
+    assert_clouds_same(200, again, 1);
+}
+
+/* The slots requested ahead (tuning.contact_ahead; the device's default on this one, then none,
+ * one item and 16 items ahead) change nothing. */
+static void test_ahead_same(void **state)
+{
+    (void)state;
+    const int ahead[] = { 0, 1, 16 };
+    sphsim_tuning t[3];
+    const sphsim_tuning *tunes[3];
+    for (size_t k = 0; k < 3; ++k) {
+        tuning_defaults(&t[k]);
+        t[k].contact_ahead = ahead[k];
+        tunes[k] = &t[k];
+    }
+    assert_clouds_same(60, tunes, 3);
 }
 
 /* The real device grid (src/grid.c) with contact_step, as sim.c drives it: rebuild on pos_next,
