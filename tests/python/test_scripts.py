@@ -1,6 +1,6 @@
 """Tests of the post-processing scripts (scripts/plot_snapshot.py, animate.py, plot_surge_front.py,
-surface.py, martin_moyce.py, gauges.py, spheric_test2.py), of sweep.sh's device slots and interruption, and of the benchmark's
-developed-flow mode (bench.py --until) on real sphsim runs of tiny scenes: a 2D dam break (200 fluid
+surface.py, martin_moyce.py, gauges.py, spheric_test2.py), of sweep.sh's device slots and interruption, of the benchmark's
+developed-flow mode (bench.py --until), of bench_grid.sh and fuzz.sh building and running, on real sphsim runs of tiny scenes: a 2D dam break (200 fluid
 particles), a 3D block (1000 fluid particles) and 16 discs in particle mode. Each script runs as
 a command, headless (no DISPLAY, MPLBACKEND unset), and its output is opened and checked.
 """
@@ -386,6 +386,28 @@ def test_bench_linear_model():
     assert c == pytest.approx([0.2, 0.4], rel=1e-9) and max(abs(e) for e in res) < 1e-12
     assert bench.linear_model(rows(nf[:3], nw[:3], lambda a, b: 1.0)) is None
     assert bench.linear_model(rows(nf, [0.3 * a for a in nf], lambda a, b: 0.1 + 0.5 * a / 1e6)) is None
+
+
+def test_bench_grid_script():
+    """scripts/bench_grid.sh (the first half of `make bench`) builds its benchmark and times a
+    rebuild of 1000 particles from random and from sorted order: each row's stages add up to
+    its total, and the rate is that total's."""
+    p = subprocess.run(["sh", str(SCRIPTS / "bench_grid.sh"), "--reps", "1", "1e3"], cwd=REPO,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rows = [l.split() for l in p.stdout.splitlines() if l.strip() and not l.startswith("#")]
+    assert [r[:2] for r in rows] == [["1000", "random"], ["1000", "sorted"]], p.stdout
+    for r in rows:
+        keys, sort, table, total, rate = (float(r[k]) for k in (4, 5, 6, 7, 9))
+        assert min(keys, sort, table) > 0 and total == pytest.approx(keys + sort + table, abs=2e-4)
+        assert rate == pytest.approx(1000 / total / 1e3, rel=0.05, abs=0.05)
+
+
+def test_fuzz_script():
+    """scripts/fuzz.sh builds the scene parser's fuzzer and runs it (2 s) without a finding."""
+    p = subprocess.run(["sh", str(SCRIPTS / "fuzz.sh"), "2"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-2000:]
+    assert re.search(r"Done \d+ runs", p.stdout) and "fuzz: ran 2 s" in p.stdout, p.stdout[-2000:]
 
 
 def bench_rows(out, *args):
