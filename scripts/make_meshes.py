@@ -120,6 +120,9 @@ def write_obj(path, v, f):
 
 
 def main(argv):
+    if len(argv) > 2 or (len(argv) == 2 and argv[1].startswith("-")):
+        print("usage: make_meshes.py [DIR | --help]   (DIR default: scenes/meshes)\n" + __doc__.split("\n\n")[0])
+        return 0 if argv[1] in ("-h", "--help") else 2
     d = pathlib.Path(argv[1]) if len(argv) > 1 else pathlib.Path(__file__).resolve().parents[1] / "scenes" / "meshes"
     d.mkdir(parents=True, exist_ok=True)
     write_stl_binary(d / "pillar.stl", *cylinder(0.1, 0.4, 48))

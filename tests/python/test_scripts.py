@@ -129,7 +129,7 @@ def distinct_colours(im):
 # ---------------------------------------------------------------------------------- --help
 
 @pytest.mark.parametrize("name", ["plot_snapshot.py", "animate.py", "plot_surge_front.py", "surface.py",
-                                  "martin_moyce.py", "gauges.py", "spheric_test2.py"])
+                                  "martin_moyce.py", "gauges.py", "spheric_test2.py", "make_meshes.py"])
 def test_help(name):
     p = script(name, "--help")
     assert p.stdout.startswith("usage:"), p.stdout[:200]
