@@ -1462,14 +1462,15 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     }
     const int slots = staging_slots(s, n, t);
     SPHSIM_TRY(staging_alloc(c, &c->sorted, n, staging_arrays(s), &c->pinned[0], e));
-    if (slots == 2) SPHSIM_TRY(staging_alloc(c, &c->sorted2, n, staging_arrays(s), &c->pinned[1], e));
-    if (s->mode == MODE_PARTICLES) /* the device holds no types: every particle is a sphere */
-        for (int k = 0; k < slots; ++k) memset(k ? c->sorted2.type : c->sorted.type, PTYPE_SPHERE, n);
+    if (slots == 2)
+        SPHSIM_TRY(staging_alloc(c, &c->sorted2, n, staging_arrays(s), &c->pinned[1], e));
     else if (o->log && o->progress != PROGRESS_NONE)
         fprintf(o->log,
                 "sphsim: one snapshot staging buffer (%.3g GB of host memory each): a snapshot waits for the "
                 "writer to finish the one before\n",
                 (double)particles_row_bytes(staging_arrays(s)) * (double)n / 1e9);
+    if (s->mode == MODE_PARTICLES) /* the device holds no types: every particle is a sphere */
+        for (int k = 0; k < slots; ++k) memset(k ? c->sorted2.type : c->sorted.type, PTYPE_SPHERE, n);
 
     if (o->resume_path) SPHSIM_TRY(output_open_append(&c->out, o->resume_path, s, &ri, e));
     else SPHSIM_TRY(output_open(&c->out, o->out_path, o->overwrite, s, &ri, e));

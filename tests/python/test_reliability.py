@@ -800,6 +800,17 @@ def run_peak_rss(args, env):
     return proc.returncode, ru.ru_maxrss * 1024
 
 
+@pytest.mark.parametrize("scene", ["dam_break_2d.json", "spheres_2d.json"])
+def test_one_staging_buffer_said(work, scene):
+    """A run tells that its snapshots wait for the writer only when it has one staging buffer
+    (tuning staging_buffers=1), SPH and particle mode alike, and writes its file either way."""
+    for buffers, said in (("auto", False), ("1", True)):
+        p = sphsim(ROOT / "scenes" / scene, "-o", work / "staging.h5", "--overwrite", "--set", "time.end=0.002",
+                   check_rc=0, env={"SPHSIM_STAGING_BUFFERS": buffers})
+        assert ("one snapshot staging buffer" in p.stderr) == said, (buffers, p.stderr[-800:])
+        assert summary(p.stdout)["snapshots"] >= 1
+
+
 def test_host_memory_follows_the_output_fields(work):
     """The host keeps only the arrays of the fields the file holds: a 3D run of about 1.5x10^6
     particles to its first snapshot takes less memory with position output than with every
