@@ -23,7 +23,8 @@ struct contact_solver {
     cl_program prog;
     cl_kernel k_list, k_warm, k_resolve, k_displace, k_project, k_integrate, k_pairs, k_omega, k_spin;
     cl_mem params;      /* contact_params (__constant) */
-    cl_mem group_start; /* uint per group: its first sphere id */
+    cl_mem group_start; /* uint per group: its first sphere's device id (contact_set_ids) */
+    uint32_t *group_first; /* per group: its first sphere's particle id */
     cl_mem material;    /* float2 (e, mu) per (group, group or walls) */
     size_t cap;         /* spheres the buffers hold */
     cl_mem slot;        /* a block of CONTACT_SLOT_BYTES(slots) per sphere, by id: codes, lambda_n, lambda_t */
@@ -178,6 +179,7 @@ void contact_destroy(contact_solver *c)
     release_buffers(c);
     release_mem(&c->params);
     release_mem(&c->group_start);
+    free(c->group_first);
     release_mem(&c->material);
     motion_dev_destroy(c->motion);
     release_mem(&c->geom_grid);
@@ -250,6 +252,10 @@ static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, co
         st = device_alloc(d, g * 4, "sphere group starts", &c->group_start, e);
     }
     if (st == SPHSIM_OK) st = device_write(d, c->group_start, 0, g * 4, starts, e);
+    if (st == SPHSIM_OK) {
+        c->group_first = starts;
+        starts = NULL;
+    }
     if (st == SPHSIM_OK) st = device_alloc(d, 2 * w * w * 4, "contact materials", &c->material, e);
     if (st == SPHSIM_OK) st = device_write(d, c->material, 0, 2 * w * w * 4, mat, e);
     free(starts);
@@ -969,6 +975,26 @@ static size_t op_state_size(void *impl, size_t n)
 size_t contact_state_size(int dims, size_t n)
 {
     return state_words(n, dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D, dims == 3 ? 3 : 1) * 4;
+}
+
+sphsim_status contact_set_ids(contact_solver *c, const uint32_t *gid, size_t n, sphsim_error *e)
+{
+    const size_t g = c->cp.n_groups;
+    if (c->cp.uniform) return SPHSIM_OK; /* one material: the kernels never ask for a group */
+    uint32_t *starts = malloc(g * sizeof *starts);
+    if (!starts) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
+    for (size_t k = 0, lo = 0; k < g; ++k) { /* the first device id whose particle id is in group k or later */
+        size_t hi = n;
+        while (lo < hi) {
+            const size_t mid = lo + (hi - lo) / 2;
+            if (gid[mid] < c->group_first[k]) lo = mid + 1;
+            else hi = mid;
+        }
+        starts[k] = (uint32_t)lo;
+    }
+    const sphsim_status st = device_write(c->d, c->group_start, 0, g * 4, starts, e);
+    free(starts);
+    return st;
 }
 
 sphsim_status contact_solver_open(solver *out, ocl_device *d, const scene *s, const sphsim_tuning *t,

@@ -66,6 +66,11 @@ sphsim_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_c
 sphsim_status contact_count_each(contact_solver *c, grid *g, dev_state *st, uint32_t *count, sphsim_error *e);
 size_t contact_bytes(const scene *s, size_t n);
 
+/* Device ids numbered locally (MPI ranks: 0 .. n - 1 in ascending particle id, gid[k] the
+ * particle id of device id k): the groups' first device ids for the kernels, which take a
+ * sphere's group, and so its materials, from its id. Blocks. */
+sphsim_status contact_set_ids(contact_solver *c, const uint32_t *gid, size_t n, sphsim_error *e);
+
 /* Angular velocities (rad/s) of st's spheres in st's sorted order into `out` (n * 3 floats;
  * 2D: 0, 0, w_z); enqueued. contact_set_angular_velocity: set them from `omega` (3 floats per
  * particle id; 2D takes the third); blocks. */

@@ -621,6 +621,7 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
     if (rst == SPHSIM_OK) rst = take_owned(c, recv, m, row, e);
     if (rst == SPHSIM_OK) rst = upload_rows(c, q, recv, row, m, 0, e);
     if (rst == SPHSIM_OK) st->n = m;
+    if (rst == SPHSIM_OK && cs) rst = contact_set_ids(cs, c->gid, m, e);
     if (rst == SPHSIM_OK && cs) { /* the carried state again, by the new device ids */
         uint32_t *rows = malloc((m ? m : 1) * rw * 4);
         void *blob = NULL;
@@ -1417,6 +1418,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     if (st == SPHSIM_OK)
         st = s->mode == MODE_SPH ? sph_solver_open(&c->sv, &c->dev, s, list_n, t, &c->hp, c->g, &c->st, e)
                                  : contact_solver_open(&c->sv, &c->dev, s, t, e);
+    if (st == SPHSIM_OK && c->local_ids) st = contact_set_ids(c->sv.impl, c->gid, n_loc, e);
     /* after the upload, before the first rebuild: the first step carries what the stored
      * snapshot's next step carried */
     if (st == SPHSIM_OK && state && c->local_ids) /* the stored state by particle id, this rank's share */

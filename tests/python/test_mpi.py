@@ -82,7 +82,7 @@ def scene_2d(repo, *sets):
 
 
 @pytest.mark.parametrize("case", ["2d", "2d-continuity", "2d-wide-skin", "3d", "moving-walls", "spheres-2d",
-                                  "spheres-3d", "spheres-drum"])
+                                  "spheres-3d", "spheres-drum", "spheres-pairs"])
 def test_every_rank_count_writes_the_same_file(mpi_bin, reader, tmp_path, case):
     scenes = REPO / "scenes"
     args = {
@@ -99,6 +99,17 @@ def test_every_rank_count_writes_the_same_file(mpi_bin, reader, tmp_path, case):
         "spheres-2d": [scenes / "spheres_2d.json", "--set", "time.end=0.5", "--set", "output.interval=0.25"],
         "spheres-3d": [scenes / "spheres_3d.json", "--set", "time.end=0.3", "--set", "output.interval=0.15"],
         "spheres-drum": [scenes / "spheres_drum_2d.json", "--set", "time.end=0.4", "--set", "output.interval=0.2"],
+        # two groups side by side, each pair of groups its own material: a rank whose slab holds
+        # the second group must take its spheres' groups from their particle ids, not its own
+        # numbering
+        "spheres-pairs": [scenes / "spheres_2d.json", "--set", "spheres.groups=" + json.dumps(
+            [{"count": 128, "radius": 0.01, "density": 1000.0, "region": {"min": [0.3, 0.5], "max": [0.5, 0.9]},
+              "placement": "lattice", "seed": 1, "velocity_jitter": 0.05},
+             {"count": 128, "radius": 0.011, "density": 500.0, "region": {"min": [0.5, 0.5], "max": [0.7, 0.9]},
+              "placement": "lattice", "seed": 2, "velocity_jitter": 0.05}]),
+                          "--set", 'spheres.pairs=[{"groups": [1, 1], "restitution": 0.9, "friction": 0.0}, '
+                                   '{"groups": [0, 1], "restitution": 0.1, "friction": 0.8}]',
+                          "--set", "time.end=0.5", "--set", "output.interval=0.25"],
     }[case]
     files = {}
     for ranks in (1, 2, 3):
