@@ -93,6 +93,30 @@ static void slots_unpack(const uint8_t *h, uint32_t *w, size_t n, size_t S)
     }
 }
 
+/* The device's slots of spheres 0 .. n - 1 read into (or written from) the three-word form,
+ * SLOT_CHUNK spheres at a time through one small host buffer, so that a save or a restore holds
+ * no second copy of the whole slot buffer. */
+#define SLOT_CHUNK ((size_t)1 << 16)
+static sphsim_status slots_transfer(contact_solver *c, uint32_t *w, size_t n, int write, sphsim_error *e)
+{
+    const size_t S = c->cp.slots, block = slot_block(S), chunk = n < SLOT_CHUNK ? n : SLOT_CHUNK;
+    if (n == 0) return SPHSIM_OK;
+    uint8_t *h = malloc(chunk * block);
+    if (!h) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the contact slots of %zu spheres", chunk);
+    sphsim_status r = SPHSIM_OK;
+    for (size_t i0 = 0; i0 < n && r == SPHSIM_OK; i0 += chunk) {
+        const size_t m = n - i0 < chunk ? n - i0 : chunk;
+        if (write) {
+            slots_pack(w + 3 * S * i0, h, m, S);
+            r = device_write(c->d, c->slot, i0 * block, m * block, h, e);
+        } else if ((r = device_read(c->d, c->slot, i0 * block, m * block, h, e)) == SPHSIM_OK) {
+            slots_unpack(h, w + 3 * S * i0, m, S);
+        }
+    }
+    free(h);
+    return r;
+}
+
 void contact_params_from_scene(const scene *s, contact_params *p)
 {
     memset(p, 0, sizeof *p);
@@ -394,15 +418,7 @@ sphsim_status contact_state_save(contact_solver *c, cl_mem idx, dev_state *st, v
             }
             id_old[o] = id[i];
         }
-        uint8_t *h = malloc(n * slot_block(slots));
-        if (!h) {
-            r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory saving the contact state of %zu particles", n);
-            goto done;
-        }
-        r = device_read(c->d, c->slot, 0, n * slot_block(slots), h, e);
-        if (r == SPHSIM_OK) slots_unpack(h, s_out, n, slots);
-        free(h);
-        if (r != SPHSIM_OK) goto done;
+        if ((r = slots_transfer(c, s_out, n, 0, e)) != SPHSIM_OK) goto done;
         for (size_t s = 0; s < ns; ++s) {
             const uint32_t code = s_out[3 * s];
             if (!code_is_sphere(code)) continue;
@@ -451,7 +467,6 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
     const size_t ns = n * slots;
     const uint32_t *w_in = (const uint32_t *)blob + STATE_HEADER, *s_in = w_in + n * nw;
     uint32_t *sl = malloc(ns * 12), *id = malloc(n * 4), *at = malloc(n * 4);
-    uint8_t *h = NULL;
     sphsim_status r = SPHSIM_OK;
     if (!sl || !id || !at) {
         r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory restoring the contact state of %zu particles", n);
@@ -493,16 +508,10 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
         sl[3 * s] = at[code] | (self < code ? CONTACT_FIRST : 0u);
     }
     if ((r = device_write(c->d, c->omega, 0, n * nw * 4, w_in, e)) != SPHSIM_OK) goto done;
-    if (!(h = malloc(n * slot_block(slots)))) {
-        r = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory restoring the contact state of %zu particles", n);
-        goto done;
-    }
-    slots_pack(sl, h, n, slots);
-    if ((r = device_write(c->d, c->slot, 0, n * slot_block(slots), h, e)) != SPHSIM_OK) goto done;
+    if ((r = slots_transfer(c, sl, n, 1, e)) != SPHSIM_OK) goto done;
     c->have_warm = head[5] != 0;
 done:
     free(sl);
-    free(h);
     free(id);
     free(at);
     return r;
