@@ -981,6 +981,11 @@ static size_t op_state_size(void *impl, size_t n)
     return state_words(n, c->cp.slots, omega_floats(&c->cp)) * 4;
 }
 
+size_t contact_save_chunk_bytes(int dims)
+{
+    return SLOT_CHUNK * slot_block(dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D);
+}
+
 size_t contact_state_size(int dims, size_t n)
 {
     return state_words(n, dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D, dims == 3 ? 3 : 1) * 4;

@@ -94,6 +94,8 @@ void contact_forget(contact_solver *c);
 
 /* The size of contact_state_save's blob for n particles in `dims` dimensions. */
 size_t contact_state_size(int dims, size_t n);
+/* Host bytes the save and the restore move the slots through (one block of spheres' slots). */
+size_t contact_save_chunk_bytes(int dims);
 
 /* ---- the carried state, for --resume (docs/reliability.md) ----
  * What the next contact step reads from the last one (the angular velocities, each contact's

@@ -227,16 +227,30 @@ static void staging_unpin(sim_ctx *c, particles *q, cl_mem *pinned)
 static unsigned staging_arrays(const scene *s) { return output_fields(s) & FIELDS_ALL; }
 static unsigned id_order_arrays(const scene *s) { return (output_fields(s) & FIELDS_ALL) | FIELD_MASS; }
 
+/* Particle mode: the contact solver's state that each snapshot in the writer's hands holds (one
+ * per staging buffer: 108 bytes a sphere in 3D, 76 in 2D; contact_state_size), and what saving
+ * it takes besides (three ids a sphere and one block of slots: contact_state_save). */
+static size_t state_blob_bytes(const scene *s, size_t n)
+{
+    return s->mode == MODE_PARTICLES ? contact_state_size(s->dims, n) : 0;
+}
+static size_t state_save_bytes(const scene *s, size_t n)
+{
+    return s->mode == MODE_PARTICLES ? 12 * n + contact_save_chunk_bytes(s->dims) : 0;
+}
+
 /* Staging buffers: two let the steps go on while the writer writes one snapshot and the next
  * is copied; one, with which a snapshot waits until the writer has finished the one before,
- * when two and the id-order copy would take more than half the host's physical memory (about
- * 5x10^8 particles on a 128 GB host). tuning.staging_buffers sets it (tests). */
+ * when two (each with its contact state) and the id-order copy would take more than half the
+ * host's physical memory (about 5x10^8 particles on a 128 GB host). tuning.staging_buffers sets
+ * it (tests). */
 static int staging_slots(const scene *s, size_t n, const sphsim_tuning *t)
 {
     if (t && (t->staging_buffers == 1 || t->staging_buffers == 2)) return t->staging_buffers;
     const double phys = host_physical_bytes(t);
     const double need =
-        (double)n * (2.0 * particles_row_bytes(staging_arrays(s)) + particles_row_bytes(id_order_arrays(s)));
+        (double)n * (2.0 * particles_row_bytes(staging_arrays(s)) + particles_row_bytes(id_order_arrays(s))) +
+        2.0 * (double)state_blob_bytes(s, n);
     return phys > 0 && need > 0.5 * phys ? 1 : 2;
 }
 
@@ -248,12 +262,13 @@ size_t sim_host_bytes(const scene *s, const sphsim_tuning *t)
     const size_t init =
         n * particles_row_bytes(FIELDS_ALL) + (s->mode == MODE_SPH ? 4 * n + 4 * (size_t)s->n_fluid : 0);
     /* the run: the staging buffers and the id-order copy (staging_arrays, id_order_arrays), the
-     * writer's inverse of the id order (4 bytes), and the output's packing buffer (12 bytes a
-     * row for at most 2^22 rows: output.c) */
-    const size_t block = n < ((size_t)1 << 22) ? n : (size_t)1 << 22;
-    const size_t run = n * ((size_t)staging_slots(s, n, t) * particles_row_bytes(staging_arrays(s)) +
-                            particles_row_bytes(id_order_arrays(s)) + 4) +
-                       12 * block;
+     * writer's inverse of the id order (4 bytes), the output's packing buffer (12 bytes a row
+     * for at most 2^22 rows: output.c), and in particle mode a contact state per staging buffer
+     * and the save's scratch */
+    const size_t block = n < ((size_t)1 << 22) ? n : (size_t)1 << 22, slots = (size_t)staging_slots(s, n, t);
+    const size_t run = n * (slots * particles_row_bytes(staging_arrays(s)) + particles_row_bytes(id_order_arrays(s)) +
+                            4) +
+                       12 * block + slots * state_blob_bytes(s, n) + state_save_bytes(s, n);
     return init > run ? init : run;
 }
 

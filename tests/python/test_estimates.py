@@ -2,7 +2,7 @@
 summary line's device_bytes, the sum of the run's device buffers) within 5 %, with and without
 neighbour lists, for fluids and spheres; the bytes per sphere of the box of the speed comparison
 with LAMMPS; and the output file's size (the file a run writes) within 5 %, for two scenes and two
-sets of output.fields."""
+sets of output.fields; and the host estimate's room for particle mode's contact states."""
 import importlib.util
 import json
 import subprocess
@@ -94,3 +94,21 @@ def test_output_size_estimate_follows_fields(sphsim_bin, repo_root):
     pos = json.loads(sphsim(sphsim_bin, scene, "--check", "--set", 'output.fields=["position"]').stdout)
     # position, velocity, id and type are always written (29 B a particle a snapshot of 41)
     assert pos["check"]["estimated_output_bytes"] < 0.8 * full
+
+
+@pytest.mark.parametrize("scene", ["scenes/spheres_3d.json", "scenes/spheres_2d.json"])
+def test_host_estimate_holds_the_contact_states(sphsim_bin, repo_root, tmp_path, scene):
+    """Particle mode: the host estimate makes room for a contact state (what each snapshot
+    stores for --resume, /sphsim/restart/solver_state_bytes) in each of the two staging buffers
+    the writer may hold at once, on top of the snapshot's own arrays."""
+    import h5py
+    scene = repo_root / scene
+    check = json.loads(sphsim(sphsim_bin, scene, "--check").stdout)["check"]
+    out = tmp_path / "s.h5"
+    sphsim(sphsim_bin, scene, "--set", "time.end=0", "-o", out, "--quiet")
+    with h5py.File(out, "r") as f:
+        state = int(f["sphsim/restart/solver_state_bytes"][0])
+        rows = sum(f["VTKHDF/PointData"][k][0:check["particles"]].nbytes for k in f["VTKHDF/PointData"]) + \
+            f["VTKHDF/Points"][0:check["particles"]].nbytes
+    assert state >= 76 * check["particles"]  # 3 words a slot, the angular velocity
+    assert check["estimated_host_bytes"] >= 2 * state + rows, (check["estimated_host_bytes"], state, rows)
