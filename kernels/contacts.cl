@@ -39,10 +39,13 @@
 #include "spread.h"
 #ifdef MOTION
 #include "motion.h"
-/* Body b (0 the tank, 1 + o object o) at the step's start (next 0) or end (next 1): the records
- * the host writes after the meshes' grids (src/motion.c, motion_dev). */
-#define CONTACT_BODY(cp, geom_grid, b, next)                                                                           \
-    ((__global const motion_body *)((geom_grid) + (cp)->motion_offset) + (next) * MOTION_MAX_BODIES + (b))
+/* Body b (0 the tank, 1 + o object o) at the step's start: the records the host writes after
+ * the meshes' grids (src/motion.c, motion_dev; the step's end follows them, for SPH). Every
+ * contact stage takes the bodies there: the contacts are listed, and the positions corrected,
+ * at the step's start, and the drift then moves a sphere with its corrected velocity, which
+ * keeps it from approaching a wall it touches (docs/contacts.md, "Moving walls"). */
+#define CONTACT_BODY(cp, geom_grid, b)                                                                                 \
+    ((__global const motion_body *)((geom_grid) + (cp)->motion_offset) + (b))
 #endif
 
 /* ---------------------------------------------------------------- small helpers */
@@ -257,7 +260,7 @@ inline float contact_wall_h(float4 x0, uint face, __constant contact_params *cp,
 #ifdef MOTION
     const uint body = face >= CONTACT_OBJECT_FACE ? face - CONTACT_OBJECT_FACE + 1u : 0u;
     if ((cp->moving >> body) & 1u) {
-        __global const motion_body *b = CONTACT_BODY(cp, geom_grid, body, 0);
+        __global const motion_body *b = CONTACT_BODY(cp, geom_grid, body);
         if (body > 0u) {
             h0 = motion_sdf(&cp->objects[body - 1u], geom_grid, b, x0, n);
         } else {
@@ -709,8 +712,8 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
     }
     float4 x = x_i + dx_sum;
 #ifdef MOTION
-    /* a moving tank: its faces where it is at the step's end, in its rest frame */
-    __global const motion_body *tank = CONTACT_BODY(cp, geom_grid, 0u, 1);
+    /* a moving tank: its faces where it is at the step's start, in its rest frame */
+    __global const motion_body *tank = CONTACT_BODY(cp, geom_grid, 0u);
     const int tank_moves = cp->moving & 1u;
     const float4 x_w = x;
     if (tank_moves) x = (float4)(motion_to_body(tank, x.xyz), 0.0f);
@@ -723,12 +726,12 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
     if (tank_moves) xo = px != x.x || py != x.y || pz != x.z ? (float4)(motion_place(tank, xo.xyz), 0.0f) : x_w;
 #endif
     /* the objects: a centre closer than r to a surface moves out along its normal (a moving
-     * object's where it is at the step's end) */
+     * object's where it is at the step's start) */
     for (uint o = 0; o < cp->n_objects; ++o) {
         float4 nrm;
 #ifdef MOTION
         const float phi = (cp->moving >> (o + 1u)) & 1u
-                              ? motion_sdf(&cp->objects[o], geom_grid, CONTACT_BODY(cp, geom_grid, o + 1u, 1), xo, &nrm)
+                              ? motion_sdf(&cp->objects[o], geom_grid, CONTACT_BODY(cp, geom_grid, o + 1u), xo, &nrm)
                               : geom_sdf(&cp->objects[o], geom_grid, xo, &nrm);
 #else
         const float phi = geom_sdf(&cp->objects[o], geom_grid, xo, &nrm);

@@ -194,6 +194,33 @@ def test_moving_wall_pushes_a_sphere_with_restitution(tmp_path, reader, pusher):
             assert x == pytest.approx(0.22 + 0.15 * (t - meet), abs=2e-3)
 
 
+def test_sphere_rides_a_rising_floor(tmp_path, reader):
+    """Particle mode, gravity: a disc resting on a floor that rises at V = 0.05 m/s (the tank
+    moving up; V dt = 5e-5 m, more than 2 g dt^2) rides it: once the floor has taken it along, its
+    centre stays one radius above the floor (within g dt^2 = 1e-5 m) and it moves at V (less
+    g dt, the kick of the drift after the contact), with no gap opening and no bounce
+    (restitution 0.5)."""
+    V, r, dt = 0.05, 0.02, 0.001
+    sc = {"format": 1, "dimensions": 2, "mode": "particles", "gravity": [0, -9.81],
+          "tank": {"min": [0, 0], "max": [1, 0.5], "motion": [{"type": "constant", "velocity": [0.0, V]}]},
+          "spheres": {"groups": [{"count": 1, "radius": r, "region": {"min": [0.4, 0.0], "max": [0.5, 0.1]}}],
+                      "walls": {"restitution": 0.5}},
+          "time": {"end": 1.0, "dt": dt}, "output": {"interval": 0.05}}
+    path = tmp_path / "floor.json"
+    path.write_text(json.dumps(sc))
+    out = tmp_path / "floor.h5"
+    run(path, "-o", out, "--quiet")
+    run_ = reader.open_run(str(out))
+    for k in range(len(run_.times)):
+        s = run_.snapshot(k)
+        t, y, v = float(s["time"]), float(s["positions"][0, 1]), float(s["velocity"][0, 1])
+        if t < 0.2:
+            continue
+        assert y - (V * t + r) == pytest.approx(0.0, abs=1.5e-5), f"t = {t}: gap {y - (V * t + r)} m"
+        # the stored velocity is the step's end: the floor's, plus gravity's kick of the drift
+        assert v == pytest.approx(V - 9.81 * dt, abs=1e-4), f"t = {t}: v = {v}"
+
+
 def test_rotating_drum_drags_the_bed_up_its_rising_side(tmp_path, reader):
     """scenes/spheres_drum_2d.json: a circular container turning clockwise at 36 degrees a second
     (a two-row motion table) with 200 discs (mu = 0.5) in its lower part. Friction with the wall
