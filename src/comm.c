@@ -108,25 +108,55 @@ static sphsim_status int_counts(const size_t *bytes, int *count, int *displ, siz
     return SPHSIM_OK;
 }
 
+/* The largest message comm_swap sends (tuning.mpi_piece): MPI counts are int. */
+static size_t g_piece = (size_t)1 << 30;
+void comm_set_piece(size_t bytes) { g_piece = bytes ? bytes : (size_t)1 << 30; }
+
+/* Point to point, each rank's share in messages of at most g_piece bytes (tagged by their
+ * order), so that no count or displacement needs more than an int, whatever the share. */
 sphsim_status comm_swap(const void *send, const size_t *send_bytes, void *recv, const size_t *recv_bytes,
                         sphsim_error *e)
 {
-    const size_t n = (size_t)g_size;
-    int *c = calloc(4 * n, sizeof *c);
-    if (comm_or_u32(c == NULL)) {
-        free(c);
-        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the MPI exchange's counts");
+    const size_t n = (size_t)g_size, me = (size_t)g_rank, piece = g_piece;
+    size_t reqs = 0;
+    for (size_t r = 0; r < n; ++r)
+        if (r != me) reqs += (send_bytes[r] + piece - 1) / piece + (recv_bytes[r] + piece - 1) / piece;
+    MPI_Request *req = malloc((reqs ? reqs : 1) * sizeof *req);
+    const int bad_self = send_bytes[me] != recv_bytes[me];
+    const uint32_t why = comm_or_u32((req == NULL) | (bad_self << 1));
+    if (why) {
+        free(req);
+        if (bad_self)
+            return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI exchange: rank %d sends itself %zu bytes but expects %zu",
+                               g_rank, send_bytes[me], recv_bytes[me]);
+        if (!req) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the MPI exchange's requests");
+        return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI exchange: another rank could not take part");
     }
-    size_t st_total = 0, rt_total = 0;
-    /* every rank checks both sides, so that all of them fail together rather than wait */
-    sphsim_status a = int_counts(send_bytes, c, c + n, &st_total, "exchange", e);
-    sphsim_status b = a == SPHSIM_OK ? int_counts(recv_bytes, c + 2 * n, c + 3 * n, &rt_total, "exchange", e) : a;
-    sphsim_status st = SPHSIM_OK;
-    if (comm_or_u32(b != SPHSIM_OK))
-        st = b != SPHSIM_OK ? b : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "MPI exchange: another rank's share is too large");
-    else MPI_Alltoallv(send, c, c + n, MPI_BYTE, recv, c + 2 * n, c + 3 * n, MPI_BYTE, MPI_COMM_WORLD);
-    free(c);
-    return st;
+    size_t k = 0, soff = 0, roff = 0;
+    for (size_t r = 0; r < n; ++r) {
+        if (r != me)
+            for (size_t o = 0, t = 0; o < recv_bytes[r]; o += piece, ++t) {
+                const size_t m = recv_bytes[r] - o < piece ? recv_bytes[r] - o : piece;
+                MPI_Irecv((char *)recv + roff + o, (int)m, MPI_BYTE, (int)r, (int)t, MPI_COMM_WORLD, &req[k++]);
+            }
+        roff += recv_bytes[r];
+    }
+    size_t self = 0; /* where this rank's own share goes */
+    for (size_t q = 0; q < me; ++q) self += recv_bytes[q];
+    for (size_t r = 0; r < n; ++r) {
+        if (r == me) {
+            if (send_bytes[r]) memcpy((char *)recv + self, (const char *)send + soff, send_bytes[r]);
+        } else {
+            for (size_t o = 0, t = 0; o < send_bytes[r]; o += piece, ++t) {
+                const size_t m = send_bytes[r] - o < piece ? send_bytes[r] - o : piece;
+                MPI_Isend((const char *)send + soff + o, (int)m, MPI_BYTE, (int)r, (int)t, MPI_COMM_WORLD, &req[k++]);
+            }
+        }
+        soff += send_bytes[r];
+    }
+    MPI_Waitall((int)k, req, MPI_STATUSES_IGNORE);
+    free(req);
+    return SPHSIM_OK;
 }
 
 sphsim_status comm_exchange(const void *send, const size_t *send_bytes, void **recv, size_t *recv_bytes,
@@ -207,6 +237,8 @@ void comm_max_u32(uint32_t *v, int n) { (void)v, (void)n; }
 void comm_allgather_long(long v, long *all) { all[0] = v; }
 void comm_sum_float_root(float *v, size_t n) { (void)v, (void)n; }
 void comm_broadcast(void *buf, size_t bytes, int root) { (void)buf, (void)bytes, (void)root; }
+
+void comm_set_piece(size_t bytes) { (void)bytes; }
 
 sphsim_status comm_swap(const void *send, const size_t *send_bytes, void *recv, const size_t *recv_bytes,
                         sphsim_error *e)

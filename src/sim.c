@@ -568,6 +568,9 @@ static sphsim_status exchange(sim_ctx *c, long step, sphsim_error *e)
         if (rst == SPHSIM_OK) rst = contact_state_rows(cs, blob, bytes, n, c->gid, carried, &warm, e);
         free(blob);
     }
+    /* the carried impulses are the run's, not this rank's: a rank that held no sphere carries
+     * none of its own, yet restores those it receives */
+    if (cs) warm = comm_or_u32(warm != 0) != 0;
     unsigned char *mine = rst == SPHSIM_OK ? malloc((c->n_owned ? c->n_owned : 1) * row) : NULL;
     if (rst == SPHSIM_OK && !mine)
         rst = SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu particles", c->n_owned);
@@ -1337,6 +1340,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     c->rank = comm_rank();
     c->ranks = comm_size();
     c->exchange = c->ranks > 1 || t->mpi_exchange == 1;
+    comm_set_piece(t->mpi_piece == TUNE_AUTO ? 0 : (size_t)t->mpi_piece);
     c->local_ids = c->exchange && s->mode == MODE_PARTICLES;
     /* tuning.profile_events = 0: --profile times the steps without timing each command (the
      * queue's profiling off), to measure what that costs */

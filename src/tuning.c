@@ -60,6 +60,8 @@ static const knob knobs[] = {
       "with --profile, time every device command (0: time the steps alone)" },
     { "mpi_exchange", K_INT, AT(mpi_exchange), 0, 1, "0|1", "0",
       "exchange the particles every step on one MPI rank too (1: its result equals any rank count's)" },
+    { "mpi_piece", K_INT, AT(mpi_piece), 1, 1073741824, "auto|1-1073741824", "auto",
+      "largest message of the MPI exchanges, in bytes (auto: 1 GiB)" },
     { "mpi_rebalance", K_REAL, AT(mpi_rebalance), 0, 0, "auto|F > 0", "auto",
       "the ranks' imbalance (largest / mean - 1) that moves the slab cuts (auto: 0.1)" },
 };

@@ -48,6 +48,8 @@ typedef struct sphsim_tuning {
     int mpi_exchange;     /* 0 (default): the particles go round the ranks every step on more than one
                              rank only; 1: also on one (its result then equals any rank count's) */
     double mpi_rebalance; /* 0: 0.1; the imbalance (largest rank's particles / mean - 1) that moves the cuts */
+    int mpi_piece;        /* TUNE_AUTO (1 GiB), 1-2^30: the largest message of an exchange, in bytes (a rank's
+                             share goes in as many as it takes) */
 } sphsim_tuning;
 
 /* Every knob at its default. */

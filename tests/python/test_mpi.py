@@ -141,6 +141,20 @@ def test_every_rank_count_writes_the_same_file(mpi_bin, reader, tmp_path, case):
             assert np.array_equal(states[ranks][0], states[1][0]) and np.array_equal(states[ranks][1], states[1][1])
 
 
+@pytest.mark.parametrize("case", ["2d", "spheres-2d"])
+def test_exchanges_in_small_pieces_give_the_same_file(mpi_bin, reader, tmp_path, case):
+    """Each rank's share of an exchange goes to each other rank in messages of at most
+    tuning.mpi_piece bytes (1 GiB by default, so that a share has no size limit): in pieces of
+    100 bytes, hundreds a share, 3 ranks write the file of one rank."""
+    args = scene_2d(REPO) if case == "2d" else [REPO / "scenes" / "spheres_2d.json", "--set", "time.end=0.2",
+                                                "--set", "output.interval=0.1"]
+    one, three = tmp_path / "r1.h5", tmp_path / "r3.h5"
+    mpirun(mpi_bin, 1, args + ["-o", one, "--quiet"], tmp_path, exchange=True)
+    proc = mpirun(mpi_bin, 3, args + ["-o", three, "--quiet", "--tune", "mpi_piece=100"], tmp_path)
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["mpi_exchanges"] > 0
+    assert_same_files(reader, one, three)
+
+
 def test_ranks_write_their_own_rows_collectively(mpi_bin, reader, tmp_path):
     out = tmp_path / "coll.h5"
     proc = mpirun(mpi_bin, 3, scene_2d(REPO) + ["-o", out, "--quiet"], tmp_path)
