@@ -389,6 +389,10 @@ static nrange rng(double lo, int lo_k, double hi, int hi_k)
 #define R_ANY rng(0, 0, 0, 0)
 #define R_POS rng(0, 2, 0, 0)
 #define R_NONNEG rng(0, 1, 0, 0)
+/* A Coulomb coefficient: at most 10, which sticks like no-slip in practice; a 3D slot keeps its
+ * tangential impulse in steps of mu lambda_n / 32767 (docs/contacts.md, "Memory"), too coarse
+ * for a much larger mu */
+#define R_FRICTION rng(0, 1, 10, 1)
 
 static int in_range(double x, nrange r)
 {
@@ -1042,7 +1046,7 @@ static sphsim_status parse_pair(vctx *v, const cJSON *it, scene *s, scene_sphere
     const int wall = q->b == SCENE_WALLS;
     SPHSIM_TRY(vnum(v, it, "restitution", 0, wall ? s->wall_restitution : s->restitution, rng(0, 1, 1, 1),
                     &q->restitution, NULL));
-    SPHSIM_TRY(vnum(v, it, "friction", 0, wall ? s->wall_friction : s->friction, R_NONNEG, &q->friction, NULL));
+    SPHSIM_TRY(vnum(v, it, "friction", 0, wall ? s->wall_friction : s->friction, R_FRICTION, &q->friction, NULL));
     return SPHSIM_OK;
 }
 
@@ -1161,13 +1165,13 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
         }
     }
     SPHSIM_TRY(vnum(v, spheres, "restitution", 0, 0.5, rng(0, 1, 1, 1), &s->restitution, NULL));
-    SPHSIM_TRY(vnum(v, spheres, "friction", 0, 0.0, R_NONNEG, &s->friction, NULL));
+    SPHSIM_TRY(vnum(v, spheres, "friction", 0, 0.0, R_FRICTION, &s->friction, NULL));
     const cJSON *walls;
     SPHSIM_TRY(vobj(v, spheres, "walls", 0, NULL, &walls));
     old = vkey(v, "walls");
     if (walls) SPHSIM_TRY(check_keys(v, walls, WALLS_KEYS, COUNT(WALLS_KEYS)));
     SPHSIM_TRY(vnum(v, walls, "restitution", 0, s->restitution, rng(0, 1, 1, 1), &s->wall_restitution, NULL));
-    SPHSIM_TRY(vnum(v, walls, "friction", 0, s->friction, R_NONNEG, &s->wall_friction, NULL));
+    SPHSIM_TRY(vnum(v, walls, "friction", 0, s->friction, R_FRICTION, &s->wall_friction, NULL));
     vpop(v, old);
     SPHSIM_TRY(parse_pairs(v, spheres, s));
     SPHSIM_TRY(vint(v, spheres, "iterations", 0, 4, 1, 100, &x, NULL));

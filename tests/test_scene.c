@@ -428,6 +428,20 @@ static void test_contact_keys(void **state)
     assert_int_equal(load(&s, p3b, NULL, 0, &e), SPHSIM_OK);
     assert_close(s.groups[0].pitch, cbrt(1 / 0.7), 1e-14); /* LAMMPS's "lattice sc 0.7" for d = 1 */
     scene_free(&s);
+    /* friction at most 10 (a 3D slot's tangential word is a fraction of mu lambda_n), wherever
+     * it is given, the failing key named */
+    const char *mu_hi[] = { PHEAD2 "'spheres':{'groups':[" GROUP "],'friction':10.5}," TAIL,
+                            PHEAD2 "'spheres':{'groups':[" GROUP "],'walls':{'friction':1e4}}," TAIL,
+                            PHEAD2 "'spheres':{'groups':[" GROUP "],'pairs':[{'groups':[0,0],'friction':11}]}," TAIL };
+    const char *key[] = { "spheres.friction", "spheres.walls.friction", "spheres.pairs[0].friction" };
+    for (int k = 0; k < 3; ++k) {
+        assert_int_equal(load(&s, mu_hi[k], NULL, 0, &e), SPHSIM_E_SCENE);
+        if (!strstr(e.msg, key[k]) || !strstr(e.msg, "[0, 10]")) fail_msg("%s: %s", key[k], e.msg);
+    }
+    const char *mu_10 = PHEAD2 "'spheres':{'groups':[" GROUP "],'friction':10}," TAIL;
+    assert_int_equal(load(&s, mu_10, NULL, 0, &e), SPHSIM_OK);
+    assert_true(s.friction == 10.0);
+    scene_free(&s);
 }
 
 static void test_output_fields_and_name(void **state)
@@ -927,7 +941,7 @@ static const bad_case BAD[] = {
     { PHEAD2 "'spheres':{'groups':[" GROUP "],'iterations':0}," TAIL,
       "spheres.iterations: expected an integer in 1..100, got 0", "" },
     { PHEAD2 "'spheres':{'groups':[" GROUP "],'friction':-0.1}," TAIL,
-      "spheres.friction: expected a number >= 0, got -0.1", "" },
+      "spheres.friction: expected a number in [0, 10], got -0.1", "" },
     { PHEAD2 "'spheres':{'groups':[" GROUP "],'walls':{'friction':0.2,'e':1}}," TAIL,
       "spheres.walls.e: unknown key; allowed keys here: \"restitution\", \"friction\"", "" },
     { PHEAD2 "'spheres':{'groups':[" GROUP "],'walls':{'restitution':2}}," TAIL,
@@ -941,7 +955,7 @@ static const bad_case BAD[] = {
     { PHEAD2 "'spheres':{'groups':[" GROUP "],'pairs':[{'groups':[0]}]}," TAIL,
       "spheres.pairs[0].groups: expected 2 to 2 two group indices or \"walls\", got 1", "" },
     { PHEAD2 "'spheres':{'groups':[" GROUP "],'pairs':[{'groups':[0,0],'friction':-1}]}," TAIL,
-      "spheres.pairs[0].friction: expected a number >= 0, got -1", "" },
+      "spheres.pairs[0].friction: expected a number in [0, 10], got -1", "" },
     { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'pitch':0.01}]}," TAIL,
       "spheres.groups[0].pitch: expected a number >= 0.02, got 0.01", "" },
     { PHEAD2 "'spheres':{'groups':[{'count':1,'radius':0.01,'packing':0.8}]}," TAIL,
