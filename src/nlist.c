@@ -148,6 +148,13 @@ static int resolve(int knob, const ocl_device *d, int gpu, int cpu)
     return knob != TUNE_AUTO ? knob : d->is_gpu ? gpu : cpu;
 }
 
+/* All the skin levels on GPUs, where their cost model was measured; one (the scene's skin) on
+ * CPUs, where one PoCL run of the 3D dam break took 5 % longer with them. */
+int nlist_skin_levels(const sphsim_tuning *t, const ocl_device *d)
+{
+    return resolve(t->skin_levels, d, NLIST_SKIN_LEVELS, 1);
+}
+
 /* Zero the state; the first step rebuilds (and a caller that enqueues a density stage without
  * nlist_begin_step builds the lists every time): no bound on the relative motion and no
  * displacement written (the filter +inf) until nlist_go sets them. */
@@ -174,9 +181,7 @@ sphsim_status nlist_create(nlist **out, ocl_device *d, const scene *s, size_t n,
     if (!nl) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
     nl->d = d;
     nl->n = n;
-    /* all the skin levels on GPUs, where their cost model was measured; one (the scene's skin) on
-     * CPUs, where one PoCL run of the 3D dam break took 5 % longer with them */
-    nl->levels = resolve(t->skin_levels, d, NLIST_SKIN_LEVELS, 1);
+    nl->levels = nlist_skin_levels(t, d);
     /* entries four to a load on GPUs; PoCL, which vectorises across work-items, is faster with one */
     nl->pack = resolve(t->list_pack, d, 4, 1);
     /* 8 lanes per cell on GPUs, whose lanes of a cell then read consecutive particles; 1 on CPUs,

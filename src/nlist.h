@@ -47,6 +47,9 @@ size_t nlist_bytes(const scene *s, size_t n, size_t n_cells, unsigned long long 
  * level 0, the largest skin), in supports, for the scene's skin: min(2 skin, 1/2 + skin). */
 double nlist_max_move(double skin);
 
+/* The adaptive skin's levels on device d under tuning t (tuning.skin_levels, auto by device). */
+int nlist_skin_levels(const sphsim_tuning *t, const ocl_device *d);
+
 /* ---- the lists of one run ---- */
 
 /* Lists for up to n particles of scene s on d, with the device's defaults resolved from t. The

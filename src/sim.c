@@ -1397,6 +1397,11 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     size_t list_n = 0;
     grid_params gp;
     sphsim_status st = sim_list_choice(c, n, need, &list_n, e);
+    /* ranks may hold different kinds of device, yet must decide alike: lists only where every
+     * rank holds them, and the fewest skin levels any rank would take (tune, for the solver) */
+    sphsim_tuning tune = *t;
+    if (c->ranks > 1 && comm_max_long(st != SPHSIM_OK || list_n == 0)) list_n = 0;
+    if (c->ranks > 1) tune.skin_levels = (int)-comm_max_long(-(long)nlist_skin_levels(t, &c->dev));
     if (st == SPHSIM_OK) {
         r->lists = list_n > 0;
         c->dev_need = need + (list_n ? sim_list_bytes(s, n, c->dev.max_alloc, t) : 0);
@@ -1435,7 +1440,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     /* the solver, with the masses init_generate set (also on --resume, which takes only
      * positions and velocities from the snapshot) */
     if (st == SPHSIM_OK)
-        st = s->mode == MODE_SPH ? sph_solver_open(&c->sv, &c->dev, s, list_n, t, &c->hp, c->g, &c->st, e)
+        st = s->mode == MODE_SPH ? sph_solver_open(&c->sv, &c->dev, s, list_n, &tune, &c->hp, c->g, &c->st, e)
                                  : contact_solver_open(&c->sv, &c->dev, s, t, e);
     if (st == SPHSIM_OK && c->local_ids) st = contact_set_ids(c->sv.impl, c->gid, n_loc, e);
     /* after the upload, before the first rebuild: the first step carries what the stored

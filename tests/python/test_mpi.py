@@ -155,6 +155,21 @@ def test_exchanges_in_small_pieces_give_the_same_file(mpi_bin, reader, tmp_path,
     assert_same_files(reader, one, three)
 
 
+def test_ranks_with_different_tuning_decide_alike(mpi_bin, reader, tmp_path):
+    """Ranks may hold different kinds of device (a GPU beside a CPU), whose automatic choices
+    differ: the ranks take the lists only where all hold them, and the fewest skin levels. Rank 0
+    told to adapt the skin over 4 levels (a GPU's choice), rank 1 not (a CPU's): the run ends
+    with the file of one rank that adapts nothing."""
+    args = [str(a) for a in scene_2d(REPO)]
+    one, two = tmp_path / "r1.h5", tmp_path / "r2.h5"
+    mpirun(mpi_bin, 1, args + ["-o", one, "--quiet"], tmp_path, exchange=True)
+    cmd = ["mpirun", "--oversubscribe", "-np", "1", "env", "SPHSIM_SKIN_LEVELS=4", str(mpi_bin), *args, "-o", str(two),
+           "--quiet", ":", "-np", "1", str(mpi_bin), *args, "-o", str(two), "--quiet"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=mpi_env())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert_same_files(reader, one, two)
+
+
 def test_ranks_write_their_own_rows_collectively(mpi_bin, reader, tmp_path):
     out = tmp_path / "coll.h5"
     proc = mpirun(mpi_bin, 3, scene_2d(REPO) + ["-o", out, "--quiet"], tmp_path)
