@@ -162,6 +162,17 @@ def test_sloshing_first_mode_frequency(tmp_path):
     assert abs(r["error_spectrum"]) < 0.03, r
 
 
+def lone_sphere(tmp_path, reader, sc, axis):
+    """Run scene sc (one sphere); per snapshot: time, the sphere's position and velocity along axis."""
+    path, out = tmp_path / "lone.json", tmp_path / "lone.h5"
+    path.write_text(json.dumps(sc))
+    run(path, "-o", out, "--quiet")
+    r = reader.open_run(str(out))
+    for k in range(len(r.times)):
+        s = r.snapshot(k)
+        yield float(s["time"]), float(s["positions"][0, axis]), float(s["velocity"][0, axis])
+
+
 @pytest.mark.parametrize("pusher", ["tank", "object"])
 def test_moving_wall_pushes_a_sphere_with_restitution(tmp_path, reader, pusher):
     """Particle mode, no gravity: a disc at rest is met by a wall moving at V = 0.1 m/s (the tank's
@@ -179,14 +190,7 @@ def test_moving_wall_pushes_a_sphere_with_restitution(tmp_path, reader, pusher):
         sc["objects"] = [{"shape": "rectangle", "size": [0.04, 0.3], "center": [0.05, 0.25],
                           "motion": [{"type": "constant", "velocity": [0.1, 0.0]}]}]
         meet = 1.3  # the face at 0.07 + 0.1 t meets it at 0.2 m
-    path = tmp_path / "push.json"
-    path.write_text(json.dumps(sc))
-    out = tmp_path / "push.h5"
-    run(path, "-o", out, "--quiet")
-    r = reader.open_run(str(out))
-    for k in range(len(r.times)):
-        s = r.snapshot(k)
-        t, x, v = float(s["time"]), float(s["positions"][0, 0]), float(s["velocity"][0, 0])
+    for t, x, v in lone_sphere(tmp_path, reader, sc, 0):
         if t < meet - 0.05:
             assert v == 0.0 and x == pytest.approx(0.22, abs=1e-6)
         elif t > meet + 0.05:
@@ -206,14 +210,7 @@ def test_sphere_rides_a_rising_floor(tmp_path, reader):
           "spheres": {"groups": [{"count": 1, "radius": r, "region": {"min": [0.4, 0.0], "max": [0.5, 0.1]}}],
                       "walls": {"restitution": 0.5}},
           "time": {"end": 1.0, "dt": dt}, "output": {"interval": 0.05}}
-    path = tmp_path / "floor.json"
-    path.write_text(json.dumps(sc))
-    out = tmp_path / "floor.h5"
-    run(path, "-o", out, "--quiet")
-    run_ = reader.open_run(str(out))
-    for k in range(len(run_.times)):
-        s = run_.snapshot(k)
-        t, y, v = float(s["time"]), float(s["positions"][0, 1]), float(s["velocity"][0, 1])
+    for t, y, v in lone_sphere(tmp_path, reader, sc, 1):
         if t < 0.2:
             continue
         assert y - (V * t + r) == pytest.approx(0.0, abs=1.5e-5), f"t = {t}: gap {y - (V * t + r)} m"
