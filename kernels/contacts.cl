@@ -93,9 +93,10 @@ inline void contact_slot_store(__global uchar *blk, uint k, uint S, uint3 s)
 #ifndef CONTACT_AHEAD
 #define CONTACT_AHEAD 0
 #endif
-/* A request for the cache line of byte p: clang's prefetch instruction where the compiler is
- * clang (PoCL), else OpenCL's prefetch, which a device may ignore. */
-#ifdef __clang__
+/* A request for the cache line of byte p: on CPUs (-DCONTACT_CPU: PoCL, whose clang takes a
+ * global pointer there) clang's prefetch instruction, elsewhere OpenCL's prefetch, which a
+ * device may ignore (NVIDIA's clang refuses the builtin on a global pointer). */
+#ifdef CONTACT_CPU
 #define CONTACT_PREFETCH(p) __builtin_prefetch(p)
 #else
 #define CONTACT_PREFETCH(p) prefetch((p), 1)

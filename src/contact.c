@@ -247,8 +247,9 @@ static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, co
      * of a block was the stages' costliest instruction (docs/performance.md, "Spheres against
      * LAMMPS"). GPUs keep many spheres in flight instead. */
     const int knob = t ? t->contact_ahead : TUNE_AUTO, ahead = knob != TUNE_AUTO ? knob : d->is_gpu ? 0 : 4;
-    char opts[64];
-    snprintf(opts, sizeof opts, "%s -DCONTACT_AHEAD=%d", c->cp.moving ? "-DMOTION" : "", ahead);
+    char opts[80];
+    snprintf(opts, sizeof opts, "%s -DCONTACT_AHEAD=%d%s", c->cp.moving ? "-DMOTION" : "", ahead,
+             d->is_gpu ? "" : " -DCONTACT_CPU");
     SPHSIM_TRY(device_build(d, "contacts.cl", opts, &c->prog, e));
     struct {
         const char *name;
