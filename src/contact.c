@@ -246,7 +246,7 @@ static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, co
      * items in turn, and the blocks lie by id, scattered over the sorted order; the first load
      * of a block was the stages' costliest instruction (docs/performance.md, "Spheres against
      * LAMMPS"). GPUs keep many spheres in flight instead. */
-    const int knob = t ? t->contact_ahead : TUNE_AUTO, ahead = knob != TUNE_AUTO ? knob : d->is_gpu ? 0 : 4;
+    const int ahead = device_tune(t ? t->contact_ahead : TUNE_AUTO, d, 0, 4);
     char opts[80];
     snprintf(opts, sizeof opts, "%s -DCONTACT_AHEAD=%d%s", c->cp.moving ? "-DMOTION" : "", ahead,
              d->is_gpu ? "" : " -DCONTACT_CPU");

@@ -548,6 +548,11 @@ void device_release_kernels(const cl_kernel *ks, int n)
         if (ks[k]) clReleaseKernel(ks[k]);
 }
 
+int device_tune(int knob, const ocl_device *d, int gpu, int cpu)
+{
+    return knob != TUNE_AUTO ? knob : d->is_gpu ? gpu : cpu;
+}
+
 int device_is_nvidia_gpu(const ocl_device *d) { return d->is_gpu && strstr(d->platform_name, "NVIDIA") != NULL; }
 
 unsigned device_register_cap(const ocl_device *d, int knob, unsigned auto_value)

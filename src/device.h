@@ -128,6 +128,9 @@ sphsim_status device_set_args(ocl_device *d, cl_kernel k, const karg *args, int 
  * takes the -cl-nv-* options, and its native functions were validated (docs/performance.md). */
 int device_is_nvidia_gpu(const ocl_device *d);
 
+/* A tuning knob resolved on d: `knob` unless TUNE_AUTO, else `gpu` or `cpu` by the device. */
+int device_tune(int knob, const ocl_device *d, int gpu, int cpu);
+
 /* The register cap option value for a program on d: 0 (none) unless d is an NVIDIA GPU, where
  * `knob` (a tuning value: TUNE_AUTO, 0 or 16-255) gives it, `auto_value` for TUNE_AUTO. */
 unsigned device_register_cap(const ocl_device *d, int knob, unsigned auto_value);

@@ -142,17 +142,12 @@ static void all_kernels(const nlist *nl, cl_kernel ks[NLIST_KERNELS])
     memcpy(ks, all, sizeof all);
 }
 
-/* A tuning knob resolved on d: `knob` unless TUNE_AUTO, else gpu or cpu by the device. */
-static int resolve(int knob, const ocl_device *d, int gpu, int cpu)
-{
-    return knob != TUNE_AUTO ? knob : d->is_gpu ? gpu : cpu;
-}
 
 /* All the skin levels on GPUs, where their cost model was measured; one (the scene's skin) on
  * CPUs, where one PoCL run of the 3D dam break took 5 % longer with them. */
 int nlist_skin_levels(const sphsim_tuning *t, const ocl_device *d)
 {
-    return resolve(t->skin_levels, d, NLIST_SKIN_LEVELS, 1);
+    return device_tune(t->skin_levels, d, NLIST_SKIN_LEVELS, 1);
 }
 
 /* Zero the state; the first step rebuilds (and a caller that enqueues a density stage without
@@ -183,17 +178,17 @@ sphsim_status nlist_create(nlist **out, ocl_device *d, const scene *s, size_t n,
     nl->n = n;
     nl->levels = nlist_skin_levels(t, d);
     /* entries four to a load on GPUs; PoCL, which vectorises across work-items, is faster with one */
-    nl->pack = resolve(t->list_pack, d, 4, 1);
+    nl->pack = device_tune(t->list_pack, d, 4, 1);
     /* 8 lanes per cell on GPUs, whose lanes of a cell then read consecutive particles; 1 on CPUs,
      * where one work-item's loop over its cell reads them in order and needs no barrier */
-    nl->lanes = resolve(t->cell_lanes, d, 8, 1);
+    nl->lanes = device_tune(t->cell_lanes, d, 8, 1);
     /* the build apart on GPUs (1 % faster on the H200); on CPUs the build alone saved less than
      * the extra pass cost (docs/performance.md); both give the same densities to the bit */
-    nl->apart = resolve(t->list_build, d, LIST_BUILD_APART, LIST_BUILD_FUSED) == LIST_BUILD_APART;
+    nl->apart = device_tune(t->list_build, d, LIST_BUILD_APART, LIST_BUILD_FUSED) == LIST_BUILD_APART;
     /* the read ahead on GPUs: the device's idle time between kernels 0.064 -> 0.049 ms per step
      * (H100, 3.9x10^6 particles); on CPUs PoCL's launches of kernels that return at once cost
      * more than the wait */
-    nl->ahead_read = resolve(t->go_ahead, d, 1, 0);
+    nl->ahead_read = device_tune(t->go_ahead, d, 1, 0);
     nl->check = t->list_check != 0;
     nlist_params *p = &nl->params;
     const double support = (double)(float)(2.0 * s->h); /* as the SPH kernels hold it */

@@ -186,11 +186,6 @@ static void solver_kernels(const sph_solver *s, cl_kernel ks[SPH_KERNELS])
     memcpy(ks, all, sizeof all);
 }
 
-/* A tuning knob resolved on d: `knob` unless TUNE_AUTO, else gpu or cpu by the device. */
-static int resolve(int knob, const ocl_device *d, int gpu, int cpu)
-{
-    return knob != TUNE_AUTO ? knob : d->is_gpu ? gpu : cpu;
-}
 
 /* The moving walls' buffers: every wall particle's rest position and body, from the scene's
  * lattice (init_lattice: the walls' positions at t = 0, whatever the run starts from, so that a
@@ -246,7 +241,7 @@ static sphsim_status create(sph_solver **out, ocl_device *d, const scene *sc, si
      * faster), 512 elsewhere (on PoCL with 2 threads, against 64: the 2D dam break at 1.1x10^5
      * particles 31 % less per step, the 3D one 6-9 % less; docs/performance.md); lowered below to
      * the smallest CL_KERNEL_WORK_GROUP_SIZE of the kernels */
-    s->local = (size_t)resolve(t->sph_local, d, 128, 512);
+    s->local = (size_t)device_tune(t->sph_local, d, 128, 512);
     sph_params_from_scene(sc, &s->params);
     sphsim_status st = SPHSIM_OK;
     if (list_n > 0) st = nlist_create(&s->nl, d, sc, list_n, t, e);
@@ -262,7 +257,7 @@ static sphsim_status create(sph_solver **out, ocl_device *d, const scene *sc, si
         nlist_build_options(s->nl, list_opt + 1, sizeof list_opt - 1);
     }
     /* native_sqrt and native_divide in the pair loops on NVIDIA's GPUs (kernels/sph_common.h) */
-    const int native = resolve(t->native_math, d, device_is_nvidia_gpu(d), 0);
+    const int native = device_tune(t->native_math, d, device_is_nvidia_gpu(d), 0);
     char *opts = s->options;
     snprintf(opts, sizeof s->options, "-DDIMS=%d -D%s -D%s -D%s%s%s%s%s%s", sc->dims, kernel_opt[sc->kernel],
              sc->eos == EOS_LINEAR ? "EOS_LINEAR" : "EOS_TAIT",
