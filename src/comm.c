@@ -109,8 +109,21 @@ static sphsim_status int_counts(const size_t *bytes, int *count, int *displ, siz
 }
 
 /* The largest message comm_swap sends (tuning.mpi_piece): MPI counts are int. */
-static size_t g_piece = (size_t)1 << 30;
-void comm_set_piece(size_t bytes) { g_piece = bytes ? bytes : (size_t)1 << 30; }
+#define PIECE_DEFAULT ((size_t)1 << 30)
+static size_t g_piece = PIECE_DEFAULT;
+void comm_set_piece(size_t bytes) { g_piece = bytes ? bytes : PIECE_DEFAULT; }
+
+/* Post the sends of `bytes` bytes from `out` to rank `peer` (or, with out NULL, the receives
+ * into `in` from it) in messages of at most g_piece bytes, tagged by their order, into
+ * req[*k ...]. */
+static void post_pieces(const char *out, char *in, size_t bytes, int peer, MPI_Request *req, size_t *k)
+{
+    for (size_t o = 0, t = 0; o < bytes; o += g_piece, ++t) {
+        const int m = (int)(bytes - o < g_piece ? bytes - o : g_piece);
+        if (out) MPI_Isend(out + o, m, MPI_BYTE, peer, (int)t, MPI_COMM_WORLD, &req[(*k)++]);
+        else MPI_Irecv(in + o, m, MPI_BYTE, peer, (int)t, MPI_COMM_WORLD, &req[(*k)++]);
+    }
+}
 
 /* Point to point, each rank's share in messages of at most g_piece bytes (tagged by their
  * order), so that no count or displacement needs more than an int, whatever the share. */
@@ -132,26 +145,15 @@ sphsim_status comm_swap(const void *send, const size_t *send_bytes, void *recv, 
         if (!req) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the MPI exchange's requests");
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "MPI exchange: another rank could not take part");
     }
-    size_t k = 0, soff = 0, roff = 0;
+    size_t k = 0, soff = 0, roff = 0, self = 0; /* self: where this rank's own share goes */
     for (size_t r = 0; r < n; ++r) {
-        if (r != me)
-            for (size_t o = 0, t = 0; o < recv_bytes[r]; o += piece, ++t) {
-                const size_t m = recv_bytes[r] - o < piece ? recv_bytes[r] - o : piece;
-                MPI_Irecv((char *)recv + roff + o, (int)m, MPI_BYTE, (int)r, (int)t, MPI_COMM_WORLD, &req[k++]);
-            }
+        if (r == me) self = roff;
+        else post_pieces(NULL, (char *)recv + roff, recv_bytes[r], (int)r, req, &k);
         roff += recv_bytes[r];
     }
-    size_t self = 0; /* where this rank's own share goes */
-    for (size_t q = 0; q < me; ++q) self += recv_bytes[q];
     for (size_t r = 0; r < n; ++r) {
-        if (r == me) {
-            if (send_bytes[r]) memcpy((char *)recv + self, (const char *)send + soff, send_bytes[r]);
-        } else {
-            for (size_t o = 0, t = 0; o < send_bytes[r]; o += piece, ++t) {
-                const size_t m = send_bytes[r] - o < piece ? send_bytes[r] - o : piece;
-                MPI_Isend((const char *)send + soff + o, (int)m, MPI_BYTE, (int)r, (int)t, MPI_COMM_WORLD, &req[k++]);
-            }
-        }
+        if (r != me) post_pieces((const char *)send + soff, NULL, send_bytes[r], (int)r, req, &k);
+        else if (send_bytes[r]) memcpy((char *)recv + self, (const char *)send + soff, send_bytes[r]);
         soff += send_bytes[r];
     }
     MPI_Waitall((int)k, req, MPI_STATUSES_IGNORE);
