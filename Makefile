@@ -88,9 +88,13 @@ sanitize:
 	$(MAKE) B=build-tsan CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread" build-tsan/sphsim
 	sh tests/tsan-run.sh build-tsan/sphsim
 
-# The MPI build beside the default one (tests/python/test_mpi.py runs it on 1 to 3 ranks).
+# The MPI build beside the default one (tests/python/test_mpi.py runs it on 1 to 3 ranks), and
+# its twin with the writer's test hook (tests/mpi_fault.c), which fails a snapshot on one rank.
 mpi:
-	$(MAKE) MPI=1 build-mpi/sphsim
+	$(MAKE) MPI=1 build-mpi/sphsim build-mpi/sphsim-fault
+
+$(B)/sphsim-fault: $(B)/main.o tests/mpi_fault.c $(B)/libsphsim.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 unit-tests: $(TEST_BIN)
 	sh tests/run-all.sh --unit-only $(TEST_BIN)

@@ -38,10 +38,12 @@
 #include "output_geometry.h"
 #include "output_internal.h"
 
-/* Test-only fault injection: the test binaries link tests/output_fault.c, which defines this
- * hook (a non-zero return makes snapshot `k` fail after its data rows are written, as a failed
- * write inside HDF5 would); sphsim does not, and the weak reference stays null. */
-extern int output_fault_hook(unsigned long long k) __attribute__((weak));
+/* Test-only fault injection: the test binaries link tests/output_fault.c (the MPI tests'
+ * binary tests/mpi_fault.c), which defines this hook; sphsim does not, and the weak reference
+ * stays null. A non-zero return makes snapshot `k` fail: with before_rows 0 after its data rows
+ * are written, as a failed write inside HDF5 would; with 1 before this process writes any, as a
+ * failure of one MPI rank alone (a full buffer, a failed allocation) would. */
+extern int output_fault_hook(unsigned long long k, int before_rows) __attribute__((weak));
 
 const field_desc OUTPUT_FIELDS[] = {
     { "velocity", FIELD_VELOCITY, 3, FK_F32 }, /* m/s */
@@ -964,8 +966,23 @@ static sphsim_status write_snapshot(output *o, const particles *p, const output_
     }
     const int first = !o->have_topology; /* the first snapshot of the file */
     int committed = 0;
-    int rc = write_snapshot_rows(o, p, si, state, state_bytes, k);
-    if (rc == 0 && output_fault_hook && output_fault_hook(k)) {
+    int rc = -1;
+    if (output_fault_hook && output_fault_hook(k, 1)) h5io_set_reason("Input/output error (injected by a test)");
+    else rc = write_snapshot_rows(o, p, si, state, state_bytes, k);
+    if (rc < 0 && o->par && comm_size() > 1) {
+        /* The other ranks may be waiting for this one inside a collective write: no call of the
+         * file may follow (not even its close). The run fails on this rank alone, which ends
+         * every rank (main.c); the file keeps its last commit, as when a rank is killed. */
+        char why[512];
+        h5io_reason(why, sizeof why);
+        o->broken = o->stranded = 1;
+        h5io_forget();
+        return SPHSIM_FAIL(e, SPHSIM_E_IO,
+                           "cannot write snapshot %llu (t = %g s) to '%s': %s; the %llu snapshot(s) written before "
+                           "are intact",
+                           (unsigned long long)k, si->time, o->path, why, (unsigned long long)k);
+    }
+    if (rc == 0 && output_fault_hook && output_fault_hook(k, 0)) {
         h5io_set_reason("Input/output error (injected by a test)");
         rc = -1;
     }
@@ -1012,6 +1029,10 @@ static sphsim_status write_snapshot(output *o, const particles *p, const output_
 sphsim_status output_close(output *o, sphsim_error *e)
 {
     if (!o) return SPHSIM_OK;
+    if (o->stranded) { /* the other ranks wait for this one, or are gone: the run ends every rank */
+        output_free(o);
+        return SPHSIM_OK;
+    }
     sphsim_status r = SPHSIM_OK;
     h5io_quiet();
     int err = o->broken ? 0 : diskspace_reserve(o->file, 0);

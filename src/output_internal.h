@@ -47,6 +47,7 @@ struct output {
     size_t n;          /* particles per snapshot; fixed by the first snapshot */
     int have_topology; /* vertex cells and the restart dataset exist for n */
     int broken;        /* a write failed: nothing more reaches the file (see output.c, poison) */
+    int stranded;      /* parallel: this rank failed a write alone; the file is left unclosed (output.c) */
     int sph;           /* SPH mode (particle_mass is taken from the first snapshot) */
     hsize_t nsteps;    /* committed snapshots */
     hsize_t capacity;  /* snapshots the file's layout holds (allocated at creation) */

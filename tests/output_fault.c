@@ -4,6 +4,9 @@
 
 long long output_fault_at = -1;
 
-int output_fault_hook(unsigned long long k);
+int output_fault_hook(unsigned long long k, int before_rows);
 
-int output_fault_hook(unsigned long long k) { return output_fault_at >= 0 && (unsigned long long)output_fault_at == k; }
+int output_fault_hook(unsigned long long k, int before_rows)
+{
+    return !before_rows && output_fault_at >= 0 && (unsigned long long)output_fault_at == k;
+}

@@ -295,6 +295,38 @@ def test_a_killed_rank_leaves_a_readable_file(mpi_bin, reader, tmp_path):
     assert abs(snapshots(reader, out)[1].times[-1] - 0.2) < 1e-9
 
 
+def test_a_rank_that_cannot_write_ends_every_rank(mpi_bin, reader, tmp_path):
+    """Snapshot 2 fails on rank 1 alone, before it writes its rows, while the other ranks write
+    theirs collectively and wait for it: every rank ends (they would wait forever), with the
+    failure on stderr, and the file keeps the 2 snapshots committed before."""
+    fault_bin = mpi_bin.parent / "sphsim-fault"
+    assert fault_bin.is_file(), f"{fault_bin} not found: run `make mpi`"
+    out = tmp_path / "fault.h5"
+    env = mpi_env()
+    env["SPHSIM_TEST_FAULT"] = "1:2"
+    cmd = ["mpirun", "--oversubscribe", "-np", "3", str(fault_bin)] + scene_2d(REPO, "time.end=0.03") + \
+        ["-o", str(out), "--quiet"]
+    proc = subprocess.run([str(a) for a in cmd], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode != 0
+    assert "rank 1 of 3): cannot write snapshot 2 (t = 0.01 s)" in proc.stderr, proc.stderr
+    assert "the 2 snapshot(s) written before are intact" in proc.stderr
+    deadline = time.time() + 60  # mpirun may return before its ranks are gone, and they hold the file
+    while True:
+        try:
+            snaps, run = snapshots(reader, out)
+            break
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.5)
+    assert len(snaps) == 2 and list(run.times) == pytest.approx([0.0, 0.005])
+    for s in snaps:
+        assert np.array_equal(np.sort(s["id"]), np.arange(len(s["id"])))
+        assert np.isfinite(s["positions"]).all()
+    mpirun(mpi_bin, 2, ["--resume", out, "--quiet"], tmp_path)
+    assert snapshots(reader, out)[1].times[-1] == pytest.approx(0.03)
+
+
 def test_gauges_over_ranks(mpi_bin, reader, tmp_path):
     gauges = ('[{"name":"tank","type":"force"},{"name":"p","type":"pressure","point":[1.4,0.05]},'
               '{"name":"v","type":"velocity","point":[0.1,0.1]},{"name":"h","type":"height","point":[0.8,0]}]')
