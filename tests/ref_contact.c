@@ -53,6 +53,8 @@ static geo pair_geo(const ref_contact_params *p, vec x_a, vec x_b, vec v_a, vec 
     if (aa > 0 && c < 0) {
         const double q = sqrt(b * b - aa * c), root = b > 0 ? (b + q) / aa : -c / (q - b);
         s = fmin(root, p->dt);
+    } else if (c >= 0) {
+        s = 0; /* touching just now */
     }
     vec d = vsub(dx, vmul(s, dv));
     double dist = sqrt(vdot(d, d));

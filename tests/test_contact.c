@@ -483,6 +483,68 @@ static void test_offcentre_collisions(void **state)
     offcentre(3, 0.5, 0.5, 10.0, 1);
 }
 
+/* Two discs of r = 0.02 m whose float distance rounds to r_sum while their squared distance is
+ * just below r_sum^2: overlapping for the contact test, touching just now for the root. The
+ * pair approaches off-centre at 2 m/s, so the step's normal is the one of the step start,
+ * dx / |dx|: the bounce must follow it (a lasting contact's normal, that of the drift's start,
+ * is 3 degrees off at this time step). Candidates (x, y) are kept whose squared distance rounds
+ * alike with and without fused multiply-adds, so the device's dot product sees the same value. */
+static void test_touch_within_rounding(void **state)
+{
+    (void)state;
+    const float r = 0.02f, rs = r + r, F = rs * rs;
+    const float below = nextafterf(F, 0.0f);
+    float x = 0, y = 0;
+    for (int k = 0; k < 200000 && !(x > 0); ++k) {
+        const float cx = rs * 0.8f + (float)k * 1e-9f;
+        for (int sgn = -1; sgn <= 1 && !(x > 0); sgn += 2) {
+            float cy = sqrtf(rs * rs - cx * cx);
+            for (int u = -4; u <= 4 && !(x > 0); ++u) {
+                const float yy = cy + (float)u * (float)sgn * 2e-9f;
+                const volatile float x2 = cx * cx, y2 = yy * yy;
+                const float d_plain = x2 + y2, d_fma1 = fmaf(yy, yy, x2), d_fma2 = fmaf(cx, cx, y2);
+                if (d_plain == below && d_fma1 == below && d_fma2 == below && sqrtf(below) == rs) {
+                    x = cx;
+                    y = yy;
+                }
+            }
+        }
+    }
+    assert_true(x > 0); /* a pair at the rounding edge exists */
+    const double lo[3] = { -1, -1, -1 }, hi[3] = { 1, 1, 1 }, g[3] = { 0, 0, 0 };
+    const double dt = 10 * default_dt(r, 1.0), e_r = 0.5;
+    /* disc 1 at (x, y) from disc 2, both moving towards each other at 30 degrees off the centre
+     * line: relative velocity -(2 m/s) (cos 30, sin 30) rotated onto the pair's direction */
+    const double L = sqrt((double)x * x + (double)y * y), n[3] = { x / L, y / L, 0 };
+    const double c30 = cos(M_PI / 6), s30 = sin(M_PI / 6);
+    const double dvx = -2.0 * (c30 * n[0] - s30 * n[1]), dvy = -2.0 * (c30 * n[1] + s30 * n[0]);
+    const double p1[3] = { x, y, 0 }, p2[3] = { 0, 0, 0 };
+    const double u1[3] = { 0.5 * dvx, 0.5 * dvy, 0 }, u2[3] = { -0.5 * dvx, -0.5 * dvy, 0 };
+    scene s;
+    make_scene(&s, 2, lo, hi, g, dt, e_r, 4, r);
+    tsys t;
+    tsys_init(&t, &s, 2, 1.0);
+    tsys_pair(&t, p1, p2, u1, u2, 1.0, 1.0, r, r);
+    /* the positions as the device holds them: the rounding edge must survive the offset */
+    const float fx = t.pos[0] - t.pos[4], fy = t.pos[1] - t.pos[5];
+    double ux[3] = { u1[0], u1[1], 0 }, uy[3] = { u2[0], u2[1], 0 }, v1o[3], v2o[3];
+    const double nf[3] = { fx / sqrt((double)fx * fx + (double)fy * fy), fy / sqrt((double)fx * fx + (double)fy * fy),
+                           0 };
+    ref_binary_collision(ux, uy, 1.0, 1.0, nf, e_r, v1o, v2o);
+    const int edge = fmaf(fy, fy, fx * fx) < F && sqrtf(fmaf(fy, fy, fx * fx)) == rs;
+    assert_int_equal(tsys_count(&t), 1);
+    tsys_step(&t);
+    double err = 0;
+    for (size_t i = 0; i < 2; ++i)
+        for (int a = 0; a < 2; ++a)
+            err = fmax(err, fabs(t.vel[4 * i + a] - (t.id[i] == 0 ? v1o[a] : v2o[a])));
+    printf("# touch within rounding (%s): |v - v_exact| %.2e of the approach speed\n",
+           edge ? "at the edge" : "not at the edge", err / 2.0);
+    assert_true(edge);
+    assert_true(err < 1e-4 * 2.0);
+    tsys_free(&t);
+}
+
 /* A sphere flying into each wall of a 3D box (and of a 2D tank) obliquely, 5 mm from contact,
  * 2 steps of 1 cm and 10 steps of 1 mm: after the bounce, its normal velocity is -e times the
  * incoming one, its tangential velocity unchanged (no friction), and its position that of the
@@ -1676,6 +1738,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_offcentre_collisions),
+        cmocka_unit_test(test_touch_within_rounding),
         cmocka_unit_test(test_walls),
         cmocka_unit_test(test_wall_friction),
         cmocka_unit_test(test_pair_friction),
