@@ -121,7 +121,7 @@ static sphsim_status measure_setup(gauges *g, sphsim_error *e)
             ++n_obj_force;
         }
     }
-    const long n_obj = n_obj_force ? init_boundary_objects(s, NULL) : 0;
+    const long n_obj = init_boundary_objects(s, NULL); /* the tank's walls are the ids below them */
     uint8_t *slot = calloc((size_t)(n_obj > 0 ? n_obj : 1), 1);
     int8_t *obj = calloc((size_t)(n_obj > 0 ? n_obj : 1), 1);
     sphsim_status st = slot && obj ? SPHSIM_OK : SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory");
@@ -130,8 +130,8 @@ static sphsim_status measure_setup(gauges *g, sphsim_error *e)
         for (long k = 0; k < n_obj; ++k) slot[k] = obj[k] >= 0 ? by_object[obj[k]] : 0xff;
         double centre[3] = { 0, 0, 0 };
         for (int a = 0; a < s->dims; ++a) centre[a] = 0.5 * (s->tank.min[a] + s->tank.max[a]);
-        /* without object gauges, every wall below first_obj = all of them is the tank's */
-        const long first = n_obj_force ? s->n_fluid + s->n_boundary - n_obj : s->n_fluid + s->n_boundary;
+        /* the objects' walls count only for their own gauges (an object without one: none) */
+        const long first = s->n_fluid + s->n_boundary - n_obj;
         st = sph_measure_setup(g->sol, (cl_uint)first, tank_slot, slot, (size_t)n_obj, (cl_uint)g->n_force, centre,
                                e);
     }

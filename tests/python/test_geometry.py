@@ -252,6 +252,28 @@ def test_no_leak_2d_wedge_polygon(run_scene):
     assert mod.main([str(run.out)]) == 0
 
 
+def test_tank_force_gauge_leaves_out_the_objects(run_scene, reader):
+    """The tank's force gauge sums the tank's walls alone, whether or not an object has its own
+    gauge: the same rows with and without the block's gauge beside it."""
+    scene = {
+        "format": 1, "name": "tank_only", "dimensions": 2,
+        "tank": {"min": [0.0, 0.0], "max": [0.5, 0.8]},
+        "fluid": {"blocks": [{"min": [0.0, 0.0], "max": [0.5, 0.5]}], "spacing": 0.02},
+        "objects": [{"name": "block", "shape": "rectangle", "center": [0.25, 0.25], "size": [0.1, 0.1]}],
+        "time": {"end": 0.01}, "output": {"interval": 0.01},
+        "gauges": [{"name": "F_tank", "type": "force"}],
+    }
+    alone = run_scene(scene, name="tank_alone")
+    scene["gauges"].append({"name": "F_block", "type": "force", "object": "block"})
+    beside = run_scene(scene, name="tank_beside")
+    import h5py
+    with h5py.File(alone.out, "r") as a, h5py.File(beside.out, "r") as b:
+        ta, tb, blk = a["sphsim/gauges/F_tank"][()], b["sphsim/gauges/F_tank"][()], b["sphsim/gauges/F_block"][()]
+    assert ta.shape == tb.shape and ta.shape[0] > 10
+    assert np.abs(blk[:, 2]).max() > 10  # N/m: the block holds water
+    assert np.array_equal(ta, tb)
+
+
 def test_force_gauge_on_an_obstacle_is_the_buoyancy(run_scene, reader):
     """A force gauge on an obstacle sums its own boundary particles only: a 0.1 m square held
     in the middle of 0.5 m of water at rest feels its buoyancy, rho0 g A = 98.1 N/m upward
