@@ -268,6 +268,14 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
     if (st != SPHSIM_OK) return st;
     if (s.notes[0] && !a->quiet && comm_rank() == 0) fprintf(stderr, "sphsim: %s", s.notes);
     if (a->action == CLI_CHECK) {
+        /* the grid the run would build (SPH: with neighbour lists where they may be used, whose
+         * wider cells are fewer) */
+        grid_params gp;
+        st = sim_grid_geometry(&s, s.mode == MODE_SPH && s.neighbour_list != NLIST_OFF, &gp, e);
+        if (st != SPHSIM_OK) {
+            scene_free(&s);
+            return st;
+        }
         print_check(&s, t);
         scene_free(&s);
         return SPHSIM_OK;

@@ -45,12 +45,14 @@ sphsim_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sphs
         hi[a] = s->tank.max[a] + margin;
     }
     const double rest_lo[3] = { lo[0], lo[1], lo[2] }, rest_hi[3] = { hi[0], hi[1], hi[2] };
+    int swept = 0; /* a moving body widens the box */
     for (int b = 0; motion_of(s, b); ++b) {
         double blo[3], bhi[3];
         memcpy(blo, rest_lo, sizeof blo);
         memcpy(bhi, rest_hi, sizeof bhi);
         motion_swept_box(motion_of(s, b), s->dims, s->t_end, s->spacing, blo, bhi);
         for (int a = 0; a < s->dims; ++a) {
+            swept |= blo[a] < lo[a] || bhi[a] > hi[a];
             lo[a] = fmin(lo[a], blo[a]);
             hi[a] = fmax(hi[a], bhi[a]);
         }
@@ -60,7 +62,18 @@ sphsim_status sim_grid_geometry(const scene *s, int lists, grid_params *gp, sphs
      * cells of cell_ratio (1 + skin) support with one cell either side would miss candidates
      * between cell_ratio (1 + skin) and (1 + skin) support away) */
     const double ratio = lists ? fmax(s->cell_ratio, 1.0) * (1.0 + s->skin) : s->cell_ratio;
-    return grid_geometry(s->dims, lo, hi, s->support, ratio, gp, e);
+    const sphsim_status st = grid_geometry(s->dims, lo, hi, s->support, ratio, gp, e);
+    if (st != SPHSIM_OK && swept && e) {
+        char msg[sizeof e->msg];
+        memcpy(msg, e->msg, sizeof msg);
+        double ext = 0;
+        for (int a = 0; a < s->dims; ++a) ext = fmax(ext, hi[a] - lo[a]);
+        SPHSIM_FAIL(e, st,
+                    "%s. The grid covers everything the moving bodies sweep until time.end, %g m across: slower or "
+                    "shorter motion (tank.motion, objects[].motion) or a shorter time.end needs fewer cells",
+                    msg, ext);
+    }
+    return st;
 }
 
 /* Bytes per particle of dev_state (see state.h). */

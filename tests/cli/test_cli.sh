@@ -84,6 +84,12 @@ expect 3 "--set misspelled key" -- "$BIN" "$T/tiny.json" --check --set fluid.spa
 has "$T/err" "fluid.spacng" "misspelled key named"
 has "$T/err" "spacing" "misspelled key suggestion"
 [ ! -e "$T/x.h5" ] && ok || bad "--check must not write output"
+# a grid past the cell tables' limits: --check refuses it as the run would, and names the
+# motion when the box the moving tank sweeps is the cause
+expect 3 "--check: grid too large" -- "$BIN" "$T/tiny.json" --check --set 'tank.max=[10000,10000]'
+has "$T/err" "grid.cell_ratio" "grid too large names grid.cell_ratio"
+expect 3 "--check: swept grid too large" -- "$BIN" "$T/tiny.json" --check --set 'tank.motion=[{"type":"constant","velocity":[1e8,0]}]'
+has "$T/err" "moving bodies sweep" "swept grid names the motion"
 
 # a run: output, sidecar, JSON summary on stdout
 expect 0 "tiny run" -- "$BIN" "$T/tiny.json" -o "$T/run.h5" --device cpu
