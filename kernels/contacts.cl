@@ -446,10 +446,12 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
     if (k < S) {
         const uint code = j | (id_i < id[j] ? CONTACT_FIRST : 0u);
         uint3 sl = (uint3)(code, 0u, 0u);
-        const uint was = idx[j]; /* j's slot in the last step's order */
-        for (uint q = 0; q < n_old; ++q) {
-            const uint c = contact_code(old[q]) & CONTACT_INDEX;
-            if (c < CONTACT_WALL && c == was) sl = (uint3)(code, old[q].y, old[q].z);
+        if (n_old > 0u) { /* (a cold step has no idx: nothing is read from it) */
+            const uint was = idx[j]; /* j's slot in the last step's order */
+            for (uint q = 0; q < n_old; ++q) {
+                const uint c = contact_code(old[q]) & CONTACT_INDEX;
+                if (c < CONTACT_WALL && c == was) sl = (uint3)(code, old[q].y, old[q].z);
+            }
         }
         contact_slot_store(blk, k, S, sl);
     }
