@@ -2023,6 +2023,9 @@ static sphsim_status parse_gauge(vctx *v, const cJSON *it, scene *s, scene_gauge
                          "\"%.80s\": a gauge's name (an HDF5 dataset's) takes letters, digits, '_', '-' and '.' "
                          "only",
                          nm->valuestring);
+    if (strspn(nm->valuestring, ".") == strlen(nm->valuestring))
+        return vfail(v, "\"%.80s\": a gauge's name (an HDF5 dataset's) needs a letter, digit, '_' or '-'",
+                     nm->valuestring);
     for (int k = 0; k < s->n_gauges; ++k)
         if (strcmp(s->gauges[k].name, nm->valuestring) == 0)
             return vfail(v, "\"%.80s\" is already the name of gauges[%d]", nm->valuestring, k);
@@ -2127,6 +2130,11 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
         for (size_t i = 0; i < n; i++)
             if (iscntrl((unsigned char)name->valuestring[i]))
                 return vfail(v, "control characters (tab, newline, ...) are not allowed in the name");
+        /* the default output file is NAME.h5 in the current directory */
+        if (strchr(name->valuestring, '/') || strcmp(name->valuestring, ".") == 0 || strcmp(name->valuestring, "..") == 0)
+            return vfail(v, "\"%.80s\": the name is the default output file's (NAME.h5 in the current directory): no '/', "
+                            "and not \".\" or \"..\"",
+                         name->valuestring);
         snprintf(s->name, sizeof s->name, "%s", name->valuestring);
         vpop(v, old);
     }
