@@ -200,11 +200,22 @@ static sphsim_status resume_scene(scene *s, const char *path, const char *stored
          * end that keeps every other resolved value is allowed */
         const char *v2[SCENE_MAX_SETS];
         int n2 = 0;
-        for (int i = 0; i < n_sets; ++i)
+        for (int i = 0; i < n_sets && n2 < SCENE_MAX_SETS - 1; ++i)
             if (strncmp(set_v[i], "time.end=", 9) != 0) v2[n2++] = set_v[i];
-        for (int i = 0; i < n_extra && n2 < SCENE_MAX_SETS; ++i) v2[n2++] = extra[i];
+        const int n_kept = n2;
+        for (int i = 0; i < n_extra && n2 < SCENE_MAX_SETS - 1; ++i) v2[n2++] = extra[i];
         scene s2;
         st = scene_load_string(&s2, stored, hint, v2, n2, e);
+        if (st == SPHSIM_OK && s2.out_interval != s->out_interval && s->out_interval > 0) {
+            /* the default snapshot interval (time.end / 50) follows the end: the stored run's
+             * is kept, as an override before the new end */
+            char interval[64];
+            snprintf(interval, sizeof interval, "output.interval=%.17g", s->out_interval);
+            scene_free(&s2);
+            memmove(v2 + n_kept + 1, v2 + n_kept, (size_t)(n2 - n_kept) * sizeof *v2);
+            v2[n_kept] = interval;
+            st = scene_load_string(&s2, stored, hint, v2, n2 + 1, e);
+        }
         if (st == SPHSIM_OK) {
             if (s2.t_end < s->t_end || s2.dt != s->dt || s2.steps_per_output != s->steps_per_output ||
                 s2.n_total != s->n_total) {

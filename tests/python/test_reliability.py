@@ -490,6 +490,23 @@ def test_resume_with_later_end_is_bit_identical(work, resume_ref, short_end):
     assert "time.end can only be raised" in p.stderr
 
 
+def test_resume_with_later_end_keeps_a_default_interval(work):
+    """A run whose snapshot interval is the default (time.end / 50) runs further with --resume
+    --set time.end=LATER at its own interval, which the default for the later end would change:
+    the stored overrides then pin it, and the next extension goes on alike."""
+    scene = work / "default_interval.json"
+    scene.write_text(json.dumps(dict({k: v for k, v in TINY.items() if k != "output"}, time={"end": 0.01})))
+    out = work / "default_interval.h5"
+    sphsim(scene, "-o", out, "--quiet", check_rc=0)
+    sphsim("--resume", out, "--set", "time.end=0.02", check_rc=0)
+    sphsim("--resume", out, "--set", "time.end=0.03", check_rc=0)
+    with h5py.File(out, "r") as f:
+        t = f["VTKHDF/Steps/Values"][()]
+        sets = json.loads(f["sphsim"].attrs["resolved_json"])["provenance"]["sets"]
+    assert len(t) == 151 and np.allclose(t, np.arange(151) * 0.0002, rtol=0, atol=1e-12)
+    assert sets == ["output.interval=0.00020000000000000001", "time.end=0.03"]
+
+
 @pytest.mark.parametrize("ahead", ["0", "1"])
 def test_resume_with_adaptive_skin_is_bit_identical(work, resume_ref, ahead):
     """The adaptive list skin (the default on GPUs, forced here with SPHSIM_SKIN_LEVELS=4, and
