@@ -166,6 +166,15 @@ inline float2 contact_material(__constant contact_params *cp, __global const flo
 /* Jacobi relaxation of a contact from the contact counts of its spheres (walls: d_b = 1). */
 inline float contact_relax(float omega, uint d_a, uint d_b) { return min(1.0f, omega / (float)max(max(d_a, d_b), 1u)); }
 
+/* The counts the impulse passes relax with (docs/contacts.md, "Relaxation"): the tank's faces
+ * are at right angles to each other, and a face's constraint does not move a sphere along
+ * another's, so a tank face counts its sphere's contacts other than the tank's faces, and
+ * itself (a sphere in a corner: 1, each face solved whole); a sphere pair counts each sphere's
+ * contacts other than its tank faces (two spheres sliding on the floor collide as a lone pair).
+ * Objects and sphere pairs count as before. d: the sphere's contacts, t: its tank faces. */
+inline uint contact_count_wall(uint d, uint t, uint face) { return face < CONTACT_OBJECT_FACE ? d - t + 1u : d; }
+inline uint contact_count_pair(uint d, uint t) { return d - t; }
+
 /* Target normal velocity: an impact (approach faster than v_rest at the start of the step)
  * bounces back with e; a slower (resting) contact must merely stop approaching. */
 inline float contact_target(float u0_n, float e, float v_rest) { return u0_n < -v_rest ? -e * u0_n : 0.0f; }
@@ -309,6 +318,14 @@ inline int contact_wall_touch(float4 x0, float r, uint face, __constant contact_
 {
     float4 nrm, v_w;
     return contact_wall_h(x0, face, cp, geom_grid, &nrm, &v_w) < r;
+}
+
+/* The tank's faces a sphere at x0 (radius r) touches (the same test as contact_list's). */
+inline uint contact_tank_walls(float4 x0, float r, __constant contact_params *cp, __global const float *geom_grid)
+{
+    uint w = 0u;
+    for (uint f = 0; f < 2u * cp->dims; ++f) w += contact_wall_touch(x0, r, f, cp, geom_grid) ? 1u : 0u;
+    return w;
 }
 
 /* Do spheres at p_i, p_j with radii summing to r_sum overlap? */
@@ -559,6 +576,7 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
     const float4 v_i = (float4)(V_i.x, V_i.y, V_i.z, 0.0f), w_i = contact_w_of(V_i, W_i, dims);
     const float m_i = pos0[i].w, r_i = v0[i].w, k_I = cp->inertia, I_i = k_I * m_i * r_i * r_i;
     const float v_rest = cp->v_rest;
+    const uint t_i = contact_tank_walls(p0_i, r_i, cp, geom_grid);
     float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
         uint3 sl = contact_slot_load(blk, k, S);
@@ -574,17 +592,21 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         if (wall) { /* the contact point's velocity relative to the wall's */
             const float4 u = v_i - g.v_w - cross(g.a_a * w_i, g.n);
             dP = contact_update(&g, u, target, m_i, contact_mass_t(&g, m_i, k_I), mat.y,
-                                contact_relax(cp->omega_v, d_i, 1u), dims, &sl);
+                                contact_relax(cp->omega_v, contact_count_wall(d_i, t_i, code - CONTACT_WALL), 1u),
+                                dims, &sl);
             contact_slot_store(blk, k, S, sl);
         } else {
             const uint j = code & CONTACT_INDEX, d_j = CONTACT_DEGREE(info[j]);
             const float4 V_j = V_in[j];
             const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
             const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
-            const float m_j = pos0[j].w;
+            const float4 p_j = pos0[j];
+            const float m_j = p_j.w;
+            const uint t_j = contact_tank_walls(contact_xyz(p_j), v0[j].w, cp, geom_grid);
             const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
             const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
-            const float m_t = contact_mass_t(&g, m_n, k_I), w = contact_relax(cp->omega_v, d_i, d_j);
+            const float m_t = contact_mass_t(&g, m_n, k_I),
+                        w = contact_relax(cp->omega_v, contact_count_pair(d_i, t_i), contact_count_pair(d_j, t_j));
             if (d_j <= S) {
                 dP = contact_update(&g, u, target, m_n, m_t, mat.y, w, dims, &sl);
                 contact_slot_store(blk, k, S, sl);
@@ -613,7 +635,8 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         const float2 mat = first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i);
         const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
         const float m_t = contact_mass_t(&g, m_n, k_I);
-        const float w = contact_relax(cp->omega_v, d_i, d_j);
+        const uint t_j = contact_tank_walls(p0_j, r_j, cp, geom_grid);
+        const float w = contact_relax(cp->omega_v, contact_count_pair(d_i, t_i), contact_count_pair(d_j, t_j));
         const float4 dP = contact_update_free(&g, u, contact_target(g.u0_n, mat.x, v_rest), m_n, m_t, mat.y, w);
         dv += first ? dP : -dP;
         dw += (first ? g.a_a : g.a_b) * cross(g.n, dP);

@@ -193,15 +193,16 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
 {
     const size_t m = n ? n : 1, S = p->slots;
     const double k = p->inertia;
-    unsigned *deg = calloc(m, sizeof *deg), *grp = calloc(m, sizeof *grp);
+    unsigned *deg = calloc(m, sizeof *deg), *tw = calloc(m, sizeof *tw), *grp = calloc(m, sizeof *grp);
     size_t *first = calloc(m + 1, sizeof *first);
     vec *v = calloc(m, sizeof *v), *w = calloc(m, sizeof *w), *vo = calloc(m, sizeof *vo), *wo = calloc(m, sizeof *wo);
     vec *x = calloc(m, sizeof *x), *xo = calloc(m, sizeof *xo);
-    if (!deg || !grp || !first || !v || !w || !vo || !wo || !x || !xo) abort();
+    if (!deg || !tw || !grp || !first || !v || !w || !vo || !wo || !x || !xo) abort();
     /* contacts at the start: walls, then spheres */
     for (size_t i = 0; i < n; ++i) {
         const vec xi = load4(pos, i);
-        for (int f = 0; f < 2 * p->dims; ++f) deg[i] += wall_gap(p, xi, f) < radius[i];
+        for (int f = 0; f < 2 * p->dims; ++f) tw[i] += wall_gap(p, xi, f) < radius[i];
+        deg[i] = tw[i];
         for (size_t j = 0; j < n; ++j) deg[i] += j != i && touch(xi, load4(pos, j), radius[i] + radius[j]);
         first[i + 1] = first[i] + deg[i];
         grp[i] = group_of(p, id[i]);
@@ -262,7 +263,7 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
                     const vec u = vsub(v[i], vcross(vmul(g.a_a, w[i]), g.n));
                     const double m_t = 1 / (1 / m_i + g.a_a * g.a_a / (k * m_i * r_i * r_i));
                     const vec dP = update(&g, u, target(g.u0_n, e, p->v_rest), m_i, m_t, mu,
-                                          relax(p->omega_v, deg[i], 1), cs[c].lam, 1, p->dims);
+                                          relax(p->omega_v, deg[i] - tw[i] + 1, 1), cs[c].lam, 1, p->dims);
                     dv = vadd(dv, vmul(1 / m_i, dP));
                     dw = vsub(dw, vmul(g.a_a / I_i, vcross(g.n, dP)));
                     continue;
@@ -277,7 +278,8 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
                     1 / (1 / mass[ia] + 1 / mass[ib] + g.a_a * g.a_a / (k * mass[ia] * radius[ia] * radius[ia]) +
                          g.a_b * g.a_b / (k * mass[ib] * radius[ib] * radius[ib]));
                 const vec dP = update(&g, u, target(g.u0_n, e, p->v_rest), m_n, m_t, mu,
-                                      relax(p->omega_v, deg[i], deg[j]), cs[c].lam, cs[c].state, p->dims);
+                                      relax(p->omega_v, deg[i] - tw[i], deg[j] - tw[j]), cs[c].lam, cs[c].state,
+                                      p->dims);
                 dv = vadd(dv, vmul((ia == i ? 1.0 : -1.0) / m_i, dP));
                 dw = vsub(dw, vmul((ia == i ? g.a_a : g.a_b) / I_i, vcross(g.n, dP)));
             }
@@ -357,6 +359,7 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
             }
     }
     free(deg);
+    free(tw);
     free(grp);
     free(first);
     free(cs);

@@ -545,6 +545,55 @@ static void test_touch_within_rounding(void **state)
     tsys_free(&t);
 }
 
+/* A tank face does not count against the contacts it is at right angles to (docs/contacts.md,
+ * "Relaxation"): two discs sliding on the floor at +-1 m/s collide as a lone pair, and a
+ * sphere flying into a corner of the 3D tank bounces off its three faces at once, both with
+ * e = 1 and the default 4 passes: the speeds come back to 1e-4 (a floor counted as a contact
+ * of each disc halved their pair's correction per pass: 0.875 m/s; a corner's three faces
+ * thirded theirs: 0.78 of the speed). */
+static void test_faces_at_right_angles(void **state)
+{
+    (void)state;
+    const double r = 0.01, dt = 1e-3;
+    { /* 2D: the pair on the floor, under gravity */
+        const double lo[3] = { -0.5, 0, 0 }, hi[3] = { 0.5, 0.5, 0 }, g[3] = { 0, -9.81, 0 };
+        scene s;
+        make_scene(&s, 2, lo, hi, g, dt, 1.0, 4, r);
+        tsys t;
+        tsys_init(&t, &s, 2, 1.0);
+        const double y = r - 1e-6, p1[3] = { -0.02, y, 0 }, p2[3] = { 0.02, y, 0 }, u1[3] = { 1, 0, 0 },
+                     u2[3] = { -1, 0, 0 };
+        tsys_pair(&t, p1, p2, u1, u2, 1.0, 1.0, r, r);
+        for (int st = 0; st < 40; ++st) tsys_step(&t);
+        double err = 0;
+        for (size_t i = 0; i < 2; ++i) err = fmax(err, fabs(fabs(t.vel[4 * i]) - 1.0));
+        printf("# two discs on the floor, e = 1: |v_x| after the collision within %.2e m/s of 1 m/s\n", err);
+        assert_true(t.vel[0] * (t.id[0] == 0 ? 1 : -1) < 0); /* they have bounced */
+        assert_true(err < 1e-4);
+        tsys_free(&t);
+    }
+    { /* 3D: a sphere into the corner (lo, lo, lo), no gravity */
+        const double lo[3] = { 0, 0, 0 }, hi[3] = { 0.5, 0.5, 0.5 }, g[3] = { 0, 0, 0 };
+        scene s;
+        make_scene(&s, 3, lo, hi, g, dt, 1.0, 4, r);
+        tsys t;
+        tsys_init(&t, &s, 1, 1.0);
+        const double v = 1 / sqrt(3.0), p[3] = { 0.03, 0.03, 0.03 };
+        for (int a = 0; a < 3; ++a) {
+            t.pos[a] = (float)p[a];
+            t.vel[a] = (float)-v;
+        }
+        t.mass[0] = 1.0f;
+        t.radius[0] = (float)r;
+        for (int st = 0; st < 60; ++st) tsys_step(&t);
+        double err = 0;
+        for (int a = 0; a < 3; ++a) err = fmax(err, fabs(t.vel[a] - v));
+        printf("# sphere into a 3D corner, e = 1: velocity within %.2e m/s of the mirrored one\n", err);
+        assert_true(err < 1e-4);
+        tsys_free(&t);
+    }
+}
+
 /* A sphere flying into each wall of a 3D box (and of a 2D tank) obliquely, 5 mm from contact,
  * 2 steps of 1 cm and 10 steps of 1 mm: after the bounce, its normal velocity is -e times the
  * incoming one, its tangential velocity unchanged (no friction), and its position that of the
@@ -1739,6 +1788,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_offcentre_collisions),
         cmocka_unit_test(test_touch_within_rounding),
+        cmocka_unit_test(test_faces_at_right_angles),
         cmocka_unit_test(test_walls),
         cmocka_unit_test(test_wall_friction),
         cmocka_unit_test(test_pair_friction),
