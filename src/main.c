@@ -75,8 +75,9 @@ static long snapshots_of(const scene *s)
     return n;
 }
 
-static void print_check(const scene *s, const sphsim_tuning *t)
+static void print_check(const scene *s, const sphsim_tuning *t, int quiet)
 {
+    const double h = s->mode == MODE_PARTICLES ? s->r_max : s->h; /* particles: the largest radius */
     size_t dev = sim_device_bytes(s);
     /* SPH neighbour lists, on top, when the device holds them (grid.neighbour_list) */
     size_t lists =
@@ -98,13 +99,14 @@ static void print_check(const scene *s, const sphsim_tuning *t)
            "\"smoothing_length_m\":%.9g,\"support_radius_m\":%.9g,\"dt_s\":%.9g,\"steps\":%ld,\"snapshots\":%ld,"
            "\"estimated_device_bytes\":%zu,\"estimated_list_bytes\":%zu,\"estimated_host_bytes\":%zu,"
            "\"estimated_output_bytes\":%.0f}}\n",
-           s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, s->h, s->support, s->dt, s->n_steps, snapshots_of(s),
+           s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, h, s->support, s->dt, s->n_steps, snapshots_of(s),
            dev, lists, host, out);
+    if (quiet) return;
     fprintf(
         stderr,
         "scene %s is valid: %ld particles (%ld fluid, %ld boundary, %ld spheres), h = %.4g m, dt = %.4g s, %ld steps, "
         "%ld snapshots, about %.3g MB of device memory%s, %.3g MB of host memory and %.3g MB of output\n",
-        s->path[0] ? s->path : s->name, s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, s->h, s->dt, s->n_steps,
+        s->path[0] ? s->path : s->name, s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, h, s->dt, s->n_steps,
         snapshots_of(s), (double)(dev + lists) / 1e6, lists ? " (the neighbour lists' included)" : "", host / 1e6,
         out / 1e6);
 }
@@ -287,7 +289,7 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
             scene_free(&s);
             return st;
         }
-        print_check(&s, t);
+        print_check(&s, t, a->quiet);
         scene_free(&s);
         return SPHSIM_OK;
     }

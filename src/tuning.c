@@ -12,7 +12,7 @@ typedef struct knob {
     const char *key;
     knob_kind kind;
     size_t offset;      /* of the field in sphsim_tuning */
-    long lo, hi;        /* K_INT: the allowed range */
+    long lo, hi;        /* K_INT: the smallest and largest value (`values` says which between) */
     const char *values; /* the values it takes, '|' between them: "auto" first where the device picks;
                            K_CHOICE: the names, the first (after "auto") worth 1, the next 2, ... */
     const char *def;    /* its default, as text */
@@ -102,6 +102,25 @@ static int choice_of(const char *values, const char *name)
     return 0;
 }
 
+/* Is v one of a K_INT knob's `values`: a number N, or a range A-B, between the '|'s? */
+static int int_allowed(const knob *kb, long v)
+{
+    if (v < kb->lo || v > kb->hi) return 0;
+    for (const char *p = kb->values; *p;) {
+        char *end;
+        const long a = strtol(p, &end, 10);
+        if (end != p) {
+            long b = a;
+            if (*end == '-') b = strtol(end + 1, &end, 10);
+            if (v >= a && v <= b) return 1;
+        }
+        p = strchr(p, '|');
+        if (!p) break;
+        ++p;
+    }
+    return 0;
+}
+
 sphsim_status tuning_set(sphsim_tuning *t, const char *key, const char *value, const char *origin, sphsim_error *e)
 {
     const knob *kb = NULL;
@@ -122,7 +141,7 @@ sphsim_status tuning_set(sphsim_tuning *t, const char *key, const char *value, c
     }
     case K_INT: {
         const long v = is_auto ? TUNE_AUTO : strtol(value, &end, 10);
-        if (!is_auto && (end == value || *end || v < kb->lo || v > kb->hi)) break;
+        if (!is_auto && (end == value || *end || !int_allowed(kb, v))) break;
         *(int *)field = (int)v;
         return SPHSIM_OK;
     }

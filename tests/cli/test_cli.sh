@@ -46,6 +46,9 @@ expect 2 "--tune unknown key" -- "$BIN" "$T/tiny.json" --check --tune skin_level
 has "$T/err" "unknown tuning key 'skin_level'" "--tune unknown key named"
 expect 2 "--tune value out of range" -- "$BIN" "$T/tiny.json" --check --tune skin_levels=9
 has "$T/err" "skin_levels=9: expected auto|1-4" "--tune bad value named"
+expect 2 "--tune value between the allowed ones" -- "$BIN" "$T/tiny.json" --check --tune density_regs=8
+has "$T/err" "auto|0|16-255" "--tune value between the allowed ones: message lists them"
+expect 0 "--tune value in the allowed range" -- "$BIN" "$T/tiny.json" --check --tune density_regs=16
 expect 2 "--tune without =" -- "$BIN" "$T/tiny.json" --check --tune skin_levels
 expect 2 "bad tuning in the environment" -- env SPHSIM_LIST_BUILD=sideways "$BIN" "$T/tiny.json" --check
 has "$T/err" "SPHSIM_LIST_BUILD: list_build=sideways: expected auto|apart|fused" "environment knob named"
