@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -380,6 +381,36 @@ static hid_t output_fapl(void)
     return fapl;
 }
 
+/* Creates `tmp`, the temporary name of an output file being made, for this process alone. A
+ * file of that name that another process holds open (a run creating the same output now) is
+ * left as it is: -1 with *busy set. One that nobody holds (left by a killed run) is replaced.
+ * The new file stays locked (flock) while it is open, whatever HDF5's own file locking. */
+static hid_t create_private(const char *tmp, int *busy)
+{
+    *busy = 0;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        hid_t fapl = output_fapl();
+        hid_t f = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+        if (fapl >= 0) H5Pclose(fapl);
+        if (f >= 0) {
+            int *fd = NULL;
+            if (H5Fget_vfd_handle(f, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) (void)flock(*fd, LOCK_EX | LOCK_NB);
+            return f;
+        }
+        int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return -1; /* not there: the create failed for another reason */
+        const int held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        close(fd);
+        if (held) {
+            *busy = 1;
+            return -1;
+        }
+        if (unlink(tmp) != 0) return -1;
+        h5io_forget();
+    }
+    return -1;
+}
+
 static output *output_alloc(const char *path)
 {
     output *o = calloc(1, sizeof *o);
@@ -436,12 +467,12 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
      * one), and --overwrite replaces the old file only when the new one is ready. */
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.creating", path);
-    hid_t fapl = output_fapl();
-    o->file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    if (fapl >= 0) H5Pclose(fapl);
+    int busy;
+    o->file = create_private(tmp, &busy);
     if (o->file < 0) {
         char why[512];
-        h5io_reason(why, sizeof why);
+        if (busy) snprintf(why, sizeof why, "another process is creating it now (its temporary file is in use)");
+        else h5io_reason(why, sizeof why);
         sphsim_status r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot create output file '%s': %s", path, why);
         output_free(o);
         return r;
@@ -1335,9 +1366,11 @@ sphsim_status output_relayout(const char *path, const scene *s, long keep, sphsi
         o->sph = s->mode == MODE_SPH;
         o->n = s->n_total > 0 ? (size_t)s->n_total : 0;
         o->capacity = (hsize_t)output_snapshots(s);
-        hid_t fapl = output_fapl();
-        o->file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-        if (fapl >= 0) H5Pclose(fapl);
+        int busy;
+        o->file = create_private(tmp, &busy);
+        if (o->file < 0 && busy)
+            r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot lay out '%s' again: another process is doing it now ('%s' is in use)",
+                            path, tmp);
     }
     if (r == SPHSIM_OK && o->file < 0) r = output_bad_file(e, tmp, "cannot create it");
     int err = 0;

@@ -490,6 +490,23 @@ def test_resume_with_later_end_is_bit_identical(work, resume_ref, short_end):
     assert "time.end can only be raised" in p.stderr
 
 
+def test_a_second_run_leaves_a_file_being_created_alone(work):
+    """While one process creates OUT.h5 (its temporary OUT.h5.creating open and locked), a second
+    run with the same -o exits 4 and leaves that file as it is (HDF5 would have truncated it
+    before finding its lock); a temporary file nobody holds, left by a killed run, is replaced."""
+    import fcntl
+    out = work / "busy.h5"
+    creating = Path(str(out) + ".creating")
+    creating.write_bytes(b"x" * 4096)
+    with open(creating, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        p = sphsim(work / "kill.json", "-o", out, "--quiet", check_rc=4)
+        assert "another process is creating it now" in p.stderr
+        assert creating.read_bytes() == b"x" * 4096 and not out.exists()
+    sphsim(work / "kill.json", "-o", out, "--quiet", "--set", "time.end=0.002", check_rc=0)
+    check_output(out, N_TINY, clean=True)
+
+
 def test_resume_with_later_end_keeps_a_default_interval(work):
     """A run whose snapshot interval is the default (time.end / 50) runs further with --resume
     --set time.end=LATER at its own interval, which the default for the later end would change:
