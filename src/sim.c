@@ -1140,7 +1140,7 @@ static sphsim_status check_flags(sim_ctx *c, sim_result *r, long last_check, lon
     }
     if (flags[0] & (FLAG_NONFINITE | FLAG_RUNAWAY))
         return numerical_failure(c, r, last_check, step, flags[0], rebuilt, e);
-    if ((long)flags[1] > put_back_limit(s)) {
+    if (c->outside_base + (long)flags[1] > put_back_limit(s)) { /* over the whole run, resumed or not */
         sync_writer(c, r, NULL);
         r->last_step = step;
         r->n_outside = c->outside_base + (long)flags[1];
@@ -1150,7 +1150,7 @@ static sphsim_status check_flags(sim_ctx *c, sim_result *r, long last_check, lon
             "more than %ld (10%% of the fluid particles): the flow is not resolved. Try a smaller "
             "time.cfl or time.dt, or more fluid.boundary_layers. The last good snapshot is in the "
             "output file",
-            flags[1], step, step * s->dt, put_back_limit(s));
+            (unsigned)(c->outside_base + (long)flags[1]), step, step * s->dt, put_back_limit(s));
     }
     return SPHSIM_OK;
 }
@@ -1336,7 +1336,10 @@ static sphsim_status resume_from(sim_ctx *c, const char *path, sim_result *r, ui
     *state = last.state;
     *state_bytes = last.state_bytes;
     r->n_outside = last.si.n_outside;
-    c->outside_base = last.si.n_outside;
+    /* the stored count is the put-backs so far plus the particles outside at that snapshot,
+     * which the new run counts again while they stay out: it goes on from the put-backs */
+    const long out_then = writer_count_outside(c->s, &last.p, last.si.time);
+    c->outside_base = last.si.n_outside > out_then ? last.si.n_outside - out_then : 0;
     particles_free(&last.p);
     return SPHSIM_OK;
 }

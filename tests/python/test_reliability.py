@@ -507,6 +507,26 @@ def test_a_second_run_leaves_a_file_being_created_alone(work):
     check_output(out, N_TINY, clean=True)
 
 
+def test_resume_counts_a_particle_outside_once(work):
+    """A stored snapshot with a fluid particle outside the tank (n_outside 1): the resumed run puts
+    it back once and counts it once (1, as an uninterrupted run would), not once for the stored
+    count and again for the put-back (2)."""
+    out = work / "outside.h5"
+    sphsim(work / "kill.json", "-o", out, "--quiet", "--set", "time.end=0.004", "--set", "output.interval=0.002",
+           check_rc=0)
+    with h5py.File(out, "r+") as f:
+        n, k = int(f["VTKHDF/NumberOfPoints"][0]), int(f["VTKHDF/Steps"].attrs["NSteps"]) - 1
+        i = int(np.flatnonzero(f["VTKHDF/PointData/type"][k * n:(k + 1) * n] == 0)[0])
+        p = f["VTKHDF/Points"][k * n + i]
+        p[0] = -0.05  # beyond tank.min[0] = 0
+        f["VTKHDF/Points"][k * n + i] = p
+        f["sphsim/steps/n_outside"][k] = 1
+    p = sphsim("--resume", out, "--set", "time.end=0.008", "--quiet", check_rc=0)
+    assert summary(p.stdout)["particles_outside"] == 1
+    with h5py.File(out, "r") as f:
+        assert list(f["sphsim/steps/n_outside"][:5]) == [0, 0, 1, 1, 1]
+
+
 def test_resume_with_later_end_keeps_a_default_interval(work):
     """A run whose snapshot interval is the default (time.end / 50) runs further with --resume
     --set time.end=LATER at its own interval, which the default for the later end would change:
