@@ -148,6 +148,12 @@ sphsim_status cli_parse(int argc, char **argv, cli_args *a, sphsim_error *e)
         a->action = CLI_LIST_DEVICES;
         return SPHSIM_OK;
     }
+    /* the output's name, and its temporary names (OUT.h5.creating, .relayout), in whole */
+    const char *paths[2] = { a->out_path, a->resume_path }, *opts[2] = { "-o", "--resume" };
+    for (int k = 0; k < 2; ++k)
+        if (paths[k] && strlen(paths[k]) > CLI_PATH_MAX)
+            return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "%s: the path is %zu characters long; at most %d are supported",
+                               opts[k], strlen(paths[k]), CLI_PATH_MAX);
     if (a->resume_path) {
         if (check) return SPHSIM_FAIL(e, SPHSIM_E_USAGE, "--check and --resume do not go together");
         for (int i = 0; i < a->n_sets; ++i)

@@ -9,6 +9,9 @@
 
 typedef enum { CLI_RUN = 0, CLI_CHECK, CLI_LIST_DEVICES, CLI_HELP, CLI_VERSION } cli_action;
 
+/* The longest output path taken (-o, --resume): its temporary names add a few characters. */
+#define CLI_PATH_MAX 3999
+
 typedef struct cli_args {
     cli_action action;
     const char *scene_path;

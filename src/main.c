@@ -294,7 +294,7 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
         return SPHSIM_OK;
     }
 
-    char out[1100];
+    char out[CLI_PATH_MAX + 1];
     if (a->resume_path) snprintf(out, sizeof out, "%s", a->resume_path);
     else if (a->out_path) snprintf(out, sizeof out, "%s", a->out_path);
     else default_output(&s, out, sizeof out);
@@ -326,6 +326,15 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
 
     sim_result r;
     st = sim_run(&s, &o, &r, e);
+    if (st != SPHSIM_OK && st != SPHSIM_E_INTERRUPTED && stop_signal && r.steps == 0) {
+        /* a signal while the run was being set up: PoCL's compiler, for one, removes its files
+         * and fails the kernel build then; the signal is what the user sees */
+        char msg[sizeof e->msg];
+        memcpy(msg, e->msg, sizeof msg);
+        st = SPHSIM_FAIL(e, SPHSIM_E_INTERRUPTED, "stopped by %s before the first step (%s)",
+                         stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", msg);
+        r.stop_signal = stop_signal;
+    }
     if (st != SPHSIM_OK) {
         /* a usage error or a signal is every rank's alike; others may be one rank's own (a numerical
          * failure: each rank names the culprit it holds) */
@@ -337,7 +346,7 @@ static sphsim_status simulate(const cli_args *a, const sphsim_tuning *t, int *si
     } else if (!a->quiet && speaks) {
         fprintf(stderr, "sphsim: wrote %ld snapshot(s) to %s in %.1f s on %s.\n", r.snapshots, out, r.wall_time,
                 r.device_name);
-        char xmf[1200];
+        char xmf[CLI_PATH_MAX + 16];
         output_xmf_path(out, xmf, sizeof xmf);
         fprintf(stderr,
                 "Open it in ParaView 5.12+ as %s (VTKHDF), in ParaView 5.11 as %s (XDMF Reader), or in "

@@ -40,6 +40,8 @@ expect 2 "unknown option" -- "$BIN" "$T/tiny.json" --frobnicate
 has "$T/err" "--frobnicate" "unknown option named"
 expect 2 "bad --progress" -- "$BIN" "$T/tiny.json" --progress=sometimes
 expect 2 "--set without =" -- "$BIN" "$T/tiny.json" --set fluid.spacing
+expect 2 "-o path too long" -- "$BIN" "$T/tiny.json" -o "$T/$(printf '%04000d' 0).h5"
+has "$T/err" "-o: the path is" "-o path too long: message"
 # tuning knobs: --help lists them; a bad key or value, on the command line or in the
 # environment, is a usage error naming where it came from; a good one runs
 expect 2 "--tune unknown key" -- "$BIN" "$T/tiny.json" --check --tune skin_level=2
@@ -162,6 +164,18 @@ for sig in TERM INT; do
     want=143; [ $sig = INT ] && want=130
     [ $got -eq $want ] && ok || bad "SIG$sig: exit $got, expected $want ($(head -c 300 "$T/err"))"
     has "$T/out" '"status":"interrupted"' "SIG$sig summary"
+done
+
+# a signal while the run is being set up (the device opened, the kernels built: PoCL's compiler
+# removes its temporary files on the signal and fails the build) is still the signal
+for d in 0.1 0.2 0.3 0.4 0.5 0.6; do
+    "$BIN" "$T/tiny.json" -o "$T/early.h5" --overwrite --set time.end=10 --quiet >"$T/out" 2>"$T/err" &
+    pid=$!
+    sleep $d
+    kill -s TERM $pid
+    wait $pid
+    got=$?
+    [ $got -eq 143 ] && ok || bad "SIGTERM after $d s: exit $got, expected 143 ($(head -c 300 "$T/err"))"
 done
 
 echo "test_cli: $pass passed, $fail failed"
