@@ -1485,9 +1485,14 @@ sphsim_status output_resume_check(const char *path, const scene *s, long *keep, 
             s->steps_per_output > 0 && step % s->steps_per_output != 0 && step < s->n_steps)
             *keep = (long)ns - 1;
     }
+    /* a run taken further (--set time.end) whose snapshots fit the file anyway: laid out again
+     * too, so that the file holds the extended scene (its end, the gauges' rows of its steps) */
+    char *stored = h5io_attr_read_str(f, "/sphsim", "resolved_json");
+    const int other_scene = !stored || !s->resolved_json || strcmp(stored, s->resolved_json) != 0;
+    free(stored);
     h5io_forget();
     H5Fclose(f);
     if (r != SPHSIM_OK) return r;
-    *relayout = lv != OUT_LAYOUT_VERSION || cap < output_snapshots(s) || *keep >= 0;
+    *relayout = lv != OUT_LAYOUT_VERSION || cap < output_snapshots(s) || *keep >= 0 || other_scene;
     return SPHSIM_OK;
 }

@@ -507,6 +507,27 @@ def test_a_second_run_leaves_a_file_being_created_alone(work):
     check_output(out, N_TINY, clean=True)
 
 
+def test_a_stopped_run_taken_further_holds_the_longer_scene(work):
+    """A run stopped (SIGTERM) before its end and resumed with --set time.end=LATER, whose
+    snapshots fit the file as it is laid out (end 0.1991 -> 0.1995 s: 101 either way), is laid
+    out again all the same: the file holds the longer scene (its end, the provenance) and the
+    gauges' rows of its steps, so the run ends as the longer one and a plain --resume afterwards
+    finds it finished (its gauges overflowed the shorter rows before, and the stored end
+    stayed the shorter one)."""
+    scene = work / "further.json"
+    scene.write_text(json.dumps(dict(RESUME, time={"end": 0.1991}, gauges=GAUGES)))
+    out = work / "further.h5"
+    stop_midway(scene, out)
+    p = sphsim("--resume", out, "--set", "time.end=0.1995", check_rc=0)
+    assert summary(p.stdout)["last_step"] == 1297
+    with h5py.File(out, "r") as f:
+        assert f["sphsim"].attrs["t_end"] == 0.1995
+        assert json.loads(f["sphsim"].attrs["resolved_json"])["provenance"]["sets"] == ["time.end=0.1995"]
+        assert int(f["sphsim/steps/step"][int(f["VTKHDF/Steps"].attrs["NSteps"]) - 1]) == 1297
+    p = sphsim("--resume", out, check_rc=0)
+    assert summary(p.stdout)["steps"] == 0
+
+
 def test_resume_counts_a_particle_outside_once(work):
     """A stored snapshot with a fluid particle outside the tank (n_outside 1): the resumed run puts
     it back once and counts it once (1, as an uninterrupted run would), not once for the stored
