@@ -518,6 +518,10 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
         else r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot write the layout of output file '%s': %s", path, why);
     }
     if (r == SPHSIM_OK) diskspace_release(o->file);
+    /* the new sidecar (no snapshot yet) before the file is placed: a kill between the two leaves
+     * a sidecar naming fewer snapshots than the file beside it holds, never more, and a sidecar
+     * that cannot be written leaves the old file in place */
+    if (r == SPHSIM_OK) r = xdmf_write(o, e);
     if (r == SPHSIM_OK) {
         int rc;
         if (overwrite) {
@@ -535,8 +539,6 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
                     : SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot create output file '%s': %s", path, strerror(errno));
         else h5io_fsync_dir(path);
     }
-    int placed = r == SPHSIM_OK;
-    if (r == SPHSIM_OK) r = xdmf_write(o, e);
     if (r != SPHSIM_OK) {
         /* the file is removed: nothing more needs to reach it (and a full disk would make
          * H5Fclose fail, which HDF5 1.10 follows with a crash at exit); what the close flushes
@@ -544,7 +546,7 @@ sphsim_status output_open(output **out, const char *path, int overwrite, const s
         poison_to(o, 1);
         H5Fclose(o->file);
         h5io_forget();
-        unlink(placed ? path : tmp);
+        unlink(tmp);
         output_free(o);
         return r;
     }
@@ -1054,8 +1056,20 @@ static sphsim_status write_snapshot(output *o, const particles *p, const output_
                            "are intact",
                            (unsigned long long)k, si->time, o->path, why, (unsigned long long)k);
     }
-    return o->root ? xdmf_write(o, e) : SPHSIM_OK;
+    if (!o->root) return SPHSIM_OK;
+    /* The sidecar is a view of the committed snapshots for XDMF readers, rewritten whole beside
+     * the old one: a failure (a full disk: its space is not reserved with the file's) costs that
+     * view until a later snapshot writes it again, not the run (output_sidecar_problem). */
+    sphsim_error xe;
+    if (xdmf_write(o, &xe) != SPHSIM_OK) {
+        if (!o->sidecar_problem[0]) snprintf(o->sidecar_problem, sizeof o->sidecar_problem, "%.500s", xe.msg);
+    } else {
+        o->sidecar_problem[0] = '\0';
+    }
+    return SPHSIM_OK;
 }
+
+const char *output_sidecar_problem(const output *o) { return o && o->sidecar_problem[0] ? o->sidecar_problem : NULL; }
 
 sphsim_status output_close(output *o, sphsim_error *e)
 {
@@ -1453,11 +1467,20 @@ done:
         if (H5Fclose(o->file) < 0 && r == SPHSIM_OK) r = output_bad_file(e, tmp, "cannot close it");
         o->file = -1;
     }
+    if (r == SPHSIM_OK && o) {
+        /* its sidecar first, by the final name: a kill before the rename leaves it naming no
+         * more snapshots than either file holds */
+        snprintf(o->path, sizeof o->path, "%s", path);
+        output_xmf_path(path, o->xmf_path, sizeof o->xmf_path);
+        o->nsteps = ns;
+        r = xdmf_write(o, e);
+    }
     if (o) output_free(o);
     h5io_forget();
     if (r == SPHSIM_OK) {
         /* the new file replaces the old one only now, complete */
-        if (rename(tmp, path) != 0) r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot replace '%s': %s", path, strerror(errno));
+        if (rename(tmp, path) != 0)
+            r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot replace '%s': %s", path, strerror(errno));
         else h5io_fsync_dir(path);
     } else {
         unlink(tmp);

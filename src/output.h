@@ -65,6 +65,11 @@ sphsim_status output_write(output *o, const particles *p, const output_snapshot_
 sphsim_status output_write_state(output *o, const particles *p, const output_snapshot_info *si, const void *state,
                                  size_t state_bytes, sphsim_error *e);
 
+/* Why the XDMF sidecar could not be rewritten with the snapshots since it last was (the message
+ * of the first failure), or NULL when it names every committed snapshot. A failure there does
+ * not fail output_write_state: `sphsim --resume` of the finished file writes the sidecar again. */
+const char *output_sidecar_problem(const output *o);
+
 /* Parallel HDF5 (the MPI build on several ranks, docs/mpi.md): every rank opens `path`, which
  * rank 0 has created (output_open) or reopened (output_open_append) and closed before, with
  * MPI-IO (collective: every rank calls it, on MPI_COMM_WORLD). Each snapshot is then written

@@ -140,6 +140,7 @@ typedef struct sim_ctx {
     double last_print;  /* s (now_s): the last progress line */
     progress_rate rate; /* the recent step rate, for the ETA */
     long outside_base;  /* particles found outside before this run (--resume) */
+    int sidecar_said;   /* the sidecar's problem is on the log (writer_note_sidecar; several ranks) */
     /* MPI (docs/mpi.md): with more than one rank (or tuning.mpi_exchange) the particles go round
      * the host every step, each rank keeping those of its slab and their halo */
     int rank, ranks;
@@ -841,6 +842,7 @@ static sphsim_status write_snapshot_ranks(sim_ctx *c, long step, const cl_uint f
     free(share_data);
     free(share_run);
     if (st != SPHSIM_OK) return st;
+    writer_note_sidecar(c->out, c->o->log, 0, &c->sidecar_said);
     r->snapshots++;
     c->written = r->snapshots;
     r->mpi_io_collective = output_io_collective(c->out);

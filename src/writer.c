@@ -27,6 +27,7 @@ struct snapshot_writer {
     FILE *log;
     int log_is_tty;
     long outside_base;
+    int sidecar_said; /* the sidecar's problem is on the log (this thread only) */
     int threads; /* of the id order (particles_scatter_by_id) */
     /* written by the writer thread under mu, read under mu (writer_counts) */
     long snapshots;
@@ -66,6 +67,18 @@ long writer_count_outside(const scene *s, const particles *p, double time)
     return n;
 }
 
+void writer_note_sidecar(const output *out, FILE *log, int log_is_tty, int *said)
+{
+    const char *stale = output_sidecar_problem(out);
+    if (stale && !*said && log)
+        fprintf(log,
+                "%swarning: %s; the snapshots are in the .h5 all the same (ParaView 5.12+ opens it directly), and "
+                "the sidecar is written again with the next snapshot that can, or by sphsim --resume of the "
+                "finished file\n",
+                log_is_tty ? "\n" : "", stale);
+    *said = stale != NULL;
+}
+
 /* Wait for the copies of one snapshot, scatter it into id order and write it; *n_outside: the
  * particles found outside the tank so far (the caller publishes it under the lock). */
 static sphsim_status write_one(snapshot_writer *w, particles *q, snapshot_job *job, long *n_outside,
@@ -100,6 +113,7 @@ static sphsim_status write_one(snapshot_writer *w, particles *q, snapshot_job *j
     }
     const sphsim_status st = output_write_state(w->out, p, &si, job->state, job->state_bytes, e);
     phase_s[2] += now_s() - t;
+    if (st == SPHSIM_OK) writer_note_sidecar(w->out, w->log, w->log_is_tty, &w->sidecar_said);
     return st;
 }
 

@@ -64,6 +64,11 @@ void writer_counts(snapshot_writer *w, long *snapshots, long *n_outside, double 
  * order (several MPI ranks count their own and add them up). */
 long writer_count_outside(const scene *s, const particles *p, double time);
 
+/* After a snapshot is written: says once on `log` (may be NULL) that the XDMF sidecar could not
+ * be rewritten (output_sidecar_problem), and again after it was and then failed anew; *said
+ * holds whether it is said. */
+void writer_note_sidecar(const output *out, FILE *log, int log_is_tty, int *said);
+
 /* Drain, stop and join the thread, free everything (NULL is fine). */
 void writer_stop(snapshot_writer *w);
 

@@ -528,6 +528,40 @@ def test_a_stopped_run_taken_further_holds_the_longer_scene(work):
     assert summary(p.stdout)["steps"] == 0
 
 
+def test_a_sidecar_that_cannot_be_written(work):
+    """The XDMF sidecar is rewritten whole beside the old one after every snapshot. When that
+    fails during a run (here its temporary name is taken by a folder; on a full disk the same)
+    the run goes on, says so once, and keeps every snapshot in the .h5; the sidecar is written
+    again by --resume of the finished file. When it fails as an --overwrite run creates its
+    file, that run stops and the old file stays, whole (both were gone before)."""
+    scene = work / "sidecar.json"
+    scene.write_text(json.dumps(dict(TINY, time={"end": 0.03})))
+    out = work / "sidecar.h5"
+    blocker = Path(str(xmf_of(out)) + ".tmp")
+    proc = subprocess.Popen([str(BIN), str(scene), "-o", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    wait_for_grids(out, 2, proc)
+    blocker.mkdir()
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr[-800:]
+    assert stderr.count("warning: cannot write the XDMF sidecar") == 1, stderr[-800:]
+    with h5py.File(out, "r") as f:
+        ns = int(f["VTKHDF/Steps"].attrs["NSteps"])
+    assert ns == 61 and summary(stdout)["snapshots"] == ns
+    assert len(xmf_grids(xmf_of(out))) < ns  # the sidecar as it was when the folder came
+    blocker.rmdir()
+    sphsim("--resume", out, "--quiet", check_rc=0)
+    check_output(out, N_TINY, clean=True)
+    # --overwrite whose new sidecar cannot be written: the old file and sidecar stay
+    before = hashlib.sha256(out.read_bytes()).hexdigest()
+    blocker.mkdir()
+    p = sphsim(scene, "-o", out, "--overwrite", "--quiet", check_rc=4)
+    assert "cannot write the XDMF sidecar" in p.stderr
+    blocker.rmdir()
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == before
+    check_output(out, N_TINY, clean=True)
+
+
 def test_resume_counts_a_particle_outside_once(work):
     """A stored snapshot with a fluid particle outside the tank (n_outside 1): the resumed run puts
     it back once and counts it once (1, as an uninterrupted run would), not once for the stored
