@@ -2687,7 +2687,11 @@ static sphsim_status load_text(scene *s, char *text, size_t len, const char *nam
     if (st != SPHSIM_OK) goto done;
 
     cJSON *prov = cJSON_AddObjectToObject(res, "provenance");
-    cJSON_AddStringToObject(prov, "file", s->path);
+    /* the scene file by its absolute name: --resume, from any folder, finds the files the scene
+     * names relative to it (meshes, motion tables) through it */
+    char *abs = s->path[0] ? realpath(s->path, NULL) : NULL;
+    cJSON_AddStringToObject(prov, "file", abs ? abs : s->path);
+    free(abs);
     cJSON *rs = cJSON_AddArrayToObject(prov, "sets");
     for (int i = 0; i < n_sets; i++) cJSON_AddItemToArray(rs, cJSON_CreateString(sets[i]));
     s->resolved_json = cJSON_Print(res);

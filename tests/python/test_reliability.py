@@ -562,6 +562,29 @@ def test_a_sidecar_that_cannot_be_written(work):
     check_output(out, N_TINY, clean=True)
 
 
+def test_resume_from_another_folder_finds_the_scene_files(work):
+    """A scene given by a relative path that names a file relative to itself (a motion table):
+    --resume from another folder finds it (the stored provenance holds the scene's absolute
+    path), and the run goes on."""
+    import shutil
+    sub = work / "folder"
+    sub.mkdir(exist_ok=True)
+    for f in ("wavemaker_2d.json", "wavemaker_piston.csv"):
+        shutil.copy(ROOT / "scenes" / f, sub / f)
+    out = work / "folder_run.h5"
+    args = ["folder/wavemaker_2d.json", "--set", "time.end=0.004", "--set", "output.interval=0.002", "--set",
+            "gauges=[]", "-o", str(out), "--quiet"]
+    p = subprocess.run([str(BIN), *args], cwd=work, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-800:]
+    with h5py.File(out, "r") as f:
+        assert json.loads(f["sphsim"].attrs["resolved_json"])["provenance"]["file"] == \
+            str((sub / "wavemaker_2d.json").resolve())
+    p = subprocess.run([str(BIN), "--resume", str(out), "--set", "time.end=0.006", "--quiet"], cwd="/",
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-800:]
+    assert summary(p.stdout)["simulated_time_s"] == pytest.approx(0.006)
+
+
 def test_resume_counts_a_particle_outside_once(work):
     """A stored snapshot with a fluid particle outside the tank (n_outside 1): the resumed run puts
     it back once and counts it once (1, as an uninterrupted run would), not once for the stored
