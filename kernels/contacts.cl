@@ -324,8 +324,26 @@ inline int contact_wall_touch(float4 x0, float r, uint face, __constant contact_
 inline uint contact_tank_walls(float4 x0, float r, __constant contact_params *cp, __global const float *geom_grid)
 {
     uint w = 0u;
-    for (uint f = 0; f < 2u * cp->dims; ++f) w += contact_wall_touch(x0, r, f, cp, geom_grid) ? 1u : 0u;
+#ifdef MOTION
+    if (cp->moving & 1u) {
+        for (uint f = 0; f < 2u * cp->dims; ++f) w += contact_wall_touch(x0, r, f, cp, geom_grid) ? 1u : 0u;
+        return w;
+    }
+#endif
+    for (uint a = 0; a < cp->dims; ++a) { /* contact_wall_h's distances of a tank at rest */
+        const float x = contact_comp(x0, a);
+        w += (x - cp->tank_min[a] < r ? 1u : 0u) + (cp->tank_max[a] - x < r ? 1u : 0u);
+    }
     return w;
+}
+
+/* The relaxation of a sphere pair, i's count c_i = d_i - t_i given: j's tank faces are looked
+ * for only when they can matter (d_j > c_i; else max(c_i, d_j - t_j) is c_i whatever t_j). */
+inline float contact_relax_pair(float omega, uint c_i, uint d_j, float4 x0_j, float r_j,
+                                __constant contact_params *cp, __global const float *geom_grid)
+{
+    const uint c_j = d_j > c_i ? contact_count_pair(d_j, contact_tank_walls(x0_j, r_j, cp, geom_grid)) : d_j;
+    return contact_relax(omega, c_i, c_j);
 }
 
 /* Do spheres at p_i, p_j with radii summing to r_sum overlap? */
@@ -576,7 +594,7 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
     const float4 v_i = (float4)(V_i.x, V_i.y, V_i.z, 0.0f), w_i = contact_w_of(V_i, W_i, dims);
     const float m_i = pos0[i].w, r_i = v0[i].w, k_I = cp->inertia, I_i = k_I * m_i * r_i * r_i;
     const float v_rest = cp->v_rest;
-    const uint t_i = contact_tank_walls(p0_i, r_i, cp, geom_grid);
+    const uint t_i = contact_tank_walls(p0_i, r_i, cp, geom_grid), c_i = contact_count_pair(d_i, t_i);
     float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
         uint3 sl = contact_slot_load(blk, k, S);
@@ -602,11 +620,10 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
             const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
             const float4 p_j = pos0[j];
             const float m_j = p_j.w;
-            const uint t_j = contact_tank_walls(contact_xyz(p_j), v0[j].w, cp, geom_grid);
             const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
             const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
             const float m_t = contact_mass_t(&g, m_n, k_I),
-                        w = contact_relax(cp->omega_v, contact_count_pair(d_i, t_i), contact_count_pair(d_j, t_j));
+                        w = contact_relax_pair(cp->omega_v, c_i, d_j, contact_xyz(p_j), v0[j].w, cp, geom_grid);
             if (d_j <= S) {
                 dP = contact_update(&g, u, target, m_n, m_t, mat.y, w, dims, &sl);
                 contact_slot_store(blk, k, S, sl);
@@ -635,8 +652,7 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         const float2 mat = first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i);
         const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
         const float m_t = contact_mass_t(&g, m_n, k_I);
-        const uint t_j = contact_tank_walls(p0_j, r_j, cp, geom_grid);
-        const float w = contact_relax(cp->omega_v, contact_count_pair(d_i, t_i), contact_count_pair(d_j, t_j));
+        const float w = contact_relax_pair(cp->omega_v, c_i, d_j, p0_j, r_j, cp, geom_grid);
         const float4 dP = contact_update_free(&g, u, contact_target(g.u0_n, mat.x, v_rest), m_n, m_t, mat.y, w);
         dv += first ? dP : -dP;
         dw += (first ? g.a_a : g.a_b) * cross(g.n, dP);
