@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "geometry.h"
 #include "init.h"
@@ -71,10 +72,10 @@ const char *scene_mode_name(scene_mode m) { return enum_name(MODE_NAMES, MODE_VA
 static const char *const TOP_KEYS[] = { "format", "name",    "dimensions", "mode",   "tank", "gravity", "objects",
                                         "fluid",  "spheres", "time",       "output", "grid", "gauges" };
 static const char *const OBJECT_KEYS[] = { "name",   "shape", "role",   "center",    "size",  "radius",
-                                           "length", "axis",  "file",   "points",    "transform", "motion" };
+                                           "length", "axis",  "file",   "file_fnv1a", "points", "transform", "motion" };
 static const char *const TANK_KEYS[] = { "min", "max", "motion" };
 static const char *const MOTION_KEYS[] = { "type",     "start", "end",    "amplitude", "frequency",
-                                           "phase",    "velocity", "center", "axis",   "file" };
+                                           "phase",    "velocity", "center", "axis",   "file", "file_fnv1a" };
 static const char *const MOTION_NAMES[] = { "sine", "rotation", "constant", "table" };
 static const int MOTION_VALUES[] = { MOTION_SINE, MOTION_ROTATION, MOTION_CONSTANT, MOTION_TABLE };
 static const char *const TRANSFORM_KEYS[] = { "translate", "rotate", "scale" };
@@ -99,7 +100,7 @@ static const char *const FLUID_KEYS[] = { "blocks",
                                            "regions",
                                            "density" };
 static const char *const REGION_KEYS[] = { "shape", "fill",   "center",    "size",  "radius", "length",
-                                           "axis",  "file",   "points",    "transform", "above",  "below" };
+                                           "axis",  "file",   "file_fnv1a", "points", "transform", "above", "below" };
 static const char *const FILL_NAMES[] = { "container" };
 static const int FILL_VALUES[] = { REGION_CONTAINER };
 static const char *const EOS_KEYS[] = { "type", "sound_speed", "gamma", "stiffness" };
@@ -113,7 +114,7 @@ static const char *const PAIR_KEYS[] = { "groups", "restitution", "friction" };
 static const char *const TIME_KEYS[] = { "end", "dt", "cfl", "max_speed" };
 static const char *const OUTPUT_KEYS[] = { "interval", "fields" };
 static const char *const GRID_KEYS[] = { "cell_ratio", "neighbour_list", "skin" };
-static const char *const GAUGE_KEYS[] = { "name", "type", "point", "object", "interval" };
+static const char *const GAUGE_KEYS[] = { "name", "type", "point", "object", "interval", "every_steps" };
 static const char *const GAUGE_NAMES[] = { "pressure", "velocity", "height", "force" };
 static const int GAUGE_VALUES[] = { GAUGE_PRESSURE, GAUGE_VELOCITY, GAUGE_HEIGHT, GAUGE_FORCE };
 static const char *const NLIST_NAMES[] = { "auto", "on", "off" };
@@ -578,6 +579,28 @@ static sphsim_status vfile(vctx *v, const cJSON *obj, const char *what, char *bu
         return vfail(v, "expected a file path of 1 to %zu characters, got %s", n - 1, got);
     }
     snprintf(buf, n, "%s", fi->valuestring);
+    vpop(v, old);
+    return SPHSIM_OK;
+}
+
+/* "file_fnv1a" of obj, optional (a resolved scene read back): the FNV-1a hash the file had when
+ * the scene was resolved, which the file as read now must have. */
+static sphsim_status vhash(vctx *v, const cJSON *obj, const char *file, unsigned long long hash)
+{
+    const cJSON *h = get(obj, "file_fnv1a");
+    if (!h) return SPHSIM_OK;
+    size_t old = vkey(v, "file_fnv1a");
+    char hx[20], got[96];
+    snprintf(hx, sizeof hx, "%016llx", hash);
+    if (!cJSON_IsString(h)) {
+        describe(h, got, sizeof got);
+        return vfail(v, "expected the 16 hex digits of the file's FNV-1a hash, got %s", got);
+    }
+    if (strcasecmp(h->valuestring, hx) != 0)
+        return vfail(v,
+                     "'%s' is not the file the scene was resolved with: its FNV-1a hash is %s, not %.20s (leave "
+                     "file_fnv1a out to take the file as it is now)",
+                     file, hx, h->valuestring);
     vpop(v, old);
     return SPHSIM_OK;
 }
@@ -1499,7 +1522,7 @@ static sphsim_status parse_shape(vctx *v, const cJSON *it, scene *s, scene_objec
     o->shape = (unsigned)shape;
     const double zero[3] = { 0, 0, 0 }, ez[3] = { 0, 0, 1 };
     SPHSIM_TRY(vvec(v, it, "center", 0, zero, o->center, NULL));
-    const char *allowed[3];
+    const char *allowed[4];
     int n_allowed = 0;
     if (shape == GEOM_BOX) {
         SPHSIM_TRY(vvec(v, it, "size", 1, NULL, o->size, NULL));
@@ -1518,6 +1541,7 @@ static sphsim_status parse_shape(vctx *v, const cJSON *it, scene *s, scene_objec
     } else if (shape == GEOM_MESH) {
         SPHSIM_TRY(vfile(v, it, "the path of an STL or OBJ file", o->file, sizeof o->file));
         allowed[n_allowed++] = "file";
+        allowed[n_allowed++] = "file_fnv1a";
     } else {
         SPHSIM_TRY(vnum(v, it, "radius", 1, 0, R_POS, &o->radius, NULL));
         allowed[n_allowed++] = "radius";
@@ -1536,7 +1560,7 @@ static sphsim_status parse_shape(vctx *v, const cJSON *it, scene *s, scene_objec
         memcpy(o->axis, ez, sizeof ez);
     }
     /* keys of other shapes */
-    static const char *const SHAPE_KEYS[] = { "size", "radius", "length", "axis", "file", "points" };
+    static const char *const SHAPE_KEYS[] = { "size", "radius", "length", "axis", "file", "file_fnv1a", "points" };
     for (int k = 0; k < COUNT(SHAPE_KEYS); ++k) {
         int ok = 0;
         for (int a = 0; a < n_allowed; ++a) ok |= strcmp(SHAPE_KEYS[k], allowed[a]) == 0;
@@ -1572,7 +1596,10 @@ static sphsim_status parse_shape(vctx *v, const cJSON *it, scene *s, scene_objec
     vpop(v, o3);
     vpop(v, o2);
     geom_place(o, s->dims);
-    if (shape == GEOM_MESH) SPHSIM_TRY(load_mesh_object(v, s, o, label, grid, grid_n));
+    if (shape == GEOM_MESH) {
+        SPHSIM_TRY(load_mesh_object(v, s, o, label, grid, grid_n));
+        SPHSIM_TRY(vhash(v, it, o->file, o->file_hash));
+    }
     if (shape == GEOM_POLYGON) SPHSIM_TRY(place_polygon(v, o, grid, grid_n));
 
     return SPHSIM_OK;
@@ -1899,6 +1926,7 @@ static sphsim_status parse_motion(vctx *v, const cJSON *parent, scene *s, scene_
             m->n_segments = i + 1; /* scene_free frees its rows from here on */
             SPHSIM_TRY(read_motion_table(v, s, g));
             vpop(v, o2);
+            SPHSIM_TRY(vhash(v, it, g->file, g->file_hash));
             char hx[20];
             snprintf(hx, sizeof hx, "%016llx", (unsigned long long)g->file_hash);
             cJSON_AddStringToObject(rs, "file", g->file);
@@ -2072,6 +2100,10 @@ static sphsim_status parse_gauge(vctx *v, const cJSON *it, scene *s, scene_gauge
     }
     vpop(v, old);
     SPHSIM_TRY(vnum(v, it, "interval", 0, 0.0, R_NONNEG, &gg->interval, NULL));
+    /* derived (a resolved scene read back): checked once the time step is known */
+    double every = 0;
+    SPHSIM_TRY(vint(v, it, "every_steps", 0, 0, 1, 1e15, &every, NULL));
+    gg->every_given = (long)every;
     return SPHSIM_OK;
 }
 
@@ -2231,7 +2263,13 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
     SPHSIM_TRY(vobj(v, root, "output", 0, NULL, &out));
     old = vkey(v, "output");
     if (out) SPHSIM_TRY(check_keys(v, out, OUTPUT_KEYS, COUNT(OUTPUT_KEYS)));
-    SPHSIM_TRY(vnum(v, out, "interval", 0, s->t_end / 50.0, R_POS, &s->out_interval, &interval_given));
+    const cJSON *iv = get(out, "interval");
+    if (s->t_end == 0.0 && cJSON_IsNumber(iv) && iv->valuedouble == 0.0) { /* as a run to t = 0 resolves it */
+        s->out_interval = 0.0;
+        interval_given = 1;
+    } else {
+        SPHSIM_TRY(vnum(v, out, "interval", 0, s->t_end / 50.0, R_POS, &s->out_interval, &interval_given));
+    }
     if (interval_given && s->t_end > 0 && s->out_interval > s->t_end) {
         /* a short trial run of a scene (--set time.end=...): one snapshot at the start and one
          * at the end, said on stderr */
@@ -2413,6 +2451,15 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
             scene_gauge *gg = &s->gauges[k];
             /* samples every `every` steps: the interval rounded to whole steps */
             gg->every = gg->interval > 0.0 ? (long)fmax(1.0, floor(gg->interval / s->dt + 0.5)) : 1;
+            if (gg->every_given > 0 && gg->every_given != gg->every) {
+                vkey(v, "gauges");
+                vidx(v, k);
+                vkey(v, "every_steps");
+                return vfail(v,
+                             "%ld, but the interval %.17g s at the time step %.17g s gives %ld (every_steps is "
+                             "derived: leave it out)",
+                             gg->every_given, gg->interval, s->dt, gg->every);
+            }
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "name", gg->name);
             cJSON_AddStringToObject(o, "type", GAUGE_NAMES[gg->type]);

@@ -183,6 +183,7 @@ typedef struct scene_gauge {
     int object_index;              /* derived: -1 the tank, else the index in objects[] */
     double interval;               /* "interval" s: sampling interval, 0 = every step (default) */
     long every;                    /* derived: steps between samples, round(interval / dt) >= 1 */
+    long every_given;              /* "every_steps" of a resolved scene read back (0: not given) */
 } scene_gauge;
 
 typedef struct scene {
