@@ -2001,6 +2001,9 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
                 describe(nm, got, sizeof got);
                 return vfail(v, "expected a string of 1 to %zu characters, got %s", sizeof o->name - 1, got);
             }
+            for (int k = 0; k < i; ++k) /* force gauges name their object */
+                if (strcmp(s->objects[k].name, nm->valuestring) == 0)
+                    return vfail(v, "\"%.80s\" is already the name of objects[%d]", nm->valuestring, k);
             snprintf(o->name, sizeof o->name, "%s", nm->valuestring);
             vpop(v, o2);
         }
