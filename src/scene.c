@@ -1461,7 +1461,7 @@ static sphsim_status parse_polygon_points(vctx *v, const scene *s, const cJSON *
         const double *a = o->poly + 2 * k, *b = o->poly + 2 * ((k + 1) % n);
         area += a[0] * b[1] - a[1] * b[0];
     }
-    if (!(fabs(area) > 0)) return vfail(v, "the polygon encloses no area (degenerate)");
+    /* crossing edges first: a bow tie's signed area can be 0 as well */
     for (long i = 0; i < n; ++i)
         for (long j = i + 1; j < n; ++j) {
             if (j == i + 1 || (i == 0 && j == n - 1)) continue; /* neighbours share a point */
@@ -1470,6 +1470,7 @@ static sphsim_status parse_polygon_points(vctx *v, const scene *s, const cJSON *
                 return vfail(v, "the polygon is not simple: edge %ld (points %ld-%ld) meets edge %ld (points %ld-%ld)",
                              i, i, (i + 1) % n, j, j, (j + 1) % n);
         }
+    if (!(fabs(area) > 0)) return vfail(v, "the polygon encloses no area (degenerate)");
     vpop(v, old);
     return SPHSIM_OK;
 }
