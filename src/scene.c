@@ -1141,6 +1141,10 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
         /* Every sphere must fit, and the count must fit at the densest packing. */
         for (int k = 0; k < s->dims; k++) {
             double w = gr->region.max[k] - gr->region.min[k];
+            if (region && !(w > 0)) {
+                vkey(v, "region");
+                return vfail(v, "the region lies outside the tank: nothing of it is inside along %c", AXIS[k]);
+            }
             if (w < 2.0 * gr->radius) {
                 vkey(v, region ? "region" : "radius");
                 return vfail(v, "spheres of radius %s m do not fit in a region %s m wide along %c",
