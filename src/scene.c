@@ -2020,6 +2020,12 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
         snprintf(label, sizeof label, "objects[%d]", i);
         s->n_objects = i + 1; /* scene_free frees its mesh from here on */
         SPHSIM_TRY(parse_shape(v, it, s, o, shape, label, &s->geom_grid, &s->geom_grid_n));
+        double blo[3], bhi[3]; /* an object wholly outside the tank, where no motion brings it, does nothing */
+        geom_bounds(o, s->geom_grid, s->dims, blo, bhi);
+        for (int a = 0; a < s->dims && !get(it, "motion"); ++a)
+            if (bhi[a] < s->tank.min[a] || blo[a] > s->tank.max[a])
+                return vfail(v, "lies outside the tank: along %c it spans [%g, %g] m, the tank [%g, %g] m", AXIS[a],
+                             blo[a], bhi[a], s->tank.min[a], s->tank.max[a]);
 
         cJSON *ro = cJSON_CreateObject();
         cJSON_AddItemToArray(ra, ro);
