@@ -16,7 +16,7 @@
 /* A probe point's fluid within the kernel support holds less than this Shepard sum
  * sum_j V_j W_ij: the point is dry, its pressure and velocity NaN. */
 #define GAUGE_DRY 0.1f
-/* A height gauge's surface: the highest sample point whose Shepard sum is at least this. */
+/* A height gauge's surface: the highest sample point at least this wet (gauges.cl, gauge_wet). */
 #define GAUGE_WET 0.5f
 
 typedef struct gauge_desc {

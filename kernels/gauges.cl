@@ -9,7 +9,8 @@
 #include "tree_sum.h"
 
 /* Per probe point k, over the fluid particles j within the support:
- *   sums[2k]     = (S, sum_j V_j W_kj p_j, 0, 0),   S = sum_j V_j W_kj,  V_j = m_j / rho_j
+ *   sums[2k]     = (S, sum_j V_j W_kj p_j, S_w, 0),   S = sum_j V_j W_kj,  V_j = m_j / rho_j,
+ *                  S_w the same sum over the wall particles (height gauges: gauge_wet)
  *   sums[2k + 1] = (sum_j V_j W_kj v_j, 0)
  * from which the gauge takes p = (sum V W p) / S and v = (sum V W v) / S (Shepard). One
  * work-group a point: its L work-items form S = L / W teams of W = min(L, 32) lanes; lane c
@@ -38,7 +39,10 @@ __kernel void gauge_probe(const uint n_points, __global const float4 *points, /*
         const float r2 = dot(d, d);
         if (r2 >= P->support2) continue;
         const float4 vr = SPH_NB_V_(pos_p, vel, j); /* (v_j, rho_j), -rho for walls */
-        if (!(vr.w > 0.0f)) continue;
+        if (!(vr.w > 0.0f)) {
+            a.z += sph_W(r2, P) * (xj.w / -vr.w); /* a wall's share of the kernel */
+            continue;
+        }
         const float w = sph_W(r2, P) * (xj.w / vr.w);
         a.x += w;
         a.y += w * SPH_NB_X_(pos_p, vel, j).w * vr.w * vr.w;
@@ -75,6 +79,12 @@ __kernel void gauge_rows_sum(__global const float4 *in, const uint rows, const u
     }
 }
 
+/* How wet a height gauge's sample is: its fluid's share of the part of the kernel the walls leave,
+ * S / (1 - S_w) (S_w <= 3/4 for a point in the tank): 1 under water, 1/2 at the free surface, at a
+ * wall or in a corner too, where the walls fill half or more of the kernel. Without walls near,
+ * S itself. */
+inline float gauge_wet(float4 s) { return s.z > 0.0f ? s.x / max(1.0f - s.z, 0.25f) : s.x; }
+
 /* One row per gauge due at step at_step (a multiple of its `every`), at its row for that step in the
  * chunk that started at step from_step: pressure (Pa); velocity (m/s, dims components); height (m above
  * the floor); force (N, dims components) and moment (N m; 2D: its z component) about ref. One
@@ -98,7 +108,7 @@ __kernel void gauge_finish(const uint n_gauges, __global const gauge_desc *G, __
          * sample above it */
         uint top = 0u;
         for (uint q = l; q < g.n_points; q += L)
-            if (sums[2u * (g.first_point + q)].x >= GAUGE_WET) top = q + 1u;
+            if (gauge_wet(sums[2u * (g.first_point + q)]) >= GAUGE_WET) top = q + 1u;
         wet[l] = top;
         for (uint h = 1u; h < L; h <<= 1u) {
             barrier(CLK_LOCAL_MEM_FENCE);
@@ -108,10 +118,10 @@ __kernel void gauge_finish(const uint n_gauges, __global const gauge_desc *G, __
             float h = 0.0f;
             if (wet[0] > 0u) {
                 const uint q = wet[0] - 1u;
-                const float s = sums[2u * (g.first_point + q)].x;
+                const float s = gauge_wet(sums[2u * (g.first_point + q)]);
                 float frac = 0.0f;
                 if (q + 1u < g.n_points) {
-                    const float s1 = sums[2u * (g.first_point + q + 1u)].x;
+                    const float s1 = gauge_wet(sums[2u * (g.first_point + q + 1u)]);
                     frac = (s - GAUGE_WET) / (s - s1);
                 }
                 h = g.z0 + ((float)q + frac) * g.dz;

@@ -119,3 +119,26 @@ def test_dam_break_martin_moyce(run_scene):
     assert worst < 0.10
     # the front has advanced by more than the experiment's Z = 3.67 at T = 2.98 less 10 %
     assert rows[-1][3] > 0.9 * 3.67
+
+
+def test_height_gauges_at_the_walls(run_scene):
+    """Water 0.3 m deep at rest in a 3D tank: height gauges in the middle, on a wall face and on
+    a vertical edge read the same depth. The walls fill half (a face) or three quarters (an
+    edge) of a sample's kernel there; the wetness is the fluid's share of what they leave
+    (docs/physics.md, "Gauges"). Without it the face read 10 % low and the edge 0."""
+    scene = {
+        "format": 1, "name": "wall_heights", "dimensions": 3, "mode": "sph",
+        "tank": {"min": [0, 0, 0], "max": [0.3, 0.3, 0.45]}, "gravity": [0, 0, -9.81],
+        "fluid": {"blocks": [{"min": [0, 0, 0], "max": [0.3, 0.3, 0.3]}], "spacing": 0.03},
+        "time": {"end": 0.1}, "output": {"interval": 0.05},
+        "gauges": [{"name": "mid", "type": "height", "point": [0.15, 0.15, 0]},
+                   {"name": "face", "type": "height", "point": [0.0, 0.15, 0]},
+                   {"name": "edge", "type": "height", "point": [0.0, 0.0, 0]}],
+    }
+    run = run_scene(scene, name="wall_heights")
+    with sphsim_reader.open_run(run.out) as r:
+        g = r.gauges()
+        depth = {k: float(np.mean(g[k].values[:, 0])) for k in ("mid", "face", "edge")}
+    assert abs(depth["mid"] - 0.3) < 0.01, depth
+    for k in ("face", "edge"):
+        assert abs(depth[k] - depth["mid"]) < 0.01, depth
