@@ -6,9 +6,13 @@
 # Usage: scripts/bench_mpi.sh [SCENE [REPEAT [--set KEY=VALUE ...]]]
 # Needs `make` and `make MPI=1`; on a GPU node, add --device per rank as docs/mpi.md says.
 set -eu
+usage() { echo "usage: scripts/bench_mpi.sh [SCENE [REPEAT [--set KEY=VALUE ...]]]   (REPEAT: runs of each, default 2)"; }
+case "${1:-}" in -h | --help) usage; exit 0 ;; -*) usage >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 scene=${1:-scenes/dam_break_2d.json}
 repeat=${2:-2}
+case "$repeat" in '' | *[!0-9]* | 0) echo "bench_mpi.sh: REPEAT must be a whole number >= 1, got '$repeat'" >&2; usage >&2; exit 2 ;; esac
+[ -f "$scene" ] || { echo "bench_mpi.sh: $scene: no such scene file" >&2; exit 2; }
 [ $# -ge 2 ] && shift 2 || shift $#
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -26,7 +26,11 @@ import sphsim_reader  # noqa: E402
 def read_reference(path):
     """(time, values[rows, cols]) from a CSV or whitespace-separated text file."""
     rows = []
-    with open(path) as f:
+    try:
+        f = open(path)
+    except OSError as ex:
+        raise SystemExit(f"gauges: {path}: {ex.strerror}")
+    with f:
         for line in f:
             line = line.split("#", 1)[0].strip()
             if not line:

@@ -124,7 +124,11 @@ def main(argv):
         print("usage: make_meshes.py [DIR | --help]   (DIR default: scenes/meshes)\n" + __doc__.split("\n\n")[0])
         return 0 if argv[1] in ("-h", "--help") else 2
     d = pathlib.Path(argv[1]) if len(argv) > 1 else pathlib.Path(__file__).resolve().parents[1] / "scenes" / "meshes"
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as ex:
+        print(f"make_meshes: {d}: {ex.strerror}", file=sys.stderr)
+        return 1
     write_stl_binary(d / "pillar.stl", *cylinder(0.1, 0.4, 48))
     write_stl_ascii(d / "wedge.stl", *wedge(0.3, 0.15, 0.6), "wedge")
     write_obj(d / "ball.obj", *icosphere(0.1, 3))

@@ -160,11 +160,11 @@ class Run:
             k = self.index(time)
         if k is None:
             k = -1
-        k = int(k)
+        k = asked = int(k)
         if k < 0:
             k += self.nsteps
         if not 0 <= k < self.nsteps:
-            raise IndexError(f"snapshot {k} out of range: {self.path} has {self.nsteps}")
+            raise IndexError(f"snapshot {asked} out of range: {self.path} has {self.nsteps}")
         root = self._f["VTKHDF"]
         n = int(self._npoints[self._part_offsets[k]])
         off = int(self._point_offsets[k])
@@ -318,7 +318,8 @@ def main(argv=None):
     try:
         run = open_run(args.file)
     except (OSError, ValueError, KeyError, RuntimeError) as ex:
-        print(f"sphsim_reader: {args.file}: {ex}", file=sys.stderr)
+        said = str(ex).startswith(str(args.file))  # the reader's own messages name the file
+        print(f"sphsim_reader: {ex}" if said else f"sphsim_reader: {args.file}: {ex}", file=sys.stderr)
         return 1
     with run:
         d = run.summary()

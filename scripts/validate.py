@@ -90,7 +90,10 @@ class Ctx:
             return sphsim_reader.open_run(out), summary
         print(f"validate: {label}: {shown}", file=sys.stderr, flush=True)
         t0 = time.time()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+        except OSError as ex:
+            raise SystemExit(f"validate: cannot run {cmd[0]}: {ex.strerror}")
         wall = time.time() - t0
         summary = {}
         for line in proc.stdout.splitlines():

@@ -858,3 +858,25 @@ def test_spheric_test2_against_its_own_series(tmp_path, capsys):
     empty.mkdir()
     with pytest.raises(SystemExit, match="no text file with a header naming P1 and H2"):
         spheric_test2.main([str(h5), "--data", str(empty)])
+
+
+def test_user_mistakes_get_a_message_not_a_traceback(run2d, tmp_path):
+    """A missing binary, a missing reference file, a file where a folder goes, a snapshot out of
+    range, a bad REPEAT: a message naming the problem and a non-zero exit, no Python traceback."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    gauged = simulate(tmp_path, dict(SCENE_2D, name="gauged", gauges=[{"name": "p1", "type": "pressure",
+                                                                       "point": [0.05, 0.02]}]))
+    cases = [
+        ("validate.py", ["--only", "hydrostatic_3d", "--sphsim", tmp_path / "nosuch", "--docs", tmp_path / "d",
+                         "--work", tmp_path / "w"], "cannot run"),
+        ("gauges.py", [gauged, "--png", tmp_path / "g", "--ref", f"p1={tmp_path / 'missing.csv'}"], "missing.csv"),
+        ("make_meshes.py", [afile], "afile"),
+        ("sphsim_reader.py", [run2d, "--snapshot", "-99"], "snapshot -99 out of range"),
+    ]
+    for name, args, message in cases:
+        p = script(name, *args, ok=False)
+        assert p.returncode != 0 and "Traceback" not in p.stderr and message in p.stderr, (name, p.stderr)
+    p = subprocess.run(["sh", str(SCRIPTS / "bench_mpi.sh"), "scenes/dam_break_2d.json", "--set", "time.end=0.001"],
+                       capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert p.returncode == 2 and "REPEAT must be a whole number" in p.stderr
