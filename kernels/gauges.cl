@@ -7,6 +7,9 @@
 #include "sph_common.h"
 #include "gauge_shared.h"
 #include "tree_sum.h"
+#ifdef MOTION
+#include "motion.h"
+#endif
 
 /* Per probe point k, over the fluid particles j within the support:
  *   sums[2k]     = (S, sum_j V_j W_kj p_j, S_w, 0),   S = sum_j V_j W_kj,  V_j = m_j / rho_j,
@@ -15,19 +18,24 @@
  * from which the gauge takes p = (sum V W p) / S and v = (sum V W v) / S (Shepard). One
  * work-group a point: its L work-items form S = L / W teams of W = min(L, 32) lanes; lane c
  * walks the cells c, c + W, ... of the point's block (27 in 3D), team t the candidates t, t + S,
- * ... of each, and the group adds their sums in a fixed tree (red: 2 float4 per work-item). */
-__kernel void gauge_probe(const uint n_points, __global const float4 *points, /* (x (m), 0) */
+ * ... of each, and the group adds their sums in a fixed tree (red: 2 float4 per work-item). The
+ * points are the tank's: with tank_moves (-DMOTION) each is where the tank's motion at the step
+ * (motion[0], body 0) has carried it. */
+__kernel void gauge_probe(const uint n_points, __global const float4 *points, /* (x (m), 0) at rest */
                           __global const float4 *pos,                         /* (x (m), m (kg)), sorted */
                           __global const float4 *vel,                         /* (v, rho), sorted */
                           __global const float4 *pos_p,                       /* the density stages' records */
                           __global const uint *cell_start, __global const uint *cell_end,
                           __constant const grid_params *gp, __constant const sph_params *P, __global float4 *sums,
-                          __local float4 *red)
+                          __global const void *motion, const uint tank_moves, __local float4 *red)
 {
     const uint k = get_group_id(0), l = get_local_id(0), L = get_local_size(0);
     if (k >= n_points) return; /* the whole group */
     const uint W = min(L, 32u), lane = l % W, S = L / W, team = l / W;
-    const float4 xk = points[k];
+    float4 xk = points[k];
+#ifdef MOTION
+    if (tank_moves) xk = (float4)(motion_place((__global const motion_body *)motion, xk.xyz), 0.0f);
+#endif
     float4 a = (float4)(0.0f), b = (float4)(0.0f); /* (S, sum V W p), sum V W v */
     uint q = 0u;
     NEIGHBOURS_CELLS_BEGIN(gp, cell_start, cell_end, xk, j0, j1)

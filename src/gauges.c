@@ -331,6 +331,8 @@ sphsim_status gauges_sample(gauges *g, long step, cl_mem cell_start, cl_mem cell
     ocl_device *d = g->d;
     if (g->n_points) {
         cl_mem params = sph_params_buffer(g->sol);
+        const cl_uint tank_moves = g->s->tank_motion.n_segments > 0; /* the points move with it */
+        cl_mem motion = sph_motion_buffer(g->sol);
         const karg a[] = { KARG("n_points", g->n_points),
                            KARG("points", g->points),
                            KARG("pos", st->pos),
@@ -341,8 +343,10 @@ sphsim_status gauges_sample(gauges *g, long step, cl_mem cell_start, cl_mem cell
                            KARG("gp", grid_params_buf),
                            KARG("P", params),
                            KARG("sums", g->sums),
+                           KARG("motion", motion),
+                           KARG("tank_moves", tank_moves),
                            KARG_LOCAL("red", 32 * g->probe_local) };
-        SPHSIM_TRY(device_set_args(d, g->k_probe, a, 11, e));
+        SPHSIM_TRY(device_set_args(d, g->k_probe, a, 13, e));
         SPHSIM_TRY(device_launch(d, g->k_probe, g->n_points * g->probe_local, g->probe_local, NULL, e));
     }
     if (force_due(g, step)) SPHSIM_TRY(sum_forces(g, e));

@@ -345,6 +345,7 @@ void sph_destroy(sph_solver *s)
 const sph_params *sph_get_params(const sph_solver *s) { return &s->params; }
 const char *sph_build_options(const sph_solver *s) { return s->options; }
 cl_mem sph_params_buffer(const sph_solver *s) { return s->params_buf; }
+cl_mem sph_motion_buffer(const sph_solver *s) { return s->motion ? s->motion->buf : s->dummy; }
 nlist *sph_nlist(const sph_solver *s) { return s->nl; }
 
 sphsim_status sph_set_masses(sph_solver *s, const float *pos, const float *mass, const uint8_t *type, size_t n,

@@ -73,6 +73,9 @@ const sph_params *sph_get_params(const sph_solver *s);
  * programs that read its state take (src/gauges.c), and its __constant sph_params buffer. */
 const char *sph_build_options(const sph_solver *s);
 cl_mem sph_params_buffer(const sph_solver *s);
+/* The moving bodies of the current step (motion_dev; the first MOTION_MAX_BODIES records are at
+ * the step's time), or a placeholder when nothing moves. */
+cl_mem sph_motion_buffer(const sph_solver *s);
 nlist *sph_nlist(const sph_solver *s);
 
 /* The masses of the particles in the solver's parameters (before the first step; `pos` (4 floats

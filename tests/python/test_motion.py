@@ -144,6 +144,31 @@ def test_moving_paddle_force_gauge(tmp_path, reader):
     assert abs(-fx - thrust) < 0.15 * thrust, f"Fx = {fx} N/m, hydrostatic thrust {thrust} N/m"
 
 
+def test_probe_and_height_gauges_ride_with_the_tank(tmp_path, reader):
+    """A tank with 0.5 m of water rising 0.1 m (a half sine, 0.5 s): its height gauge's line and
+    its pressure probe move with it, so the height stays the water's depth above the tank's floor
+    (not 0.5 m plus the rise) and the probe on the floor stays in the water (finite; it read NaN
+    once the floor had left it)."""
+    sc = {
+        "format": 1, "name": "heave", "dimensions": 2,
+        "tank": {"min": [0, 0], "max": [0.5, 1.0],
+                 "motion": [{"type": "sine", "amplitude": [0, 0.05], "frequency": 1.0, "phase": -math.pi / 2,
+                             "end": 0.5}]},
+        "fluid": {"blocks": [{"min": [0, 0], "max": [0.5, 0.5]}], "spacing": 0.02},
+        "time": {"end": 0.3}, "output": {"interval": 0.1},
+        "gauges": [{"name": "h", "type": "height", "point": [0.25, 0]},
+                   {"name": "p", "type": "pressure", "point": [0.25, 0.0]}],
+    }
+    path = tmp_path / "heave.json"
+    path.write_text(json.dumps(sc))
+    out = tmp_path / "heave.h5"
+    run(path, "-o", out, "--quiet", cwd=tmp_path)
+    g = reader.open_run(str(out)).gauges()
+    assert g["h"].time[-1] > 0.29
+    assert np.all(np.abs(g["h"].values[:, 0] - 0.5) < 0.01), g["h"].values[:, 0].max()
+    assert np.all(np.isfinite(g["p"].values[:, 0])) and g["p"].values[:, 0].min() > 1000
+
+
 def test_sloshing_first_mode_frequency(tmp_path):
     """scenes/sloshing_2d.json at dx = 2.5 cm (20 particles over the depth, 1 400 in all, half a
     minute on 2 cores) to t = 6 s: the height at the left wall oscillates at f1 = sqrt(g k tanh(k
