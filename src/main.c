@@ -165,19 +165,6 @@ static void print_summary(const char *out, const sim_result *r, sphsim_status st
     fflush(stdout);
 }
 
-/* Do two resolved scenes agree but for their provenance (the scene file's name, relative in
- * files of older builds)? */
-static int same_but_provenance(const char *a, const char *b)
-{
-    cJSON *x = cJSON_Parse(a), *y = cJSON_Parse(b);
-    cJSON_DeleteItemFromObjectCaseSensitive(x, "provenance");
-    cJSON_DeleteItemFromObjectCaseSensitive(y, "provenance");
-    const int same = x && y && cJSON_Compare(x, y, 1);
-    cJSON_Delete(x);
-    cJSON_Delete(y);
-    return same;
-}
-
 /* For --resume: rebuild the scene of the run stored in `path` exactly as it was first loaded:
  * the stored scene text, the same --set overrides and the same file name (the scene name
  * defaults to it), so that the resolved scene is byte-identical to the stored one. A file
@@ -201,7 +188,7 @@ static sphsim_status resume_scene(scene *s, const char *path, const char *stored
     }
     const char *hint = cJSON_IsString(file) && file->valuestring[0] ? file->valuestring : path;
     sphsim_status st = scene_load_string(s, stored, hint, set_v, n_sets, e);
-    if (st == SPHSIM_OK && resolved && !same_but_provenance(resolved, s->resolved_json)) {
+    if (st == SPHSIM_OK && resolved && !scene_resolved_same(resolved, s->resolved_json)) {
         scene_free(s);
         st = SPHSIM_FAIL(e, SPHSIM_E_IO,
                          "%s: the scene stored in it resolves differently with sphsim %s than when the run started "

@@ -1511,7 +1511,7 @@ sphsim_status output_resume_check(const char *path, const scene *s, long *keep, 
     /* a run taken further (--set time.end) whose snapshots fit the file anyway: laid out again
      * too, so that the file holds the extended scene (its end, the gauges' rows of its steps) */
     char *stored = h5io_attr_read_str(f, "/sphsim", "resolved_json");
-    const int other_scene = !stored || !s->resolved_json || strcmp(stored, s->resolved_json) != 0;
+    const int other_scene = !scene_resolved_same(stored, s->resolved_json);
     free(stored);
     h5io_forget();
     H5Fclose(f);

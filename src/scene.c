@@ -2778,6 +2778,17 @@ sphsim_status scene_load_string(scene *s, const char *json, const char *name_hin
     return load_text(s, text, len, name_hint, sets, n_sets, e);
 }
 
+int scene_resolved_same(const char *a, const char *b)
+{
+    cJSON *x = a ? cJSON_Parse(a) : NULL, *y = b ? cJSON_Parse(b) : NULL;
+    cJSON_DeleteItemFromObjectCaseSensitive(x, "provenance");
+    cJSON_DeleteItemFromObjectCaseSensitive(y, "provenance");
+    const int same = x && y && cJSON_Compare(x, y, 1);
+    cJSON_Delete(x);
+    cJSON_Delete(y);
+    return same;
+}
+
 sphsim_status scene_load(scene *s, const char *path, const char *const *sets, int n_sets, sphsim_error *e)
 {
     memset(s, 0, sizeof *s);

@@ -298,6 +298,11 @@ sphsim_status scene_load_string(scene *s, const char *json, const char *name_hin
 
 void scene_free(scene *s);
 
+/* Do two resolved scenes (scene.resolved_json) agree but for their provenance (the scene file's
+ * name: relative in files of older builds, absolute now; the --set overrides it lists show in
+ * the values anyway)? */
+int scene_resolved_same(const char *a, const char *b);
+
 /* Names of enum values as they appear in JSON. */
 const char *scene_kernel_name(scene_kernel k);
 const char *scene_eos_name(scene_eos k);
