@@ -208,10 +208,12 @@ double output_geometry_bytes(const scene *sc)
 {
     double b = 0.0;
     for (int k = 0; k < sc->n_objects; ++k) {
-        const scene_object *o = &sc->objects[k];
-        /* a mesh's points and triangles as they are; a primitive's tessellation, a few thousand
-         * triangles at most */
-        b += o->shape == GEOM_MESH ? 24.0 * (double)(o->n_vertices + o->n_triangles) : 65536.0;
+        /* the surface output_write_geometry writes (points and triangles, 24 B each) and its
+         * group's metadata */
+        surf s = { 0 };
+        b += tessellate(sc, &sc->objects[k], &s) == 0 ? 24.0 * (double)(s.nv + s.nt) + 2048.0 : 65536.0;
+        free(s.v);
+        free(s.t);
     }
     return b + (double)init_boundary_objects(sc, NULL); /* boundary_object, a byte a particle */
 }
