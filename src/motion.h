@@ -29,6 +29,8 @@ typedef struct motion_frame {
 void motion_frame_at(const scene_motion *m, double t, motion_frame *f);
 /* The rest position x0 of the body point at x (x0 and x may be the same array). */
 void motion_frame_to_rest(const motion_frame *f, const double x[3], double x0[3]);
+/* The place x of the body point at rest at x0 (x and x0 may be the same array). */
+void motion_frame_place(const motion_frame *f, const double x0[3], double x[3]);
 
 /* Body motion m at time t packed for the kernels (motion_shared.h). */
 void motion_body_at(const scene_motion *m, double t, motion_body *out);

@@ -509,9 +509,15 @@ static sphsim_status gauge_owners(sim_ctx *c, long step, sphsim_error *e)
     if (!ow) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the gauges' ranks");
     c->ep_owner = ow;
     c->ep_step[k] = step;
+    /* a probe rides with a moving tank: its place at this step */
+    motion_frame fr;
+    const int moves = s->tank_motion.n_segments > 0;
+    if (moves) motion_frame_at(&s->tank_motion, (double)step * s->dt, &fr);
     for (int j = 0; j < n; ++j) {
         const scene_gauge *g = &s->gauges[j];
-        ow[k * n + j] = g->type == GAUGE_FORCE ? -1 : decomp_owner(&c->dc, g->point[c->dc.axis]);
+        double x[3] = { g->point[0], g->point[1], g->point[2] };
+        if (moves) motion_frame_place(&fr, x, x);
+        ow[k * n + j] = g->type == GAUGE_FORCE ? -1 : decomp_owner(&c->dc, x[c->dc.axis]);
     }
     c->n_ep = k + 1;
     const int r = c->rank;

@@ -90,9 +90,7 @@ static void test_rotation(void **state)
     const double x0[3] = { 1.0, 0.0, 0.0 }, c = cos(m.theta), sn = sin(m.theta);
     const double want[3] = { 0.5 + c * 0.5 - sn * -0.5, 0.5 + sn * 0.5 + c * -0.5, 0.0 };
     double x[3], back[3];
-    for (int k = 0; k < 3; ++k)
-        x[k] = f.c[k] + f.d[k] + f.R[3 * k] * (x0[0] - f.c[0]) + f.R[3 * k + 1] * (x0[1] - f.c[1]) +
-               f.R[3 * k + 2] * (x0[2] - f.c[2]);
+    motion_frame_place(&f, x0, x);
     for (int k = 0; k < 3; ++k) close_to(x[k], want[k], 1e-15, "rotated point");
     motion_frame_to_rest(&f, x, back);
     for (int k = 0; k < 3; ++k) close_to(back[k], x0[k], 1e-15, "back to rest");
