@@ -550,7 +550,7 @@ static void test_touch_within_rounding(void **state)
  * sphere flying into a corner of the 3D tank bounces off its three faces at once, both with
  * e = 1 and the default 4 passes: the speeds come back to 1e-4 (a floor counted as a contact
  * of each disc halved their pair's correction per pass: 0.875 m/s; a corner's three faces
- * thirded theirs: 0.78 of the speed). */
+ * thirded theirs: 0.60 of the speed). */
 static void test_faces_at_right_angles(void **state)
 {
     (void)state;
