@@ -433,14 +433,16 @@ double ref_sph_rand(uint64_t *state)
     return (double)(r >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
 
-/* Kernel sums at point x over the fluid: S = sum V W, and the V W-weighted p and v. */
+/* Kernel sums at point x over the fluid: S = sum V W, and the V W-weighted p and v; *Sw (may be
+ * NULL) the same S over the walls. */
 static void ref_probe(const scene *s, const particles *p, const double *rho, const double *pressure, const double x[3],
-                      double *S, double *sp, double sv[3])
+                      double *S, double *sp, double sv[3], double *Sw)
 {
     const double H = 2.0 * s->h;
     *S = *sp = sv[0] = sv[1] = sv[2] = 0.0;
+    if (Sw) *Sw = 0.0;
     for (size_t j = 0; j < p->n; ++j) {
-        if (p->type[j] != PTYPE_FLUID) continue;
+        if (p->type[j] != PTYPE_FLUID && !(Sw && p->type[j] == PTYPE_BOUNDARY)) continue;
         double r2 = 0.0;
         for (int k = 0; k < 3; ++k) {
             const double d = x[k] - (double)p->pos[4 * j + k];
@@ -448,6 +450,10 @@ static void ref_probe(const scene *s, const particles *p, const double *rho, con
         }
         if (r2 >= H * H) continue;
         const double w = sphk_w((int)s->kernel, s->dims, s->h, sqrt(r2)) * p->mass[j] / rho[j];
+        if (p->type[j] != PTYPE_FLUID) {
+            *Sw += w;
+            continue;
+        }
         *S += w;
         *sp += w * pressure[j];
         for (int k = 0; k < 3; ++k) sv[k] += w * p->vel[4 * j + k];
@@ -463,20 +469,23 @@ void ref_sph_gauges(const scene *s, const particles *p, const double *rho, const
         double *out = rows + 6 * g;
         double S, sp, sv[3];
         if (gg->type == GAUGE_PRESSURE || gg->type == GAUGE_VELOCITY) {
-            ref_probe(s, p, rho, pressure, gg->point, &S, &sp, sv);
+            ref_probe(s, p, rho, pressure, gg->point, &S, &sp, sv, NULL);
             const int dry = !(S >= 0.1);
             if (gg->type == GAUGE_PRESSURE) out[0] = dry ? NAN : sp / S;
             else
                 for (int k = 0; k < dims; ++k) out[k] = dry ? NAN : sv[k] / S;
         } else if (gg->type == GAUGE_HEIGHT) {
-            /* samples every dx / 2 up the tank; the highest with S >= 1/2, and its crossing */
+            /* samples every dx / 2 up the tank; the highest at least half wet (its fluid's share
+             * of the kernel the walls leave, S / (1 - S_w)), and its crossing */
             const double dz = 0.5 * s->spacing, height = s->tank.max[up] - s->tank.min[up];
             const int m = (int)floor(height / dz) + 1;
             double *Sm = malloc(sizeof *Sm * (size_t)m);
             for (int q = 0; q < m; ++q) {
                 double x[3] = { gg->point[0], gg->point[1], gg->point[2] };
                 x[up] = s->tank.min[up] + q * dz;
-                ref_probe(s, p, rho, pressure, x, &Sm[q], &sp, sv);
+                double Sw;
+                ref_probe(s, p, rho, pressure, x, &Sm[q], &sp, sv, &Sw);
+                if (Sw > 0.0) Sm[q] /= fmax(1.0 - Sw, 0.25);
             }
             out[0] = 0.0;
             for (int q = m - 1; q >= 0; --q)
