@@ -213,9 +213,9 @@ inline void contact_basis(float4 n, uint dims, float4 *t1, float4 *t2)
 /* Pair (a, b) touching at the step start (|x0_a - x0_b| < r_a + r_b). The last drift moved the
  * centres along straight lines with v0, so the pair touched s before the step start, where
  * |dx0 - dv0 s| = r_a + r_b (the positive root; s = dt when it touched before the drift began:
- * a lasting contact; s = 0 when the overlap is below the rounding of |dx0|). The normal is the separation at that moment, n = (dx0 - dv0 s) / |...|:
- * for an impact the normal at the time of touch, for a lasting contact the one of the last
- * resolved configuration. Lever arms split that distance in the ratio of the radii. */
+ * a lasting contact; s = 0 when the overlap is below the rounding of |dx0|). The normal is the
+ * separation at that moment, n = (dx0 - dv0 s) / |...|: for an impact the normal at the time of
+ * touch, for a lasting contact the one of the last resolved configuration. Lever arms split that distance in the ratio of the radii. */
 inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float4 v0_b, float r_a, float r_b,
                                     __constant contact_params *cp)
 {

@@ -99,8 +99,8 @@ static void print_check(const scene *s, const sphsim_tuning *t, int quiet)
            "\"smoothing_length_m\":%.9g,\"support_radius_m\":%.9g,\"dt_s\":%.9g,\"steps\":%ld,\"snapshots\":%ld,"
            "\"estimated_device_bytes\":%zu,\"estimated_list_bytes\":%zu,\"estimated_host_bytes\":%zu,"
            "\"estimated_output_bytes\":%.0f}}\n",
-           s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, h, s->support, s->dt, s->n_steps, snapshots_of(s),
-           dev, lists, host, out);
+           s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, h, s->support, s->dt, s->n_steps, snapshots_of(s), dev,
+           lists, host, out);
     if (quiet) return;
     fprintf(
         stderr,

@@ -118,7 +118,8 @@ void motion_frame_place(const motion_frame *f, const double x0[3], double x[3])
 {
     double r[3];
     for (int k = 0; k < 3; ++k) r[k] = x0[k] - f->c[k];
-    for (int k = 0; k < 3; ++k) x[k] = f->c[k] + f->d[k] + f->R[3 * k] * r[0] + f->R[3 * k + 1] * r[1] + f->R[3 * k + 2] * r[2];
+    for (int k = 0; k < 3; ++k)
+        x[k] = f->c[k] + f->d[k] + f->R[3 * k] * r[0] + f->R[3 * k + 1] * r[1] + f->R[3 * k + 2] * r[2];
 }
 
 void motion_body_at(const scene_motion *m, double t, motion_body *out)

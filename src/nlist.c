@@ -142,7 +142,6 @@ static void all_kernels(const nlist *nl, cl_kernel ks[NLIST_KERNELS])
     memcpy(ks, all, sizeof all);
 }
 
-
 /* All the skin levels on GPUs, where their cost model was measured; one (the scene's skin) on
  * CPUs, where one PoCL run of the 3D dam break took 5 % longer with them. */
 int nlist_skin_levels(const sphsim_tuning *t, const ocl_device *d)

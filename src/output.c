@@ -394,7 +394,8 @@ static hid_t create_private(const char *tmp, int *busy)
         if (fapl >= 0) H5Pclose(fapl);
         if (f >= 0) {
             int *fd = NULL;
-            if (H5Fget_vfd_handle(f, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0) (void)flock(*fd, LOCK_EX | LOCK_NB);
+            if (H5Fget_vfd_handle(f, H5P_DEFAULT, (void **)&fd) >= 0 && fd && *fd >= 0)
+                (void)flock(*fd, LOCK_EX | LOCK_NB);
             return f;
         }
         int fd = open(tmp, O_RDONLY | O_CLOEXEC);
@@ -1383,8 +1384,8 @@ sphsim_status output_relayout(const char *path, const scene *s, long keep, sphsi
         int busy;
         o->file = create_private(tmp, &busy);
         if (o->file < 0 && busy)
-            r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot lay out '%s' again: another process is doing it now ('%s' is in use)",
-                            path, tmp);
+            r = SPHSIM_FAIL(e, SPHSIM_E_IO,
+                            "cannot lay out '%s' again: another process is doing it now ('%s' is in use)", path, tmp);
     }
     if (r == SPHSIM_OK && o->file < 0) r = output_bad_file(e, tmp, "cannot create it");
     int err = 0;
@@ -1479,8 +1480,7 @@ done:
     h5io_forget();
     if (r == SPHSIM_OK) {
         /* the new file replaces the old one only now, complete */
-        if (rename(tmp, path) != 0)
-            r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot replace '%s': %s", path, strerror(errno));
+        if (rename(tmp, path) != 0) r = SPHSIM_FAIL(e, SPHSIM_E_IO, "cannot replace '%s': %s", path, strerror(errno));
         else h5io_fsync_dir(path);
     } else {
         unlink(tmp);

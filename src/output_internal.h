@@ -48,7 +48,7 @@ struct output {
     int have_topology; /* vertex cells and the restart dataset exist for n */
     int broken;        /* a write failed: nothing more reaches the file (see output.c, poison) */
     char sidecar_problem[512]; /* why the sidecar could not be rewritten since it last was, or "" */
-    int stranded;      /* parallel: this rank failed a write alone; the file is left unclosed (output.c) */
+    int stranded;              /* parallel: this rank failed a write alone; the file is left unclosed (output.c) */
     int sph;           /* SPH mode (particle_mass is taken from the first snapshot) */
     hsize_t nsteps;    /* committed snapshots */
     hsize_t capacity;  /* snapshots the file's layout holds (allocated at creation) */

@@ -71,11 +71,11 @@ const char *scene_mode_name(scene_mode m) { return enum_name(MODE_NAMES, MODE_VA
 /* Allowed keys per object, in schema order (the order in which they are validated). */
 static const char *const TOP_KEYS[] = { "format", "name",    "dimensions", "mode",   "tank", "gravity", "objects",
                                         "fluid",  "spheres", "time",       "output", "grid", "gauges" };
-static const char *const OBJECT_KEYS[] = { "name",   "shape", "role",   "center",    "size",  "radius",
-                                           "length", "axis",  "file",   "file_fnv1a", "points", "transform", "motion" };
+static const char *const OBJECT_KEYS[] = { "name", "shape", "role",       "center", "size",      "radius", "length",
+                                           "axis", "file",  "file_fnv1a", "points", "transform", "motion" };
 static const char *const TANK_KEYS[] = { "min", "max", "motion" };
-static const char *const MOTION_KEYS[] = { "type",     "start", "end",    "amplitude", "frequency",
-                                           "phase",    "velocity", "center", "axis",   "file", "file_fnv1a" };
+static const char *const MOTION_KEYS[] = { "type",     "start",  "end",  "amplitude", "frequency", "phase",
+                                           "velocity", "center", "axis", "file",      "file_fnv1a" };
 static const char *const MOTION_NAMES[] = { "sine", "rotation", "constant", "table" };
 static const int MOTION_VALUES[] = { MOTION_SINE, MOTION_ROTATION, MOTION_CONSTANT, MOTION_TABLE };
 static const char *const TRANSFORM_KEYS[] = { "translate", "rotate", "scale" };
@@ -99,8 +99,8 @@ static const char *const FLUID_KEYS[] = { "blocks",
                                            "boundary_layers",
                                            "regions",
                                            "density" };
-static const char *const REGION_KEYS[] = { "shape", "fill",   "center",    "size",  "radius", "length",
-                                           "axis",  "file",   "file_fnv1a", "points", "transform", "above", "below" };
+static const char *const REGION_KEYS[] = { "shape", "fill",       "center", "size",      "radius", "length", "axis",
+                                           "file",  "file_fnv1a", "points", "transform", "above",  "below" };
 static const char *const FILL_NAMES[] = { "container" };
 static const int FILL_VALUES[] = { REGION_CONTAINER };
 static const char *const EOS_KEYS[] = { "type", "sound_speed", "gamma", "stiffness" };
@@ -2177,9 +2177,11 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
             if (iscntrl((unsigned char)name->valuestring[i]))
                 return vfail(v, "control characters (tab, newline, ...) are not allowed in the name");
         /* the default output file is NAME.h5 in the current directory */
-        if (strchr(name->valuestring, '/') || strcmp(name->valuestring, ".") == 0 || strcmp(name->valuestring, "..") == 0)
-            return vfail(v, "\"%.80s\": the name is the default output file's (NAME.h5 in the current directory): no '/', "
-                            "and not \".\" or \"..\"",
+        if (strchr(name->valuestring, '/') || strcmp(name->valuestring, ".") == 0 ||
+            strcmp(name->valuestring, "..") == 0)
+            return vfail(v,
+                         "\"%.80s\": the name is the default output file's (NAME.h5 in the current directory): no '/', "
+                         "and not \".\" or \"..\"",
                          name->valuestring);
         snprintf(s->name, sizeof s->name, "%s", name->valuestring);
         vpop(v, old);

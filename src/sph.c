@@ -186,7 +186,6 @@ static void solver_kernels(const sph_solver *s, cl_kernel ks[SPH_KERNELS])
     memcpy(ks, all, sizeof all);
 }
 
-
 /* The moving walls' buffers: every wall particle's rest position and body, from the scene's
  * lattice (init_lattice: the walls' positions at t = 0, whatever the run starts from, so that a
  * resumed run places them as the first did), and the bodies' motion, uploaded per step. */

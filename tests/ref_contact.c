@@ -277,9 +277,9 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
                 const double m_t =
                     1 / (1 / mass[ia] + 1 / mass[ib] + g.a_a * g.a_a / (k * mass[ia] * radius[ia] * radius[ia]) +
                          g.a_b * g.a_b / (k * mass[ib] * radius[ib] * radius[ib]));
-                const vec dP = update(&g, u, target(g.u0_n, e, p->v_rest), m_n, m_t, mu,
-                                      relax(p->omega_v, deg[i] - tw[i], deg[j] - tw[j]), cs[c].lam, cs[c].state,
-                                      p->dims);
+                const vec dP =
+                    update(&g, u, target(g.u0_n, e, p->v_rest), m_n, m_t, mu,
+                           relax(p->omega_v, deg[i] - tw[i], deg[j] - tw[j]), cs[c].lam, cs[c].state, p->dims);
                 dv = vadd(dv, vmul((ia == i ? 1.0 : -1.0) / m_i, dP));
                 dw = vsub(dw, vmul((ia == i ? g.a_a : g.a_b) / I_i, vcross(g.n, dP)));
             }

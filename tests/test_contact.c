@@ -536,8 +536,7 @@ static void test_touch_within_rounding(void **state)
     tsys_step(&t);
     double err = 0;
     for (size_t i = 0; i < 2; ++i)
-        for (int a = 0; a < 2; ++a)
-            err = fmax(err, fabs(t.vel[4 * i + a] - (t.id[i] == 0 ? v1o[a] : v2o[a])));
+        for (int a = 0; a < 2; ++a) err = fmax(err, fabs(t.vel[4 * i + a] - (t.id[i] == 0 ? v1o[a] : v2o[a])));
     printf("# touch within rounding (%s): |v - v_exact| %.2e of the approach speed\n",
            edge ? "at the edge" : "not at the edge", err / 2.0);
     assert_true(edge);
