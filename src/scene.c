@@ -583,6 +583,18 @@ static sphsim_status vfile(vctx *v, const cJSON *obj, const char *what, char *bu
     return SPHSIM_OK;
 }
 
+/* A file's FNV-1a hash as the resolved scene writes it: 16 hex digits. */
+static void hash_hex(unsigned long long hash, char hx[20]) { snprintf(hx, 20, "%016llx", hash); }
+
+/* A file a resolved scene names: "file" and its "file_fnv1a" (vhash checks it on reading back). */
+static void add_file(cJSON *o, const char *file, unsigned long long hash)
+{
+    char hx[20];
+    hash_hex(hash, hx);
+    cJSON_AddStringToObject(o, "file", file);
+    cJSON_AddStringToObject(o, "file_fnv1a", hx);
+}
+
 /* "file_fnv1a" of obj, optional (a resolved scene read back): the FNV-1a hash the file had when
  * the scene was resolved, which the file as read now must have. */
 static sphsim_status vhash(vctx *v, const cJSON *obj, const char *file, unsigned long long hash)
@@ -591,7 +603,7 @@ static sphsim_status vhash(vctx *v, const cJSON *obj, const char *file, unsigned
     if (!h) return SPHSIM_OK;
     size_t old = vkey(v, "file_fnv1a");
     char hx[20], got[96];
-    snprintf(hx, sizeof hx, "%016llx", hash);
+    hash_hex(hash, hx);
     if (!cJSON_IsString(h)) {
         describe(h, got, sizeof got);
         return vfail(v, "expected the 16 hex digits of the file's FNV-1a hash, got %s", got);
@@ -1620,10 +1632,7 @@ static void shape_resolved(cJSON *ro, const scene *s, const scene_object *o)
         cJSON *pts = cJSON_AddArrayToObject(ro, "points");
         for (long k = 0; k < o->n_vertices; ++k) cJSON_AddItemToArray(pts, vec_item(o->poly + 2 * k, 2));
     } else if (shape == GEOM_MESH) {
-        char hx[20];
-        snprintf(hx, sizeof hx, "%016llx", (unsigned long long)o->file_hash);
-        cJSON_AddStringToObject(ro, "file", o->file);
-        cJSON_AddStringToObject(ro, "file_fnv1a", hx);
+        add_file(ro, o->file, (unsigned long long)o->file_hash);
     } else add_num(ro, "radius", o->radius);
     if (shape == GEOM_CYLINDER) {
         add_num(ro, "length", o->length);
@@ -1932,10 +1941,7 @@ static sphsim_status parse_motion(vctx *v, const cJSON *parent, scene *s, scene_
             SPHSIM_TRY(read_motion_table(v, s, g));
             vpop(v, o2);
             SPHSIM_TRY(vhash(v, it, g->file, g->file_hash));
-            char hx[20];
-            snprintf(hx, sizeof hx, "%016llx", (unsigned long long)g->file_hash);
-            cJSON_AddStringToObject(rs, "file", g->file);
-            cJSON_AddStringToObject(rs, "file_fnv1a", hx);
+            add_file(rs, g->file, (unsigned long long)g->file_hash);
             turns = g->has_angle;
             if (!turns && (get(it, "center") || get(it, "axis"))) {
                 vkey(v, get(it, "center") ? "center" : "axis");
@@ -2022,7 +2028,8 @@ static sphsim_status parse_objects(vctx *v, const cJSON *root, scene *s, cJSON *
         SPHSIM_TRY(parse_shape(v, it, s, o, shape, label, &s->geom_grid, &s->geom_grid_n));
         double blo[3], bhi[3]; /* an object wholly outside the tank, where no motion brings it, does nothing */
         geom_bounds(o, s->geom_grid, s->dims, blo, bhi);
-        for (int a = 0; a < s->dims && !get(it, "motion"); ++a)
+        const int moves = get(it, "motion") != NULL;
+        for (int a = 0; a < s->dims && !moves; ++a)
             if (bhi[a] < s->tank.min[a] || blo[a] > s->tank.max[a])
                 return vfail(v, "lies outside the tank: along %c it spans [%g, %g] m, the tank [%g, %g] m", AXIS[a],
                              blo[a], bhi[a], s->tank.min[a], s->tank.max[a]);
