@@ -25,6 +25,14 @@
 #define CONTACT_OMEGA_X 2.0f
 #define CONTACT_OMEGA_V 1.0f
 
+/* Near pairs: a pair is listed when its centres are closer than (1 + CONTACT_NEAR)(r_i + r_j),
+ * a wall when the centre is closer than (1 + 2 CONTACT_NEAR) r, at the step's start; a listed
+ * pair that does not touch yet keeps its gap g >= 0 through the step (u_n >= -g / dt) unless it
+ * approaches faster than v_rest (an impact, resolved when it touches), and the position passes
+ * see it. docs/contacts.md, "Near pairs". The grid's cells are (1 + CONTACT_NEAR) 2 r_max wide,
+ * so that every near pair is in the scanned block. */
+#define CONTACT_NEAR 0.01
+
 /* Slot codes (the first word of a slot, a uint): a partner sphere's sorted index of the step
  * that wrote the slot (bits 0-30), with CONTACT_FIRST set when this sphere has the lower id of
  * the pair (the pair's "a" sphere, whose side every pair quantity is computed from); a wall
@@ -36,9 +44,15 @@
 #define CONTACT_NO_ID 0x7fffffffu
 #define CONTACT_OBJECT_FACE 6u /* the first face code of an object (the tank has 6 faces) */
 
-/* The per-sphere info byte of a step: the number of contacts d (at most 255). (The sphere's
- * group, its material table index, follows from its id: contact_group.) */
-#define CONTACT_DEGREE(info) ((info)&0xffu)
+/* The per-sphere info byte of a step: its listed contacts d (touching or near) and, of them,
+ * the ones c the passes' relaxation counts (contacts.cl, contact_counts: touching, or near at a
+ * normal speed of at most v_rest; the tank's faces only touching): d + 9 c while d <= 8 (below 81),
+ * else 81 + min(c, 174) (CONTACT_DEGREE then reads 9: more than any S). A sphere without
+ * contacts has info 0. (The sphere's group, its material table index, follows from its id:
+ * contact_group.) */
+#define CONTACT_INFO(d, c) ((d) <= 8u ? (d) + 9u * (c) : 81u + ((c) < 174u ? (c) : 174u))
+#define CONTACT_DEGREE(info) ((info) < 81u ? (info) % 9u : 9u)
+#define CONTACT_TOUCHING(info) ((info) < 81u ? (info) / 9u : (info)-81u)
 
 typedef struct contact_params {
     float gravity[3];       /* m/s^2 (z = 0 in 2D) */

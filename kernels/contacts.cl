@@ -27,7 +27,8 @@
  * restitution, mu friction; a pair (a, b) is taken from the side of its lower-id sphere a; n the
  * unit normal from b to a at the contact's configuration, s the time since its touch (s), u the
  * velocity of a's contact point relative to b's, lambda_n >= 0 and lambda_t (|lambda_t| <=
- * mu lambda_n) the step's impulse on a (N s), d_i the contacts of i at pos0.
+ * mu lambda_n) the step's impulse on a (N s), d_i the contacts of i listed at pos0 (touching
+ * or near), c_i those its relaxation counts (contact_counts).
  *
  * The iterate of the impulse passes is two buffers per sphere: V = (v, w_z) and, in 3D,
  * W = (w_x, w_y). */
@@ -163,7 +164,8 @@ inline float2 contact_material(__constant contact_params *cp, __global const flo
     return material[g_a * (cp->n_groups + 1u) + g_b];
 }
 
-/* Jacobi relaxation of a contact from the contact counts of its spheres (walls: d_b = 1). */
+/* Jacobi relaxation of a contact from the counted contacts (c, contact_counts) of its spheres
+ * (walls: 1). */
 inline float contact_relax(float omega, uint d_a, uint d_b) { return min(1.0f, omega / (float)max(max(d_a, d_b), 1u)); }
 
 /* The counts the impulse passes relax with (docs/contacts.md, "Relaxation"): the tank's faces
@@ -171,15 +173,46 @@ inline float contact_relax(float omega, uint d_a, uint d_b) { return min(1.0f, o
  * another's, so a tank face counts its sphere's contacts other than the tank's faces, and
  * itself (a sphere in a corner: 1, each face solved whole); a sphere pair counts each sphere's
  * contacts other than its tank faces (two spheres sliding on the floor collide as a lone pair).
- * Objects and sphere pairs count as before. d: the sphere's contacts, t: its tank faces. */
+ * Objects and sphere pairs count as before. d: the sphere's counted contacts (c), t: the tank
+ * faces it touches. */
 inline uint contact_count_wall(uint d, uint t, uint face) { return face < CONTACT_OBJECT_FACE ? d - t + 1u : d; }
 inline uint contact_count_pair(uint d, uint t) { return d - t; }
 
 /* Target normal velocity: an impact (approach faster than v_rest at the start of the step)
- * bounces back with e; a slower (resting) contact must merely stop approaching. */
-inline float contact_target(float u0_n, float e, float v_rest) { return u0_n < -v_rest ? -e * u0_n : 0.0f; }
+ * bounces back with e; a slower (resting) contact must merely stop approaching. A near pair
+ * (gap >= 0: not touching at the start) may close its gap within the step, no more; one that
+ * approaches faster than v_rest is left free (no impulse: its impact is resolved when it
+ * touches, at its time of touch). */
+inline float contact_target(float u0_n, float gap, float e, float v_rest, float dt)
+{
+    if (gap >= 0.0f) return u0_n < -v_rest ? -INFINITY : -gap / dt;
+    return u0_n < -v_rest ? -e * u0_n : 0.0f;
+}
 
 /* ---------------------------------------------------------------- contact geometry */
+
+/* Do spheres at p_i, p_j with radii summing to r_sum overlap? */
+inline int contact_touch(float4 p_i, float4 p_j, float r_sum)
+{
+    const float4 dx = p_i - p_j;
+    return dot(dx, dx) < r_sum * r_sum;
+}
+
+/* Does a listed pair (dx = x0_a - x0_b, dv = v0_a - v0_b) count in its spheres' relaxation:
+ * touching, or near at a normal speed of at most v_rest (it may press on the other within the
+ * step)? A near pair closing or opening faster only keeps its gap: counting it would solve a
+ * binary collision beside it at half strength. The same on both sides of the pair. */
+inline int contact_counts(float4 dx, float4 dv, float r_sum, float v_rest)
+{
+    const float d2 = dot(dx, dx);
+    return d2 < r_sum * r_sum || fabs(dot(dv, dx)) <= v_rest * sqrt(d2);
+}
+
+/* Is the pair listed: overlapping, or near (CONTACT_NEAR)? The same test in every kernel. */
+inline int contact_near(float4 p_i, float4 p_j, float r_sum)
+{
+    return contact_touch(p_i, p_j, r_sum * (1.0f + (float)CONTACT_NEAR));
+}
 
 /* A contact's configuration: normal n (from b to a; walls: into the tank), tangent basis (t1, t2)
  * (2D: t1 = e_z x n, t2 = 0), time since touch s in [0, dt], lever arms a_a, a_b (the distance
@@ -188,7 +221,8 @@ typedef struct contact_geo {
     float4 n, t1, t2;
     float4 v_w; /* a wall's velocity at the contact (0 at rest; a moving body's, -DMOTION) */
     float s, a_a, a_b, u0_n;
-    float q; /* a_a / r_a = a_b / r_b (walls: 1) */
+    float q;   /* a_a / r_a = a_b / r_b (walls: 1) */
+    float gap; /* a near pair (not touching at the step's start): its gap, >= 0; touching: -1 */
 } contact_geo;
 
 /* Tangent basis of n, continuous in n except near +-(1, 2, 3)/sqrt(14), so that a tangential
@@ -225,7 +259,12 @@ inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float
     /* overlapping already at the start of the drift (a lasting contact; no root needed): s = dt */
     float4 d = dx - dv * dt;
     float s = dt;
-    if (dot(d, d) >= r_sum * r_sum) {
+    g.gap = -1.0f;
+    if (!contact_touch(x0_a, x0_b, r_sum)) { /* a near pair: apart at the start */
+        d = dx;
+        s = 0.0f;
+        g.gap = max(sqrt(dot(dx, dx)) - r_sum, 0.0f);
+    } else if (dot(d, d) >= r_sum * r_sum) {
         const float d0 = sqrt(dot(dx, dx));
         const float c = (d0 - r_sum) * (d0 + r_sum); /* < 0: overlapping */
         const float aa = dot(dv, dv), b = dot(dx, dv);
@@ -251,6 +290,7 @@ inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float
         g.n = (float4)(1.0f, 0.0f, 0.0f, 0.0f);
         g.q = 1.0f;
     }
+    if (g.gap >= 0.0f) g.q = 1.0f; /* a near pair: the lever arms of a touching one */
     g.a_a = r_a * g.q;
     g.a_b = r_b * g.q;
     g.v_w = (float4)(0.0f);
@@ -304,7 +344,9 @@ inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __
     const float h0 = contact_wall_h(x0, face, cp, geom_grid, &g.n, &g.v_w);
     g.u0_n = dot(v0 - g.v_w, g.n);
     g.s = cp->dt;
+    g.gap = h0 < r ? -1.0f : h0 - r; /* near: apart at the start */
     if (g.u0_n < 0.0f && h0 < r) g.s = min((r - h0) / -g.u0_n, cp->dt);
+    if (!(h0 < r)) g.s = 0.0f;
     g.a_a = r;
     g.a_b = 0.0f;
     g.q = 1.0f;
@@ -312,21 +354,19 @@ inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __
     return g;
 }
 
-/* Does sphere (x0, r) touch wall `face`? (The same test in every kernel.) */
-inline int contact_wall_touch(float4 x0, float r, uint face, __constant contact_params *cp,
-                              __global const float *geom_grid)
-{
-    float4 nrm, v_w;
-    return contact_wall_h(x0, face, cp, geom_grid, &nrm, &v_w) < r;
-}
+/* A wall is listed for a sphere of radius r whose centre is closer than this: touching or near
+ * (CONTACT_NEAR). */
+inline float contact_wall_near_r(float r) { return r * (1.0f + 2.0f * (float)CONTACT_NEAR); }
 
-/* The tank's faces a sphere at x0 (radius r) touches (the same test as contact_list's). */
+/* The tank's faces a sphere at x0 (radius r) touches (the same test as contact_list's count of
+ * touching contacts). */
 inline uint contact_tank_walls(float4 x0, float r, __constant contact_params *cp, __global const float *geom_grid)
 {
     uint w = 0u;
 #ifdef MOTION
     if (cp->moving & 1u) {
-        for (uint f = 0; f < 2u * cp->dims; ++f) w += contact_wall_touch(x0, r, f, cp, geom_grid) ? 1u : 0u;
+        float4 nrm, v_w;
+        for (uint f = 0; f < 2u * cp->dims; ++f) w += contact_wall_h(x0, f, cp, geom_grid, &nrm, &v_w) < r ? 1u : 0u;
         return w;
     }
 #endif
@@ -337,21 +377,16 @@ inline uint contact_tank_walls(float4 x0, float r, __constant contact_params *cp
     return w;
 }
 
-/* The relaxation of a sphere pair, i's count c_i = d_i - t_i given: j's tank faces are looked
- * for only when they can matter (d_j > c_i; else max(c_i, d_j - t_j) is c_i whatever t_j). */
-inline float contact_relax_pair(float omega, uint c_i, uint d_j, float4 x0_j, float r_j,
+/* The relaxation of a sphere pair, i's count c_i = n_i - t_i given (n: touching contacts, t:
+ * touching tank faces): j's tank faces are looked for only when they can matter (n_j > c_i;
+ * else max(c_i, n_j - t_j) is c_i whatever t_j). */
+inline float contact_relax_pair(float omega, uint c_i, uint n_j, float4 x0_j, float r_j,
                                 __constant contact_params *cp, __global const float *geom_grid)
 {
-    const uint c_j = d_j > c_i ? contact_count_pair(d_j, contact_tank_walls(x0_j, r_j, cp, geom_grid)) : d_j;
+    const uint c_j = n_j > c_i ? contact_count_pair(n_j, contact_tank_walls(x0_j, r_j, cp, geom_grid)) : n_j;
     return contact_relax(omega, c_i, c_j);
 }
 
-/* Do spheres at p_i, p_j with radii summing to r_sum overlap? */
-inline int contact_touch(float4 p_i, float4 p_j, float r_sum)
-{
-    const float4 dx = p_i - p_j;
-    return dot(dx, dx) < r_sum * r_sum;
-}
 
 /* ---------------------------------------------------------------- the impulse of a contact */
 
@@ -441,7 +476,7 @@ inline float4 contact_slot_impulse(const contact_geo *g, uint3 slot, float mu, u
 
 /* Contacts at the start of the step, written into sphere i's slots (by id): first the walls it
  * touches (centre closer than r to the plane), then the spheres it overlaps in scan order;
- * info[i] = d_i (at most 255). A contact in the sphere's last slots (when `warm`: written by the
+ * info[i] = CONTACT_INFO(d_i, c_i). A contact in the sphere's last slots (when `warm`: written by the
  * last step, whose sorted order idx[] maps to) keeps the impulses stored there (warm start);
  * both spheres of a pair hold the same values, so they agree. */
 __kernel void contact_list(const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,
@@ -462,12 +497,16 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
             old[n_old] = contact_slot_load(blk, n_old, S);
             if (contact_code(old[n_old]) == CONTACT_NO_ID) break;
         }
-    const float4 p0_i = contact_xyz(pos0[i]);
+    const float4 p0_i = contact_xyz(pos0[i]), v0_i = contact_xyz(v0[i]);
     const float r_i = v0[i].w;
-    uint k = 0;
+    uint k = 0, c = 0; /* listed; counted (contact_counts) */
     for (uint f = 0; f < 2u * cp->dims + cp->n_objects; ++f) {
         const uint face = f < 2u * cp->dims ? f : CONTACT_OBJECT_FACE + (f - 2u * cp->dims); /* walls, objects */
-        if (!contact_wall_touch(p0_i, r_i, face, cp, geom_grid)) continue;
+        float4 nrm, v_w;
+        const float h0 = contact_wall_h(p0_i, face, cp, geom_grid, &nrm, &v_w);
+        if (!(h0 < contact_wall_near_r(r_i))) continue;
+        /* the tank's faces count when touching (contact_tank_walls), objects as sphere pairs */
+        c += h0 < r_i || (face >= CONTACT_OBJECT_FACE && fabs(dot(v0_i - v_w, nrm)) <= cp->v_rest) ? 1u : 0u;
         const uint code = CONTACT_WALL + face;
         uint3 sl = (uint3)(code, 0u, 0u);
         for (uint q = 0; q < n_old; ++q)
@@ -477,7 +516,10 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
     }
     NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
     if (j == i) continue;
-    if (!contact_touch(p0_i, contact_xyz(pos0[j]), r_i + v0[j].w)) continue;
+    const float4 p0_j = contact_xyz(pos0[j]);
+    const float r_sum = r_i + v0[j].w;
+    if (!contact_near(p0_i, p0_j, r_sum)) continue;
+    c += contact_counts(p0_i - p0_j, v0_i - contact_xyz(v0[j]), r_sum, cp->v_rest) ? 1u : 0u;
     if (k < S) {
         const uint code = j | (id_i < id[j] ? CONTACT_FIRST : 0u);
         uint3 sl = (uint3)(code, 0u, 0u);
@@ -493,7 +535,7 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
     ++k;
     NEIGHBOURS_END
     if (k < S) contact_slot_end(blk, k);
-    info[i] = (uchar)min(k, 255u);
+    info[i] = (uchar)CONTACT_INFO(k, c);
 }
 
 /* The contact of slot code `code` of sphere i (at p0_i moving at v0_i, radius r_i, group g_i):
@@ -542,7 +584,7 @@ __kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __glo
     const uint i = spread_item(stride);
     if (i >= n) return;
     contact_ahead(slot, id, info, i, n, cp->slots);
-    const uint d_i = info[i];
+    const uint d_i = CONTACT_DEGREE(info[i]);
     if (d_i == 0u) return; /* a free sphere: no stage reads its iterate (contact_integrate) */
     const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
     __global uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);
@@ -572,7 +614,7 @@ __kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __glo
 
 /* One Jacobi pass of the impulses over the iterate (V_in, W_in). For each contact of sphere i,
  * from the pair's side: target normal velocity contact_target(u0_n) with the pair's e, relaxation
- * w = contact_relax(OMEGA_V, d_a, d_b), and the update of contact_update (slotted pairs and walls:
+ * w = contact_relax(OMEGA_V, c_a, c_b) (touching counts), and the update of contact_update (slotted pairs and walls:
  * the accumulated impulse in i's slot, which only i reads and writes) or contact_update_free.
  * Sphere i takes +dP (a) or -dP (b) on its velocity, and -(a_i / I_i) n x dP on its angular
  * velocity. A lone contact (w = 1, nothing carried) reaches its target, and the tangential
@@ -585,7 +627,7 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
     const uint i = spread_item(stride);
     if (i >= n) return;
     contact_ahead(slot, id, info, i, n, cp->slots);
-    const uint d_i = info[i];
+    const uint info_i = info[i], d_i = CONTACT_DEGREE(info_i);
     if (d_i == 0u) return; /* a free sphere */
     const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
     __global uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);
@@ -594,7 +636,8 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
     const float4 v_i = (float4)(V_i.x, V_i.y, V_i.z, 0.0f), w_i = contact_w_of(V_i, W_i, dims);
     const float m_i = pos0[i].w, r_i = v0[i].w, k_I = cp->inertia, I_i = k_I * m_i * r_i * r_i;
     const float v_rest = cp->v_rest;
-    const uint t_i = contact_tank_walls(p0_i, r_i, cp, geom_grid), c_i = contact_count_pair(d_i, t_i);
+    const uint n_i = CONTACT_TOUCHING(info_i), t_i = contact_tank_walls(p0_i, r_i, cp, geom_grid),
+               c_i = contact_count_pair(n_i, t_i);
     float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
         uint3 sl = contact_slot_load(blk, k, S);
@@ -605,16 +648,16 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         float2 mat;
         const contact_geo g =
             contact_slot_geo(code, p0_i, v0_i, r_i, g_i, pos0, v0, id, group_start, material, cp, geom_grid, &first, &mat);
-        const float target = contact_target(g.u0_n, mat.x, v_rest);
+        const float target = contact_target(g.u0_n, g.gap, mat.x, v_rest, cp->dt);
         float4 dP;
         if (wall) { /* the contact point's velocity relative to the wall's */
             const float4 u = v_i - g.v_w - cross(g.a_a * w_i, g.n);
             dP = contact_update(&g, u, target, m_i, contact_mass_t(&g, m_i, k_I), mat.y,
-                                contact_relax(cp->omega_v, contact_count_wall(d_i, t_i, code - CONTACT_WALL), 1u),
+                                contact_relax(cp->omega_v, contact_count_wall(n_i, t_i, code - CONTACT_WALL), 1u),
                                 dims, &sl);
             contact_slot_store(blk, k, S, sl);
         } else {
-            const uint j = code & CONTACT_INDEX, d_j = CONTACT_DEGREE(info[j]);
+            const uint j = code & CONTACT_INDEX, info_j = info[j], d_j = CONTACT_DEGREE(info_j);
             const float4 V_j = V_in[j];
             const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
             const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
@@ -623,7 +666,8 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
             const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
             const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
             const float m_t = contact_mass_t(&g, m_n, k_I),
-                        w = contact_relax_pair(cp->omega_v, c_i, d_j, contact_xyz(p_j), v0[j].w, cp, geom_grid);
+                        w = contact_relax_pair(cp->omega_v, c_i, CONTACT_TOUCHING(info_j), contact_xyz(p_j), v0[j].w,
+                                               cp, geom_grid);
             if (d_j <= S) {
                 dP = contact_update(&g, u, target, m_n, m_t, mat.y, w, dims, &sl);
                 contact_slot_store(blk, k, S, sl);
@@ -639,8 +683,8 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         if (j == i) continue;
         const float4 p0_j = contact_xyz(pos0[j]);
         const float r_j = v0[j].w;
-        if (!contact_touch(p0_i, p0_j, r_i + r_j)) continue;
-        const uint d_j = info[j], g_j = cp->uniform ? 0u : contact_group(cp, group_start, id[j]);
+        if (!contact_near(p0_i, p0_j, r_i + r_j)) continue;
+        const uint c_j = CONTACT_TOUCHING(info[j]), g_j = cp->uniform ? 0u : contact_group(cp, group_start, id[j]);
         const int first = id_i < id[j];
         const float4 v0_j = contact_xyz(v0[j]), V_j = V_in[j];
         const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
@@ -652,8 +696,8 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         const float2 mat = first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i);
         const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
         const float m_t = contact_mass_t(&g, m_n, k_I);
-        const float w = contact_relax_pair(cp->omega_v, c_i, d_j, p0_j, r_j, cp, geom_grid);
-        const float4 dP = contact_update_free(&g, u, contact_target(g.u0_n, mat.x, v_rest), m_n, m_t, mat.y, w);
+        const float w = contact_relax_pair(cp->omega_v, c_i, c_j, p0_j, r_j, cp, geom_grid);
+        const float4 dP = contact_update_free(&g, u, contact_target(g.u0_n, g.gap, mat.x, v_rest, cp->dt), m_n, m_t, mat.y, w);
         dv += first ? dP : -dP;
         dw += (first ? g.a_a : g.a_b) * cross(g.n, dP);
         NEIGHBOURS_END
@@ -673,7 +717,7 @@ __kernel void contact_displace(CONTACT_STEP_ARGS, __global float4 *x_out)
     const uint i = spread_item(stride);
     if (i >= n) return;
     contact_ahead(slot, id, info, i, n, cp->slots);
-    const uint d_i = info[i];
+    const uint d_i = CONTACT_DEGREE(info[i]);
     if (d_i == 0u) return; /* a free sphere */
     const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
     __global uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);
@@ -703,9 +747,9 @@ inline float contact_wall_clamp(float lo, float hi, float x)
 }
 
 /* One Jacobi pass of overlap removal over the iterate x_in (positions only: velocities, and so
- * momentum and energy, are untouched). For every pair touching at the step start that overlaps
- * in x_in, x_i += w_x delta_ij m_j / (m_i + m_j) n_ij with n_ij, delta_ij from x_in and
- * w_x = contact_relax(OMEGA_X, d_i, d_j) (a lone pair: each sphere moves its mass-weighted share
+ * momentum and energy, are untouched). For every pair listed at the step start (touching or
+ * near) that overlaps in x_in, x_i += w_x delta_ij m_j / (m_i + m_j) n_ij with n_ij, delta_ij
+ * from x_in and w_x = contact_relax(OMEGA_X, c_i, c_j) (touching counts; a lone pair: each sphere moves its mass-weighted share
  * of the overlap); then the walls. */
 __kernel void contact_project(const uint n, const uint stride, __constant grid_params *gp,
                               __constant contact_params *cp, __global const uint *cell_start,
@@ -717,7 +761,7 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
     const uint i = spread_item(stride);
     if (i >= n) return;
     contact_ahead(slot, id, info, i, n, cp->slots);
-    const uint S = cp->slots, id_i = id[i], d_i = CONTACT_DEGREE(info[i]);
+    const uint S = cp->slots, id_i = id[i], d_i = CONTACT_DEGREE(info[i]), n_i = CONTACT_TOUCHING(info[i]);
     if (d_i == 0u) return; /* a free sphere: inside the walls, no overlap to remove */
     __global const uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);
     const float4 x_i = x_in[i];
@@ -736,7 +780,7 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
             const float4 n_ij =
                 dist > 0.0f ? dx / dist : (float4)((code & CONTACT_FIRST) ? 1.0f : -1.0f, 0.0f, 0.0f, 0.0f);
             const float m_j = pos0[j].w;
-            const float w_x = contact_relax(cp->omega_x, d_i, CONTACT_DEGREE(info[j])) * (m_j / (m_i + m_j));
+            const float w_x = contact_relax(cp->omega_x, n_i, CONTACT_TOUCHING(info[j])) * (m_j / (m_i + m_j));
             dx_sum += ((r_sum - dist) * w_x) * n_ij;
         }
     } else {
@@ -744,14 +788,14 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
         NEIGHBOURS_BEGIN(gp, cell_start, cell_end, p0_i, j)
         if (j == i) continue;
         const float r_sum = r_i + v0[j].w;
-        if (!contact_touch(p0_i, contact_xyz(pos0[j]), r_sum)) continue;
+        if (!contact_near(p0_i, contact_xyz(pos0[j]), r_sum)) continue;
         const float4 dx = x_i - x_in[j];
         const float r2 = dot(dx, dx);
         if (r2 >= r_sum * r_sum) continue;
         const float dist = sqrt(r2);
         const float4 n_ij = dist > 0.0f ? dx / dist : (float4)(id_i < id[j] ? 1.0f : -1.0f, 0.0f, 0.0f, 0.0f);
         const float m_j = pos0[j].w;
-        const float w_x = contact_relax(cp->omega_x, d_i, CONTACT_DEGREE(info[j])) * (m_j / (m_i + m_j));
+        const float w_x = contact_relax(cp->omega_x, n_i, CONTACT_TOUCHING(info[j])) * (m_j / (m_i + m_j));
         dx_sum += ((r_sum - dist) * w_x) * n_ij;
         NEIGHBOURS_END
     }

@@ -895,15 +895,16 @@ sphsim_status contact_set_angular_velocity(contact_solver *c, dev_state *st, con
     return r;
 }
 
-/* The grid must see every pair that can touch: radius >= r_i + r_j for all i, j. */
+/* The grid must see every pair that is listed: radius >= (r_i + r_j)(1 + CONTACT_NEAR). */
 static sphsim_status check_grid(const contact_solver *c, const grid *g, sphsim_error *e)
 {
     const grid_params *gp = grid_get_params(g);
-    if ((double)gp->radius < 2.0 * c->r_max * (1.0 - 1e-6))
-        return SPHSIM_FAIL(
-            e, SPHSIM_E_SCENE,
-            "contact solver: the grid search radius %g m is below twice the largest sphere radius (%g m)",
-            (double)gp->radius, 2.0 * c->r_max);
+    const double need = 2.0 * c->r_max * (1.0 + CONTACT_NEAR);
+    if ((double)gp->radius < need * (1.0 - 1e-6))
+        return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
+                           "contact solver: the grid search radius %g m is below the widest listed pair, "
+                           "(1 + %g) times twice the largest sphere radius (%g m)",
+                           (double)gp->radius, CONTACT_NEAR, need);
     return SPHSIM_OK;
 }
 

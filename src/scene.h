@@ -206,7 +206,7 @@ typedef struct scene {
     scene_kernel kernel;                /* "fluid.kernel"; default "wendland" */
     double h;                           /* smoothing length m: "fluid.smoothing_length", or factor * spacing
                                            (SPH; 0 in particle mode) */
-    double r_max;                       /* m: the largest sphere radius (particle mode; support = 2 r_max) */
+    double r_max;                       /* m: the largest sphere radius (particle mode) */
     double h_factor;                    /* "fluid.smoothing_length_factor"; default 1.3 */
     scene_eos eos;                      /* "fluid.eos.type"; default "tait" */
     double sound_speed;                 /* "fluid.eos.sound_speed" m/s; default 10 * sqrt(2 max(|g|, 9.81) H_fluid);
@@ -266,7 +266,7 @@ typedef struct scene {
 
     /* ---- derived ---- */
     long n_fluid, n_boundary, n_spheres, n_total;
-    double support;        /* kernel support radius m = 2 h (SPH); 2 * max sphere radius (particles) */
+    double support;        /* m: kernel support 2 h (SPH); particles: the widest listed pair, 2 r_max (1 + NEAR) */
     double particle_mass;  /* kg, SPH fluid particles */
     double dt_cfl;         /* largest stable step from the criteria in docs/scene-format.md, s */
     double dt;             /* time step used, s: time.dt, or dt_cfl shortened so that an output

@@ -2,6 +2,8 @@
  * same equations as kernels/contacts.cl in the same order (docs/contacts.md). */
 #include "ref_contact.h"
 
+#include "../kernels/contact_shared.h" /* CONTACT_NEAR */
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@ static vec load4(const double *a, size_t i) { return v3(a[4 * i], a[4 * i + 1], 
 typedef struct geo {
     vec n, t1, t2;
     double s, a_a, a_b, u0_n;
+    double gap; /* a near pair or wall (apart at the start): its gap; touching: -1 */
 } geo;
 
 static void basis(vec n, int dims, vec *t1, vec *t2)
@@ -50,7 +53,11 @@ static geo pair_geo(const ref_contact_params *p, vec x_a, vec x_b, vec v_a, vec 
     const vec dx = vsub(x_a, x_b), dv = vsub(v_a, v_b);
     const double d0 = sqrt(vdot(dx, dx)), c = (d0 - rs) * (d0 + rs), aa = vdot(dv, dv), b = vdot(dx, dv);
     double s = p->dt;
-    if (aa > 0 && c < 0) {
+    g.gap = -1;
+    if (vdot(dx, dx) >= rs * rs) { /* a near pair: apart at the start */
+        s = 0;
+        g.gap = fmax(d0 - rs, 0);
+    } else if (aa > 0 && c < 0) {
         const double q = sqrt(b * b - aa * c), root = b > 0 ? (b + q) / aa : -c / (q - b);
         s = fmin(root, p->dt);
     } else if (c >= 0) {
@@ -63,9 +70,10 @@ static geo pair_geo(const ref_contact_params *p, vec x_a, vec x_b, vec v_a, vec 
         dist = d0;
     }
     if (dist > 0) {
+        const double q = g.gap >= 0 ? 1 : dist / rs; /* a near pair: the lever arms of a touching one */
         g.n = vmul(1 / dist, d);
-        g.a_a = r_a * dist / rs;
-        g.a_b = r_b * dist / rs;
+        g.a_a = r_a * q;
+        g.a_b = r_b * q;
     } else {
         g.n = v3(1, 0, 0);
         g.a_a = r_a;
@@ -92,7 +100,9 @@ static geo wall_geo(const ref_contact_params *p, vec x, vec v, double r, int fac
     g.n.x[a] = face % 2 ? -1 : 1;
     g.u0_n = vdot(v, g.n);
     g.s = p->dt;
+    g.gap = h0 < r ? -1 : h0 - r;
     if (g.u0_n < 0 && h0 < r) g.s = fmin((r - h0) / -g.u0_n, p->dt);
+    if (!(h0 < r)) g.s = 0;
     g.a_a = r;
     g.a_b = 0;
     basis(g.n, p->dims, &g.t1, &g.t2);
@@ -105,13 +115,29 @@ static double relax(double w, unsigned d_a, unsigned d_b)
     return fmin(1.0, w / (d > 1 ? d : 1));
 }
 
-static double target(double u0_n, double e, double v_rest) { return u0_n < -v_rest ? -e * u0_n : 0.0; }
+/* kernels/contacts.cl, contact_target: a near pair keeps its gap unless it approaches faster
+ * than v_rest (then free) */
+static double target(const geo *g, double e, const ref_contact_params *p)
+{
+    if (g->gap >= 0) return g->u0_n < -p->v_rest ? -INFINITY : -g->gap / p->dt;
+    return g->u0_n < -p->v_rest ? -e * g->u0_n : 0.0;
+}
 
 static int touch(vec a, vec b, double r_sum)
 {
     vec d = vsub(a, b);
     return vdot(d, d) < r_sum * r_sum;
 }
+/* a listed pair counts in the relaxation: touching, or near at a normal speed of at most v_rest */
+static int counts(vec a, vec b, vec va, vec vb, double r_sum, double v_rest)
+{
+    const vec dx = vsub(a, b);
+    const double d2 = vdot(dx, dx);
+    return d2 < r_sum * r_sum || fabs(vdot(vsub(va, vb), dx)) <= v_rest * sqrt(d2);
+}
+/* listed: overlapping, or near (CONTACT_NEAR) */
+static int listed(vec a, vec b, double r_sum) { return touch(a, b, r_sum * (1 + CONTACT_NEAR)); }
+static int wall_listed(double gap, double r) { return gap < r * (1 + 2 * CONTACT_NEAR); }
 
 static unsigned group_of(const ref_contact_params *p, uint32_t id)
 {
@@ -193,17 +219,27 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
 {
     const size_t m = n ? n : 1, S = p->slots;
     const double k = p->inertia;
-    unsigned *deg = calloc(m, sizeof *deg), *tw = calloc(m, sizeof *tw), *grp = calloc(m, sizeof *grp);
+    /* deg: listed contacts (touching or near); tch: those the relaxation counts (touching, or near
+     * at a normal speed of at most v_rest; tank faces only touching); tw: the tank faces touched */
+    unsigned *deg = calloc(m, sizeof *deg), *tch = calloc(m, sizeof *tch), *tw = calloc(m, sizeof *tw),
+             *grp = calloc(m, sizeof *grp);
     size_t *first = calloc(m + 1, sizeof *first);
     vec *v = calloc(m, sizeof *v), *w = calloc(m, sizeof *w), *vo = calloc(m, sizeof *vo), *wo = calloc(m, sizeof *wo);
     vec *x = calloc(m, sizeof *x), *xo = calloc(m, sizeof *xo);
-    if (!deg || !tw || !grp || !first || !v || !w || !vo || !wo || !x || !xo) abort();
+    if (!deg || !tch || !tw || !grp || !first || !v || !w || !vo || !wo || !x || !xo) abort();
     /* contacts at the start: walls, then spheres */
     for (size_t i = 0; i < n; ++i) {
         const vec xi = load4(pos, i);
-        for (int f = 0; f < 2 * p->dims; ++f) tw[i] += wall_gap(p, xi, f) < radius[i];
-        deg[i] = tw[i];
-        for (size_t j = 0; j < n; ++j) deg[i] += j != i && touch(xi, load4(pos, j), radius[i] + radius[j]);
+        for (int f = 0; f < 2 * p->dims; ++f) {
+            deg[i] += wall_listed(wall_gap(p, xi, f), radius[i]);
+            tw[i] += wall_gap(p, xi, f) < radius[i];
+        }
+        tch[i] = tw[i];
+        for (size_t j = 0; j < n; ++j) {
+            deg[i] += j != i && listed(xi, load4(pos, j), radius[i] + radius[j]);
+            tch[i] += j != i && listed(xi, load4(pos, j), radius[i] + radius[j]) &&
+                      counts(xi, load4(pos, j), load4(vel, i), load4(vel, j), radius[i] + radius[j], p->v_rest);
+        }
         first[i + 1] = first[i] + deg[i];
         grp[i] = group_of(p, id[i]);
     }
@@ -213,13 +249,13 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
         const vec xi = load4(pos, i);
         size_t c = first[i];
         for (int f = 0; f < 2 * p->dims; ++f)
-            if (wall_gap(p, xi, f) < radius[i]) {
+            if (wall_listed(wall_gap(p, xi, f), radius[i])) {
                 cs[c] = (rc){ -1 - f, 1, { 0, 0, 0 } };
                 if (lam_in) memcpy(cs[c].lam, &lam_in[3 * REF_LAM(n, id[i], n + (size_t)f)], 24);
                 ++c;
             }
         for (size_t j = 0; j < n; ++j)
-            if (j != i && touch(xi, load4(pos, j), radius[i] + radius[j])) {
+            if (j != i && listed(xi, load4(pos, j), radius[i] + radius[j])) {
                 cs[c] = (rc){ (int)j, deg[i] <= S && deg[j] <= S, { 0, 0, 0 } };
                 if (lam_in && cs[c].state) memcpy(cs[c].lam, &lam_in[3 * REF_LAM(n, id[i], id[j])], 24);
                 ++c;
@@ -262,8 +298,8 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
                     material(p, grp[i], (unsigned)p->n_groups, &e, &mu);
                     const vec u = vsub(v[i], vcross(vmul(g.a_a, w[i]), g.n));
                     const double m_t = 1 / (1 / m_i + g.a_a * g.a_a / (k * m_i * r_i * r_i));
-                    const vec dP = update(&g, u, target(g.u0_n, e, p->v_rest), m_i, m_t, mu,
-                                          relax(p->omega_v, deg[i] - tw[i] + 1, 1), cs[c].lam, 1, p->dims);
+                    const vec dP = update(&g, u, target(&g, e, p), m_i, m_t, mu,
+                                          relax(p->omega_v, tch[i] - tw[i] + 1, 1), cs[c].lam, 1, p->dims);
                     dv = vadd(dv, vmul(1 / m_i, dP));
                     dw = vsub(dw, vmul(g.a_a / I_i, vcross(g.n, dP)));
                     continue;
@@ -278,8 +314,8 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
                     1 / (1 / mass[ia] + 1 / mass[ib] + g.a_a * g.a_a / (k * mass[ia] * radius[ia] * radius[ia]) +
                          g.a_b * g.a_b / (k * mass[ib] * radius[ib] * radius[ib]));
                 const vec dP =
-                    update(&g, u, target(g.u0_n, e, p->v_rest), m_n, m_t, mu,
-                           relax(p->omega_v, deg[i] - tw[i], deg[j] - tw[j]), cs[c].lam, cs[c].state, p->dims);
+                    update(&g, u, target(&g, e, p), m_n, m_t, mu, relax(p->omega_v, tch[i] - tw[i], tch[j] - tw[j]),
+                           cs[c].lam, cs[c].state, p->dims);
                 dv = vadd(dv, vmul((ia == i ? 1.0 : -1.0) / m_i, dP));
                 dw = vsub(dw, vmul((ia == i ? g.a_a : g.a_b) / I_i, vcross(g.n, dP)));
             }
@@ -325,7 +361,7 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
                 if (r2 >= rs * rs) continue;
                 const double dist = sqrt(r2);
                 const vec nij = dist > 0 ? vmul(1 / dist, dx) : v3(id[i] < id[j] ? 1 : -1, 0, 0);
-                const double wx = relax(p->omega_x, deg[i], deg[j]) * mass[j] / (mass[i] + mass[j]);
+                const double wx = relax(p->omega_x, tch[i], tch[j]) * mass[j] / (mass[i] + mass[j]);
                 d = vadd(d, vmul((rs - dist) * wx, nij));
             }
             xo[i] = vadd(x[i], d);
@@ -359,6 +395,7 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
             }
     }
     free(deg);
+    free(tch);
     free(tw);
     free(grp);
     free(first);

@@ -269,7 +269,7 @@ def test_particle_mode_3d(run3d):
         assert a["mode"] == "particles" and int(a["dimensions"]) == 3
         assert a["restitution"] == 0.5
         assert a["kernel"] == "n/a" and a["eos"] == "n/a" and a["smoothing_length"] == 0
-        assert a["support_radius"] == pytest.approx(0.02)
+        assert a["support_radius"] == pytest.approx(0.02 * 1.01)  # 2 r_max (1 + CONTACT_NEAR): the widest listed pair
         ns, n = nsteps(f), int(f["VTKHDF/NumberOfPoints"][0])
         assert ns == 3 and n == 64
         assert np.all(f["VTKHDF/PointData/type"][:] == 2)
