@@ -52,7 +52,7 @@
  * contact_group.) */
 #define CONTACT_INFO(d, c) ((d) <= 8u ? (d) + 9u * (c) : 81u + ((c) < 174u ? (c) : 174u))
 #define CONTACT_DEGREE(info) ((info) < 81u ? (info) % 9u : 9u)
-#define CONTACT_TOUCHING(info) ((info) < 81u ? (info) / 9u : (info)-81u)
+#define CONTACT_COUNTED(info) ((info) < 81u ? (info) / 9u : (info)-81u)
 
 typedef struct contact_params {
     float gravity[3];       /* m/s^2 (z = 0 in 2D) */

@@ -205,7 +205,9 @@ inline int contact_touch(float4 p_i, float4 p_j, float r_sum)
 inline int contact_counts(float4 dx, float4 dv, float r_sum, float v_rest)
 {
     const float d2 = dot(dx, dx);
-    return d2 < r_sum * r_sum || fabs(dot(dv, dx)) <= v_rest * sqrt(d2);
+    if (d2 < r_sum * r_sum) return 1;
+    /* the normal speed as contact_pair_geo has it for a near pair (u0_n), to the bit */
+    return fabs(dot(dv, dx * (1.0f / sqrt(d2)))) <= v_rest;
 }
 
 /* Is the pair listed: overlapping, or near (CONTACT_NEAR)? The same test in every kernel. */
@@ -290,7 +292,6 @@ inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float
         g.n = (float4)(1.0f, 0.0f, 0.0f, 0.0f);
         g.q = 1.0f;
     }
-    if (g.gap >= 0.0f) g.q = 1.0f; /* a near pair: the lever arms of a touching one */
     g.a_a = r_a * g.q;
     g.a_b = r_b * g.q;
     g.v_w = (float4)(0.0f);
@@ -377,8 +378,8 @@ inline uint contact_tank_walls(float4 x0, float r, __constant contact_params *cp
     return w;
 }
 
-/* The relaxation of a sphere pair, i's count c_i = n_i - t_i given (n: touching contacts, t:
- * touching tank faces): j's tank faces are looked for only when they can matter (n_j > c_i;
+/* The relaxation of a sphere pair, i's count c_i = n_i - t_i given (n: counted contacts,
+ * contact_counts; t: touching tank faces): j's tank faces are looked for only when they can matter (n_j > c_i;
  * else max(c_i, n_j - t_j) is c_i whatever t_j). */
 inline float contact_relax_pair(float omega, uint c_i, uint n_j, float4 x0_j, float r_j,
                                 __constant contact_params *cp, __global const float *geom_grid)
@@ -475,10 +476,11 @@ inline float4 contact_slot_impulse(const contact_geo *g, uint3 slot, float mu, u
 /* ---------------------------------------------------------------- kernels */
 
 /* Contacts at the start of the step, written into sphere i's slots (by id): first the walls it
- * touches (centre closer than r to the plane), then the spheres it overlaps in scan order;
- * info[i] = CONTACT_INFO(d_i, c_i). A contact in the sphere's last slots (when `warm`: written by the
- * last step, whose sorted order idx[] maps to) keeps the impulses stored there (warm start);
- * both spheres of a pair hold the same values, so they agree. */
+ * touches or is near (centre closer than (1 + 2 NEAR) r to the wall), then the spheres it
+ * overlaps or is near (contact_near) in scan order; info[i] = CONTACT_INFO(d_i, c_i). A contact
+ * in the sphere's last slots (when `warm`: written by the last step, whose sorted order idx[]
+ * maps to) keeps the impulses stored there (warm start) unless it is near and closing or
+ * opening faster than v_rest; both spheres of a pair hold the same values, so they agree. */
 __kernel void contact_list(const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,
                            __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,
                            __global const float4 *v0, __global const uint *id, const uint warm,
@@ -505,11 +507,13 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
         float4 nrm, v_w;
         const float h0 = contact_wall_h(p0_i, face, cp, geom_grid, &nrm, &v_w);
         if (!(h0 < contact_wall_near_r(r_i))) continue;
+        /* touching, or near at a normal speed of at most v_rest (as contact_wall_geo's u0_n) */
+        const int slow = h0 < r_i || fabs(dot(v0_i - v_w, nrm)) <= cp->v_rest;
         /* the tank's faces count when touching (contact_tank_walls), objects as sphere pairs */
-        c += h0 < r_i || (face >= CONTACT_OBJECT_FACE && fabs(dot(v0_i - v_w, nrm)) <= cp->v_rest) ? 1u : 0u;
+        c += h0 < r_i || (face >= CONTACT_OBJECT_FACE && slow) ? 1u : 0u;
         const uint code = CONTACT_WALL + face;
         uint3 sl = (uint3)(code, 0u, 0u);
-        for (uint q = 0; q < n_old; ++q)
+        for (uint q = 0; q < n_old && slow; ++q) /* a faster near one starts afresh */
             if (contact_code(old[q]) == code) sl = old[q];
         if (k < S) contact_slot_store(blk, k, S, sl);
         ++k;
@@ -519,15 +523,19 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
     const float4 p0_j = contact_xyz(pos0[j]);
     const float r_sum = r_i + v0[j].w;
     if (!contact_near(p0_i, p0_j, r_sum)) continue;
-    c += contact_counts(p0_i - p0_j, v0_i - contact_xyz(v0[j]), r_sum, cp->v_rest) ? 1u : 0u;
+    const int counted = contact_counts(p0_i - p0_j, v0_i - contact_xyz(v0[j]), r_sum, cp->v_rest);
+    c += counted ? 1u : 0u;
     if (k < S) {
         const uint code = j | (id_i < id[j] ? CONTACT_FIRST : 0u);
         uint3 sl = (uint3)(code, 0u, 0u);
-        if (n_old > 0u) { /* (a cold step has no idx: nothing is read from it) */
+        /* a near pair closing or opening faster than v_rest starts afresh: the impulse of last
+         * step's impact would be undone in the passes only after its neighbours reacted to it
+         * (and a cold step has no idx: nothing is read from it) */
+        if (n_old > 0u && counted) {
             const uint was = idx[j]; /* j's slot in the last step's order */
             for (uint q = 0; q < n_old; ++q) {
-                const uint c = contact_code(old[q]) & CONTACT_INDEX;
-                if (c < CONTACT_WALL && c == was) sl = (uint3)(code, old[q].y, old[q].z);
+                const uint code_q = contact_code(old[q]) & CONTACT_INDEX;
+                if (code_q < CONTACT_WALL && code_q == was) sl = (uint3)(code, old[q].y, old[q].z);
             }
         }
         contact_slot_store(blk, k, S, sl);
@@ -636,7 +644,7 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
     const float4 v_i = (float4)(V_i.x, V_i.y, V_i.z, 0.0f), w_i = contact_w_of(V_i, W_i, dims);
     const float m_i = pos0[i].w, r_i = v0[i].w, k_I = cp->inertia, I_i = k_I * m_i * r_i * r_i;
     const float v_rest = cp->v_rest;
-    const uint n_i = CONTACT_TOUCHING(info_i), t_i = contact_tank_walls(p0_i, r_i, cp, geom_grid),
+    const uint n_i = CONTACT_COUNTED(info_i), t_i = contact_tank_walls(p0_i, r_i, cp, geom_grid),
                c_i = contact_count_pair(n_i, t_i);
     float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
@@ -666,7 +674,7 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
             const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
             const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
             const float m_t = contact_mass_t(&g, m_n, k_I),
-                        w = contact_relax_pair(cp->omega_v, c_i, CONTACT_TOUCHING(info_j), contact_xyz(p_j), v0[j].w,
+                        w = contact_relax_pair(cp->omega_v, c_i, CONTACT_COUNTED(info_j), contact_xyz(p_j), v0[j].w,
                                                cp, geom_grid);
             if (d_j <= S) {
                 dP = contact_update(&g, u, target, m_n, m_t, mat.y, w, dims, &sl);
@@ -684,7 +692,7 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         const float4 p0_j = contact_xyz(pos0[j]);
         const float r_j = v0[j].w;
         if (!contact_near(p0_i, p0_j, r_i + r_j)) continue;
-        const uint c_j = CONTACT_TOUCHING(info[j]), g_j = cp->uniform ? 0u : contact_group(cp, group_start, id[j]);
+        const uint c_j = CONTACT_COUNTED(info[j]), g_j = cp->uniform ? 0u : contact_group(cp, group_start, id[j]);
         const int first = id_i < id[j];
         const float4 v0_j = contact_xyz(v0[j]), V_j = V_in[j];
         const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
@@ -761,7 +769,7 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
     const uint i = spread_item(stride);
     if (i >= n) return;
     contact_ahead(slot, id, info, i, n, cp->slots);
-    const uint S = cp->slots, id_i = id[i], d_i = CONTACT_DEGREE(info[i]), n_i = CONTACT_TOUCHING(info[i]);
+    const uint S = cp->slots, id_i = id[i], d_i = CONTACT_DEGREE(info[i]), n_i = CONTACT_COUNTED(info[i]);
     if (d_i == 0u) return; /* a free sphere: inside the walls, no overlap to remove */
     __global const uchar *blk = slot + (size_t)id_i * CONTACT_SLOT_BYTES(S);
     const float4 x_i = x_in[i];
@@ -780,7 +788,7 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
             const float4 n_ij =
                 dist > 0.0f ? dx / dist : (float4)((code & CONTACT_FIRST) ? 1.0f : -1.0f, 0.0f, 0.0f, 0.0f);
             const float m_j = pos0[j].w;
-            const float w_x = contact_relax(cp->omega_x, n_i, CONTACT_TOUCHING(info[j])) * (m_j / (m_i + m_j));
+            const float w_x = contact_relax(cp->omega_x, n_i, CONTACT_COUNTED(info[j])) * (m_j / (m_i + m_j));
             dx_sum += ((r_sum - dist) * w_x) * n_ij;
         }
     } else {
@@ -795,7 +803,7 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
         const float dist = sqrt(r2);
         const float4 n_ij = dist > 0.0f ? dx / dist : (float4)(id_i < id[j] ? 1.0f : -1.0f, 0.0f, 0.0f, 0.0f);
         const float m_j = pos0[j].w;
-        const float w_x = contact_relax(cp->omega_x, n_i, CONTACT_TOUCHING(info[j])) * (m_j / (m_i + m_j));
+        const float w_x = contact_relax(cp->omega_x, n_i, CONTACT_COUNTED(info[j])) * (m_j / (m_i + m_j));
         dx_sum += ((r_sum - dist) * w_x) * n_ij;
         NEIGHBOURS_END
     }

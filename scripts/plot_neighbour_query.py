@@ -235,7 +235,7 @@ def main(argv=None):
                     help="cell size, m (default: the search radius, i.e. grid.cell_ratio = 1)")
     ap.add_argument("--radius", type=float, default=None,
                     help="search radius R, m (default: the file's support_radius: 2 h in SPH mode, "
-                    "2 x the largest sphere radius in particle mode)")
+                    "2 x 1.01 x the largest sphere radius in particle mode: the widest listed pair)")
     ap.add_argument("--snapshot", type=int, default=-1, help="snapshot index, negative from the end (default -1)")
     ap.add_argument("--particle", type=int, default=None,
                     help="id of the query particle (default: the one nearest the centre of the points)")

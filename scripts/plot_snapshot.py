@@ -115,14 +115,21 @@ def default_axes(run):
     return "xy" if g.size == 3 and g[1] > g[2] else "xz"
 
 
+# particle mode's support radius is the widest pair its contact list holds, (1 + NEAR) times the
+# largest diameter (kernels/contact_shared.h, CONTACT_NEAR; docs/contacts.md, "Near pairs")
+CONTACT_NEAR = 0.01
+
+
 def particle_spacing(run):
     """Particle spacing (m): the fluid spacing (SPH), the largest sphere diameter (particle mode;
-    its contact search radius), else a guess from the tank."""
+    from its contact search radius), else a guess from the tank."""
     p = run.params
     if p.get("spacing"):
         return float(p["spacing"])
     if p.get("support_radius"):
-        return float(p["support_radius"]) if p.get("mode") == "particles" else float(p["support_radius"]) / 2.0
+        if p.get("mode") == "particles":
+            return float(p["support_radius"]) / (1.0 + CONTACT_NEAR)
+        return float(p["support_radius"]) / 2.0
     lo, hi = np.asarray(p["tank_min"]), np.asarray(p["tank_max"])
     return float(np.max(hi - lo)) / 100.0
 

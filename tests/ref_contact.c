@@ -70,10 +70,9 @@ static geo pair_geo(const ref_contact_params *p, vec x_a, vec x_b, vec v_a, vec 
         dist = d0;
     }
     if (dist > 0) {
-        const double q = g.gap >= 0 ? 1 : dist / rs; /* a near pair: the lever arms of a touching one */
         g.n = vmul(1 / dist, d);
-        g.a_a = r_a * q;
-        g.a_b = r_b * q;
+        g.a_a = r_a * dist / rs;
+        g.a_b = r_b * dist / rs;
     } else {
         g.n = v3(1, 0, 0);
         g.a_a = r_a;
@@ -133,7 +132,12 @@ static int counts(vec a, vec b, vec va, vec vb, double r_sum, double v_rest)
 {
     const vec dx = vsub(a, b);
     const double d2 = vdot(dx, dx);
-    return d2 < r_sum * r_sum || fabs(vdot(vsub(va, vb), dx)) <= v_rest * sqrt(d2);
+    return d2 < r_sum * r_sum || fabs(vdot(vsub(va, vb), vmul(1 / sqrt(d2), dx))) <= v_rest;
+}
+/* a listed wall is touching or slow: its impulse is carried (the tank at rest: u = v . n) */
+static int wall_slow(const ref_contact_params *p, vec x, vec v, double r, int f)
+{
+    return wall_gap(p, x, f) < r || fabs((f % 2 ? -1 : 1) * v.x[f / 2]) <= p->v_rest;
 }
 /* listed: overlapping, or near (CONTACT_NEAR) */
 static int listed(vec a, vec b, double r_sum) { return touch(a, b, r_sum * (1 + CONTACT_NEAR)); }
@@ -251,13 +255,16 @@ void ref_contact_step(const ref_contact_params *p, size_t n, const double *pos, 
         for (int f = 0; f < 2 * p->dims; ++f)
             if (wall_listed(wall_gap(p, xi, f), radius[i])) {
                 cs[c] = (rc){ -1 - f, 1, { 0, 0, 0 } };
-                if (lam_in) memcpy(cs[c].lam, &lam_in[3 * REF_LAM(n, id[i], n + (size_t)f)], 24);
+                if (lam_in && wall_slow(p, xi, load4(vel, i), radius[i], f))
+                    memcpy(cs[c].lam, &lam_in[3 * REF_LAM(n, id[i], n + (size_t)f)], 24);
                 ++c;
             }
         for (size_t j = 0; j < n; ++j)
             if (j != i && listed(xi, load4(pos, j), radius[i] + radius[j])) {
                 cs[c] = (rc){ (int)j, deg[i] <= S && deg[j] <= S, { 0, 0, 0 } };
-                if (lam_in && cs[c].state) memcpy(cs[c].lam, &lam_in[3 * REF_LAM(n, id[i], id[j])], 24);
+                if (lam_in && cs[c].state &&
+                    counts(xi, load4(pos, j), load4(vel, i), load4(vel, j), radius[i] + radius[j], p->v_rest))
+                    memcpy(cs[c].lam, &lam_in[3 * REF_LAM(n, id[i], id[j])], 24);
                 ++c;
             }
     }

@@ -1005,6 +1005,19 @@ static void test_ball_drop(void **state)
 
 /* A dense 2D pile settles under gravity: after 1 s the largest overlap in the state the
  * solver hands out (pos_next, which the snapshot shows) is below 1% of r. */
+/* The largest overlap of t's current state (m), brute force in double; t must have run clean. */
+static double settled_overlap(tsys *t)
+{
+    double *pd = malloc(t->n * 4 * sizeof *pd), *rd = malloc(t->n * sizeof *rd);
+    to_double(t->pos, pd, 4 * t->n);
+    to_double(t->radius, rd, t->n);
+    const double ov = ref_contact_max_overlap(t->n, pd, rd);
+    free(pd);
+    free(rd);
+    assert_int_equal(tsys_flags(t), 0);
+    return ov;
+}
+
 static void run_pile(int iterations, double dt, double t_end, double *max_overlap_rel, double *v_max)
 {
     const double lo[3] = { 0, 0, 0 }, hi[3] = { 0.1, 0.4, 0 }, g[3] = { 0, -9.81, 0 };
@@ -1020,15 +1033,9 @@ static void run_pile(int iterations, double dt, double t_end, double *max_overla
     for (size_t i = 0; i < n; ++i) t.mass[i] = (float)(1000 * M_PI * r * r);
     long steps = lround(t_end / dt);
     for (long k = 0; k < steps; ++k) tsys_step(&t);
-    double *pd = malloc(n * 4 * sizeof *pd), *rd = malloc(n * sizeof *rd);
-    to_double(t.pos, pd, 4 * n);
-    to_double(t.radius, rd, n);
-    *max_overlap_rel = ref_contact_max_overlap(n, pd, rd) / r;
+    *max_overlap_rel = settled_overlap(&t) / r;
     *v_max = 0;
     for (size_t i = 0; i < n; ++i) *v_max = fmax(*v_max, hypot(t.vel[4 * i], t.vel[4 * i + 1]));
-    free(pd);
-    free(rd);
-    assert_int_equal(tsys_flags(&t), 0);
     tsys_free(&t);
 }
 
@@ -1064,15 +1071,9 @@ static void column_settles(int iterations, int count, double *max_overlap_rel, d
         t.mass[i] = (float)(2500 * 4.0 / 3.0 * M_PI * r * r * r);
     }
     for (int k = 0; k < 1000; ++k) tsys_step(&t);
-    double *pd = malloc((size_t)count * 4 * sizeof *pd), *rd = malloc((size_t)count * sizeof *rd);
-    to_double(t.pos, pd, 4 * (size_t)count);
-    to_double(t.radius, rd, (size_t)count);
-    *max_overlap_rel = ref_contact_max_overlap((size_t)count, pd, rd) / r;
+    *max_overlap_rel = settled_overlap(&t) / r;
     *v_max = 0;
     for (int i = 0; i < count; ++i) *v_max = fmax(*v_max, fabs(t.vel[4 * i + 2]));
-    free(pd);
-    free(rd);
-    assert_int_equal(tsys_flags(&t), 0);
     tsys_free(&t);
 }
 
@@ -1088,6 +1089,57 @@ static void test_column_rests(void **state)
         assert_true(ov < 0.005);
         assert_true(vmax < 3 * 9.81e-3); /* at rest: each step's gravity, taken back by the next */
     }
+}
+
+/* A near pair (apart by 1.5e-4 m, within the band of 2e-4 m) closing slower than v_rest and
+ * sliding past each other with friction, 2D, gravity along -y: the gap-keeping impulse and its
+ * friction act at the step's start (docs/contacts.md, "Near pairs"), and angular momentum about
+ * the centre of mass is kept (lever arms that added up to r_a + r_b instead of the centres'
+ * distance lost gap x lambda_t of it); the pair ends the step touching along the start's normal. */
+static void test_near_pair_friction(void **state)
+{
+    (void)state;
+    const double r = 0.01, gap = 1.5e-4, dt = 5e-3;
+    const double lo[3] = { -1, -1, 0 }, hi[3] = { 1, 1, 0 }, g[3] = { 0, -9.81, 0 };
+    scene s;
+    make_scene(&s, 2, lo, hi, g, dt, 0.3, 4, r);
+    set_friction(&s, 0.5);
+    tsys t;
+    tsys_init(&t, &s, 2, 1.0);
+    const double p1[3] = { -r - gap / 2, 0, 0 }, p2[3] = { r + gap / 2, 0, 0 }; /* near the origin: fine floats */
+    const double u1[3] = { 0.045, 0.25, 0 }, u2[3] = { -0.045, -0.25, 0 };      /* closing 0.09 < v_rest 0.098 */
+    tsys_pair(&t, p1, p2, u1, u2, 1.0, 1.0, r, r);
+    float w[6] = { 0 };
+    tsys_set_omega(&t, w);
+    double L[2], scale = 0;
+    for (int k = 0; k < 2; ++k) {
+        if (k) {
+            tsys_step(&t);
+            tsys_omega(&t, w);
+        }
+        /* about the centre of mass: gravity's torque about it is zero */
+        double xc[2] = { 0, 0 }, vc[2] = { 0, 0 };
+        for (int i = 0; i < 2; ++i)
+            for (int a = 0; a < 2; ++a) {
+                xc[a] += 0.5 * t.pos[4 * i + a];
+                vc[a] += 0.5 * t.vel[4 * i + a];
+            }
+        L[k] = 0;
+        for (int i = 0; i < 2; ++i) {
+            const double x = t.pos[4 * i] - xc[0], y = t.pos[4 * i + 1] - xc[1];
+            const double vx = t.vel[4 * i] - vc[0], vy = t.vel[4 * i + 1] - vc[1];
+            L[k] += x * vy - y * vx + 0.5 * r * r * w[3 * i + 2];
+            if (!k) scale += sqrt(x * x + y * y) * sqrt(vx * vx + vy * vy);
+        }
+    }
+    const double dx = fabs((double)t.pos[0] - t.pos[4]); /* along the start's normal (they slide along y) */
+    printf("# near pair with friction, one step: |dL| / scale = %.3g, centres %.9f m apart along the normal "
+           "(r_a + r_b = %.3f m), spins %.4g and %.4g rad/s\n",
+           fabs(L[1] - L[0]) / scale, dx, 2 * r, w[2], w[5]);
+    assert_true(fabs(w[2]) > 1.0);                 /* the friction acted: the discs spin */
+    assert_true(fabs(dx - 2 * r) < 1e-6);          /* they closed the gap, no more */
+    assert_true(fabs(L[1] - L[0]) / scale < 1e-6); /* angular momentum kept */
+    tsys_free(&t);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -1850,6 +1902,7 @@ int main(void)
         cmocka_unit_test(test_gas_conservation),
         cmocka_unit_test(test_pile_settles),
         cmocka_unit_test(test_column_rests),
+        cmocka_unit_test(test_near_pair_friction),
         cmocka_unit_test(test_real_grid),
         cmocka_unit_test(test_state_round_trip),
     };
