@@ -87,27 +87,6 @@ void comm_broadcast(void *buf, size_t bytes, int root)
     }
 }
 
-/* Byte counts as MPI's int counts and displacements; fails past INT_MAX (2 GB a rank). */
-static sphsim_status int_counts(const size_t *bytes, int *count, int *displ, size_t *total, const char *what,
-                                sphsim_error *e)
-{
-    size_t sum = 0;
-    for (int r = 0; r < g_size; ++r) {
-        if (bytes[r] > INT_MAX || sum > INT_MAX)
-            return SPHSIM_FAIL(e, SPHSIM_E_NOMEM,
-                               "MPI %s: %zu bytes at rank %d, more than one call moves (2 GB); run on more ranks", what,
-                               bytes[r] + sum, r);
-        count[r] = (int)bytes[r];
-        displ[r] = (int)sum;
-        sum += bytes[r];
-    }
-    if (sum > INT_MAX)
-        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "MPI %s: %zu bytes, more than one call moves (2 GB); run on more ranks",
-                           what, sum);
-    *total = sum;
-    return SPHSIM_OK;
-}
-
 /* The largest message comm_swap sends (tuning.mpi_piece): MPI counts are int. */
 #define PIECE_DEFAULT ((size_t)1 << 30)
 static size_t g_piece = PIECE_DEFAULT;
@@ -198,32 +177,6 @@ done:
     return st;
 }
 
-sphsim_status comm_gather(const void *send, size_t bytes, void *recv, size_t *total, sphsim_error *e)
-{
-    const size_t n = (size_t)g_size;
-    unsigned long long mine = bytes, *all = calloc(n, sizeof *all);
-    size_t *each = calloc(n, sizeof *each);
-    int *cnt = calloc(2 * n, sizeof *cnt);
-    if (comm_or_u32(!all || !each || !cnt)) {
-        free(all);
-        free(each);
-        free(cnt);
-        return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for the MPI gather's counts");
-    }
-    MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
-    for (size_t r = 0; r < n; ++r) each[r] = (size_t)all[r];
-    size_t sum = 0;
-    sphsim_status st = int_counts(each, cnt, cnt + n, &sum, "gather", e);
-    if (st == SPHSIM_OK) {
-        if (total) *total = sum;
-        MPI_Gatherv(send, (int)bytes, MPI_BYTE, recv, cnt, cnt + n, MPI_BYTE, 0, MPI_COMM_WORLD);
-    }
-    free(all);
-    free(each);
-    free(cnt);
-    return st;
-}
-
 #else /* one rank, no MPI */
 
 int comm_built_with_mpi(void) { return 0; }
@@ -258,14 +211,6 @@ sphsim_status comm_exchange(const void *send, const size_t *send_bytes, void **r
     if (!*recv) return SPHSIM_FAIL(e, SPHSIM_E_NOMEM, "out of host memory for %zu bytes of particles", send_bytes[0]);
     if (send_bytes[0]) memcpy(*recv, send, send_bytes[0]);
     *recv_bytes = send_bytes[0];
-    return SPHSIM_OK;
-}
-
-sphsim_status comm_gather(const void *send, size_t bytes, void *recv, size_t *total, sphsim_error *e)
-{
-    (void)e;
-    if (bytes) memcpy(recv, send, bytes);
-    if (total) *total = bytes;
     return SPHSIM_OK;
 }
 

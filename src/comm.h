@@ -55,8 +55,5 @@ sphsim_status comm_swap(const void *send, const size_t *send_bytes, void *recv, 
 /* The largest message comm_swap sends, in bytes (0: 1 GiB). */
 void comm_set_piece(size_t bytes);
 
-/* Rank 0 receives every rank's `bytes` bytes of `send`, in rank order, into `recv` (room for
- * the sum; other ranks: NULL); *total: the sum (rank 0). */
-sphsim_status comm_gather(const void *send, size_t bytes, void *recv, size_t *total, sphsim_error *e);
 
 #endif
