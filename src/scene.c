@@ -2326,6 +2326,8 @@ static sphsim_status resolve(vctx *v, const cJSON *root, scene *s, cJSON *res)
                 return vfail(v, "unknown value \"%.80s\"; expected one of %s", f->valuestring, list);
             }
             if (s->fields & (unsigned)bit) return vfail(v, "\"%s\" is listed twice", f->valuestring);
+            if (bit == FIELD_ANGULAR_VELOCITY && s->mode != MODE_PARTICLES)
+                return vfail(v, "\"angular_velocity\" is the spheres' spin: mode \"particles\" only");
             s->fields |= (unsigned)bit;
             vpop(v, o3);
         }

@@ -1009,6 +1009,8 @@ static const bad_case BAD[] = {
     { GH "{'name':'a','type':'pressure','point':[0.5,0.5],'every':2}]," TAIL, "gauges[0].every: unknown key", "" },
     { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'output':{'fields':['position','object']}," TAIL,
       "output.fields: \"object\" needs \"objects\" in the scene, in mode \"sph\"", "" },
+    { HEAD2 "'fluid':{" BLK ",'spacing':0.01},'output':{'fields':['position','angular_velocity']}," TAIL,
+      "output.fields[1]: \"angular_velocity\" is the spheres' spin: mode \"particles\" only", "" },
     { PHEAD2 "'spheres':{'groups':[" GROUP "]},'gauges':[{'name':'a','type':'height','point':[0.5,0]}]," TAIL,
       "gauges: gauges measure the fluid: mode \"sph\" only", "" },
 };
