@@ -34,6 +34,7 @@ Usage:
 import argparse
 import json
 import math
+import os
 import sys
 
 import numpy as np
@@ -77,6 +78,8 @@ def read_snapshot(path, snapshot):
         import h5py
     except ImportError:
         raise InputError("reading HDF5 needs h5py (pip install h5py)")
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such file" if not os.path.exists(path) else f"{path}: not a file")
     try:
         f = h5py.File(path, "r")
     except OSError as exc:

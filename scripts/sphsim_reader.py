@@ -26,6 +26,7 @@ run killed while writing, are ignored.
 import argparse
 import json
 import math
+import os
 import sys
 
 import numpy as np
@@ -61,6 +62,10 @@ def _attr(v):
 def _open_h5(path):
     if h5py is None:
         raise RuntimeError("sphsim_reader needs h5py (pip install h5py)")
+    if not os.path.exists(path):
+        raise OSError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise OSError(f"{path}: is a folder, not an sphsim output file")
     try:
         return h5py.File(path, "r")
     except OSError as ex:

@@ -136,6 +136,17 @@ def test_help(name):
     assert "--help" in p.stdout
 
 
+@pytest.mark.parametrize("name", ["plot_snapshot.py", "animate.py", "surface.py", "gauges.py",
+                                  "plot_neighbour_query.py"])
+def test_missing_or_folder_input(name, tmp_path):
+    """A file that is not there, or a folder, is named in one line: no traceback, no HDF5 message."""
+    for path, words in ((tmp_path / "absent.h5", "no such file"), (tmp_path, "not")):
+        p = script(name, path, ok=False)
+        assert p.returncode != 0
+        assert "Traceback" not in p.stderr and "synchronously" not in p.stderr, p.stderr
+        assert str(path) in p.stderr and words in p.stderr, p.stderr
+
+
 def test_sweep_help():
     p = subprocess.run(["sh", str(SCRIPTS / "sweep.sh"), "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "usage: scripts/sweep.sh" in p.stdout
