@@ -10,6 +10,12 @@
 #   cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Isrc -o build/bench_grid tests/bench_grid.c \
 #      src/grid.c src/grid_sort.c src/device.c src/comm.c src/status.c build/kernels_embedded.c -lOpenCL -lm
 set -eu
+case "${1:-}" in
+-h | --help)
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 mkdir -p build
 sh scripts/embed-kernels.sh build/kernels_embedded.c $(ls kernels/*.h kernels/*.cl | LC_ALL=C sort)

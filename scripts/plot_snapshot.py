@@ -280,6 +280,8 @@ def check_view_options(ap, a):
         ap.error("--width and --height must be >= 16 pixels, --dpi >= 10")
     if a.slab and a.slab[1] < a.slab[0]:
         ap.error("--slab LO HI needs LO <= HI")
+    if a.vmin is not None and a.vmax is not None and not a.vmin < a.vmax:
+        ap.error(f"--vmin ({a.vmin:g}) must be below --vmax ({a.vmax:g})")
 
 
 def main(argv=None):

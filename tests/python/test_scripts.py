@@ -147,6 +147,18 @@ def test_missing_or_folder_input(name, tmp_path):
         assert str(path) in p.stderr and words in p.stderr, p.stderr
 
 
+def test_bench_grid_help():
+    p = subprocess.run(["sh", str(SCRIPTS / "bench_grid.sh"), "--help"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("bench_grid.sh:") and "usage:" in p.stdout, p.stdout
+
+
+def test_reversed_colour_scale(run2d):
+    for name in ("plot_snapshot.py", "animate.py"):
+        p = script(name, run2d, "--vmin", "5", "--vmax", "1", ok=False)
+        assert p.returncode == 2 and "--vmin (5) must be below --vmax (1)" in p.stderr, p.stderr
+
+
 def test_sweep_help():
     p = subprocess.run(["sh", str(SCRIPTS / "sweep.sh"), "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "usage: scripts/sweep.sh" in p.stdout
