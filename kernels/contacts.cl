@@ -379,8 +379,8 @@ inline uint contact_tank_walls(float4 x0, float r, __constant contact_params *cp
 }
 
 /* The relaxation of a sphere pair, i's count c_i = n_i - t_i given (n: counted contacts,
- * contact_counts; t: touching tank faces): j's tank faces are looked for only when they can matter (n_j > c_i;
- * else max(c_i, n_j - t_j) is c_i whatever t_j). */
+ * contact_counts; t: touching tank faces): j's tank faces are looked for only when they can
+ * matter (n_j > c_i; else max(c_i, n_j - t_j) is c_i whatever t_j). */
 inline float contact_relax_pair(float omega, uint c_i, uint n_j, float4 x0_j, float r_j,
                                 __constant contact_params *cp, __global const float *geom_grid)
 {
@@ -705,7 +705,8 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
         const float m_t = contact_mass_t(&g, m_n, k_I);
         const float w = contact_relax_pair(cp->omega_v, c_i, c_j, p0_j, r_j, cp, geom_grid);
-        const float4 dP = contact_update_free(&g, u, contact_target(g.u0_n, g.gap, mat.x, v_rest, cp->dt), m_n, m_t, mat.y, w);
+        const float target = contact_target(g.u0_n, g.gap, mat.x, v_rest, cp->dt);
+        const float4 dP = contact_update_free(&g, u, target, m_n, m_t, mat.y, w);
         dv += first ? dP : -dP;
         dw += (first ? g.a_a : g.a_b) * cross(g.n, dP);
         NEIGHBOURS_END
@@ -757,8 +758,8 @@ inline float contact_wall_clamp(float lo, float hi, float x)
 /* One Jacobi pass of overlap removal over the iterate x_in (positions only: velocities, and so
  * momentum and energy, are untouched). For every pair listed at the step start (touching or
  * near) that overlaps in x_in, x_i += w_x delta_ij m_j / (m_i + m_j) n_ij with n_ij, delta_ij
- * from x_in and w_x = contact_relax(OMEGA_X, c_i, c_j) (touching counts; a lone pair: each sphere moves its mass-weighted share
- * of the overlap); then the walls. */
+ * from x_in and w_x = contact_relax(OMEGA_X, c_i, c_j) (the counted contacts; a lone pair: each
+ * sphere moves its mass-weighted share of the overlap); then the walls. */
 __kernel void contact_project(const uint n, const uint stride, __constant grid_params *gp,
                               __constant contact_params *cp, __global const uint *cell_start,
                               __global const uint *cell_end, __global const float4 *pos0,
