@@ -32,6 +32,8 @@
  * see it. docs/contacts.md, "Near pairs". The grid's cells are (1 + CONTACT_NEAR) 2 r_max wide,
  * so that every near pair is in the scanned block. */
 #define CONTACT_NEAR 0.01
+/* The grid's search radius particle mode needs (host): the widest listed pair, m. */
+#define CONTACT_SUPPORT(r_max) (2.0 * (r_max) * (1.0 + CONTACT_NEAR))
 
 /* Slot codes (the first word of a slot, a uint): a partner sphere's sorted index of the step
  * that wrote the slot (bits 0-30), with CONTACT_FIRST set when this sphere has the lower id of

@@ -261,11 +261,10 @@ inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float
     /* overlapping already at the start of the drift (a lasting contact; no root needed): s = dt */
     float4 d = dx - dv * dt;
     float s = dt;
-    g.gap = -1.0f;
-    if (!contact_touch(x0_a, x0_b, r_sum)) { /* a near pair: apart at the start */
+    const int apart = !contact_touch(x0_a, x0_b, r_sum);
+    if (apart) { /* a near pair: apart at the start */
         d = dx;
         s = 0.0f;
-        g.gap = max(sqrt(dot(dx, dx)) - r_sum, 0.0f);
     } else if (dot(d, d) >= r_sum * r_sum) {
         const float d0 = sqrt(dot(dx, dx));
         const float c = (d0 - r_sum) * (d0 + r_sum); /* < 0: overlapping */
@@ -285,6 +284,7 @@ inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float
         d = dx;
         dist = sqrt(dot(dx, dx));
     }
+    g.gap = apart ? max(dist - r_sum, 0.0f) : -1.0f;
     if (dist > 0.0f) {
         g.n = d * (1.0f / dist);
         g.q = dist / r_sum;
@@ -387,7 +387,6 @@ inline float contact_relax_pair(float omega, uint c_i, uint n_j, float4 x0_j, fl
     const uint c_j = n_j > c_i ? contact_count_pair(n_j, contact_tank_walls(x0_j, r_j, cp, geom_grid)) : n_j;
     return contact_relax(omega, c_i, c_j);
 }
-
 
 /* ---------------------------------------------------------------- the impulse of a contact */
 
@@ -510,7 +509,7 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
         /* touching, or near at a normal speed of at most v_rest (as contact_wall_geo's u0_n) */
         const int slow = h0 < r_i || fabs(dot(v0_i - v_w, nrm)) <= cp->v_rest;
         /* the tank's faces count when touching (contact_tank_walls), objects as sphere pairs */
-        c += h0 < r_i || (face >= CONTACT_OBJECT_FACE && slow) ? 1u : 0u;
+        c += (face >= CONTACT_OBJECT_FACE ? slow : h0 < r_i) ? 1u : 0u;
         const uint code = CONTACT_WALL + face;
         uint3 sl = (uint3)(code, 0u, 0u);
         for (uint q = 0; q < n_old && slow; ++q) /* a faster near one starts afresh */
@@ -622,8 +621,9 @@ __kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __glo
 
 /* One Jacobi pass of the impulses over the iterate (V_in, W_in). For each contact of sphere i,
  * from the pair's side: target normal velocity contact_target(u0_n) with the pair's e, relaxation
- * w = contact_relax(OMEGA_V, c_a, c_b) (touching counts), and the update of contact_update (slotted pairs and walls:
- * the accumulated impulse in i's slot, which only i reads and writes) or contact_update_free.
+ * w = contact_relax(OMEGA_V, c_a, c_b) (the counted contacts), and the update of contact_update
+ * (slotted pairs and walls: the accumulated impulse in i's slot, which only i reads and writes) or
+ * contact_update_free.
  * Sphere i takes +dP (a) or -dP (b) on its velocity, and -(a_i / I_i) n x dP on its angular
  * velocity. A lone contact (w = 1, nothing carried) reaches its target, and the tangential
  * velocity at its contact point zero or the Coulomb bound, in the first pass: the impulse model

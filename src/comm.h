@@ -55,5 +55,4 @@ sphsim_status comm_swap(const void *send, const size_t *send_bytes, void *recv, 
 /* The largest message comm_swap sends, in bytes (0: 1 GiB). */
 void comm_set_piece(size_t bytes);
 
-
 #endif

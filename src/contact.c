@@ -899,7 +899,7 @@ sphsim_status contact_set_angular_velocity(contact_solver *c, dev_state *st, con
 static sphsim_status check_grid(const contact_solver *c, const grid *g, sphsim_error *e)
 {
     const grid_params *gp = grid_get_params(g);
-    const double need = 2.0 * c->r_max * (1.0 + CONTACT_NEAR);
+    const double need = CONTACT_SUPPORT(c->r_max);
     if ((double)gp->radius < need * (1.0 - 1e-6))
         return SPHSIM_FAIL(e, SPHSIM_E_SCENE,
                            "contact solver: the grid search radius %g m is below the widest listed pair, "

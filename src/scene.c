@@ -1216,7 +1216,7 @@ static sphsim_status parse_spheres(vctx *v, const cJSON *spheres, scene *s, cJSO
     SPHSIM_TRY(parse_pairs(v, spheres, s));
     SPHSIM_TRY(vint(v, spheres, "iterations", 0, 4, 1, 100, &x, NULL));
     s->contact_iterations = (int)x;
-    s->support = 2.0 * max_r * (1.0 + CONTACT_NEAR); /* the widest listed pair (contact_shared.h) */
+    s->support = CONTACT_SUPPORT(max_r);
     s->r_max = max_r;
 
     cJSON *sp = cJSON_AddObjectToObject(resolved, "spheres");

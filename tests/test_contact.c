@@ -57,7 +57,7 @@ static void make_scene(scene *s, int dims, const double lo[3], const double hi[3
     s->dt = dt;
     s->max_speed = 1e3;
     s->cell_ratio = 1;
-    s->support = 2 * r_max * (1 + CONTACT_NEAR);
+    s->support = CONTACT_SUPPORT(r_max);
 }
 
 static void set_friction(scene *s, double mu)
