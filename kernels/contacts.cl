@@ -478,8 +478,9 @@ inline float4 contact_slot_impulse(const contact_geo *g, uint3 slot, float mu, u
  * touches or is near (centre closer than (1 + 2 NEAR) r to the wall), then the spheres it
  * overlaps or is near (contact_near) in scan order; info[i] = CONTACT_INFO(d_i, c_i). A contact
  * in the sphere's last slots (when `warm`: written by the last step, whose sorted order idx[]
- * maps to) keeps the impulses stored there (warm start) unless it is near and closing or
- * opening faster than v_rest; both spheres of a pair hold the same values, so they agree. */
+ * maps to; warm = 2: in this order, idx unread) keeps the impulses stored there (warm start)
+ * unless it is near and closing or opening faster than v_rest; both spheres of a pair hold the
+ * same values, so they agree. */
 __kernel void contact_list(const uint n, const uint stride, __constant grid_params *gp, __constant contact_params *cp,
                            __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,
                            __global const float4 *v0, __global const uint *id, const uint warm,
@@ -531,7 +532,7 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
          * step's impact would be undone in the passes only after its neighbours reacted to it
          * (and a cold step has no idx: nothing is read from it) */
         if (n_old > 0u && counted) {
-            const uint was = idx[j]; /* j's slot in the last step's order */
+            const uint was = warm == 2u ? j : idx[j]; /* j's slot in the last step's order (2: it stands) */
             for (uint q = 0; q < n_old; ++q) {
                 const uint code_q = contact_code(old[q]) & CONTACT_INDEX;
                 if (code_q < CONTACT_WALL && code_q == was) sl = (uint3)(code, old[q].y, old[q].z);

@@ -4,6 +4,7 @@
  * whose position is not finite (FLAG_NONFINITE, cell 0) or lies outside the grid box
  * (FLAG_OUTSIDE, clamped into the nearest border cell). The same launch empties the cell table
  * (start = end = 0) for cell_table.cl: max(n, n_cells) work-items, one launch fewer per step.
+ * grid_order tells whether the keys are in order already (grid.c, grid_build_keep).
  * Build options: -DDIMS=2|3, -DKEY64=0|1. */
 #include "neighbours.h"
 #include "morton.h"
@@ -65,4 +66,15 @@ __kernel void grid_keys(__global const float4 *pos, const uint n, __constant con
         }
         if (i < n) grid_key_one(i, pos, gp, keys, flags);
     }
+}
+
+/* *out_of_order |= 1 when a key is above the next one (keys[0..n)): otherwise the stable sort
+ * would leave every particle where it is (grid_build_keep). Loops with the launch's stride. */
+__kernel void grid_order(__global const key_t *keys, const uint n, __global uint *out_of_order)
+{
+    for (uint i = get_global_id(0); i + 1u < n; i += get_global_size(0))
+        if (keys[i] > keys[i + 1u]) {
+            atomic_or(out_of_order, 1u);
+            return;
+        }
 }

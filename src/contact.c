@@ -662,8 +662,9 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     SPHSIM_TRY(reserve(c, st->n, e));
     ocl_device *d = c->d;
     const cl_uint n = (cl_uint)st->n, stride = device_group_stride(d, n, CONTACT_LOCAL);
-    const cl_uint warm = c->have_warm && idx;
-    cl_mem idx_arg = warm ? idx : c->info; /* not read when warm == 0 */
+    /* 1: the slots' partners map through idx; 2: the order stands (idx NULL) */
+    const cl_uint warm = c->have_warm ? (idx ? 1u : 2u) : 0u;
+    cl_mem idx_arg = idx ? idx : c->info; /* read only when warm == 1 */
     const int three = c->cp.dims == 3;
     /* Scratch of at least 16 bytes per sphere, its second half (W of side 1) at an offset a
      * sub-buffer may take: the grid's when contact_step gives one (it also holds the

@@ -81,7 +81,8 @@ sphsim_status contact_set_angular_velocity(contact_solver *c, dev_state *st, con
  * cell_start / cell_end: uint per cell (index cx + nx*(cy + ny*cz)) into the sorted arrays,
  * built on st->pos; gp_buf: a grid_params (__constant) with radius >= 2 * max sphere radius;
  * idx: uint per particle, sorted slot -> slot in the order the last contact_enqueue wrote
- * (pos_next), or NULL: then no impulses are carried into this step.
+ * (pos_next), or NULL: that order stands (grid_build_keep kept it). Impulses are carried
+ * from the last step unless none was enqueued since the state was set (contact_forget).
  * st needs pos (with each sphere's mass in pos.w), vel (with its radius in vel.w), pos_next,
  * vel_next and id (flags may be NULL); the step carries pos.w and vel.w into pos_next and
  * vel_next. The solver

@@ -17,13 +17,15 @@ struct grid {
     grid_params gp;
     size_t n_max;
     cl_program prog_keys, prog_table, prog_gather, prog_stats;
-    cl_kernel k_keys, k_table, k_stats;
+    cl_kernel k_keys, k_order, k_table, k_stats;
     cl_kernel k_gather[5]; /* element sizes 1, 2, 4, 8, 16 */
     grid_sort *sort;
     cl_mem params;     /* grid_params, __constant */
     cl_mem cell_start; /* uint [n_cells] */
     cl_mem cell_end;   /* uint [n_cells] */
     cl_mem no_flags;   /* one uint, the flag word when the caller passes none */
+    cl_mem order_flag; /* one uint, grid_order's answer (grid_build_keep) */
+    int kept;          /* the last build kept the particles' order (no sort; grid_index() NULL) */
     /* events of the last build (profiling queues only) */
     cl_event ev_keys, ev_sort_first, ev_sort_last, ev_table;
 };
@@ -144,7 +146,7 @@ size_t grid_bytes(const grid_params *gp, size_t n_max)
 {
     grid_sort_config c = sort_config_for(gp);
     return grid_sort_bytes((int)gp->key64, gp->key_bits, n_max, &c) + 2 * (size_t)gp->n_cells * 4 +
-           sizeof(grid_params) + 4;
+           sizeof(grid_params) + 8;
 }
 
 static sphsim_status build(grid *g, const char *file, cl_program *prog, sphsim_error *e)
@@ -170,6 +172,7 @@ sphsim_status grid_create(grid **out, ocl_device *d, const grid_params *gp, size
     sphsim_status st = grid_sort_create(&g->sort, d, (int)gp->key64, gp->key_bits, n_max, &c, e);
     if (st == SPHSIM_OK) st = build(g, "grid_keys.cl", &g->prog_keys, e);
     if (st == SPHSIM_OK) st = device_kernel(g->prog_keys, "grid_keys", &g->k_keys, e);
+    if (st == SPHSIM_OK) st = device_kernel(g->prog_keys, "grid_order", &g->k_order, e);
     if (st == SPHSIM_OK) st = build(g, "cell_table.cl", &g->prog_table, e);
     if (st == SPHSIM_OK) st = device_kernel(g->prog_table, "cell_table", &g->k_table, e);
     if (st == SPHSIM_OK) st = build(g, "gather.cl", &g->prog_gather, e);
@@ -179,6 +182,7 @@ sphsim_status grid_create(grid **out, ocl_device *d, const grid_params *gp, size
     if (st == SPHSIM_OK) st = device_alloc(d, (size_t)gp->n_cells * 4, "grid cell_start table", &g->cell_start, e);
     if (st == SPHSIM_OK) st = device_alloc(d, (size_t)gp->n_cells * 4, "grid cell_end table", &g->cell_end, e);
     if (st == SPHSIM_OK) st = device_alloc(d, 4, "grid flag word", &g->no_flags, e);
+    if (st == SPHSIM_OK) st = device_alloc(d, 4, "grid order word", &g->order_flag, e);
     if (st == SPHSIM_OK) st = device_write(d, g->params, 0, sizeof(grid_params), gp, e);
     if (st == SPHSIM_OK) {
         /* Empty cell table until the first build. */
@@ -213,16 +217,16 @@ void grid_destroy(grid *g)
     if (!g) return;
     release_events(g);
     grid_sort_destroy(g->sort);
-    cl_kernel ks[3] = { g->k_keys, g->k_table, g->k_stats };
-    for (int i = 0; i < 3; ++i)
+    cl_kernel ks[4] = { g->k_keys, g->k_order, g->k_table, g->k_stats };
+    for (int i = 0; i < 4; ++i)
         if (ks[i]) clReleaseKernel(ks[i]);
     for (int i = 0; i < 5; ++i)
         if (g->k_gather[i]) clReleaseKernel(g->k_gather[i]);
     cl_program ps[4] = { g->prog_keys, g->prog_table, g->prog_gather, g->prog_stats };
     for (int i = 0; i < 4; ++i)
         if (ps[i]) clReleaseProgram(ps[i]);
-    cl_mem ms[4] = { g->params, g->cell_start, g->cell_end, g->no_flags };
-    for (int i = 0; i < 4; ++i)
+    cl_mem ms[5] = { g->params, g->cell_start, g->cell_end, g->no_flags, g->order_flag };
+    for (int i = 0; i < 5; ++i)
         if (ms[i]) clReleaseMemObject(ms[i]);
     free(g);
 }
@@ -243,7 +247,26 @@ static sphsim_status run_strided(grid *g, cl_kernel k, size_t n, cl_event *ev, s
     return device_run_strided(g->d, k, n, g->d->max_wg < GRID_LOCAL ? g->d->max_wg : GRID_LOCAL, ev, e);
 }
 
-sphsim_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sphsim_error *e)
+/* Are the n keys of grid_sort_keys_in in order (each at most the next)? Blocks for one word. */
+static sphsim_status keys_in_order(grid *g, size_t n, int *in_order, sphsim_error *e)
+{
+    *in_order = 1;
+    if (n < 2) return SPHSIM_OK;
+    const cl_uint zero = 0, n32 = (cl_uint)n;
+    CL_CHECK(e, clEnqueueFillBuffer(g->d->queue, g->order_flag, &zero, 4, 0, 4, 0, NULL, NULL));
+    cl_mem keys = grid_sort_keys_in(g->sort);
+    const karg args[] = { KARG("keys", keys), KARG("n", n32),
+                          KARG("out_of_order", g->order_flag) };
+    SPHSIM_TRY(device_set_args(g->d, g->k_order, args, 3, e));
+    SPHSIM_TRY(run_strided(g, g->k_order, n - 1, NULL, e));
+    cl_uint out_of_order = 1;
+    SPHSIM_TRY(device_read(g->d, g->order_flag, 0, 4, &out_of_order, e));
+    *in_order = out_of_order == 0;
+    return SPHSIM_OK;
+}
+
+/* grid_build, and with `kept` the check that skips the sort when the keys are in order. */
+static sphsim_status build_grid(grid *g, cl_mem pos, size_t n, cl_mem flags, int *kept, sphsim_error *e)
 {
     if (n > g->n_max)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_build: %zu particles, the grid was created for %zu", n, g->n_max);
@@ -263,14 +286,28 @@ sphsim_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sphsim_err
     /* max(n, n_cells) work-items: the keys, and the emptied cell table */
     SPHSIM_TRY(run_strided(g, g->k_keys, n > g->gp.n_cells ? n : g->gp.n_cells, prof ? &g->ev_keys : NULL, e));
 
-    SPHSIM_TRY(grid_sort_run(g->sort, n, prof ? &g->ev_sort_first : NULL, prof ? &g->ev_sort_last : NULL, e));
+    g->kept = 0;
+    if (kept) SPHSIM_TRY(keys_in_order(g, n, &g->kept, e));
+    if (!g->kept)
+        SPHSIM_TRY(grid_sort_run(g->sort, n, prof ? &g->ev_sort_first : NULL, prof ? &g->ev_sort_last : NULL, e));
+    if (kept) *kept = g->kept;
 
-    cl_mem keys_sorted = grid_sort_keys_out(g->sort);
+    cl_mem keys_sorted = grid_keys(g);
     const karg table[] = { KARG("keys", keys_sorted), KARG("n", n32), KARG("gp", g->params),
                            KARG("cell_start", g->cell_start), KARG("cell_end", g->cell_end) };
     SPHSIM_TRY(device_set_args(g->d, g->k_table, table, 5, e));
     SPHSIM_TRY(run_strided(g, g->k_table, n, prof ? &g->ev_table : NULL, e));
     return SPHSIM_OK;
+}
+
+sphsim_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sphsim_error *e)
+{
+    return build_grid(g, pos, n, flags, NULL, e);
+}
+
+sphsim_status grid_build_keep(grid *g, cl_mem pos, size_t n, cl_mem flags, int *kept, sphsim_error *e)
+{
+    return build_grid(g, pos, n, flags, kept, e);
 }
 
 sphsim_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t n, sphsim_error *e)
@@ -287,6 +324,7 @@ sphsim_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, siz
     if (n > g->n_max)
         return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_gather: %zu particles, the grid was created for %zu", n, g->n_max);
     if (n == 0) return SPHSIM_OK;
+    if (g->kept) return SPHSIM_FAIL(e, SPHSIM_E_DEVICE, "grid_gather: the last build kept the order (no permutation)");
     cl_kernel k = g->k_gather[which];
     const cl_uint n32 = (cl_uint)n;
     cl_mem idx = grid_sort_index(g->sort);
@@ -295,8 +333,8 @@ sphsim_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, siz
     return run1d(g, k, n, NULL, e);
 }
 
-cl_mem grid_index(const grid *g) { return grid_sort_index(g->sort); }
-cl_mem grid_keys(const grid *g) { return grid_sort_keys_out(g->sort); }
+cl_mem grid_index(const grid *g) { return g->kept ? NULL : grid_sort_index(g->sort); }
+cl_mem grid_keys(const grid *g) { return g->kept ? grid_sort_keys_in(g->sort) : grid_sort_keys_out(g->sort); }
 cl_mem grid_scratch(const grid *g, size_t *bytes) { return grid_sort_pool(g->sort, bytes); }
 cl_mem grid_cell_start(const grid *g) { return g->cell_start; }
 cl_mem grid_cell_end(const grid *g) { return g->cell_end; }

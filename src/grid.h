@@ -27,10 +27,18 @@ void grid_destroy(grid *g);
  * `flags` (one uint, may be NULL) gets FLAG_OUTSIDE / FLAG_NONFINITE OR-ed in. */
 sphsim_status grid_build(grid *g, cl_mem pos, size_t n, cl_mem flags, sphsim_error *e);
 
+/* grid_build that first asks whether the new keys are in order already (each at most the
+ * next: the stable sort would leave every particle where it is) and then skips the sort: *kept
+ * = 1, the cell table is built on the keys as they are, grid_index() is NULL (the identity) and
+ * grid_gather fails; the caller keeps its arrays' order. Else *kept = 0 and it is grid_build.
+ * Blocks the host for one word after the keys (docs/grid.md, "Kept order"). */
+sphsim_status grid_build_keep(grid *g, cl_mem pos, size_t n, cl_mem flags, int *kept, sphsim_error *e);
+
 /* Enqueue dst[i] = src[idx[i]] for i < n, elements of `elem_size` bytes (1, 2, 4, 8 or 16);
  * dst must not be src. */
 sphsim_status grid_gather(grid *g, cl_mem src, cl_mem dst, size_t elem_size, size_t n, sphsim_error *e);
-/* Device buffers after grid_build: permutation (uint, sorted slot -> old slot), sorted keys
+/* Device buffers after grid_build: permutation (uint, sorted slot -> old slot; NULL after a
+ * grid_build_keep that kept the order), sorted keys
  * (uint or ulong), cell_start / cell_end (uint, n_cells each; empty cells have start == end),
  * and the grid_params as a __constant buffer. */
 cl_mem grid_index(const grid *g);

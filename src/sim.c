@@ -145,6 +145,7 @@ typedef struct sim_ctx {
      * the host every step, each rank keeping those of its slab and their halo */
     int rank, ranks;
     int exchange;        /* the particles are exchanged (every step, or with `resident` at rebuilds) */
+    int sort_check;      /* a rebuild may keep the order (grid_build_keep; tuning.sort_check) */
     int resident;        /* SPH with lists: between the lists' rebuilds the halo copies stay on the
                             device and are refreshed every step (src/halo.h); the exchange comes
                             with each rebuild, which every rank decides alike (nlist.h) */
@@ -880,16 +881,25 @@ static sphsim_status gather_array(sim_ctx *c, cl_mem *buf, cl_mem *tmp, cl_mem v
     return SPHSIM_OK;
 }
 
+static void keep_grid(dev_state *st);
+
 /* The grid rebuilt on pos_next (the last step's output), then every per-particle array gathered
  * into the new order (state.h). Particle mode has no scratch arrays of its own: once pos_next
  * is gathered into pos its content is dead until the step writes it, so the ids go through it
  * (4 B per sphere of device memory saved for a copy of as many bytes per step; masses and radii
- * ride in pos.w and vel.w; docs/contacts.md, "Memory"). */
+ * ride in pos.w and vel.w; docs/contacts.md, "Memory"). With sort_check, keys already in order
+ * keep the order: no sort, no gathers, the pairs swap roles as in a step that keeps the grid. */
 static sphsim_status rebuild_grid(sim_ctx *c, sphsim_error *e)
 {
     dev_state *st = &c->st;
     const size_t n = st->n;
-    SPHSIM_TRY(grid_build(c->g, st->pos_next, n, st->flags, e));
+    int kept = 0;
+    if (c->sort_check) SPHSIM_TRY(grid_build_keep(c->g, st->pos_next, n, st->flags, &kept, e));
+    else SPHSIM_TRY(grid_build(c->g, st->pos_next, n, st->flags, e));
+    if (kept) {
+        keep_grid(st);
+        return SPHSIM_OK;
+    }
     SPHSIM_TRY(grid_gather(c->g, st->pos_next, st->pos, 16, n, e));
     SPHSIM_TRY(grid_gather(c->g, st->vel_next, st->vel, 16, n, e));
     SPHSIM_TRY(gather_array(c, &st->id, &st->id_tmp, st->pos_next, 4, e));
@@ -1370,6 +1380,9 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
      * queue's profiling off), to measure what that costs */
     SPHSIM_TRY(device_open(&c->dev, o->device, o->profile && t->profile_events, t, e));
     c->dev_open = 1;
+    /* particle mode rebuilds every step, mostly with the spheres in their cells (SPH only after
+     * a move of skin / 2); after an exchange the rows come in the ranks' order, never sorted */
+    c->sort_check = !c->exchange && (t->sort_check == TUNE_AUTO ? s->mode == MODE_PARTICLES : t->sort_check);
     snprintf(r->device_name, sizeof r->device_name, "%s", c->dev.name);
     r->n_particles = s->n_total;
     size_t need = sim_device_bytes(s);

@@ -24,6 +24,8 @@ static const knob knobs[] = {
     { "kernel_dir", K_TEXT, AT(kernel_dir), 0, 0, "PATH", "",
       "read the kernel sources from PATH where it has them (development)" },
     { "build_log", K_INT, AT(build_log), 0, 1, "0|1", "0", "print each OpenCL program's build log" },
+    { "sort_check", K_INT, AT(sort_check), 0, 1, "auto|0|1", "auto",
+      "a rebuild whose cell keys are in order skips the sort (auto: 1 in particle mode)" },
     { "go_ahead", K_INT, AT(go_ahead), 0, 1, "auto|0|1", "auto",
       "queue a kept step's densities before reading the rebuild decision (auto: 1 on GPUs)" },
     { "list_build", K_CHOICE, AT(list_build), 0, 0, "auto|apart|fused", "auto",

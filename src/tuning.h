@@ -21,6 +21,9 @@ typedef struct sphsim_tuning {
     /* development */
     const char *kernel_dir; /* read the kernel sources from this folder (NULL: those in the binary) */
     int build_log;          /* 1: print every program's build log to stderr */
+    /* neighbour grid (src/grid.c, src/sim.c) */
+    int sort_check; /* TUNE_AUTO (1 in particle mode, 0 for SPH), 0, 1: a rebuild whose keys are in
+                       order already skips the sort and the gathers (the host reads one word) */
     /* neighbour lists (src/nlist.c) */
     int go_ahead;    /* TUNE_AUTO (GPUs), 0, 1: queue a kept step's densities before the decision's read */
     int list_build;  /* TUNE_AUTO (GPUs apart), LIST_BUILD_APART, LIST_BUILD_FUSED */

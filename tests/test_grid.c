@@ -888,6 +888,114 @@ static void test_determinism_and_flags(void **state)
     free(ce);
 }
 
+/* ---------------------------------------------------------------- kept order */
+
+/* The cell table and keys of the last build, for comparison. */
+static void read_table(grid *g, const grid_params *gp, size_t n, uint32_t *cs, uint32_t *ce, uint32_t *keys)
+{
+    OK(device_read(&dev, grid_cell_start(g), 0, gp->n_cells * 4, cs, &E));
+    OK(device_read(&dev, grid_cell_end(g), 0, gp->n_cells * 4, ce, &E));
+    if (n) OK(device_read(&dev, grid_keys(g), 0, n * 4, keys, &E));
+}
+
+/* grid_build_keep: positions already in key order keep it (no sort: grid_index() NULL, no
+ * gather) with the cell table and keys of a full build; any key out of order sorts as
+ * grid_build does; the flags come either way. */
+static void test_kept_order(void **state)
+{
+    (void)state;
+    const double lo[3] = { 0, 0, 0 }, hi[3] = { 1, 1, 1 };
+    grid_params gp;
+    OK(grid_geometry(3, lo, hi, 0.05, 1.0, &gp, &E));
+    assert_false(gp.key64);
+    enum { N = 20000 };
+    float *pos = calloc(N * 4, sizeof(float)), *sorted = calloc(N * 4, sizeof(float));
+    for (int i = 0; i < N; ++i)
+        for (int a = 0; a < 3; ++a) pos[4 * i + a] = (float)rnd01();
+    grid *g;
+    OK(grid_create(&g, &dev, &gp, N, &E));
+    cl_uint zero = 0, flags = 0;
+    cl_mem b_pos = upload(pos, N * 16), b_sorted, b_flags = upload(&zero, 4);
+    OK(device_alloc(&dev, N * 16, "sorted", &b_sorted, &E));
+    const size_t cells = gp.n_cells;
+    uint32_t *cs0 = malloc(cells * 4), *ce0 = malloc(cells * 4), *cs1 = malloc(cells * 4), *ce1 = malloc(cells * 4);
+    uint32_t *k0 = malloc(N * 4), *k1 = malloc(N * 4), *i0 = malloc(N * 4), *i1 = malloc(N * 4);
+
+    /* out of order: the sort, as grid_build */
+    OK(grid_build(g, b_pos, N, NULL, &E));
+    read_table(g, &gp, N, cs0, ce0, k0);
+    OK(device_read(&dev, grid_index(g), 0, N * 4, i0, &E));
+    int kept = -1;
+    OK(grid_build_keep(g, b_pos, N, NULL, &kept, &E));
+    assert_int_equal(kept, 0);
+    assert_non_null(grid_index(g));
+    read_table(g, &gp, N, cs1, ce1, k1);
+    OK(device_read(&dev, grid_index(g), 0, N * 4, i1, &E));
+    assert_memory_equal(i0, i1, N * 4);
+    assert_memory_equal(cs0, cs1, cells * 4);
+    assert_memory_equal(ce0, ce1, cells * 4);
+    assert_memory_equal(k0, k1, N * 4);
+
+    /* in order (gathered by that sort), a NaN first (its key, cell 0, is the smallest) */
+    OK(grid_gather(g, b_pos, b_sorted, 16, N, &E));
+    OK(device_read(&dev, b_sorted, 0, N * 16, sorted, &E));
+    sorted[0] = NAN;
+    OK(device_write(&dev, b_sorted, 0, N * 16, sorted, &E));
+    OK(grid_build(g, b_sorted, N, NULL, &E)); /* the reference: a full build */
+    read_table(g, &gp, N, cs0, ce0, k0);
+    OK(device_read(&dev, grid_index(g), 0, N * 4, i0, &E));
+    for (uint32_t i = 0; i < N; ++i) assert_int_equal(i0[i], i); /* the sort kept the order too */
+    OK(grid_build_keep(g, b_sorted, N, b_flags, &kept, &E));
+    assert_int_equal(kept, 1);
+    assert_null(grid_index(g));
+    read_table(g, &gp, N, cs1, ce1, k1);
+    assert_memory_equal(cs0, cs1, cells * 4);
+    assert_memory_equal(ce0, ce1, cells * 4);
+    assert_memory_equal(k0, k1, N * 4);
+    OK(device_read(&dev, b_flags, 0, 4, &flags, &E));
+    assert_int_equal(flags, FLAG_NONFINITE);
+    assert_int_equal(grid_gather(g, b_pos, b_sorted, 16, N, &E), SPHSIM_E_DEVICE); /* no permutation */
+
+    /* the last two particles swapped, with different keys: out of order again */
+    int last = N - 1, other = last - 1;
+    while (other > 0 && k0[other] == k0[last]) --other;
+    assert_true(k0[other] < k0[last]);
+    for (int a = 0; a < 4; ++a) {
+        const float t = sorted[4 * other + a];
+        sorted[4 * other + a] = sorted[4 * last + a];
+        sorted[4 * last + a] = t;
+    }
+    OK(device_write(&dev, b_sorted, 0, N * 16, sorted, &E));
+    OK(grid_build_keep(g, b_sorted, N, NULL, &kept, &E));
+    assert_int_equal(kept, 0);
+    OK(device_read(&dev, grid_index(g), 0, N * 4, i1, &E));
+    assert_int_equal(i1[other], last);      /* the smaller key first */
+    assert_int_equal(i1[other + 1], other); /* then the equal keys in their order */
+
+    /* one particle and none are in order */
+    OK(grid_build_keep(g, b_pos, 1, NULL, &kept, &E));
+    assert_int_equal(kept, 1);
+    OK(grid_build_keep(g, b_pos, 0, NULL, &kept, &E));
+    assert_int_equal(kept, 1);
+    read_table(g, &gp, 0, cs1, ce1, k1);
+    for (size_t c = 0; c < cells; ++c) assert_int_equal(cs1[c], ce1[c]);
+
+    free(pos);
+    free(sorted);
+    free(cs0);
+    free(ce0);
+    free(cs1);
+    free(ce1);
+    free(k0);
+    free(k1);
+    free(i0);
+    free(i1);
+    clReleaseMemObject(b_pos);
+    clReleaseMemObject(b_sorted);
+    clReleaseMemObject(b_flags);
+    grid_destroy(g);
+}
+
 /* ---------------------------------------------------------------- gather, empty grid */
 
 static void test_gather_sizes(void **state)
@@ -1040,6 +1148,7 @@ int main(void)
         cmocka_unit_test(test_neighbours_borders_and_walls),
         cmocka_unit_test(test_neighbours_far_cells),
         cmocka_unit_test(test_determinism_and_flags),
+        cmocka_unit_test(test_kept_order),
         cmocka_unit_test(test_gather_sizes),
         cmocka_unit_test(test_empty_grid),
         cmocka_unit_test(test_statistics_against_host_count),

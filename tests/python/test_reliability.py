@@ -752,6 +752,22 @@ def test_resume_particles_is_bit_identical(work):
         assert np.abs(f["VTKHDF/PointData/angular_velocity"][:]).max() > 0
 
 
+def test_sort_check_is_bit_identical(work, resume_ref):
+    """tuning.sort_check (docs/grid.md, "Kept order"): a rebuild whose cell keys are in order
+    already keeps the particles' order, without the sort and the gathers. Off, on, and the
+    device's default give the same file bit for bit, for the settling discs and for the SPH dam
+    (its neighbour lists' rebuilds)."""
+    ways = (({"SPHSIM_SORT_CHECK": "0"}, ()), ({}, ("--tune", "sort_check=1")), ({}, ()))
+    for scene, ref in (("spheres.json", None), ("resume.json", resume_ref)):
+        for k, (env, tune) in enumerate(ways):
+            out = work / f"sortcheck_{scene[:-5]}_{k}.h5"
+            sphsim(work / scene, "-o", out, "--quiet", *tune, check_rc=0, env=env)
+            if ref is None:
+                ref = out
+            else:
+                assert_same_files(ref, out, ignore_attrs={"start_time", "device"})
+
+
 def test_resume_many_spheres_is_bit_identical(work):
     """70 000 discs jostling (a velocity jitter) and settling on the floor, more than one block of
     the contact slots that the save and the restore move at a time (65 536 spheres), with
