@@ -38,13 +38,18 @@
 /* Slot codes (the first word of a slot, a uint): a partner sphere's sorted index of the step
  * that wrote the slot (bits 0-30), with CONTACT_FIRST set when this sphere has the lower id of
  * the pair (the pair's "a" sphere, whose side every pair quantity is computed from); a wall
- * CONTACT_WALL + face (face = 2 axis + side, side 0 the min wall); CONTACT_NO_ID an empty
- * slot. Sphere indices stay below CONTACT_WALL (contact_create checks n). */
+ * CONTACT_WALL + face (face = 2 axis + side, side 0 the min wall; then the objects); CONTACT_NO_ID
+ * an empty slot. Sphere indices stay below CONTACT_WALL (contact_create checks n). */
 #define CONTACT_FIRST 0x80000000u
 #define CONTACT_INDEX 0x7fffffffu
-#define CONTACT_WALL 0x7ffffff0u
+#define CONTACT_WALL 0x7fffffe0u
 #define CONTACT_NO_ID 0x7fffffffu
-#define CONTACT_OBJECT_FACE 6u /* the first face code of an object (the tank has 6 faces) */
+#define CONTACT_OBJECT_FACE 6u /* face of object o's nearest surface: 6 + o (the tank has 6 faces) */
+/* face of object o's second surface (a concave edge: contacts.cl, contact_object_second): 14 + o */
+#define CONTACT_OBJECT_FACE2 (CONTACT_OBJECT_FACE + GEOM_MAX_OBJECTS)
+/* An object's second surface counts when its normal turns from the nearest one's by more than
+ * about 26 degrees (the cosine between them below this). */
+#define CONTACT_SECOND_COS 0.9f
 
 /* The per-sphere info byte of a step: its listed contacts d (touching or near) and, of them,
  * the ones c the passes' relaxation counts (contacts.cl, contact_counts: touching, or near at a

@@ -301,37 +301,68 @@ inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float
     return g;
 }
 
-/* The distance h0 of a centre at x0 from wall `face` (2 axis + side; side 0: the min wall; or an
- * object), its normal *n into the tank, and *v_w, the wall's velocity at its point nearest x0
- * (0 at rest). A moving body's wall is where it is at the step's start: the tank's faces in its
- * rest frame, an object's distance at x0 carried into its rest frame (kernels/motion.h). */
-inline float contact_wall_h(float4 x0, uint face, __constant contact_params *cp, __global const float *geom_grid,
-                            float4 *n, float4 *v_w)
+/* Object o's signed distance at x and *n, its normal into the free space: where it is at the
+ * step's start (a moving object's distance at x carried into its rest frame, kernels/motion.h). */
+inline float contact_object_sdf(uint o, float4 x, __constant contact_params *cp, __global const float *geom_grid,
+                                float4 *n)
+{
+#ifdef MOTION
+    if ((cp->moving >> (o + 1u)) & 1u)
+        return motion_sdf(&cp->objects[o], geom_grid, CONTACT_BODY(cp, geom_grid, o + 1u), x, n);
+#endif
+    return geom_sdf(&cp->objects[o], geom_grid, x, n);
+}
+
+/* Object o's second surface seen from a centre at x (radius r) whose nearest surface of the
+ * object has the normal n1: a sphere in a concave edge of a container (its floor and its side)
+ * touches both, but the distance names only the nearer. At the probe x + r n1, one radius further
+ * from the nearest surface, the distance phi_p and its normal *n2 are those of the next surface
+ * when its normal turns from n1 (n1 . n2 < CONTACT_SECOND_COS); the centre's distance from that
+ * surface is then h2 = phi_p - r n1 . n2 (exact for planes), returned; else (the probe sees the
+ * first surface again: a flat or convex one, or a gentle bend) INFINITY. */
+inline float contact_object_second(uint o, float4 x, float r, float4 n1, __constant contact_params *cp,
+                                   __global const float *geom_grid, float4 *n2)
+{
+    const float phi_p = contact_object_sdf(o, x + r * n1, cp, geom_grid, n2);
+    const float c = dot(n1, *n2);
+    return c < CONTACT_SECOND_COS ? phi_p - r * c : INFINITY;
+}
+
+/* The distance h0 of a centre at x0 (radius r) from wall `face` (2 axis + side; side 0: the min
+ * wall; or an object's nearest surface, CONTACT_OBJECT_FACE + o, or its second one,
+ * CONTACT_OBJECT_FACE2 + o), its normal *n into the tank, and *v_w, the wall's velocity at its
+ * point nearest x0 (0 at rest). A moving body's wall is where it is at the step's start: the
+ * tank's faces in its rest frame, an object's distance at x0 carried into its rest frame
+ * (kernels/motion.h). */
+inline float contact_wall_h(float4 x0, float r, uint face, __constant contact_params *cp,
+                            __global const float *geom_grid, float4 *n, float4 *v_w)
 {
     const uint axis = face >> 1, side = face & 1u;
     float h0;
     *v_w = (float4)(0.0f);
+    if (face >= CONTACT_OBJECT_FACE) { /* an object: its distance and normal (geom.h) */
+        const int second = face >= CONTACT_OBJECT_FACE2;
+        const uint o = face - (second ? CONTACT_OBJECT_FACE2 : CONTACT_OBJECT_FACE);
+        h0 = contact_object_sdf(o, x0, cp, geom_grid, n);
+        if (second) h0 = contact_object_second(o, x0, r, *n, cp, geom_grid, n);
 #ifdef MOTION
-    const uint body = face >= CONTACT_OBJECT_FACE ? face - CONTACT_OBJECT_FACE + 1u : 0u;
-    if ((cp->moving >> body) & 1u) {
-        __global const motion_body *b = CONTACT_BODY(cp, geom_grid, body);
-        if (body > 0u) {
-            h0 = motion_sdf(&cp->objects[body - 1u], geom_grid, b, x0, n);
-        } else {
-            const float4 y = (float4)(motion_to_body(b, x0.xyz), 0.0f);
-            h0 = side ? cp->tank_max[axis] - contact_comp(y, axis) : contact_comp(y, axis) - cp->tank_min[axis];
-            *n = (float4)(motion_rot(b, contact_axis(axis, side ? -1.0f : 1.0f).xyz), 0.0f);
-        }
+        if ((cp->moving >> (o + 1u)) & 1u)
+            *v_w = (float4)(motion_velocity(CONTACT_BODY(cp, geom_grid, o + 1u), x0.xyz - h0 * (*n).xyz), 0.0f);
+#endif
+        return h0;
+    }
+#ifdef MOTION
+    if (cp->moving & 1u) {
+        __global const motion_body *b = CONTACT_BODY(cp, geom_grid, 0u);
+        const float4 y = (float4)(motion_to_body(b, x0.xyz), 0.0f);
+        h0 = side ? cp->tank_max[axis] - contact_comp(y, axis) : contact_comp(y, axis) - cp->tank_min[axis];
+        *n = (float4)(motion_rot(b, contact_axis(axis, side ? -1.0f : 1.0f).xyz), 0.0f);
         *v_w = (float4)(motion_velocity(b, x0.xyz - h0 * (*n).xyz), 0.0f);
         return h0;
     }
 #endif
-    if (face >= CONTACT_OBJECT_FACE) { /* an object: its distance and normal (geom.h) */
-        h0 = geom_sdf(&cp->objects[face - CONTACT_OBJECT_FACE], geom_grid, x0, n);
-    } else {
-        h0 = side ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
-        *n = contact_axis(axis, side ? -1.0f : 1.0f);
-    }
+    h0 = side ? cp->tank_max[axis] - contact_comp(x0, axis) : contact_comp(x0, axis) - cp->tank_min[axis];
+    *n = contact_axis(axis, side ? -1.0f : 1.0f);
     return h0;
 }
 
@@ -342,7 +373,7 @@ inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __
                                     __global const float *geom_grid)
 {
     contact_geo g;
-    const float h0 = contact_wall_h(x0, face, cp, geom_grid, &g.n, &g.v_w);
+    const float h0 = contact_wall_h(x0, r, face, cp, geom_grid, &g.n, &g.v_w);
     g.u0_n = dot(v0 - g.v_w, g.n);
     g.s = cp->dt;
     g.gap = h0 < r ? -1.0f : h0 - r; /* near: apart at the start */
@@ -367,7 +398,7 @@ inline uint contact_tank_walls(float4 x0, float r, __constant contact_params *cp
 #ifdef MOTION
     if (cp->moving & 1u) {
         float4 nrm, v_w;
-        for (uint f = 0; f < 2u * cp->dims; ++f) w += contact_wall_h(x0, f, cp, geom_grid, &nrm, &v_w) < r ? 1u : 0u;
+        for (uint f = 0; f < 2u * cp->dims; ++f) w += contact_wall_h(x0, r, f, cp, geom_grid, &nrm, &v_w) < r ? 1u : 0u;
         return w;
     }
 #endif
@@ -502,11 +533,17 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
     const float4 p0_i = contact_xyz(pos0[i]), v0_i = contact_xyz(v0[i]);
     const float r_i = v0[i].w;
     uint k = 0, c = 0; /* listed; counted (contact_counts) */
-    for (uint f = 0; f < 2u * cp->dims + cp->n_objects; ++f) {
-        const uint face = f < 2u * cp->dims ? f : CONTACT_OBJECT_FACE + (f - 2u * cp->dims); /* walls, objects */
+    int near = 0; /* the object's nearest surface was listed */
+    for (uint f = 0; f < 2u * (cp->dims + cp->n_objects); ++f) {
+        /* the tank's faces, then each object's nearest surface and its second one */
+        const uint b = f - 2u * cp->dims, face = f < 2u * cp->dims ? f
+                                                 : (b & 1u)         ? CONTACT_OBJECT_FACE2 + (b >> 1)
+                                                                    : CONTACT_OBJECT_FACE + (b >> 1);
+        if (face >= CONTACT_OBJECT_FACE2 && !near) continue; /* no nearer surface within reach */
         float4 nrm, v_w;
-        const float h0 = contact_wall_h(p0_i, face, cp, geom_grid, &nrm, &v_w);
-        if (!(h0 < contact_wall_near_r(r_i))) continue;
+        const float h0 = contact_wall_h(p0_i, r_i, face, cp, geom_grid, &nrm, &v_w);
+        near = h0 < contact_wall_near_r(r_i);
+        if (!near) continue;
         /* touching, or near at a normal speed of at most v_rest (as contact_wall_geo's u0_n) */
         const int slow = h0 < r_i || fabs(dot(v0_i - v_w, nrm)) <= cp->v_rest;
         /* the tank's faces count when touching (contact_tank_walls), objects as sphere pairs */
@@ -824,18 +861,16 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
 #ifdef MOTION
     if (tank_moves) xo = px != x.x || py != x.y || pz != x.z ? (float4)(motion_place(tank, xo.xyz), 0.0f) : x_w;
 #endif
-    /* the objects: a centre closer than r to a surface moves out along its normal (a moving
-     * object's where it is at the step's start) */
+    /* the objects: a centre closer than r to a surface moves out along its normal, and out of
+     * the object's second surface (contact_object_second) too (a moving object's where it is at
+     * the step's start) */
     for (uint o = 0; o < cp->n_objects; ++o) {
-        float4 nrm;
-#ifdef MOTION
-        const float phi = (cp->moving >> (o + 1u)) & 1u
-                              ? motion_sdf(&cp->objects[o], geom_grid, CONTACT_BODY(cp, geom_grid, o + 1u), xo, &nrm)
-                              : geom_sdf(&cp->objects[o], geom_grid, xo, &nrm);
-#else
-        const float phi = geom_sdf(&cp->objects[o], geom_grid, xo, &nrm);
-#endif
-        if (phi < r_i) xo += (r_i - phi) * nrm;
+        float4 nrm, n2;
+        const float phi = contact_object_sdf(o, xo, cp, geom_grid, &nrm);
+        if (!(phi < r_i)) continue;
+        const float h2 = contact_object_second(o, xo, r_i, nrm, cp, geom_grid, &n2);
+        xo += (r_i - phi) * nrm;
+        if (h2 < r_i) xo += (r_i - h2) * n2;
     }
     x_out[i] = xo;
 }

@@ -349,7 +349,7 @@ void contact_forget(contact_solver *c) { c->have_warm = 0; }
  *     lambda_n between those floats (a blob of an earlier build) is rounded as the device
  *     rounds. */
 #define STATE_MAGIC 0x53435353u /* "SSCS" */
-#define STATE_VERSION 2u
+#define STATE_VERSION 3u /* 3: the walls' codes from 0x7fffffe0 (objects' second surfaces); 2: 0x7ffffff0 */
 #define STATE_HEADER 8
 
 static size_t state_words(size_t n, size_t slots, size_t nw) { return STATE_HEADER + n * nw + n * slots * 3; }
@@ -487,9 +487,11 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
         const uint32_t code = sl[3 * s];
         float lam[2]; /* lambda_n; in 2D lambda_t (in 3D the word holds two 16-bit fractions) */
         memcpy(lam, &sl[3 * s + 1], sizeof lam);
-        const int ok = (code_is_sphere(code)
-                            ? code < n
-                            : code == CONTACT_NO_ID || code - CONTACT_WALL < CONTACT_OBJECT_FACE + c->cp.n_objects) &&
+        const uint32_t face = code - CONTACT_WALL;
+        const int ok = (code_is_sphere(code) ? code < n
+                                             : code == CONTACT_NO_ID || face < CONTACT_OBJECT_FACE + c->cp.n_objects ||
+                                                   (face >= CONTACT_OBJECT_FACE2 &&
+                                                    face < CONTACT_OBJECT_FACE2 + c->cp.n_objects)) &&
                        isfinite(lam[0]) && lam[0] >= 0.0f && (c->cp.dims == 3 || isfinite(lam[1]));
         if (!ok || (!head[5] && code != CONTACT_NO_ID)) {
             r = SPHSIM_FAIL(e, SPHSIM_E_IO,
