@@ -99,7 +99,7 @@ def phi(o, dims, x):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     ap.add_argument("out")
     ap.add_argument("--every", type=int, default=1, help="check every K-th snapshot")
     a = ap.parse_args(argv)

@@ -174,7 +174,7 @@ def report(ctx, hydro, dam, png):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     ap.add_argument("--sphsim", default=os.path.join(REPO, "build", "sphsim"))
     ap.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "sphsim-density"))
     ap.add_argument("--docs", default=os.path.join(REPO, "docs"))

@@ -227,7 +227,7 @@ def markdown(r, rf, free_cmd, forced_cmd, png):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     ap.add_argument("file", help="a sphsim output file of a sloshing run (free oscillation)")
     ap.add_argument("--gauge", help="the height gauge (default: the first)")
     ap.add_argument("--settle", type=float, default=0.5, help="s after the tank's last motion before the window")

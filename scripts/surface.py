@@ -281,6 +281,8 @@ def main(argv=None):
         ap.error("--resolution must be between 0.25 and 16 grid cells per particle spacing")
     if a.every < 1:
         ap.error("--every must be >= 1")
+    if a.every != 1 and not a.all:
+        ap.error("--every picks snapshots for --all; one snapshot (--step, --time, or the last) takes none")
     try:
         with sphsim_reader.open_run(a.file) as run:
             if run.params.get("mode") != "sph":

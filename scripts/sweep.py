@@ -496,6 +496,10 @@ def main(argv):
 
     interrupted = Interrupted()  # from here on, a signal stops the sweep with its table written
     d = o["dir"] or "sweep-" + "+".join(safe_name(k) for k, _ in keys)
+    if os.path.exists(d) and not os.path.isdir(d):
+        print(f"{PROG}: -o {d}: a file, not a folder (-o names the folder the runs and the table go into)",
+              file=sys.stderr)
+        return 2
     try:
         os.makedirs(d, exist_ok=True)
         lock = os.open(d, os.O_RDONLY)  # held until the process ends

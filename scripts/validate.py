@@ -404,7 +404,7 @@ def report(ctx, cases, elapsed, docs=None, recorded=""):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     ap.add_argument("--sphsim", default=os.path.join(REPO, "build", "sphsim"))
     ap.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "sphsim-validate"),
                     help="folder for the runs' .h5 files (default $TMPDIR/sphsim-validate)")

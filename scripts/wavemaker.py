@@ -168,7 +168,7 @@ def markdown(r, png, cmd):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     ap.add_argument("file", nargs="?", help="a sphsim output file of scenes/wavemaker_2d.json")
     ap.add_argument("--table", help="write the paddle's motion table (CSV) here and stop")
     ap.add_argument("--png", help="write the plot here")

@@ -136,6 +136,16 @@ def test_help(name):
     assert "--help" in p.stdout
 
 
+@pytest.mark.parametrize("name", ["validate.py", "density_study.py", "sloshing.py", "wavemaker.py",
+                                  "check_leaks.py"])
+def test_help_describes_in_whole_sentences(name):
+    """--help's description is the docstring's first paragraph, not its first line cut mid-sentence."""
+    p = script(name, "--help")
+    description = " ".join(p.stdout.split("\n\n")[1].split())
+    assert description.endswith("."), description
+    assert len(description) > 60, description
+
+
 @pytest.mark.parametrize("name", ["plot_snapshot.py", "animate.py", "surface.py", "gauges.py",
                                   "plot_neighbour_query.py"])
 def test_missing_or_folder_input(name, tmp_path):
@@ -243,6 +253,17 @@ def test_sweep_devices_usage(tmp_path, args, message):
     p = sweep(scene, "time.end", 0.001, "-o", tmp_path / "d", *args)
     assert p.returncode == 2 and message in p.stderr, p.stderr
     assert not (tmp_path / "d").exists()
+
+
+def test_sweep_output_is_a_file(tmp_path):
+    """-o names a folder: a file there is refused in one line, and left as it was."""
+    scene = tmp_path / "tiny.json"
+    scene.write_text(json.dumps(SCENE_2D))
+    f = tmp_path / "table.csv"
+    f.write_text("mine\n")
+    p = sweep(scene, "time.end", 0.001, "-o", f)
+    assert p.returncode == 2 and "a file, not a folder" in p.stderr and str(f) in p.stderr, p.stderr
+    assert f.read_text() == "mine\n"
 
 
 FAKE_SPHSIM = """\
@@ -759,6 +780,10 @@ def test_surface_3d(run3d, tmp_path):
     _, vb, fb = read_ply(out / "surface_000001.ply")
     np.testing.assert_allclose(va, vb, rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(fa, fb)
+    # --every picks snapshots for --all only: with one snapshot it is refused, not ignored
+    p = script("surface.py", run3d, "--step", 1, "--every", 2, "-o", tmp_path / "one", ok=False)
+    assert p.returncode == 2 and "--every picks snapshots for --all" in p.stderr, p.stderr
+    assert not (tmp_path / "one").exists()
     # VTK (ParaView's readers) opens it
     vtk = pytest.importorskip("vtk")
     r = vtk.vtkPLYReader()
