@@ -5,6 +5,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 
 from conftest import REPO
 
@@ -107,31 +108,50 @@ def test_bounce_on_cylinder_obstacle(run_scene, reader):
     bounce(run_scene, reader, obj, 0.4, "bounce_cylinder")
 
 
-def test_sphere_rests_in_a_containers_edge(run_scene, reader):
-    """A sphere (r = 8 mm) pressed into the edge between a cylinder container's floor and its
-    side (gravity tilted towards the side) touches both: the contact list holds the object's
-    second surface too (docs/contacts.md, "Concave edges"). It comes to rest there without
-    turning and enters neither surface by more than 0.5 % of r. With the nearest surface alone
-    it turned at 0.63 rad/s in place."""
-    r, R, floor = 0.008, 0.08, 0.01
-    scene = {"format": 1, "dimensions": 3, "mode": "particles", "gravity": [5.0, 0.0, -9.81],
-             "tank": {"min": [-0.1, -0.1, 0.0], "max": [0.1, 0.1, 0.3]},
-             "objects": [{"shape": "cylinder", "role": "container", "radius": R, "length": 0.28,
-                          "center": [0, 0, 0.15]}],
-             "spheres": {"groups": [{"count": 1, "radius": r, "density": 2500.0, "placement": "lattice",
-                                     "region": {"min": [0.0639, -0.008, 0.0101], "max": [0.0799, 0.008, 0.0261]}}],
-                         "restitution": 0.3, "friction": 0.3, "iterations": 8},
-             "time": {"end": 0.6, "cfl": 0.25},
-             "output": {"interval": 0.1, "fields": ["position", "velocity", "angular_velocity"]}}
-    run = run_scene(scene, name="edge_rest")
+EDGE_CASES = {
+    # a cylinder container (radius 0.08 m, its floor at z = 0.01 m), the sphere 0.1 mm from the
+    # floor and the side, at the side's +x end
+    "cylinder_3d": ({"format": 1, "dimensions": 3, "tank": {"min": [-0.1, -0.1, 0.0], "max": [0.1, 0.1, 0.3]},
+                     "gravity": [5.0, 0.0, -9.81],
+                     "objects": [{"shape": "cylinder", "role": "container", "radius": 0.08, "length": 0.28,
+                                  "center": [0, 0, 0.15]}],
+                     "region": {"min": [0.0639, -0.008, 0.0101], "max": [0.0799, 0.008, 0.0261]}},
+                    lambda x: (0.08 - math.hypot(x[0], x[1]), x[2] - 0.01)),
+    # a rectangular polygon container (x within +-0.15 m, its floor at y = 0.02 m), a corner
+    "polygon_2d": ({"format": 1, "dimensions": 2, "tank": {"min": [-0.2, 0.0], "max": [0.2, 0.3]},
+                    "gravity": [5.0, -9.81],
+                    "objects": [{"shape": "polygon", "role": "container",
+                                 "points": [[-0.15, 0.02], [0.15, 0.02], [0.15, 0.25], [-0.15, 0.25]]}],
+                    "region": {"min": [0.1339, 0.0201], "max": [0.1499, 0.0361]}},
+                   lambda x: (0.15 - x[0], x[1] - 0.02)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDGE_CASES))
+def test_sphere_rests_in_a_containers_edge(run_scene, reader, case):
+    """A sphere (r = 8 mm) pressed into the edge between a container's floor and its side
+    (gravity tilted towards the side) touches both: the contact list holds the object's second
+    surface too (docs/contacts.md, "Concave edges"). It comes to rest there without turning and
+    enters neither surface by more than 0.5 % of r. With the nearest surface alone it turned at
+    0.63 rad/s (the cylinder) and 0.27-0.55 rad/s (the polygon's corner) in place."""
+    base, distances = EDGE_CASES[case]
+    r = 0.008
+    scene = {k: v for k, v in base.items() if k != "region"}
+    scene.update({"mode": "particles",
+                  "spheres": {"groups": [{"count": 1, "radius": r, "density": 2500.0, "placement": "lattice",
+                                          "region": base["region"]}],
+                              "restitution": 0.3, "friction": 0.3, "iterations": 8},
+                  "time": {"end": 0.6, "cfl": 0.25},
+                  "output": {"interval": 0.1, "fields": ["position", "velocity", "angular_velocity"]}})
+    run = run_scene(scene, name="edge_" + case)
     with reader.open_run(run.out) as f:
         snaps = [f.snapshot(k) for k in range(len(f))]
     assert len(snaps) == 7
-    x0 = np.asarray(snaps[0]["positions"][0])
-    assert math.isclose(R - math.hypot(x0[0], x0[1]) - r, 1e-4, abs_tol=1e-6)  # placed 0.1 mm from both
+    gaps0 = np.asarray(distances(np.asarray(snaps[0]["positions"][0]))) - r
+    assert np.allclose(gaps0, 1e-4, atol=1e-6), gaps0  # placed 0.1 mm from both
     for s in snaps[1:]:
         x, w = np.asarray(s["positions"][0]), np.asarray(s["angular_velocity"][0])
-        side_gap, floor_gap = R - math.hypot(x[0], x[1]) - r, x[2] - floor - r
+        side_gap, floor_gap = np.asarray(distances(x)) - r
         assert -0.005 * r < side_gap < 1e-6 and -0.005 * r < floor_gap < 1e-6, (side_gap, floor_gap)
         assert np.linalg.norm(w) < 1e-3, w
         assert np.linalg.norm(x - np.asarray(snaps[1]["positions"][0])) < 1e-6  # at rest
