@@ -1350,6 +1350,19 @@ static void rg_free(rgsys *r)
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k) clReleaseMemObject(all[k]);
 }
 
+/* Every array gathered into the order of the last grid_build (sim.c's rebuild). */
+static void rg_gather(rgsys *r)
+{
+    sphsim_error e;
+    dev_state *st = &r->st;
+    size_t n = st->n;
+    assert_int_equal(grid_gather(r->g, st->pos_next, st->pos, 16, n, &e), SPHSIM_OK);
+    assert_int_equal(grid_gather(r->g, st->vel_next, st->vel, 16, n, &e), SPHSIM_OK);
+    assert_int_equal(grid_gather(r->g, st->id, st->id_tmp, 4, n, &e), SPHSIM_OK);
+    cl_mem t = st->id;
+    st->id = st->id_tmp, st->id_tmp = t;
+}
+
 /* sim.c's rebuild with tuning.sort_check: keys in order keep the order (the pairs swap roles,
  * nothing is gathered); returns whether they did. */
 static int rg_rebuild_keep(rgsys *r)
@@ -1359,11 +1372,7 @@ static int rg_rebuild_keep(rgsys *r)
     int kept = -1;
     assert_int_equal(grid_build_keep(r->g, st->pos_next, st->n, st->flags, &kept, &e), SPHSIM_OK);
     if (!kept) {
-        assert_int_equal(grid_gather(r->g, st->pos_next, st->pos, 16, st->n, &e), SPHSIM_OK);
-        assert_int_equal(grid_gather(r->g, st->vel_next, st->vel, 16, st->n, &e), SPHSIM_OK);
-        assert_int_equal(grid_gather(r->g, st->id, st->id_tmp, 4, st->n, &e), SPHSIM_OK);
-        cl_mem t = st->id;
-        st->id = st->id_tmp, st->id_tmp = t;
+        rg_gather(r);
         return 0;
     }
     cl_mem t = st->pos;
@@ -1376,13 +1385,8 @@ static void rg_rebuild(rgsys *r)
 {
     sphsim_error e;
     dev_state *st = &r->st;
-    size_t n = st->n;
-    cl_mem t;
-    assert_int_equal(grid_build(r->g, st->pos_next, n, st->flags, &e), SPHSIM_OK);
-    assert_int_equal(grid_gather(r->g, st->pos_next, st->pos, 16, n, &e), SPHSIM_OK);
-    assert_int_equal(grid_gather(r->g, st->vel_next, st->vel, 16, n, &e), SPHSIM_OK);
-    assert_int_equal(grid_gather(r->g, st->id, st->id_tmp, 4, n, &e), SPHSIM_OK);
-    t = st->id, st->id = st->id_tmp, st->id_tmp = t;
+    assert_int_equal(grid_build(r->g, st->pos_next, st->n, st->flags, &e), SPHSIM_OK);
+    rg_gather(r);
 }
 
 /* Read the state written by the last step into id order. */
