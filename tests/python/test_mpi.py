@@ -99,6 +99,8 @@ def test_every_rank_count_writes_the_same_file(mpi_bin, reader, tmp_path, case):
         "spheres-2d": [scenes / "spheres_2d.json", "--set", "time.end=0.5", "--set", "output.interval=0.25"],
         "spheres-3d": [scenes / "spheres_3d.json", "--set", "time.end=0.3", "--set", "output.interval=0.15"],
         "spheres-drum": [scenes / "spheres_drum_2d.json", "--set", "time.end=0.4", "--set", "output.interval=0.2"],
+        # a turning 3D drum: the spheres in the edges of its caps hold two contacts with it
+        "spheres-drum-3d": [scenes / "spheres_drum_3d.json", "--set", "time.end=0.1", "--set", "output.interval=0.05"],
         # two groups side by side, each pair of groups its own material: a rank whose slab holds
         # the second group must take its spheres' groups from their particle ids, not its own
         # numbering
