@@ -120,6 +120,9 @@ inline void contact_ahead(__global const uchar *slot, __global const uint *id, _
 #endif
 }
 
+/* The code of slot k (the first word of its fields, contact_slot_load). */
+inline uint contact_slot_code(__global const uchar *blk, uint k) { return ((__global const uint *)blk)[k]; }
+
 /* The end of a sphere's slots (k < S): an empty code; what follows it is never read. */
 inline void contact_slot_end(__global uchar *blk, uint k) { ((__global uint *)blk)[k] = CONTACT_NO_ID; }
 inline uint contact_code(uint3 slot) { return slot.x; }
@@ -862,13 +865,19 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
     if (tank_moves) xo = px != x.x || py != x.y || pz != x.z ? (float4)(motion_place(tank, xo.xyz), 0.0f) : x_w;
 #endif
     /* the objects: a centre closer than r to a surface moves out along its normal, and out of
-     * the object's second surface (contact_object_second) too (a moving object's where it is at
-     * the step's start) */
+     * the object's second surface (contact_object_second) too when the step's list holds it
+     * (its slot: the walls come first); a moving object where it is at the step's start */
+    uint second = 0u;
+    for (uint k = 0; k < min(d_i, S) && cp->n_objects > 0u; ++k) {
+        const uint code = contact_slot_code(blk, k);
+        if (!contact_is_wall(code)) break;
+        if (code - CONTACT_WALL >= CONTACT_OBJECT_FACE2) second |= 1u << (code - CONTACT_WALL - CONTACT_OBJECT_FACE2);
+    }
     for (uint o = 0; o < cp->n_objects; ++o) {
         float4 nrm, n2;
         const float phi = contact_object_sdf(o, xo, cp, geom_grid, &nrm);
         if (!(phi < r_i)) continue;
-        const float h2 = contact_object_second(o, xo, r_i, nrm, cp, geom_grid, &n2);
+        const float h2 = (second >> o) & 1u ? contact_object_second(o, xo, r_i, nrm, cp, geom_grid, &n2) : INFINITY;
         xo += (r_i - phi) * nrm;
         if (h2 < r_i) xo += (r_i - h2) * n2;
     }
