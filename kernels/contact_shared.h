@@ -45,10 +45,12 @@
 #define CONTACT_WALL 0x7fffffe0u
 #define CONTACT_NO_ID 0x7fffffffu
 #define CONTACT_OBJECT_FACE 6u /* face of object o's nearest surface: 6 + o (the tank has 6 faces) */
-/* face of object o's second surface (a concave edge: contacts.cl, contact_object_second): 14 + o */
+/* face of object o's second surface (a concave edge: contacts.cl, contact_object_next): 14 + o,
+ * and in 3D of its third (a concave corner): 22 + o; below CONTACT_NO_ID - CONTACT_WALL = 31 */
 #define CONTACT_OBJECT_FACE2 (CONTACT_OBJECT_FACE + GEOM_MAX_OBJECTS)
-/* An object's second surface counts when its normal turns from the nearest one's by more than
- * about 26 degrees (the cosine between them below this). */
+#define CONTACT_OBJECT_FACE3 (CONTACT_OBJECT_FACE + 2u * GEOM_MAX_OBJECTS)
+/* An object's next surface counts when its normal turns from each one found before by more
+ * than about 26 degrees (the cosine between them below this). */
 #define CONTACT_SECOND_COS 0.9f
 
 /* The per-sphere info byte of a step: its listed contacts d (touching or near) and, of them,

@@ -316,24 +316,40 @@ inline float contact_object_sdf(uint o, float4 x, __constant contact_params *cp,
     return geom_sdf(&cp->objects[o], geom_grid, x, n);
 }
 
-/* Object o's second surface seen from a centre at x (radius r) whose nearest surface of the
- * object has the normal n1: a sphere in a concave edge of a container (its floor and its side)
- * touches both, but the distance names only the nearer. At the probe x + r n1, one radius further
- * from the nearest surface, the distance phi_p and its normal *n2 are those of the next surface
- * when its normal turns from n1 (n1 . n2 < CONTACT_SECOND_COS); the centre's distance from that
- * surface is then h2 = phi_p - r n1 . n2 (exact for planes), returned; else (the probe sees the
- * first surface again: a flat or convex one, or a gentle bend) INFINITY. */
-inline float contact_object_second(uint o, float4 x, float r, float4 n1, __constant contact_params *cp,
-                                   __global const float *geom_grid, float4 *n2)
+/* Object o's next surface seen from a centre at x (radius r), given the normals n1 (its nearest
+ * surface) and, for the third, n2 (its second; else 0): a sphere in a concave edge of a
+ * container (its floor and its side) touches both, in a corner three, but the distance names
+ * only the nearest. At the probe x + r (n1 + n2), one radius off each surface found, the
+ * distance phi_p and its normal *n are those of the next surface when that normal turns from
+ * each found one (n . n1 and n . n2 below CONTACT_SECOND_COS); the centre's distance from that
+ * surface is then phi_p - r (n . n1 + n . n2) (exact for planes), returned; else (the probe sees
+ * a surface already found: a flat or convex one, or a gentle bend) INFINITY. */
+inline float contact_object_next(uint o, float4 x, float r, float4 n1, float4 n2, __constant contact_params *cp,
+                                 __global const float *geom_grid, float4 *n)
 {
-    const float phi_p = contact_object_sdf(o, x + r * n1, cp, geom_grid, n2);
-    const float c = dot(n1, *n2);
-    return c < CONTACT_SECOND_COS ? phi_p - r * c : INFINITY;
+    const float phi_p = contact_object_sdf(o, x + r * (n1 + n2), cp, geom_grid, n);
+    const float c1 = dot(n1, *n), c2 = dot(n2, *n);
+    return c1 < CONTACT_SECOND_COS && c2 < CONTACT_SECOND_COS ? phi_p - r * (c1 + c2) : INFINITY;
+}
+
+/* Object o's k-th surface (0: the nearest, 1: the second, 2: the third) seen from a centre at x
+ * (radius r): its distance from x (INFINITY when there is none) and *n, its normal. */
+inline float contact_object_surface(uint o, uint k, float4 x, float r, __constant contact_params *cp,
+                                    __global const float *geom_grid, float4 *n)
+{
+    float4 n1, n2;
+    float h = contact_object_sdf(o, x, cp, geom_grid, &n1);
+    *n = n1;
+    if (k == 0u) return h;
+    h = contact_object_next(o, x, r, n1, (float4)(0.0f), cp, geom_grid, &n2);
+    *n = n2;
+    if (k == 1u || !(h < INFINITY)) return h;
+    return contact_object_next(o, x, r, n1, n2, cp, geom_grid, n);
 }
 
 /* The distance h0 of a centre at x0 (radius r) from wall `face` (2 axis + side; side 0: the min
- * wall; or an object's nearest surface, CONTACT_OBJECT_FACE + o, or its second one,
- * CONTACT_OBJECT_FACE2 + o), its normal *n into the tank, and *v_w, the wall's velocity at its
+ * wall; or an object's nearest surface, CONTACT_OBJECT_FACE + o, its second one,
+ * CONTACT_OBJECT_FACE2 + o, or its third, CONTACT_OBJECT_FACE3 + o), its normal *n into the tank, and *v_w, the wall's velocity at its
  * point nearest x0 (0 at rest). A moving body's wall is where it is at the step's start: the
  * tank's faces in its rest frame, an object's distance at x0 carried into its rest frame
  * (kernels/motion.h). */
@@ -344,10 +360,8 @@ inline float contact_wall_h(float4 x0, float r, uint face, __constant contact_pa
     float h0;
     *v_w = (float4)(0.0f);
     if (face >= CONTACT_OBJECT_FACE) { /* an object: its distance and normal (geom.h) */
-        const int second = face >= CONTACT_OBJECT_FACE2;
-        const uint o = face - (second ? CONTACT_OBJECT_FACE2 : CONTACT_OBJECT_FACE);
-        h0 = contact_object_sdf(o, x0, cp, geom_grid, n);
-        if (second) h0 = contact_object_second(o, x0, r, *n, cp, geom_grid, n);
+        const uint o = (face - CONTACT_OBJECT_FACE) % GEOM_MAX_OBJECTS;
+        h0 = contact_object_surface(o, (face - CONTACT_OBJECT_FACE) / GEOM_MAX_OBJECTS, x0, r, cp, geom_grid, n);
 #ifdef MOTION
         if ((cp->moving >> (o + 1u)) & 1u)
             *v_w = (float4)(motion_velocity(CONTACT_BODY(cp, geom_grid, o + 1u), x0.xyz - h0 * (*n).xyz), 0.0f);
@@ -536,13 +550,13 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
     const float4 p0_i = contact_xyz(pos0[i]), v0_i = contact_xyz(v0[i]);
     const float r_i = v0[i].w;
     uint k = 0, c = 0; /* listed; counted (contact_counts) */
-    int near = 0; /* the object's nearest surface was listed */
-    for (uint f = 0; f < 2u * (cp->dims + cp->n_objects); ++f) {
-        /* the tank's faces, then each object's nearest surface and its second one */
-        const uint b = f - 2u * cp->dims, face = f < 2u * cp->dims ? f
-                                                 : (b & 1u)         ? CONTACT_OBJECT_FACE2 + (b >> 1)
-                                                                    : CONTACT_OBJECT_FACE + (b >> 1);
-        if (face >= CONTACT_OBJECT_FACE2 && !near) continue; /* no nearer surface within reach */
+    /* the tank's faces, then each object's nearest surface, its second one and in 3D its third */
+    const uint m = cp->dims == 3u ? 3u : 2u; /* surfaces an object may give */
+    int near = 0;                            /* the object's surface before was listed */
+    for (uint f = 0; f < 2u * cp->dims + m * cp->n_objects; ++f) {
+        const uint b = f - 2u * cp->dims, k_o = b % m;
+        const uint face = f < 2u * cp->dims ? f : CONTACT_OBJECT_FACE + k_o * GEOM_MAX_OBJECTS + b / m;
+        if (face >= CONTACT_OBJECT_FACE && k_o > 0u && !near) continue; /* no nearer surface within reach */
         float4 nrm, v_w;
         const float h0 = contact_wall_h(p0_i, r_i, face, cp, geom_grid, &nrm, &v_w);
         near = h0 < contact_wall_near_r(r_i);
@@ -865,21 +879,26 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
     if (tank_moves) xo = px != x.x || py != x.y || pz != x.z ? (float4)(motion_place(tank, xo.xyz), 0.0f) : x_w;
 #endif
     /* the objects: a centre closer than r to a surface moves out along its normal, and out of
-     * the object's second surface (contact_object_second) too when the step's list holds it
-     * (its slot: the walls come first); a moving object where it is at the step's start */
-    uint second = 0u;
+     * the object's second and third surfaces (contact_object_next) too when the step's list
+     * holds them (their slots: bit k GEOM_MAX_OBJECTS + o for surface k of object o; the walls
+     * come first); a moving object where it is at the step's start */
+    uint more = 0u;
     for (uint k = 0; k < min(d_i, S) && cp->n_objects > 0u; ++k) {
         const uint code = contact_slot_code(blk, k);
         if (!contact_is_wall(code)) break;
-        if (code - CONTACT_WALL >= CONTACT_OBJECT_FACE2) second |= 1u << (code - CONTACT_WALL - CONTACT_OBJECT_FACE2);
+        if (code - CONTACT_WALL >= CONTACT_OBJECT_FACE2) more |= 1u << (code - CONTACT_WALL - CONTACT_OBJECT_FACE2);
     }
     for (uint o = 0; o < cp->n_objects; ++o) {
-        float4 nrm, n2;
-        const float phi = contact_object_sdf(o, xo, cp, geom_grid, &nrm);
+        float4 n1, n2 = (float4)(0.0f), n3;
+        const float phi = contact_object_sdf(o, xo, cp, geom_grid, &n1);
         if (!(phi < r_i)) continue;
-        const float h2 = (second >> o) & 1u ? contact_object_second(o, xo, r_i, nrm, cp, geom_grid, &n2) : INFINITY;
-        xo += (r_i - phi) * nrm;
+        const float h2 = (more >> o) & 1u ? contact_object_next(o, xo, r_i, n1, n2, cp, geom_grid, &n2) : INFINITY;
+        const float h3 = h2 < INFINITY && ((more >> (GEOM_MAX_OBJECTS + o)) & 1u)
+                             ? contact_object_next(o, xo, r_i, n1, n2, cp, geom_grid, &n3)
+                             : INFINITY;
+        xo += (r_i - phi) * n1;
         if (h2 < r_i) xo += (r_i - h2) * n2;
+        if (h3 < r_i) xo += (r_i - h3) * n3;
     }
     x_out[i] = xo;
 }

@@ -487,11 +487,12 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
         const uint32_t code = sl[3 * s];
         float lam[2]; /* lambda_n; in 2D lambda_t (in 3D the word holds two 16-bit fractions) */
         memcpy(lam, &sl[3 * s + 1], sizeof lam);
-        const uint32_t face = code - CONTACT_WALL;
-        const int ok = (code_is_sphere(code) ? code < n
-                                             : code == CONTACT_NO_ID || face < CONTACT_OBJECT_FACE + c->cp.n_objects ||
-                                                   (face >= CONTACT_OBJECT_FACE2 &&
-                                                    face < CONTACT_OBJECT_FACE2 + c->cp.n_objects)) &&
+        /* a wall: the tank's faces, or surface 0, 1 or (3D) 2 of an object */
+        const uint32_t face = code - CONTACT_WALL, surface = (face - CONTACT_OBJECT_FACE) / GEOM_MAX_OBJECTS;
+        const int wall_ok = face < CONTACT_OBJECT_FACE ||
+                            (surface < (c->cp.dims == 3 ? 3u : 2u) &&
+                             (face - CONTACT_OBJECT_FACE) % GEOM_MAX_OBJECTS < c->cp.n_objects);
+        const int ok = (code_is_sphere(code) ? code < n : code == CONTACT_NO_ID || wall_ok) &&
                        isfinite(lam[0]) && lam[0] >= 0.0f && (c->cp.dims == 3 || isfinite(lam[1]));
         if (!ok || (!head[5] && code != CONTACT_NO_ID)) {
             r = SPHSIM_FAIL(e, SPHSIM_E_IO,

@@ -117,6 +117,14 @@ EDGE_CASES = {
                                   "center": [0, 0, 0.15]}],
                      "region": {"min": [0.0639, -0.008, 0.0101], "max": [0.0799, 0.008, 0.0261]}},
                     lambda x: (0.08 - math.hypot(x[0], x[1]), x[2] - 0.01)),
+    # a box container (x and y within +-0.08 m, its floor at z = 0.01 m): a corner where three
+    # of its faces meet, the gravity tilted towards it
+    "box_corner_3d": ({"format": 1, "dimensions": 3, "tank": {"min": [-0.1, -0.1, 0.0], "max": [0.1, 0.1, 0.3]},
+                       "gravity": [5.0, 4.0, -9.81],
+                       "objects": [{"shape": "box", "role": "container", "size": [0.16, 0.16, 0.28],
+                                    "center": [0, 0, 0.15]}],
+                       "region": {"min": [0.0639, 0.0639, 0.0101], "max": [0.0799, 0.0799, 0.0261]}},
+                      lambda x: (0.08 - x[0], 0.08 - x[1], x[2] - 0.01)),
     # a rectangular polygon container (x within +-0.15 m, its floor at y = 0.02 m), a corner
     "polygon_2d": ({"format": 1, "dimensions": 2, "tank": {"min": [-0.2, 0.0], "max": [0.2, 0.3]},
                     "gravity": [5.0, -9.81],
@@ -130,10 +138,12 @@ EDGE_CASES = {
 @pytest.mark.parametrize("case", sorted(EDGE_CASES))
 def test_sphere_rests_in_a_containers_edge(run_scene, reader, case):
     """A sphere (r = 8 mm) pressed into the edge between a container's floor and its side
-    (gravity tilted towards the side) touches both: the contact list holds the object's second
-    surface too (docs/contacts.md, "Concave edges"). It comes to rest there without turning and
-    enters neither surface by more than 0.5 % of r. With the nearest surface alone it turned at
-    0.63 rad/s (the cylinder) and 0.27-0.55 rad/s (the polygon's corner) in place."""
+    (gravity tilted towards the side), or into a box container's corner, touches two or three of
+    its surfaces: the contact list holds the object's second and third surfaces too
+    (docs/contacts.md, "Concave edges"). It comes to rest there without turning and enters no
+    surface by more than 0.5 % of r. With the nearest surface alone it turned at 0.63 rad/s (the
+    cylinder), 0.27-0.55 rad/s (the polygon's corner) and 0.36-0.8 rad/s (the box's corner; with
+    two surfaces 0.22-0.33) in place."""
     base, distances = EDGE_CASES[case]
     r = 0.008
     scene = {k: v for k, v in base.items() if k != "region"}
@@ -148,11 +158,11 @@ def test_sphere_rests_in_a_containers_edge(run_scene, reader, case):
         snaps = [f.snapshot(k) for k in range(len(f))]
     assert len(snaps) == 7
     gaps0 = np.asarray(distances(np.asarray(snaps[0]["positions"][0]))) - r
-    assert np.allclose(gaps0, 1e-4, atol=1e-6), gaps0  # placed 0.1 mm from both
+    assert np.allclose(gaps0, 1e-4, atol=1e-6), gaps0  # placed 0.1 mm from each surface
     for s in snaps[1:]:
         x, w = np.asarray(s["positions"][0]), np.asarray(s["angular_velocity"][0])
-        side_gap, floor_gap = np.asarray(distances(x)) - r
-        assert -0.005 * r < side_gap < 1e-6 and -0.005 * r < floor_gap < 1e-6, (side_gap, floor_gap)
+        gaps = np.asarray(distances(x)) - r
+        assert np.all((-0.005 * r < gaps) & (gaps < 1e-6)), gaps
         assert np.linalg.norm(w) < 1e-3, w
         assert np.linalg.norm(x - np.asarray(snaps[1]["positions"][0])) < 1e-6  # at rest
 
