@@ -49,6 +49,8 @@
  * and in 3D of its third (a concave corner): 22 + o; below CONTACT_NO_ID - CONTACT_WALL = 31 */
 #define CONTACT_OBJECT_FACE2 (CONTACT_OBJECT_FACE + GEOM_MAX_OBJECTS)
 #define CONTACT_OBJECT_FACE3 (CONTACT_OBJECT_FACE + 2u * GEOM_MAX_OBJECTS)
+/* The surfaces an object may give one sphere: 3 in 3D (a corner), 2 in 2D. */
+#define CONTACT_OBJECT_SURFACES(dims) ((dims) == 3u ? 3u : 2u)
 /* An object's next surface counts when its normal turns from each one found before by more
  * than about 26 degrees (the cosine between them below this). */
 #define CONTACT_SECOND_COS 0.9f

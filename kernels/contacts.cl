@@ -349,8 +349,8 @@ inline float contact_object_surface(uint o, uint k, float4 x, float r, __constan
 
 /* The distance h0 of a centre at x0 (radius r) from wall `face` (2 axis + side; side 0: the min
  * wall; or an object's nearest surface, CONTACT_OBJECT_FACE + o, its second one,
- * CONTACT_OBJECT_FACE2 + o, or its third, CONTACT_OBJECT_FACE3 + o), its normal *n into the tank, and *v_w, the wall's velocity at its
- * point nearest x0 (0 at rest). A moving body's wall is where it is at the step's start: the
+ * CONTACT_OBJECT_FACE2 + o, or its third, CONTACT_OBJECT_FACE3 + o), its normal *n into the
+ * tank, and *v_w, the wall's velocity at its point nearest x0 (0 at rest). A moving body's wall is where it is at the step's start: the
  * tank's faces in its rest frame, an object's distance at x0 carried into its rest frame
  * (kernels/motion.h). */
 inline float contact_wall_h(float4 x0, float r, uint face, __constant contact_params *cp,
@@ -415,7 +415,8 @@ inline uint contact_tank_walls(float4 x0, float r, __constant contact_params *cp
 #ifdef MOTION
     if (cp->moving & 1u) {
         float4 nrm, v_w;
-        for (uint f = 0; f < 2u * cp->dims; ++f) w += contact_wall_h(x0, r, f, cp, geom_grid, &nrm, &v_w) < r ? 1u : 0u;
+        for (uint f = 0; f < 2u * cp->dims; ++f)
+            w += contact_wall_h(x0, r, f, cp, geom_grid, &nrm, &v_w) < r ? 1u : 0u;
         return w;
     }
 #endif
@@ -551,7 +552,7 @@ __kernel void contact_list(const uint n, const uint stride, __constant grid_para
     const float r_i = v0[i].w;
     uint k = 0, c = 0; /* listed; counted (contact_counts) */
     /* the tank's faces, then each object's nearest surface, its second one and in 3D its third */
-    const uint m = cp->dims == 3u ? 3u : 2u; /* surfaces an object may give */
+    const uint m = CONTACT_OBJECT_SURFACES(cp->dims);
     int near = 0;                            /* the object's surface before was listed */
     for (uint f = 0; f < 2u * cp->dims + m * cp->n_objects; ++f) {
         const uint b = f - 2u * cp->dims, k_o = b % m;
@@ -833,7 +834,7 @@ __kernel void contact_project(const uint n, const uint stride, __constant grid_p
     float4 dx_sum = (float4)(0.0f);
     if (d_i <= S) {
         for (uint k = 0; k < d_i; ++k) {
-            const uint code = contact_code(contact_slot_load(blk, k, S));
+            const uint code = contact_slot_code(blk, k);
             if (contact_is_wall(code)) continue;
             const uint j = code & CONTACT_INDEX;
             const float r_sum = r_i + v0[j].w;

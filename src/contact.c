@@ -490,7 +490,7 @@ sphsim_status contact_state_restore(contact_solver *c, dev_state *st, const void
         /* a wall: the tank's faces, or surface 0, 1 or (3D) 2 of an object */
         const uint32_t face = code - CONTACT_WALL, surface = (face - CONTACT_OBJECT_FACE) / GEOM_MAX_OBJECTS;
         const int wall_ok = face < CONTACT_OBJECT_FACE ||
-                            (surface < (c->cp.dims == 3 ? 3u : 2u) &&
+                            (surface < CONTACT_OBJECT_SURFACES(c->cp.dims) &&
                              (face - CONTACT_OBJECT_FACE) % GEOM_MAX_OBJECTS < c->cp.n_objects);
         const int ok = (code_is_sphere(code) ? code < n : code == CONTACT_NO_ID || wall_ok) &&
                        isfinite(lam[0]) && lam[0] >= 0.0f && (c->cp.dims == 3 || isfinite(lam[1]));
