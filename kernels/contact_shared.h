@@ -18,6 +18,9 @@
 #define CONTACT_SLOTS_MAX (CONTACT_SLOTS_3D > CONTACT_SLOTS_2D ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D)
 /* Bytes of a sphere's block of S slots: 11 S, rounded up to whole words (88 in 3D, 68 in 2D). */
 #define CONTACT_SLOT_BYTES(S) ((11u * (S) + 3u) & ~3u)
+/* The geometry cache (tuning's contact_cache, kernels/contacts.cl contact_geo_at): 3 float4 per
+ * slot of every sphere, in sorted order. */
+#define CONTACT_CACHE_BYTES 48u
 
 /* Jacobi relaxation of a pair with d_i, d_j contacts at the start of the step:
  * omega = min(1, OMEGA / max(d_i, d_j)); positions over-relaxed (the corrections of one sphere

@@ -636,7 +636,60 @@ inline int contact_slot_kept(uint code, uint d_i, __global const uchar *info, ui
         __global const uint *cell_start, __global const uint *cell_end, __global const float4 *pos0,                   \
         __global const float4 *v0, __global const uint *group_start, __global const uint *id,                          \
         __global const uchar *info, __global uchar *slot, __global const float2 *material,                             \
-        __global const float *geom_grid
+        __global const float *geom_grid, __global float4 *geo
+
+#ifdef CONTACT_CACHE
+/* The geometry cache (-DCONTACT_CACHE, tuning's contact_cache): contact_warm stores, for every
+ * slot the impulse passes solve, what they would otherwise recompute in every pass from the
+ * step's start state, three float4 at geo[3 (S i + k)]: (n, s), (t1, target normal velocity),
+ * and (v_w, mu) for a wall, (q, +-w, m_n, mu) for a sphere pair (w the relaxation, negative
+ * when the pair is solved without state: its partner has more than S contacts). Every value
+ * is the one the passes computed before, so results are bit for bit those without the cache. */
+inline __global float4 *contact_geo_at(__global float4 *geo, uint i, uint k, uint S)
+{
+    return geo + 3u * ((size_t)i * S + k);
+}
+
+/* CPUs: the cached geometry of the sphere CONTACT_AHEAD items on requested now, as its slots
+ * (contact_ahead): the passes' first load of it was their costliest instruction. */
+inline void contact_ahead_geo(__global const float4 *geo, __global const uchar *info, uint i, uint n, uint S)
+{
+#if CONTACT_AHEAD > 0
+    const uint a = i + CONTACT_AHEAD;
+    if (a < n) {
+        const uint d = min((uint)CONTACT_DEGREE(info[a]), S);
+        __global const uchar *b = (__global const uchar *)(geo + 3u * (size_t)a * S);
+        for (uint o = 0; o < d * CONTACT_CACHE_BYTES; o += 64u) CONTACT_PREFETCH(b + o);
+    }
+#endif
+}
+
+/* The geometry of a cached slot (only the fields the impulse passes and the displacement read;
+ * r_a, r_b the radii of the pair's a and b sphere; a wall: r_a the sphere's, r_b unused). */
+inline contact_geo contact_geo_cached(__global const float4 *c, int wall, float r_a, float r_b, uint dims)
+{
+    contact_geo g;
+    const float4 A = c[0], B = c[1], C = c[2];
+    g.n = (float4)(A.x, A.y, A.z, 0.0f);
+    g.s = A.w;
+    g.t1 = (float4)(B.x, B.y, B.z, 0.0f);
+    g.t2 = dims == 3u ? cross(g.n, g.t1) : (float4)(0.0f);
+    g.u0_n = 0.0f;
+    g.gap = 0.0f;
+    if (wall) {
+        g.v_w = (float4)(C.x, C.y, C.z, 0.0f);
+        g.q = 1.0f;
+        g.a_a = r_a;
+        g.a_b = 0.0f;
+    } else {
+        g.v_w = (float4)(0.0f);
+        g.q = C.x;
+        g.a_a = r_a * g.q;
+        g.a_b = r_b * g.q;
+    }
+    return g;
+}
+#endif
 
 /* Warm start: V, W = (v0, w0) plus the impulses the slots carried. A sphere pair is solved with
  * state only when both spheres have at most `slots` contacts; otherwise its carried impulse is
@@ -647,6 +700,9 @@ __kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __glo
     const uint i = spread_item(stride);
     if (i >= n) return;
     contact_ahead(slot, id, info, i, n, cp->slots);
+#ifdef CONTACT_CACHE
+    contact_ahead_geo(geo, info, i, n, cp->slots);
+#endif
     const uint d_i = CONTACT_DEGREE(info[i]);
     if (d_i == 0u) return; /* a free sphere: no stage reads its iterate (contact_integrate) */
     const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
@@ -654,17 +710,41 @@ __kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __glo
     const float4 p0_i = contact_xyz(pos0[i]), v0_i = contact_xyz(v0[i]);
     const float m_i = pos0[i].w, r_i = v0[i].w, I_i = cp->inertia * m_i * r_i * r_i;
     const float4 w0 = contact_w_load(omega, id_i, dims);
+#ifdef CONTACT_CACHE
+    const uint n_i = CONTACT_COUNTED(info[i]), c_i = contact_count_pair(n_i, contact_tank_walls(p0_i, r_i, cp, geom_grid));
+#endif
     float4 dv = (float4)(0.0f), dw = (float4)(0.0f);
     for (uint k = 0; k < min(d_i, S); ++k) {
         const uint3 sl = contact_slot_load(blk, k, S);
-        if (!contact_slot_kept(sl.x, d_i, info, S)) {
-            contact_slot_store(blk, k, S, (uint3)(sl.x, 0u, 0u));
-            continue;
-        }
+        const int kept = contact_slot_kept(sl.x, d_i, info, S);
+        if (!kept) contact_slot_store(blk, k, S, (uint3)(sl.x, 0u, 0u));
+#ifdef CONTACT_CACHE
+        if (!kept && d_i > S) continue; /* the passes take its sphere contacts from the cell walk */
+#else
+        if (!kept) continue;
+#endif
         int first;
         float2 mat;
         const contact_geo g =
             contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, id, group_start, material, cp, geom_grid, &first, &mat);
+#ifdef CONTACT_CACHE
+        {
+            __global float4 *c = contact_geo_at(geo, i, k, S);
+            c[0] = (float4)(g.n.x, g.n.y, g.n.z, g.s);
+            c[1] = (float4)(g.t1.x, g.t1.y, g.t1.z, contact_target(g.u0_n, g.gap, mat.x, cp->v_rest, cp->dt));
+            if (contact_is_wall(sl.x)) {
+                c[2] = (float4)(g.v_w.x, g.v_w.y, g.v_w.z, mat.y);
+            } else {
+                const uint j = sl.x & CONTACT_INDEX;
+                const float4 p_j = pos0[j];
+                const float m_n = first ? contact_mass_n(m_i, p_j.w) : contact_mass_n(p_j.w, m_i);
+                const float w = contact_relax_pair(cp->omega_v, c_i, CONTACT_COUNTED(info[j]), contact_xyz(p_j),
+                                                   v0[j].w, cp, geom_grid);
+                c[2] = (float4)(g.q, kept ? w : -w, m_n, mat.y);
+            }
+        }
+        if (!kept) continue;
+#endif
         const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
         dv += first ? P : -P; /* impulse sums, divided by m_i and I_i at the end */
         dw += (first ? g.a_a : g.a_b) * cross(g.n, P);
@@ -691,6 +771,9 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
     const uint i = spread_item(stride);
     if (i >= n) return;
     contact_ahead(slot, id, info, i, n, cp->slots);
+#ifdef CONTACT_CACHE
+    contact_ahead_geo(geo, info, i, n, cp->slots);
+#endif
     const uint info_i = info[i], d_i = CONTACT_DEGREE(info_i);
     if (d_i == 0u) return; /* a free sphere */
     const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
@@ -708,6 +791,36 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         const uint code = contact_code(sl);
         const int wall = contact_is_wall(code);
         if (!wall && d_i > S) break; /* the sphere contacts come from the cell walk below */
+#ifdef CONTACT_CACHE
+        __global const float4 *c = contact_geo_at(geo, i, k, S);
+        const int first = wall || (code & CONTACT_FIRST) != 0u;
+        const float r_j = wall ? 0.0f : v0[code & CONTACT_INDEX].w;
+        const contact_geo g = contact_geo_cached(c, wall, first ? r_i : r_j, first ? r_j : r_i, dims);
+        const float4 C = c[2];
+        const float target = c[1].w;
+        const float2 mat = (float2)(0.0f, C.w);
+        float4 dP;
+        if (wall) {
+            const float4 u = v_i - g.v_w - cross(g.a_a * w_i, g.n);
+            dP = contact_update(&g, u, target, m_i, contact_mass_t(&g, m_i, k_I), mat.y,
+                                contact_relax(cp->omega_v, contact_count_wall(n_i, t_i, code - CONTACT_WALL), 1u),
+                                dims, &sl);
+            contact_slot_store(blk, k, S, sl);
+        } else {
+            const uint j = code & CONTACT_INDEX;
+            const float4 V_j = V_in[j];
+            const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
+            const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
+            const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
+            const float m_n = C.z, m_t = contact_mass_t(&g, m_n, k_I);
+            if (C.y > 0.0f) {
+                dP = contact_update(&g, u, target, m_n, m_t, mat.y, C.y, dims, &sl);
+                contact_slot_store(blk, k, S, sl);
+            } else {
+                dP = contact_update_free(&g, u, target, m_n, m_t, mat.y, -C.y);
+            }
+        }
+#else
         int first;
         float2 mat;
         const contact_geo g =
@@ -739,6 +852,7 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
                 dP = contact_update_free(&g, u, target, m_n, m_t, mat.y, w);
             }
         }
+#endif
         dv += first ? dP : -dP;
         dw += (first ? g.a_a : g.a_b) * cross(g.n, dP);
     }
@@ -782,6 +896,9 @@ __kernel void contact_displace(CONTACT_STEP_ARGS, __global float4 *x_out)
     const uint i = spread_item(stride);
     if (i >= n) return;
     contact_ahead(slot, id, info, i, n, cp->slots);
+#ifdef CONTACT_CACHE
+    contact_ahead_geo(geo, info, i, n, cp->slots);
+#endif
     const uint d_i = CONTACT_DEGREE(info[i]);
     if (d_i == 0u) return; /* a free sphere */
     const uint S = cp->slots, dims = cp->dims, id_i = id[i], g_i = contact_group(cp, group_start, id_i);
@@ -792,10 +909,17 @@ __kernel void contact_displace(CONTACT_STEP_ARGS, __global float4 *x_out)
     for (uint k = 0; k < min(d_i, S); ++k) {
         const uint3 sl = contact_slot_load(blk, k, S);
         if (!contact_slot_kept(sl.x, d_i, info, S)) continue;
+#ifdef CONTACT_CACHE
+        __global const float4 *c = contact_geo_at(geo, i, k, S);
+        const int first = contact_is_wall(sl.x) || (sl.x & CONTACT_FIRST) != 0u;
+        const contact_geo g = contact_geo_cached(c, 1, 0.0f, 0.0f, dims); /* n, t1, t2, s */
+        const float2 mat = (float2)(0.0f, c[2].w);
+#else
         int first;
         float2 mat;
         const contact_geo g =
             contact_slot_geo(sl.x, p0_i, v0_i, r_i, g_i, pos0, v0, id, group_start, material, cp, geom_grid, &first, &mat);
+#endif
         const float4 P = contact_slot_impulse(&g, sl, mat.y, dims);
         dx += g.s * (first ? P : -P);
     }

@@ -30,6 +30,8 @@ struct contact_solver {
     cl_mem slot;        /* a block of CONTACT_SLOT_BYTES(slots) per sphere, by id: codes, lambda_n, lambda_t */
     cl_mem omega;       /* float, 3 (3D) or 1 (2D) per sphere, by id: angular velocity (rad/s) */
     cl_mem info;        /* uchar per sphere (sorted): contacts of the step */
+    int cache;          /* the geometry cache is on (-DCONTACT_CACHE) */
+    cl_mem geo;         /* its 3 float4 per slot (sorted), or one float4 when off */
     size_t align;         /* bytes: the device's sub-buffer alignment */
     cl_mem scratch;       /* contact_step: the grid's scratch (grid_scratch), else NULL */
     size_t scratch_bytes; /* its size */
@@ -189,7 +191,7 @@ static void release_mem(cl_mem *m)
 
 static void release_buffers(contact_solver *c)
 {
-    cl_mem *all[] = { &c->slot, &c->omega, &c->info, &c->w_sub[0], &c->w_sub[1], &c->own };
+    cl_mem *all[] = { &c->slot, &c->omega, &c->info, &c->geo, &c->w_sub[0], &c->w_sub[1], &c->own };
     for (size_t k = 0; k < sizeof all / sizeof *all; ++k) release_mem(all[k]);
     c->cap = 0;
     c->have_warm = 0;
@@ -247,9 +249,18 @@ static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, co
      * of a block was the stages' costliest instruction (docs/performance.md, "Spheres against
      * LAMMPS"). GPUs keep many spheres in flight instead. */
     const int ahead = device_tune(t ? t->contact_ahead : TUNE_AUTO, d, 0, 4);
-    char opts[80];
-    snprintf(opts, sizeof opts, "%s -DCONTACT_AHEAD=%d%s", c->cp.moving ? "-DMOTION" : "", ahead,
-             d->is_gpu ? "" : " -DCONTACT_CPU");
+    /* the impulse passes' geometry from a cache the warm start fills (docs/contacts.md,
+     * "Geometry cache"): on CPUs, where recomputing it was most of a pass, when it takes at most
+     * a quarter of the device's memory; not on GPUs, where its bytes would break the 200-byte
+     * budget of a sphere */
+    const double cache_b = (double)s->n_total * c->cp.slots * CONTACT_CACHE_BYTES;
+    const int knob = t ? t->contact_cache : TUNE_AUTO;
+    c->cache = knob != TUNE_AUTO
+                   ? knob
+                   : !d->is_gpu && cache_b <= (double)d->global_mem / 4 && cache_b <= (double)d->max_alloc;
+    char opts[96];
+    snprintf(opts, sizeof opts, "%s -DCONTACT_AHEAD=%d%s%s", c->cp.moving ? "-DMOTION" : "", ahead,
+             d->is_gpu ? "" : " -DCONTACT_CPU", c->cache ? " -DCONTACT_CACHE" : "");
     SPHSIM_TRY(device_build(d, "contacts.cl", opts, &c->prog, e));
     struct {
         const char *name;
@@ -320,6 +331,8 @@ static sphsim_status reserve(contact_solver *c, size_t n, sphsim_error *e)
     SPHSIM_TRY(device_alloc(c->d, m * slot_block(slots), "contact slots", &c->slot, e));
     SPHSIM_TRY(device_alloc(c->d, m * omega_floats(&c->cp) * 4, "angular velocities", &c->omega, e));
     SPHSIM_TRY(device_alloc(c->d, m, "contact counts", &c->info, e));
+    SPHSIM_TRY(
+        device_alloc(c->d, c->cache ? m * slots * CONTACT_CACHE_BYTES : 16, "contact geometry cache", &c->geo, e));
     const float zero = 0.0f;
     CL_CHECK(e, clEnqueueFillBuffer(c->d->queue, c->omega, &zero, 4, 0, m * omega_floats(&c->cp) * 4, 0, NULL, NULL));
     c->cap = n;
@@ -716,7 +729,7 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     int s = (c->iterations & 1) ? 0 : 1;
     /* the arguments contact_warm, contact_resolve and contact_displace share
      * (CONTACT_STEP_ARGS), then each one's own */
-    karg a[18] = { KARG("n", n),
+    karg a[19] = { KARG("n", n),
                    KARG("stride", stride),
                    KARG("gp", gp_buf),
                    KARG("cp", c->params),
@@ -729,18 +742,19 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
                    KARG("info", c->info),
                    KARG("slot", c->slot),
                    KARG("material", c->material),
-                   KARG("geom_grid", c->geom_grid) };
-    a[14] = KARG("omega", c->omega);
-    a[15] = KARG("V_out", side_v[s]);
-    a[16] = KARG("W_out", side_w[s]);
-    SPHSIM_TRY(device_set_args(d, c->k_warm, a, 17, e));
+                   KARG("geom_grid", c->geom_grid),
+                   KARG("geo", c->geo) };
+    a[15] = KARG("omega", c->omega);
+    a[16] = KARG("V_out", side_v[s]);
+    a[17] = KARG("W_out", side_w[s]);
+    SPHSIM_TRY(device_set_args(d, c->k_warm, a, 18, e));
     SPHSIM_TRY(device_run1d(d, c->k_warm, n, CONTACT_LOCAL, e));
     for (int it = 0; it < c->iterations; ++it, s ^= 1) {
-        a[14] = KARG("V_in", side_v[s]);
-        a[15] = KARG("W_in", side_w[s]);
-        a[16] = KARG("V_out", side_v[s ^ 1]);
-        a[17] = KARG("W_out", side_w[s ^ 1]);
-        SPHSIM_TRY(device_set_args(d, c->k_resolve, a, 18, e));
+        a[15] = KARG("V_in", side_v[s]);
+        a[16] = KARG("W_in", side_w[s]);
+        a[17] = KARG("V_out", side_v[s ^ 1]);
+        a[18] = KARG("W_out", side_w[s ^ 1]);
+        SPHSIM_TRY(device_set_args(d, c->k_resolve, a, 19, e));
         SPHSIM_TRY(device_run1d(d, c->k_resolve, n, CONTACT_LOCAL, e));
     }
 
@@ -751,8 +765,8 @@ sphsim_status contact_enqueue(contact_solver *c, cl_mem cell_start, cl_mem cell_
     SPHSIM_TRY(device_run1d(d, c->k_spin, n, CONTACT_LOCAL, e));
 
     /* positions: moved along the corrected paths, then the overlaps removed */
-    a[14] = KARG("x_out", st->vel_next);
-    SPHSIM_TRY(device_set_args(d, c->k_displace, a, 15, e));
+    a[15] = KARG("x_out", st->vel_next);
+    SPHSIM_TRY(device_set_args(d, c->k_displace, a, 16, e));
     SPHSIM_TRY(device_run1d(d, c->k_displace, n, CONTACT_LOCAL, e));
     cl_mem xs[2] = { st->vel_next, scr };
     int x = 0;

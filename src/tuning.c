@@ -50,6 +50,9 @@ static const knob knobs[] = {
       "native_sqrt and native_divide in the pair loops (auto: 1 on NVIDIA's GPUs)" },
     { "contact_ahead", K_INT, AT(contact_ahead), 0, 64, "auto|0-64", "auto",
       "contact stages: fetch the slots of the sphere N items ahead, 0: none (auto: 4 on CPUs, 0 on GPUs)" },
+    { "contact_cache", K_INT, AT(contact_cache), 0, 1, "auto|0|1", "auto",
+      "contact stages: the impulse passes read each contact's geometry from a cache of 48 B a slot (auto: on "
+      "CPUs while it takes at most a quarter of their memory, off on GPUs)" },
     { "init_threads", K_INT, AT(init_threads), 1, 64, "auto|1-64", "auto",
       "host threads of the initial state and of touching staging memory" },
     { "writer_threads", K_INT, AT(writer_threads), 1, 64, "auto|1-64", "auto",

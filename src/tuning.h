@@ -41,6 +41,9 @@ typedef struct sphsim_tuning {
     /* contact solver (src/contact.c) */
     int contact_ahead; /* TUNE_AUTO (CPUs 4, GPUs 0), 0-64: the stages request the contact slots of the
                           sphere that many items ahead (0: none) */
+    int contact_cache; /* TUNE_AUTO (CPUs 1 while it takes at most a quarter of their memory, GPUs 0), 0, 1:
+                          the impulse passes read the contacts' geometry from a cache the warm start fills
+                          (CONTACT_CACHE_BYTES a slot) */
     /* host */
     int init_threads;    /* TUNE_AUTO, 1-64: threads of the initial state and of page touching */
     int writer_threads;  /* TUNE_AUTO, 1-64: threads of a snapshot's id order */

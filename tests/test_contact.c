@@ -1302,6 +1302,22 @@ static void test_ahead_same(void **state)
     assert_clouds_same(60, tunes, 3);
 }
 
+/* The geometry cache (tuning.contact_cache: the device's default on this one, then off and on)
+ * changes nothing: the passes read what they would have recomputed. */
+static void test_cache_same(void **state)
+{
+    (void)state;
+    const int cache[] = { 0, 1 };
+    sphsim_tuning t[2];
+    const sphsim_tuning *tunes[2];
+    for (size_t k = 0; k < 2; ++k) {
+        tuning_defaults(&t[k]);
+        t[k].contact_cache = cache[k];
+        tunes[k] = &t[k];
+    }
+    assert_clouds_same(200, tunes, 2);
+}
+
 /* The real device grid (src/grid.c) with contact_step, as sim.c drives it: rebuild on pos_next,
  * gather every array into the new order, step. Its Morton order differs from the host table's
  * linear order, so sums run in another order: states agree to rounding, not bitwise. */
@@ -2007,6 +2023,7 @@ int main(void)
         cmocka_unit_test(test_crowd),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_ahead_same),
+        cmocka_unit_test(test_cache_same),
         cmocka_unit_test(test_ball_drop),
         cmocka_unit_test(test_gas_conservation),
         cmocka_unit_test(test_pile_settles),

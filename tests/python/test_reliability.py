@@ -768,6 +768,71 @@ def test_sort_check_is_bit_identical(work, resume_ref):
                 assert_same_files(ref, out, ignore_attrs={"start_time", "device"})
 
 
+# big spheres among small ones: a big one touches more than the 8 slots of 3D
+MIXED_3D = {
+    "format": 1, "name": "mixed", "dimensions": 3, "mode": "particles",
+    "tank": {"min": [0, 0, 0], "max": [0.08, 0.08, 0.12]}, "gravity": [0, 0, -9.81],
+    "spheres": {"groups": [{"count": 12, "radius": 0.012, "density": 1000.0,
+                            "region": {"min": [0, 0, 0], "max": [0.08, 0.08, 0.1]}, "placement": "random",
+                            "seed": 1},
+                           {"count": 900, "radius": 0.003, "density": 2500.0,
+                            "region": {"min": [0, 0, 0], "max": [0.08, 0.08, 0.1]}, "placement": "random",
+                            "seed": 2}],
+                "restitution": 0.3, "friction": 0.5, "iterations": 4,
+                "pairs": [{"groups": [0, 1], "restitution": 0.1, "friction": 0.8}]},
+    "time": {"end": 0.25}, "output": {"interval": 0.125},
+}
+
+
+def most_near_partners(h5):
+    """The most spheres any sphere of the last snapshot has within 1.01 (r_i + r_j)."""
+    with h5py.File(h5, "r") as f:
+        k = int(f["VTKHDF/Steps"].attrs["NSteps"]) - 1
+        n, o = int(f["VTKHDF/NumberOfPoints"][0]), int(f["VTKHDF/Steps/PointOffsets"][k])
+        x = f["VTKHDF/Points"][o:o + n].astype(np.float64)
+        r = f["VTKHDF/PointData/radius"][o:o + n].astype(np.float64)
+    d = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))
+    near = d < 1.01 * (r[:, None] + r[None, :])
+    np.fill_diagonal(near, False)
+    return int(near.sum(1).max())
+
+
+@pytest.mark.parametrize("case", ["discs_pairs_2d", "mixed_3d", "drum_3d"])
+def test_contact_cache_is_bit_identical(work, case):
+    """tuning.contact_cache (docs/contacts.md, "Geometry cache"): the impulse passes read each
+    contact's geometry from what the warm start stored instead of recomputing it. Off, on, and
+    the device's default give the same file bit for bit: discs of two materials (2D), big
+    spheres among small ones with more contacts than slots (3D), and the turning 3D drum (moving
+    walls, a container's two and three surfaces)."""
+    if case == "discs_pairs_2d":
+        scene = work / "cache_discs.json"
+        groups = [dict(SPHERES["spheres"]["groups"][0], count=128, region={"min": [0.3, 0.5], "max": [0.5, 0.9]}),
+                  dict(SPHERES["spheres"]["groups"][0], count=128, radius=0.011, density=500.0, seed=2,
+                       region={"min": [0.5, 0.5], "max": [0.7, 0.9]})]
+        scene.write_text(json.dumps(dict(SPHERES, spheres=dict(SPHERES["spheres"], groups=groups, pairs=[
+            {"groups": [1, 1], "restitution": 0.9, "friction": 0.0},
+            {"groups": [0, 1], "restitution": 0.1, "friction": 0.8}]), time={"end": 0.3})))
+        extra = ()
+    elif case == "mixed_3d":
+        scene = work / "cache_mixed.json"
+        scene.write_text(json.dumps(MIXED_3D))
+        extra = ()
+    else:
+        scene = ROOT / "scenes" / "spheres_drum_3d.json"
+        extra = ("--set", "time.end=0.1", "--set", "output.interval=0.05")
+    ways = (({"SPHSIM_CONTACT_CACHE": "0"}, ()), ({}, ("--tune", "contact_cache=1")), ({}, ()))
+    ref = None
+    for k, (env, tune) in enumerate(ways):
+        out = work / f"cache_{case}_{k}.h5"
+        sphsim(scene, "-o", out, "--quiet", *extra, *tune, check_rc=0, env=env, timeout=300)
+        if ref is None:
+            ref = out
+        else:
+            assert_same_files(ref, out, ignore_attrs=PROVENANCE_ATTRS | {"resolved_json"})
+    if case == "mixed_3d":  # the slots overflow: some sphere's contacts come from the cell walk
+        assert most_near_partners(ref) > 8
+
+
 def test_resume_many_spheres_is_bit_identical(work):
     """70 000 discs jostling (a velocity jitter) and settling on the floor, more than one block of
     the contact slots that the save and the restore move at a time (65 536 spheres), with
