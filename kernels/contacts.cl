@@ -514,6 +514,13 @@ inline float4 contact_update_free(const contact_geo *g, float4 u, float target, 
 inline float contact_mass_n(float m_a, float m_b) { return (m_a * m_b) / (m_a + m_b); }
 inline float contact_mass_t(const contact_geo *g, float m_n, float k) { return (m_n * k) / (k + g->q * g->q); }
 
+/* The normal effective mass of a sphere pair from sphere i's side (mass m_i; its partner's m_j):
+ * computed from the pair's side, so that both spheres get it bit for bit alike. */
+inline float contact_pair_mass_n(int first, float m_i, float m_j)
+{
+    return first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
+}
+
 /* The impulse a slot carries, on the pair's a sphere. */
 inline float4 contact_slot_impulse(const contact_geo *g, uint3 slot, float mu, uint dims)
 {
@@ -737,10 +744,9 @@ __kernel void contact_warm(CONTACT_STEP_ARGS, __global const float *omega, __glo
             } else {
                 const uint j = sl.x & CONTACT_INDEX;
                 const float4 p_j = pos0[j];
-                const float m_n = first ? contact_mass_n(m_i, p_j.w) : contact_mass_n(p_j.w, m_i);
                 const float w = contact_relax_pair(cp->omega_v, c_i, CONTACT_COUNTED(info[j]), contact_xyz(p_j),
                                                    v0[j].w, cp, geom_grid);
-                c[2] = (float4)(g.q, kept ? w : -w, m_n, mat.y);
+                c[2] = (float4)(g.q, kept ? w : -w, contact_pair_mass_n(first, m_i, p_j.w), mat.y);
             }
         }
         if (!kept) continue;
@@ -792,17 +798,35 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
         const int wall = contact_is_wall(code);
         if (!wall && d_i > S) break; /* the sphere contacts come from the cell walk below */
 #ifdef CONTACT_CACHE
+        /* the geometry, target, friction and a pair's effective mass and relaxation as the warm
+         * start stored them (contact_geo_at) */
         __global const float4 *c = contact_geo_at(geo, i, k, S);
         const int first = wall || (code & CONTACT_FIRST) != 0u;
         const float r_j = wall ? 0.0f : v0[code & CONTACT_INDEX].w;
         const contact_geo g = contact_geo_cached(c, wall, first ? r_i : r_j, first ? r_j : r_i, dims);
         const float4 C = c[2];
-        const float target = c[1].w;
-        const float2 mat = (float2)(0.0f, C.w);
+        const float target = c[1].w, mu = C.w, m_n = C.z, w = fabs(C.y);
+        const int kept = C.y > 0.0f;
+#else
+        int first;
+        float2 mat;
+        const contact_geo g =
+            contact_slot_geo(code, p0_i, v0_i, r_i, g_i, pos0, v0, id, group_start, material, cp, geom_grid, &first, &mat);
+        const float target = contact_target(g.u0_n, g.gap, mat.x, v_rest, cp->dt), mu = mat.y;
+        float m_n = m_i, w = 0.0f;
+        int kept = 1;
+        if (!wall) { /* a pair: solved with state when the partner has at most S contacts too */
+            const uint j = code & CONTACT_INDEX, info_j = info[j];
+            const float4 p_j = pos0[j];
+            m_n = contact_pair_mass_n(first, m_i, p_j.w);
+            w = contact_relax_pair(cp->omega_v, c_i, CONTACT_COUNTED(info_j), contact_xyz(p_j), v0[j].w, cp, geom_grid);
+            kept = CONTACT_DEGREE(info_j) <= S;
+        }
+#endif
         float4 dP;
-        if (wall) {
+        if (wall) { /* the contact point's velocity relative to the wall's */
             const float4 u = v_i - g.v_w - cross(g.a_a * w_i, g.n);
-            dP = contact_update(&g, u, target, m_i, contact_mass_t(&g, m_i, k_I), mat.y,
+            dP = contact_update(&g, u, target, m_i, contact_mass_t(&g, m_i, k_I), mu,
                                 contact_relax(cp->omega_v, contact_count_wall(n_i, t_i, code - CONTACT_WALL), 1u),
                                 dims, &sl);
             contact_slot_store(blk, k, S, sl);
@@ -812,47 +836,14 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
             const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
             const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
             const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
-            const float m_n = C.z, m_t = contact_mass_t(&g, m_n, k_I);
-            if (C.y > 0.0f) {
-                dP = contact_update(&g, u, target, m_n, m_t, mat.y, C.y, dims, &sl);
+            const float m_t = contact_mass_t(&g, m_n, k_I);
+            if (kept) {
+                dP = contact_update(&g, u, target, m_n, m_t, mu, w, dims, &sl);
                 contact_slot_store(blk, k, S, sl);
             } else {
-                dP = contact_update_free(&g, u, target, m_n, m_t, mat.y, -C.y);
+                dP = contact_update_free(&g, u, target, m_n, m_t, mu, w);
             }
         }
-#else
-        int first;
-        float2 mat;
-        const contact_geo g =
-            contact_slot_geo(code, p0_i, v0_i, r_i, g_i, pos0, v0, id, group_start, material, cp, geom_grid, &first, &mat);
-        const float target = contact_target(g.u0_n, g.gap, mat.x, v_rest, cp->dt);
-        float4 dP;
-        if (wall) { /* the contact point's velocity relative to the wall's */
-            const float4 u = v_i - g.v_w - cross(g.a_a * w_i, g.n);
-            dP = contact_update(&g, u, target, m_i, contact_mass_t(&g, m_i, k_I), mat.y,
-                                contact_relax(cp->omega_v, contact_count_wall(n_i, t_i, code - CONTACT_WALL), 1u),
-                                dims, &sl);
-            contact_slot_store(blk, k, S, sl);
-        } else {
-            const uint j = code & CONTACT_INDEX, info_j = info[j], d_j = CONTACT_DEGREE(info_j);
-            const float4 V_j = V_in[j];
-            const float2 W_j = dims == 3u ? W_in[j] : (float2)(0.0f);
-            const float4 v_j = (float4)(V_j.x, V_j.y, V_j.z, 0.0f), w_j = contact_w_of(V_j, W_j, dims);
-            const float4 p_j = pos0[j];
-            const float m_j = p_j.w;
-            const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
-            const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
-            const float m_t = contact_mass_t(&g, m_n, k_I),
-                        w = contact_relax_pair(cp->omega_v, c_i, CONTACT_COUNTED(info_j), contact_xyz(p_j), v0[j].w,
-                                               cp, geom_grid);
-            if (d_j <= S) {
-                dP = contact_update(&g, u, target, m_n, m_t, mat.y, w, dims, &sl);
-                contact_slot_store(blk, k, S, sl);
-            } else {
-                dP = contact_update_free(&g, u, target, m_n, m_t, mat.y, w);
-            }
-        }
-#endif
         dv += first ? dP : -dP;
         dw += (first ? g.a_a : g.a_b) * cross(g.n, dP);
     }
@@ -872,7 +863,7 @@ __kernel void contact_resolve(CONTACT_STEP_ARGS, __global const float4 *V_in, __
                                     : contact_pair_geo(p0_j, p0_i, v0_j, v0_i, r_j, r_i, cp);
         const float4 u = first ? contact_u(&g, v_i, v_j, w_i, w_j) : contact_u(&g, v_j, v_i, w_j, w_i);
         const float2 mat = first ? contact_material(cp, material, g_i, g_j) : contact_material(cp, material, g_j, g_i);
-        const float m_n = first ? contact_mass_n(m_i, m_j) : contact_mass_n(m_j, m_i);
+        const float m_n = contact_pair_mass_n(first, m_i, m_j);
         const float m_t = contact_mass_t(&g, m_n, k_I);
         const float w = contact_relax_pair(cp->omega_v, c_i, c_j, p0_j, r_j, cp, geom_grid);
         const float target = contact_target(g.u0_n, g.gap, mat.x, v_rest, cp->dt);
