@@ -183,6 +183,22 @@ size_t contact_bytes(const scene *s, size_t n)
     return n * (slot_block(slots) /* slots */ + w * 4 /* angular velocity */ + 1 /* info */);
 }
 
+size_t contact_cache_bytes(const scene *s, size_t n)
+{
+    return n * (s->dims == 3 ? CONTACT_SLOTS_3D : CONTACT_SLOTS_2D) * CONTACT_CACHE_BYTES;
+}
+
+/* On CPUs, where recomputing the geometry was most of an impulse pass, while the cache takes at
+ * most a quarter of the device's memory; not on GPUs, where its bytes would break the 200-byte
+ * budget of a sphere. */
+int contact_cache_on(const ocl_device *d, const scene *s, const sphsim_tuning *t)
+{
+    const int knob = t ? t->contact_cache : TUNE_AUTO;
+    if (knob != TUNE_AUTO) return knob;
+    const double b = (double)contact_cache_bytes(s, (size_t)s->n_total);
+    return !d->is_gpu && b <= (double)d->global_mem / 4 && b <= (double)d->max_alloc;
+}
+
 static void release_mem(cl_mem *m)
 {
     if (*m) clReleaseMemObject(*m);
@@ -249,15 +265,7 @@ static sphsim_status create(contact_solver *c, ocl_device *d, const scene *s, co
      * of a block was the stages' costliest instruction (docs/performance.md, "Spheres against
      * LAMMPS"). GPUs keep many spheres in flight instead. */
     const int ahead = device_tune(t ? t->contact_ahead : TUNE_AUTO, d, 0, 4);
-    /* the impulse passes' geometry from a cache the warm start fills (docs/contacts.md,
-     * "Geometry cache"): on CPUs, where recomputing it was most of a pass, when it takes at most
-     * a quarter of the device's memory; not on GPUs, where its bytes would break the 200-byte
-     * budget of a sphere */
-    const double cache_b = (double)s->n_total * c->cp.slots * CONTACT_CACHE_BYTES;
-    const int knob = t ? t->contact_cache : TUNE_AUTO;
-    c->cache = knob != TUNE_AUTO
-                   ? knob
-                   : !d->is_gpu && cache_b <= (double)d->global_mem / 4 && cache_b <= (double)d->max_alloc;
+    c->cache = contact_cache_on(d, s, t);
     char opts[96];
     snprintf(opts, sizeof opts, "%s -DCONTACT_AHEAD=%d%s%s", c->cp.moving ? "-DMOTION" : "", ahead,
              d->is_gpu ? "" : " -DCONTACT_CPU", c->cache ? " -DCONTACT_CACHE" : "");

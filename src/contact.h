@@ -58,13 +58,20 @@ sphsim_status contact_step(contact_solver *c, grid *g, dev_state *st, sphsim_err
  * as scratch. */
 sphsim_status contact_count(contact_solver *c, grid *g, dev_state *st, long *n_contacts, sphsim_error *e);
 
-/* Device bytes the solver allocates for n particles in a run (slots, angular velocities,
- * contact counts; its scratch is the grid's, contact_step). */
 /* count[i] (st->n of them): the touching partners j > i (sorted index) of sorted sphere i, after
  * a grid build on st->pos; summed, contact_count's total (blocks). On MPI ranks, whose cells
  * are sorted alike, the sum over the spheres each owns counts every pair once. */
 sphsim_status contact_count_each(contact_solver *c, grid *g, dev_state *st, uint32_t *count, sphsim_error *e);
+
+/* Device bytes the solver allocates for n particles in a run (slots, angular velocities,
+ * contact counts; its scratch is the grid's, contact_step), the geometry cache left out. */
 size_t contact_bytes(const scene *s, size_t n);
+
+/* The geometry cache (docs/contacts.md, "Geometry cache"): whether a run of scene s on device d
+ * takes it (tuning's contact_cache; auto: on CPUs while it takes at most a quarter of the
+ * device's memory, off on GPUs), and the device bytes it takes for n spheres. */
+int contact_cache_on(const ocl_device *d, const scene *s, const sphsim_tuning *t);
+size_t contact_cache_bytes(const scene *s, size_t n);
 
 /* Device ids numbered locally (MPI ranks: 0 .. n - 1 in ascending particle id, gid[k] the
  * particle id of device id k): the groups' first device ids for the kernels, which take a

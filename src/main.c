@@ -89,6 +89,8 @@ static void print_check(const scene *s, const sphsim_tuning *t, int quiet)
                                                           : 0;
     double out = output_file_bytes(s, state);
     const size_t host = sim_host_bytes(s, t);
+    /* particle mode on a CPU device: the contact geometry cache, on top (tuning contact_cache) */
+    const size_t cache = s->mode == MODE_PARTICLES ? contact_cache_bytes(s, (size_t)s->n_total) : 0;
     /* one JSON document on one line: the resolved scene and the derived values */
     cJSON *scene_doc = s->resolved_json ? cJSON_Parse(s->resolved_json) : NULL;
     char *scene_line = scene_doc ? cJSON_PrintUnformatted(scene_doc) : NULL;
@@ -97,18 +99,22 @@ static void print_check(const scene *s, const sphsim_tuning *t, int quiet)
     cJSON_Delete(scene_doc);
     printf("\"check\":{\"particles\":%ld,\"fluid_particles\":%ld,\"boundary_particles\":%ld,\"spheres\":%ld,"
            "\"smoothing_length_m\":%.9g,\"support_radius_m\":%.9g,\"dt_s\":%.9g,\"steps\":%ld,\"snapshots\":%ld,"
-           "\"estimated_device_bytes\":%zu,\"estimated_list_bytes\":%zu,\"estimated_host_bytes\":%zu,"
-           "\"estimated_output_bytes\":%.0f}}\n",
+           "\"estimated_device_bytes\":%zu,\"estimated_list_bytes\":%zu,\"estimated_cache_bytes\":%zu,"
+           "\"estimated_host_bytes\":%zu,\"estimated_output_bytes\":%.0f}}\n",
            s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, h, s->support, s->dt, s->n_steps, snapshots_of(s), dev,
-           lists, host, out);
+           lists, cache, host, out);
     if (quiet) return;
+    char cache_note[96] = "";
+    if (cache)
+        snprintf(cache_note, sizeof cache_note, " (%.3g MB more on a CPU device: the contact geometry cache)",
+                 (double)cache / 1e6);
     fprintf(
         stderr,
         "scene %s is valid: %ld particles (%ld fluid, %ld boundary, %ld spheres), h = %.4g m, dt = %.4g s, %ld steps, "
-        "%ld snapshots, about %.3g MB of device memory%s, %.3g MB of host memory and %.3g MB of output\n",
+        "%ld snapshots, about %.3g MB of device memory%s%s, %.3g MB of host memory and %.3g MB of output\n",
         s->path[0] ? s->path : s->name, s->n_total, s->n_fluid, s->n_boundary, s->n_spheres, h, s->dt, s->n_steps,
-        snapshots_of(s), (double)(dev + lists) / 1e6, lists ? " (the neighbour lists' included)" : "", host / 1e6,
-        out / 1e6);
+        snapshots_of(s), (double)(dev + lists) / 1e6, lists ? " (the neighbour lists' included)" : "", cache_note,
+        host / 1e6, out / 1e6);
 }
 
 static void print_summary(const char *out, const sim_result *r, sphsim_status st, const sphsim_error *e)
@@ -127,6 +133,7 @@ static void print_summary(const char *out, const sim_result *r, sphsim_status st
     if (r->lists)
         printf(",\"neighbour_lists\":true,\"list_rebuilds\":%ld,\"list_checks\":%ld,\"list_checks_skipped\":%ld",
                r->list_rebuilds, r->list_checks, r->list_checks_skipped);
+    if (r->contact_cache) printf(",\"contact_cache\":true");
     if (r->mean_candidates > 0)
         printf(",\"mean_neighbours\":%.4g,\"mean_candidates\":%.4g", r->mean_neighbours, r->mean_candidates);
     if (r->mpi_ranks > 0)

@@ -1441,6 +1441,7 @@ static sphsim_status setup(sim_ctx *c, sim_result *r, sphsim_error *e)
     if (c->ranks > 1) tune.skin_levels = (int)-comm_max_long(-(long)nlist_skin_levels(t, &c->dev));
     if (st == SPHSIM_OK) {
         r->lists = list_n > 0;
+        r->contact_cache = s->mode == MODE_PARTICLES && contact_cache_on(&c->dev, s, t);
         c->dev_need = need + (list_n ? sim_list_bytes(s, n, c->dev.max_alloc, t) : 0);
         st = sim_grid_geometry(s, list_n > 0, &gp, e);
     }

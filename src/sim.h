@@ -42,6 +42,7 @@ typedef struct sim_result {
     long snapshots;                          /* snapshots written in this run */
     long n_outside;                          /* particles found outside the tank */
     int lists;                               /* the SPH loops used neighbour lists (grid.neighbour_list) */
+    int contact_cache;                       /* particle mode: the contact geometry cache was on */
     long list_rebuilds;                      /* with lists: steps that rebuilt the grid and the lists */
     long list_checks, list_checks_skipped;   /* with lists: steps that ran the relative-motion
                                check, and that kept the lists on the bound carried from the last

@@ -30,12 +30,13 @@ def test_device_memory_estimate(sphsim_bin, repo_root, tmp_path, name):
     check = json.loads(sphsim(sphsim_bin, scene, *sets, "--check").stdout)["check"]
     # a few steps: the contact solver takes its scratch at the first
     end = 3 * check["dt_s"]
-    # without the contact geometry cache, which CPUs add and the estimate leaves out (below)
-    run = sphsim(sphsim_bin, scene, *sets, "--set", f"time.end={end:.9g}", "-o", tmp_path / "e.h5", "--quiet",
-                 "--tune", "contact_cache=0")
+    run = sphsim(sphsim_bin, scene, *sets, "--set", f"time.end={end:.9g}", "-o", tmp_path / "e.h5", "--quiet")
     summary = json.loads(run.stdout.strip().splitlines()[-1])
-    # the lists count where the run holds them (on this device "auto" always does at these sizes)
-    want = check["estimated_device_bytes"] + (check["estimated_list_bytes"] if summary.get("neighbour_lists") else 0)
+    # the lists count where the run holds them (on this device "auto" always does at these sizes), the
+    # contact geometry cache where it is on (on this CPU device, for spheres)
+    assert summary.get("contact_cache", False) == ("spheres" in name)
+    want = check["estimated_device_bytes"] + (check["estimated_list_bytes"] if summary.get("neighbour_lists") else 0) + \
+        (check["estimated_cache_bytes"] if summary.get("contact_cache") else 0)
     assert summary["device_bytes"] == pytest.approx(want, rel=0.05), (summary["device_bytes"], want)
     assert ("grid.neighbour_list=off" in sets) == (not summary.get("neighbour_lists", False)) or "spheres" in name
 
@@ -64,10 +65,14 @@ def test_sphere_box_memory_per_sphere(sphsim_bin, repo_root, tmp_path):
     for cache in (0, 1):
         run = sphsim(sphsim_bin, path, "--set", f"time.end={end:.9g}", "-o", tmp_path / f"box{cache}.h5", "--quiet",
                      "--tune", f"contact_cache={cache}")
-        used[cache] = json.loads(run.stdout.strip().splitlines()[-1])["device_bytes"]
+        summary = json.loads(run.stdout.strip().splitlines()[-1])
+        assert summary.get("contact_cache", False) == bool(cache)
+        used[cache] = summary["device_bytes"]
     assert used[0] == pytest.approx(check["estimated_device_bytes"], rel=0.05)
     assert used[0] / n <= BOX_BYTES_PER_SPHERE, used[0] / n
-    assert used[1] - used[0] == n * 8 * 48 - 16  # the cache's 3 float4 a slot, for one float4 without it
+    # the cache: 3 float4 a slot, 384 B a sphere, for one float4 in all without it
+    assert check["estimated_cache_bytes"] == n * 8 * 48
+    assert used[1] - used[0] == check["estimated_cache_bytes"] - 16
 
 
 OUTPUT_CASES = {
