@@ -80,6 +80,7 @@ def sphsim(binary, device, t_end, dt, work, tag, side):
     return {"dt": d["simulated_time_s"] / d["steps"], "steps": d["steps"], "steps_s": d["steps_s"],
             "particle_steps_per_s": d["particles"] * d["steps_timed"] / d["steps_s"],
             "device_bytes_per_sphere": round(d["device_bytes"] / d["particles"], 2),
+            "contact_cache": d.get("contact_cache", False),  # CPUs: its bytes are in the figure above
             "kernels_percent": {k: round(100 * v / total, 1) for k, v in sorted(prof.items(), key=lambda x: -x[1])
                                 if 100 * v / total >= 0.5},
             "device": d["device"]}
