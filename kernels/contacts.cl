@@ -209,7 +209,8 @@ inline int contact_counts(float4 dx, float4 dv, float r_sum, float v_rest)
 {
     const float d2 = dot(dx, dx);
     if (d2 < r_sum * r_sum) return 1;
-    /* the normal speed as contact_pair_geo has it for a near pair (u0_n), to the bit */
+    /* the normal speed at x0 (contact_pair_geo judges a slow contact at the drift's start: the
+     * two differ only for a pair that turned about the threshold within one drift) */
     return fabs(dot(dv, dx * (1.0f / sqrt(d2)))) <= v_rest;
 }
 
@@ -249,40 +250,45 @@ inline void contact_basis(float4 n, uint dims, float4 *t1, float4 *t2)
     *t2 = cross(n, *t1);
 }
 
-/* Pair (a, b) touching at the step start (|x0_a - x0_b| < r_a + r_b). The last drift moved the
- * centres along straight lines with v0, so the pair touched s before the step start, where
- * |dx0 - dv0 s| = r_a + r_b (the positive root; s = dt when it touched before the drift began:
- * a lasting contact; s = 0 when the overlap is below the rounding of |dx0|). The normal is the
- * separation at that moment, n = (dx0 - dv0 s) / |...|: for an impact the normal at the time of
- * touch, for a lasting contact the one of the last resolved configuration. Lever arms split that distance in the ratio of the radii. */
+/* Pair (a, b), touching or near at the step start. The last drift moved the centres along
+ * straight lines with v0. A slow contact (normal speed at the drift's start of at most v_rest:
+ * resting, or near and slow; docs/contacts.md, "Slow contacts") is taken at the drift's start,
+ * s = dt, its gap (near: apart at x0) the one there. An impact touched s before the step start,
+ * where |dx0 - dv0 s| = r_a + r_b (the positive root; s = dt when it touched before the drift
+ * began; s = 0 when the overlap is below the rounding of |dx0|); a near pair approaching faster
+ * is taken at x0, s = 0 (it gets no impulse). The normal is the separation at that moment,
+ * n = (dx0 - dv0 s) / |...|: for an impact the normal at the time of touch, for a slow contact
+ * the one of the last resolved configuration. Lever arms split that distance in the ratio of the radii. */
 inline contact_geo contact_pair_geo(float4 x0_a, float4 x0_b, float4 v0_a, float4 v0_b, float r_a, float r_b,
                                     __constant contact_params *cp)
 {
     contact_geo g;
     const float r_sum = r_a + r_b, dt = cp->dt;
     const float4 dx = x0_a - x0_b, dv = v0_a - v0_b;
-    /* overlapping already at the start of the drift (a lasting contact; no root needed): s = dt */
+    /* the separation at the drift's start */
     float4 d = dx - dv * dt;
-    float s = dt;
+    float s = dt, dist = sqrt(dot(d, d));
     const int apart = !contact_touch(x0_a, x0_b, r_sum);
-    if (apart) { /* a near pair: apart at the start */
-        d = dx;
-        s = 0.0f;
-    } else if (dot(d, d) >= r_sum * r_sum) {
-        const float d0 = sqrt(dot(dx, dx));
-        const float c = (d0 - r_sum) * (d0 + r_sum); /* < 0: overlapping */
-        const float aa = dot(dv, dv), b = dot(dx, dv);
-        if (aa > 0.0f && c < 0.0f) {
-            const float q = sqrt(b * b - aa * c);
-            const float root = b > 0.0f ? (b + q) / aa : -c / (q - b); /* no cancellation either way */
-            s = min(root, dt);
-            d = dx - dv * s;
-        } else { /* overlapping by less than sqrt's rounding: touching just now */
-            s = 0.0f;
+    if (!(dist > 0.0f && dot(dv, d) >= -cp->v_rest * dist)) {
+        if (apart) { /* a near pair approaching fast: apart at the start */
             d = dx;
+            s = 0.0f;
+        } else if (dot(d, d) >= r_sum * r_sum) {
+            const float d0 = sqrt(dot(dx, dx));
+            const float c = (d0 - r_sum) * (d0 + r_sum); /* < 0: overlapping */
+            const float aa = dot(dv, dv), b = dot(dx, dv);
+            if (aa > 0.0f && c < 0.0f) {
+                const float q = sqrt(b * b - aa * c);
+                const float root = b > 0.0f ? (b + q) / aa : -c / (q - b); /* no cancellation either way */
+                s = min(root, dt);
+                d = dx - dv * s;
+            } else { /* overlapping by less than sqrt's rounding: touching just now */
+                s = 0.0f;
+                d = dx;
+            }
         }
+        dist = sqrt(dot(d, d));
     }
-    float dist = sqrt(dot(d, d));
     if (!(dist > 0.0f)) {
         d = dx;
         dist = sqrt(dot(dx, dx));
@@ -383,9 +389,11 @@ inline float contact_wall_h(float4 x0, float r, uint face, __constant contact_pa
     return h0;
 }
 
-/* Sphere at x0 (radius r, velocity v0) against wall `face` (contact_wall_h). h0, the centre's
- * distance from the wall, was r when it touched: s = (r - h0) / (-u0_n), u0_n the normal
- * velocity relative to the wall's, when that lies within the last drift, else s = dt. */
+/* Sphere at x0 (radius r, velocity v0) against wall `face` (contact_wall_h); u0_n the normal
+ * velocity relative to the wall's. A slow contact (u0_n >= -v_rest) is taken at the drift's
+ * start, s = dt, a near one's gap the one there, h0 - u0_n dt - r. An impact: h0, the centre's
+ * distance from the wall, was r when it touched, s = (r - h0) / (-u0_n) when that lies within
+ * the last drift, else s = dt. */
 inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __constant contact_params *cp,
                                     __global const float *geom_grid)
 {
@@ -393,9 +401,13 @@ inline contact_geo contact_wall_geo(float4 x0, float4 v0, float r, uint face, __
     const float h0 = contact_wall_h(x0, r, face, cp, geom_grid, &g.n, &g.v_w);
     g.u0_n = dot(v0 - g.v_w, g.n);
     g.s = cp->dt;
-    g.gap = h0 < r ? -1.0f : h0 - r; /* near: apart at the start */
-    if (g.u0_n < 0.0f && h0 < r) g.s = min((r - h0) / -g.u0_n, cp->dt);
-    if (!(h0 < r)) g.s = 0.0f;
+    if (!(g.u0_n < -cp->v_rest)) /* slow: as of the drift's start */
+        g.gap = h0 < r ? -1.0f : max(h0 - g.u0_n * cp->dt - r, 0.0f);
+    else {
+        g.gap = h0 < r ? -1.0f : h0 - r; /* near: apart at the start */
+        if (h0 < r) g.s = min((r - h0) / -g.u0_n, cp->dt);
+        else g.s = 0.0f;
+    }
     g.a_a = r;
     g.a_b = 0.0f;
     g.q = 1.0f;

@@ -54,17 +54,23 @@ static geo pair_geo(const ref_contact_params *p, vec x_a, vec x_b, vec v_a, vec 
     const double d0 = sqrt(vdot(dx, dx)), c = (d0 - rs) * (d0 + rs), aa = vdot(dv, dv), b = vdot(dx, dv);
     double s = p->dt;
     g.gap = -1;
-    if (vdot(dx, dx) >= rs * rs) { /* a near pair: apart at the start */
-        s = 0;
-        g.gap = fmax(d0 - rs, 0);
-    } else if (aa > 0 && c < 0) {
-        const double q = sqrt(b * b - aa * c), root = b > 0 ? (b + q) / aa : -c / (q - b);
-        s = fmin(root, p->dt);
-    } else if (c >= 0) {
-        s = 0; /* touching just now */
-    }
-    vec d = vsub(dx, vmul(s, dv));
+    vec d = vsub(dx, vmul(p->dt, dv)); /* the separation at the drift's start */
     double dist = sqrt(vdot(d, d));
+    if (dist > 0 && vdot(dv, d) >= -p->v_rest * dist) { /* slow: as of the drift's start, s = dt */
+        if (vdot(dx, dx) >= rs * rs) g.gap = fmax(dist - rs, 0);
+    } else {
+        if (vdot(dx, dx) >= rs * rs) { /* a near pair approaching fast: apart at the start */
+            s = 0;
+            g.gap = fmax(d0 - rs, 0);
+        } else if (aa > 0 && c < 0) {
+            const double q = sqrt(b * b - aa * c), root = b > 0 ? (b + q) / aa : -c / (q - b);
+            s = fmin(root, p->dt);
+        } else if (c >= 0) {
+            s = 0; /* touching just now */
+        }
+        d = vsub(dx, vmul(s, dv));
+        dist = sqrt(vdot(d, d));
+    }
     if (!(dist > 0)) {
         d = dx;
         dist = d0;
@@ -99,9 +105,12 @@ static geo wall_geo(const ref_contact_params *p, vec x, vec v, double r, int fac
     g.n.x[a] = face % 2 ? -1 : 1;
     g.u0_n = vdot(v, g.n);
     g.s = p->dt;
-    g.gap = h0 < r ? -1 : h0 - r;
-    if (g.u0_n < 0 && h0 < r) g.s = fmin((r - h0) / -g.u0_n, p->dt);
-    if (!(h0 < r)) g.s = 0;
+    if (!(g.u0_n < -p->v_rest)) { /* slow: as of the drift's start */
+        g.gap = h0 < r ? -1 : fmax(h0 - g.u0_n * p->dt - r, 0);
+    } else {
+        g.gap = h0 < r ? -1 : h0 - r;
+        g.s = h0 < r ? fmin((r - h0) / -g.u0_n, p->dt) : 0;
+    }
     g.a_a = r;
     g.a_b = 0;
     basis(g.n, p->dims, &g.t1, &g.t2);

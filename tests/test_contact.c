@@ -1050,12 +1050,13 @@ static void test_pile_settles(void **state)
 }
 
 /* A column of 6 spheres (r = 8 mm, 2 500 kg/m^3, 3D) placed 1 % of a diameter apart on the
- * floor, e = 0.3, mu = 0.3, dt = 1 ms: after 1 s it rests, each pair touching to well within 1 %
- * of r, every sphere at the speed of one step's gravity. Without near pairs (docs/contacts.md)
- * the column fell into a cycle of two steps in which the position passes pushed one pair's
- * overlap into the next, unlisted pair: with 16 passes pairs overlapped by 34 % of r and the
- * spheres kept 0.1-0.2 m/s while standing still. */
-static void column_settles(int iterations, int count, double *max_overlap_rel, double *v_max)
+ * floor, e = 0.3, mu = 0.3, dt = 1 ms, watched over 100 steps after 1 s: the largest overlap of
+ * any pair (share of r) and the largest deviation of any sphere's vertical velocity from one
+ * step's gravity, -g dt (the velocity a resting sphere leaves its step with), over those steps.
+ * Without near pairs (docs/contacts.md) the column fell into a cycle of two steps in which the
+ * position passes pushed one pair's overlap into the next, unlisted pair: with 16 passes pairs
+ * overlapped by 34 % of r and the spheres kept 0.1-0.2 m/s while standing still. */
+static void column_settles(int iterations, int count, double *max_overlap_rel, double *dv_max)
 {
     const double r = 0.008, lo[3] = { 0, 0, 0 }, hi[3] = { 2.06 * r, 2.06 * r, 0.5 }, g[3] = { 0, 0, -9.81 };
     const double dt = 1e-3;
@@ -1071,23 +1072,36 @@ static void column_settles(int iterations, int count, double *max_overlap_rel, d
         t.mass[i] = (float)(2500 * 4.0 / 3.0 * M_PI * r * r * r);
     }
     for (int k = 0; k < 1000; ++k) tsys_step(&t);
-    *max_overlap_rel = settled_overlap(&t) / r;
-    *v_max = 0;
-    for (int i = 0; i < count; ++i) *v_max = fmax(*v_max, fabs(t.vel[4 * i + 2]));
+    *max_overlap_rel = *dv_max = 0;
+    for (int k = 0; k < 100; ++k) {
+        tsys_step(&t);
+        *max_overlap_rel = fmax(*max_overlap_rel, settled_overlap(&t) / r);
+        for (int i = 0; i < count; ++i) *dv_max = fmax(*dv_max, fabs(t.vel[4 * i + 2] + 9.81 * dt));
+    }
     tsys_free(&t);
 }
 
+/* With 16 passes the column rests: no pair overlaps by 1e-5 r, and every sphere leaves each step
+ * at -g dt to within 1e-5 m/s. With 4 passes, fewer than its 6 layers, the warm start carries
+ * the support up the column, but not to rest: it breathes, overlaps up to about 0.6 % of r and
+ * speeds off -g dt by up to about 5 g dt (docs/contacts.md, "Near pairs": the columns). */
 static void test_column_rests(void **state)
 {
     (void)state;
     const int passes[2] = { 4, 16 };
     for (int k = 0; k < 2; ++k) {
-        double ov, vmax;
-        column_settles(passes[k], 6, &ov, &vmax);
-        printf("# column of 6 spheres, %d passes, 1 s: max overlap %.3g r, max |v_z| %.3g m/s (g dt = %.3g)\n",
-               passes[k], ov, vmax, 9.81e-3);
-        assert_true(ov < 0.005);
-        assert_true(vmax < 3 * 9.81e-3); /* at rest: each step's gravity, taken back by the next */
+        double ov, dv;
+        column_settles(passes[k], 6, &ov, &dv);
+        printf("# column of 6 spheres, %d passes, 100 steps after 1 s: max overlap %.3g r, max |v_z + g dt| %.3g m/s "
+               "(g dt = %.3g)\n",
+               passes[k], ov, dv, 9.81e-3);
+        if (passes[k] >= 16) {
+            assert_true(ov < 1e-5);
+            assert_true(dv < 1e-5);
+        } else {
+            assert_true(ov < 0.01);
+            assert_true(dv < 8 * 9.81e-3);
+        }
     }
 }
 
