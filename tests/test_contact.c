@@ -1076,7 +1076,7 @@ static void column_settles(int iterations, int count, double *max_overlap_rel, d
     for (int k = 0; k < 100; ++k) {
         tsys_step(&t);
         *max_overlap_rel = fmax(*max_overlap_rel, settled_overlap(&t) / r);
-        for (int i = 0; i < count; ++i) *dv_max = fmax(*dv_max, fabs(t.vel[4 * i + 2] + 9.81 * dt));
+        for (int i = 0; i < count; ++i) *dv_max = fmax(*dv_max, fabs(t.vel[4 * i + 2] - g[2] * dt));
     }
     tsys_free(&t);
 }
